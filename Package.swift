@@ -1,0 +1,53 @@
+// swift-tools-version: 6.1
+import CompilerPluginSupport
+import PackageDescription
+
+let package = Package(
+    name: "OpenSwiftData",
+    platforms: [.macOS(.v14), .iOS(.v17)],
+    products: [
+        .library(name: "OpenSwiftData", targets: ["OpenSwiftData"]),
+        .executable(name: "osd-demo", targets: ["osd-demo"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
+        .package(url: "https://github.com/swiftlang/swift-syntax", exact: "602.0.0"),
+        .package(url: "https://github.com/pointfreeco/swift-macro-testing", exact: "0.7.0"),
+    ],
+    targets: [
+        .macro(
+            name: "OpenSwiftDataMacros",
+            dependencies: [
+                .product(name: "SwiftSyntax", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxBuilder", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+                .product(name: "SwiftDiagnostics", package: "swift-syntax"),
+            ]
+        ),
+        .target(
+            name: "OpenSwiftData",
+            dependencies: [
+                "OpenSwiftDataMacros",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        .executableTarget(
+            name: "osd-demo",
+            dependencies: ["OpenSwiftData"]
+        ),
+        .testTarget(
+            name: "OpenSwiftDataTests",
+            dependencies: ["OpenSwiftData"]
+        ),
+        .testTarget(
+            name: "OpenSwiftDataMacrosTests",
+            dependencies: [
+                "OpenSwiftDataMacros",
+                .product(name: "MacroTesting", package: "swift-macro-testing"),
+                .product(name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,104 @@
+import Foundation
+
+/// The store of a schema's models, and the factory of the contexts that read and write it.
+///
+/// ```swift
+/// let container = try ModelContainer(for: Trip.self, Visit.self)
+/// let context = ModelContext(container)
+/// ```
+///
+/// A container is `Sendable`: share it between actors and give each actor its own context.
+/// Two containers opened on the same file share its data; in-memory containers share nothing.
+public final class ModelContainer: Equatable, @unchecked Sendable {
+    // @unchecked Sendable: `schema`, `configurations`, `store` and `layouts` are immutable after
+    // init (the store serialises access to SQLite through GRDB); `_mainContext` is only read and
+    // written on the main actor, as its isolation says.
+
+    /// The schema of the models this container stores.
+    public let schema: Schema
+    /// The configurations of the container's stores.
+    public let configurations: [ModelConfiguration]
+    let store: SQLiteStore
+    private let layouts: [String: EntityLayout]
+    @MainActor private var _mainContext: ModelContext?
+
+    /// Opens (or creates) the store for some model types.
+    public convenience init(for forTypes: any PersistentModel.Type..., configurations: ModelConfiguration...) throws {
+        try self.init(for: Schema(forTypes), configurations: configurations)
+    }
+
+    /// Opens (or creates) the store for a schema.
+    public convenience init(for givenSchema: Schema, configurations: ModelConfiguration...) throws {
+        try self.init(for: givenSchema, configurations: configurations)
+    }
+
+    /// Opens (or creates) the store for a schema.
+    ///
+    /// Throws a ``SwiftDataError`` (never traps) when a model type cannot be stored, when the
+    /// file is not a store or is corrupt, or when the store was created with a different schema;
+    /// the file is then left untouched.
+    public init(for givenSchema: Schema, configurations: [ModelConfiguration]) throws {
+        let configurations = configurations.isEmpty ? [ModelConfiguration()] : configurations
+        var names = Set<String>()
+        for configuration in configurations where !names.insert(configuration.name).inserted {
+            throw SwiftDataError(.duplicateConfiguration, "two configurations are named \"\(configuration.name)\"")
+        }
+        guard configurations.count == 1, let configuration = configurations.first else {
+            throw SwiftDataError(.loadIssueModelContainer, "a container with several configurations is not supported yet; use one configuration per container")
+        }
+        try configuration.validate()
+        var schema = givenSchema
+        if let own = configuration.schema {
+            for entity in own.entities where givenSchema.entitiesByName[entity.name] == nil {
+                throw SwiftDataError(.configurationSchemaNotFoundInContainerSchema, "the configuration's entity \(entity.name) is not in the container's schema", entity: entity.name)
+            }
+            if givenSchema.entities.isEmpty { schema = own }
+        }
+        let layout = try schema.storeLayout()
+        self.schema = schema
+        self.configurations = configurations
+        self.layouts = Dictionary(schema.entities.compactMap { entity in entity.layout.map { (entity.name, $0) } }, uniquingKeysWith: { first, _ in first })
+        self.store = try SQLiteStore.open(
+            at: configuration.isStoredInMemoryOnly ? nil : configuration.url,
+            layout: layout,
+            schemaVersion: schema.version,
+            readOnly: !configuration.allowsSave
+        )
+    }
+
+    /// The main actor's context, created on first use, with autosave on.
+    @MainActor public var mainContext: ModelContext {
+        if let context = _mainContext { return context }
+        let context = ModelContext(mainContextOf: self)
+        _mainContext = context
+        return context
+    }
+
+    /// Deletes every row of every entity; the container stays usable.
+    public func deleteAllData() {
+        do {
+            try erase()
+        } catch {
+            FileHandle.standardError.write(Data("OpenSwiftData: deleteAllData failed: \(error)\n".utf8))
+        }
+    }
+
+    /// Deletes every row of every entity; the container stays usable and empty.
+    public func erase() throws {
+        try store.deleteAllRows()
+    }
+
+    /// Containers are equal only to themselves.
+    public static func == (lhs: ModelContainer, rhs: ModelContainer) -> Bool { lhs === rhs }
+
+    func layout(named name: String) -> EntityLayout? { layouts[name] }
+
+    /// The layout of a model type, or a typed error when the schema lacks it.
+    func requireLayout<T: PersistentModel>(for type: T.Type) throws -> EntityLayout {
+        let name = Schema.entityName(of: type)
+        guard let layout = layouts[name], layout.modelType == type else {
+            throw SwiftDataError(.loadIssueModelContainer, "\(name) is not part of the container's schema", entity: name)
+        }
+        return layout
+    }
+}

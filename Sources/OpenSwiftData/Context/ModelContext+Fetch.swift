@@ -1,0 +1,161 @@
+import Foundation
+import GRDB
+
+extension ModelContext {
+    /// The models that match a descriptor, one instance per row.
+    ///
+    /// Sorting, limit and offset run in SQL when every sort key is a stored column. With a
+    /// predicate, or with pending changes of the entity (when `includePendingChanges` is true),
+    /// the rows are filtered and ordered in memory with the predicate's and sort descriptors' own
+    /// Swift semantics, so results always equal what evaluating them on each model would say.
+    public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [T] {
+        let layout = try container.requireLayout(for: T.self)
+        let table = layout.table
+        let pending = descriptor.includePendingChanges && hasPendingChanges(entity: layout.name)
+        let order = layout.orderTerms(for: descriptor.sortBy)
+        if let order, descriptor.predicate == nil, !pending {
+            let query = SelectBuilder.rows(table, order: order, limit: descriptor.fetchLimit, offset: descriptor.fetchOffset)
+            return try materialize(T.self, layout: layout, query: query)
+        }
+
+        var candidates = try materialize(T.self, layout: layout, query: SelectBuilder.rows(table, order: order ?? [], limit: nil, offset: nil))
+        if pending {
+            candidates.removeAll { $0.storageBase.state == .deleted }
+            for registration in inserted.all {
+                if let model = registration.model as? T, registration.storage.state == .inserted { candidates.append(model) }
+            }
+        }
+        if let predicate = descriptor.predicate {
+            do {
+                candidates = try candidates.filter { try predicate.evaluate($0) }
+            } catch {
+                throw SwiftDataError(.unsupportedPredicate, "evaluating the predicate of a \(layout.name) fetch failed: \(error)", entity: layout.name)
+            }
+        }
+        if !descriptor.sortBy.isEmpty && (order == nil || pending) {
+            candidates = stableSorted(candidates, using: descriptor.sortBy)
+        }
+        let start = min(max(descriptor.fetchOffset ?? 0, 0), candidates.count)
+        let end = descriptor.fetchLimit.map { min(start + max($0, 0), candidates.count) } ?? candidates.count
+        return Array(candidates[start..<end])
+    }
+
+    /// The number of models that match a descriptor (`COUNT(*)` in SQL when nothing needs to be
+    /// evaluated in memory).
+    public func fetchCount<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> Int {
+        let layout = try container.requireLayout(for: T.self)
+        let pending = descriptor.includePendingChanges && hasPendingChanges(entity: layout.name)
+        if descriptor.predicate == nil, !pending {
+            let total = try container.store.read { db in
+                try Int.fetchOne(db, sql: SelectBuilder.count(layout.table).sql) ?? 0
+            }
+            let afterOffset = max(total - max(descriptor.fetchOffset ?? 0, 0), 0)
+            return descriptor.fetchLimit.map { min(max($0, 0), afterOffset) } ?? afterOffset
+        }
+        return try fetch(descriptor).count
+    }
+
+    /// The identifiers of the models that match a descriptor, without materialising models when
+    /// the query can run entirely in SQL.
+    public func fetchIdentifiers<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [PersistentIdentifier] {
+        let layout = try container.requireLayout(for: T.self)
+        let pending = descriptor.includePendingChanges && hasPendingChanges(entity: layout.name)
+        if let order = layout.orderTerms(for: descriptor.sortBy), descriptor.predicate == nil, !pending {
+            let query = SelectBuilder.primaryKeys(layout.table, order: order, limit: descriptor.fetchLimit, offset: descriptor.fetchOffset)
+            let storeIdentifier = container.store.identifier
+            return try container.store.read { db in
+                try Int64.fetchAll(db, sql: query.sql, arguments: query.arguments).map {
+                    PersistentIdentifier(storeIdentifier: storeIdentifier, entityName: layout.name, key: .row($0))
+                }
+            }
+        }
+        return try fetch(descriptor).map(\.persistentModelID)
+    }
+
+    /// Visits every model that matches a descriptor, in batches.
+    public func enumerate<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, batchSize: Int = 5000, allowEscapingMutations: Bool = false, block: (T) throws -> Void) throws {
+        for model in try fetch(descriptor) { try block(model) }
+    }
+
+    func hasPendingChanges(entity: String) -> Bool {
+        guard hasChanges else { return false }
+        return inserted.all.contains { $0.storage.entityName == entity }
+            || changed.all.contains { $0.storage.entityName == entity }
+            || deleted.all.contains { $0.storage.entityName == entity }
+    }
+
+    /// Runs a query and turns its rows into models, reusing instances already registered here.
+    func materialize<T: PersistentModel>(_ type: T.Type, layout: EntityLayout, query: SelectQuery) throws -> [T] {
+        let storeIdentifier = container.store.identifier
+        var registered = identityMap.removeValue(forKey: layout.name) ?? [:]
+        defer { identityMap[layout.name] = registered }
+        let properties = layout.properties
+        let columns = layout.columns
+        let template = ContiguousArray<Any>(properties.map { $0.defaultValue ?? UnsetValue() })
+        return try container.store.read { db in
+            var results: [T] = []
+            let cursor = try Row.fetchCursor(db, sql: query.sql, arguments: query.arguments)
+            while let row = try cursor.next() {
+                let primaryKey: Int64 = row[0]
+                if let existing = registered[primaryKey], let model = existing.model as? T {
+                    results.append(model)
+                    continue
+                }
+                var values = template
+                for (offset, property) in columns.enumerated() {
+                    let stored: DatabaseValue = row[offset + 1]
+                    do {
+                        values[property.index] = try property.codec.decode(stored)
+                    } catch {
+                        throw SwiftDataError(.valueDecodingFailure, "\(layout.name).\(property.name) of row \(primaryKey): \(error)", entity: layout.name, property: property.name)
+                    }
+                }
+                for property in properties where property.columnIndex == nil && values[property.index] is UnsetValue {
+                    values[property.index] = property.codec.emptyValue ?? UnsetValue()
+                }
+                let storage = ModelStorage<T>(layout: layout, values: values)
+                storage.primaryKey = primaryKey
+                storage.storeIdentifier = storeIdentifier
+                storage.state = .registered
+                storage.context = self
+                let model = T(backingData: storage)
+                registered[primaryKey] = Registration(model: model, storage: storage)
+                results.append(model)
+            }
+            return results
+        }
+    }
+
+    /// Loads one row by primary key, or returns nil when it does not exist.
+    func load(layout: EntityLayout, primaryKey: Int64) throws -> (any PersistentModel)? {
+        func open<T: PersistentModel>(_ type: T.Type) throws -> (any PersistentModel)? {
+            try materialize(T.self, layout: layout, query: SelectBuilder.row(layout.table, primaryKey: primaryKey)).first
+        }
+        return try open(layout.modelType)
+    }
+
+    /// An unregistered instance for an identifier whose row is gone, holding declared defaults.
+    func placeholder(layout: EntityLayout, id: PersistentIdentifier) -> any PersistentModel {
+        func make<T: PersistentModel>(_ type: T.Type) -> any PersistentModel {
+            let values = ContiguousArray<Any>(layout.properties.map { $0.defaultValue ?? $0.codec.emptyValue ?? UnsetValue() })
+            let storage = ModelStorage<T>(layout: layout, values: values)
+            storage.primaryKey = id.rowID
+            storage.storeIdentifier = id.storeIdentifier
+            return T(backingData: storage)
+        }
+        return make(layout.modelType)
+    }
+
+    private func stableSorted<T>(_ models: [T], using descriptors: [SortDescriptor<T>]) -> [T] {
+        models.enumerated().sorted { lhs, rhs in
+            for descriptor in descriptors {
+                switch descriptor.compare(lhs.element, rhs.element) {
+                case .orderedAscending: return true
+                case .orderedDescending: return false
+                case .orderedSame: continue
+                }
+            }
+            return lhs.offset < rhs.offset
+        }.map(\.element)
+    }
+}

@@ -1,0 +1,160 @@
+import Foundation
+import GRDB
+
+extension ModelContext {
+    /// Writes every pending insert, change and deletion in one SQLite transaction.
+    ///
+    /// Nothing is written when any part fails (a value that cannot be encoded, a uniqueness
+    /// conflict across two rows, a read-only store): the error is thrown and the context keeps
+    /// its pending changes. An inserted model whose unique values match an existing row updates
+    /// that row instead of adding one (an upsert) and takes its identifier. Saving with no
+    /// changes does no I/O.
+    public func save() throws {
+        guard hasChanges else { return }
+        let store = container.store
+        guard !store.isReadOnly else {
+            throw SwiftDataError(.readOnlyStore, "save() on a context whose configuration has allowsSave: false; nothing was written")
+        }
+        NotificationCenter.default.post(name: ModelContext.willSave, object: self)
+
+        let deletions = deleted.all
+        let updates = changed.all.filter { $0.storage.state == .registered && !$0.storage.changedProperties.isEmpty }
+        let insertions = inserted.all
+        var insertedKeys: [(row: Int64, upserted: Bool)] = []
+        insertedKeys.reserveCapacity(insertions.count)
+
+        try store.write { db in
+            var writers: [String: TableWriter] = [:]
+            func writer(for layout: EntityLayout) -> TableWriter {
+                if let existing = writers[layout.name] { return existing }
+                let created = TableWriter(table: layout.table, db: db)
+                writers[layout.name] = created
+                return created
+            }
+            for registration in deletions {
+                guard let layout = registration.storage.layout, let row = registration.storage.primaryKey else { continue }
+                try writer(for: layout).delete(primaryKey: row)
+            }
+            for registration in updates {
+                let storage = registration.storage
+                guard let layout = storage.layout, let row = storage.primaryKey else { continue }
+                let changedColumns = storage.changedProperties.sorted().compactMap { layout.properties[$0].columnIndex }
+                let values = try changedColumns.map { try encode(storage, layout.columns[$0], layout) }
+                try run(layout) { try writer(for: layout).update(primaryKey: row, columns: changedColumns, values: values) }
+            }
+            for registration in insertions {
+                let storage = registration.storage
+                guard let layout = storage.layout else {
+                    throw SwiftDataError(.loadIssueModelContainer, "\(type(of: registration.model)) cannot be stored; see the container's schema errors")
+                }
+                guard container.layout(named: layout.name) === layout else {
+                    throw SwiftDataError(.loadIssueModelContainer, "\(layout.name) is not part of the container's schema; add it to the types the container is created with", entity: layout.name)
+                }
+                let values = try layout.columns.map { try encode(storage, $0, layout) }
+                let table = writer(for: layout)
+                let conflicts = try run(layout) { try table.conflictingRows(values) }
+                if conflicts.count > 1 {
+                    throw SwiftDataError(.modelValidationFailure, "an inserted \(layout.name) matches \(conflicts.count) different existing rows on its unique properties", entity: layout.name)
+                }
+                if let existing = conflicts.first {
+                    try run(layout) { try table.update(primaryKey: existing, columns: Array(layout.columns.indices), values: values) }
+                    insertedKeys.append((existing, true))
+                } else {
+                    insertedKeys.append((try run(layout) { try table.insert(values) }, false))
+                }
+            }
+        }
+
+        // Committed: bring the in-memory state in line with the store.
+        var insertedIDs: [PersistentIdentifier] = []
+        var updatedIDs: [PersistentIdentifier] = []
+        var deletedIDs: [PersistentIdentifier] = []
+        for registration in deletions {
+            let storage = registration.storage
+            deletedIDs.append(storage.ensureIdentifier())
+            if let row = storage.primaryKey { identityMap[storage.entityName]?[row] = nil }
+            storage.state = .unregistered
+            storage.context = nil
+        }
+        for registration in updates {
+            registration.storage.commit()
+            updatedIDs.append(registration.storage.ensureIdentifier())
+        }
+        for (registration, (row, upserted)) in zip(insertions, insertedKeys) {
+            let storage = registration.storage
+            if let previous = identityMap[storage.entityName]?[row], previous.storage !== storage {
+                // The row already had an instance here: the inserted model replaces it.
+                previous.storage.values = storage.values
+                previous.storage.commit()
+                previous.storage.state = .unregistered
+                previous.storage.context = nil
+                changed.remove(previous.storage)
+            }
+            storage.primaryKey = row
+            storage.storeIdentifier = store.identifier
+            storage.temporaryID = nil
+            storage.state = .registered
+            storage.commit()
+            identityMap[storage.entityName, default: [:]][row] = registration
+            if upserted {
+                updatedIDs.append(storage.ensureIdentifier())
+            } else {
+                insertedIDs.append(storage.ensureIdentifier())
+            }
+        }
+        inserted.removeAll()
+        changed.removeAll()
+        deleted.removeAll()
+
+        NotificationCenter.default.post(
+            name: ModelContext.didSave, object: self,
+            userInfo: [
+                NotificationKey.insertedIdentifiers.rawValue: insertedIDs,
+                NotificationKey.updatedIdentifiers.rawValue: updatedIDs,
+                NotificationKey.deletedIdentifiers.rawValue: deletedIDs,
+            ]
+        )
+    }
+
+    /// Encodes one property's value, naming the entity and property when it cannot be.
+    private func encode(_ storage: AnyModelStorage, _ property: PropertyLayout, _ layout: EntityLayout) throws -> DatabaseValue {
+        let value = storage.values[property.index]
+        if value is UnsetValue {
+            throw SwiftDataError(.valueEncodingFailure, "\(layout.name).\(property.name) has no value", entity: layout.name, property: property.name)
+        }
+        do {
+            return try property.codec.encode(value)
+        } catch {
+            throw SwiftDataError(.valueEncodingFailure, "\(layout.name).\(property.name) cannot be stored: \(error)", entity: layout.name, property: property.name)
+        }
+    }
+
+    /// Runs a write, turning constraint violations into ``SwiftDataError/modelValidationFailure``.
+    private func run<T>(_ layout: EntityLayout, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+            throw SwiftDataError(.modelValidationFailure, "saving \(layout.name) violates a constraint: \(error.message ?? "\(error)")", entity: layout.name)
+        }
+    }
+
+    /// The keys of `didSave`'s `userInfo`.
+    public enum NotificationKey: String {
+        /// The generation of the query results.
+        case queryGeneration
+        /// Whether every identifier was invalidated.
+        case invalidatedAllIdentifiers
+        /// The identifiers of inserted models (`[PersistentIdentifier]`).
+        case insertedIdentifiers
+        /// The identifiers of updated models (`[PersistentIdentifier]`).
+        case updatedIdentifiers
+        /// The identifiers of deleted models (`[PersistentIdentifier]`).
+        case deletedIdentifiers
+    }
+
+    /// Posted on `NotificationCenter.default`, with the context as object, before a save writes.
+    public static let willSave = Notification.Name("OpenSwiftData.ModelContext.willSave")
+    /// Posted on `NotificationCenter.default`, with the context as object, after a save has
+    /// committed; `userInfo` holds the identifiers under ``NotificationKey`` raw values.
+    public static let didSave = Notification.Name("OpenSwiftData.ModelContext.didSave")
+}

@@ -1,0 +1,220 @@
+import Foundation
+
+/// The object through which you insert, fetch, change and delete models.
+///
+/// A context keeps one instance per row (fetching the same row twice yields the same object),
+/// tracks changes until ``save()``, and writes them in one SQLite transaction. Contexts and the
+/// models registered in them are not `Sendable`: use each from one actor, and pass
+/// ``PersistentIdentifier``s between actors.
+///
+/// ```swift
+/// let context = ModelContext(container)
+/// context.insert(Trip(name: "Lisbon", startDate: .now))
+/// try context.save()
+/// let trips = try context.fetch(FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.startDate)]))
+/// ```
+public final class ModelContext: Equatable {
+    /// The container whose store this context reads and writes.
+    public let container: ModelContainer
+
+    /// Whether changes are saved automatically shortly after they are made. True for the
+    /// container's ``ModelContainer/mainContext``, false for contexts you create.
+    public var autosaveEnabled: Bool = false {
+        didSet { if autosaveEnabled && hasChanges { scheduleAutosave() } }
+    }
+
+    var identityMap: [String: [Int64: Registration]] = [:]
+    var inserted = PendingList()
+    var changed = PendingList()
+    var deleted = PendingList()
+    let isMainContext: Bool
+    private var autosaveScheduled = false
+    /// Called with the error of a failed autosave (the error is also kept in ``lastAutosaveError``).
+    public var autosaveErrorHandler: ((any Error) -> Void)?
+    /// The error of the last failed autosave, if any.
+    public private(set) var lastAutosaveError: (any Error)?
+
+    /// Creates a context for a container, with autosave off.
+    public init(_ container: ModelContainer) {
+        self.container = container
+        self.isMainContext = false
+    }
+
+    init(mainContextOf container: ModelContainer) {
+        self.container = container
+        self.isMainContext = true
+        self.autosaveEnabled = true
+    }
+
+    /// Contexts are equal only to themselves.
+    public static func == (lhs: ModelContext, rhs: ModelContext) -> Bool { lhs === rhs }
+
+    // MARK: Pending changes
+
+    /// Whether there are inserts, changes or deletions not yet saved.
+    public var hasChanges: Bool { !inserted.isEmpty || !changed.isEmpty || !deleted.isEmpty }
+
+    /// The models inserted since the last save.
+    public var insertedModelsArray: [any PersistentModel] { inserted.all.map(\.model) }
+
+    /// The registered models changed since the last save.
+    public var changedModelsArray: [any PersistentModel] {
+        changed.all.filter { $0.storage.state == .registered }.map(\.model)
+    }
+
+    /// The models marked for deletion at the next save.
+    public var deletedModelsArray: [any PersistentModel] { deleted.all.map(\.model) }
+
+    /// Settles pending changes. Inverse relationships and delete rules are applied as changes are
+    /// made, so there is nothing left to do here yet.
+    public func processPendingChanges() {}
+
+    // MARK: Insert and delete
+
+    /// Registers a model so that the next ``save()`` writes it. Inserting a model that is
+    /// already registered here does nothing; a model that belongs to another context is left
+    /// where it is.
+    public func insert<T: PersistentModel>(_ model: T) {
+        let storage = model.storageBase
+        switch storage.state {
+        case .unregistered:
+            storage.state = .inserted
+            storage.context = self
+            if storage.layout == nil { storage.layout = try? EntityLayout.of(T.self) }
+            inserted.add(Registration(model: model, storage: storage))
+            storageDidChange(storage)
+        case .deleted where storage.context === self:
+            storage.state = .registered
+            deleted.remove(storage)
+        case .inserted, .registered, .deleted:
+            if storage.context !== self {
+                log("insert(_:) ignored: \(T.self) \(storage.ensureIdentifier()) belongs to another context")
+            }
+        }
+    }
+
+    /// Marks a model for deletion at the next save. A model inserted and not yet saved is simply
+    /// forgotten.
+    public func delete<T: PersistentModel>(_ model: T) {
+        let storage = model.storageBase
+        guard storage.context === self else { return }
+        switch storage.state {
+        case .inserted:
+            inserted.remove(storage)
+            storage.state = .unregistered
+            storage.context = nil
+        case .registered:
+            storage.state = .deleted
+            deleted.add(Registration(model: model, storage: storage))
+            storageDidChange(storage)
+        case .deleted, .unregistered:
+            break
+        }
+    }
+
+    /// Deletes every model of a type that matches a predicate (every one when `predicate` is nil),
+    /// including those not yet fetched. The deletions are written at the next save.
+    public func delete<T: PersistentModel>(model: T.Type, where predicate: Predicate<T>? = nil, includeSubclasses: Bool = true) throws {
+        var descriptor = FetchDescriptor<T>(predicate: predicate)
+        descriptor.includePendingChanges = true
+        for match in try fetch(descriptor) { delete(match) }
+    }
+
+    /// Runs `block`, then saves. If `block` throws, nothing is saved, the error is rethrown,
+    /// and the changes it made stay pending.
+    public func transaction(block: () throws -> Void) throws {
+        try block()
+        try save()
+    }
+
+    /// Puts every changed model back to its saved values, forgets unsaved inserts and cancels
+    /// pending deletions.
+    public func rollback() {
+        for registration in inserted.all {
+            registration.storage.state = .unregistered
+            registration.storage.context = nil
+        }
+        for registration in changed.all { registration.storage.revert() }
+        for registration in deleted.all {
+            registration.storage.state = .registered
+            registration.storage.revert()
+        }
+        inserted.removeAll()
+        changed.removeAll()
+        deleted.removeAll()
+    }
+
+    // MARK: Looking models up
+
+    /// The model registered here for an identifier, without touching the store.
+    public func registeredModel<T: PersistentModel>(for persistentModelID: PersistentIdentifier) -> T? {
+        if let row = persistentModelID.rowID {
+            return identityMap[persistentModelID.entityName]?[row]?.model as? T
+        }
+        return inserted.all.first { $0.storage.ensureIdentifier() == persistentModelID }?.model as? T
+    }
+
+    /// The model for an identifier: the registered instance, or one loaded from the store.
+    ///
+    /// An identifier whose row no longer exists yields an instance holding the declared default
+    /// (or empty) values, registered nowhere, and a log line, as SwiftData returns a fault.
+    public func model(for persistentModelID: PersistentIdentifier) -> any PersistentModel {
+        if let row = persistentModelID.rowID, let registration = identityMap[persistentModelID.entityName]?[row] {
+            return registration.model
+        }
+        if persistentModelID.isTemporary,
+           let registration = inserted.all.first(where: { $0.storage.ensureIdentifier() == persistentModelID }) {
+            return registration.model
+        }
+        if let layout = container.layout(named: persistentModelID.entityName) {
+            if let row = persistentModelID.rowID, let model = try? load(layout: layout, primaryKey: row) {
+                return model
+            }
+            log("model(for:) found no row for \(persistentModelID)")
+            return placeholder(layout: layout, id: persistentModelID)
+        }
+        log("model(for:) got an identifier of entity \(persistentModelID.entityName), which the container's schema lacks")
+        return PlaceholderModel(backingData: ModelStorage<PlaceholderModel>(for: PlaceholderModel.self))
+    }
+
+    // MARK: Change tracking
+
+    /// Called by a model's storage the first time it changes after a save.
+    func storageDidChange(_ storage: AnyModelStorage) {
+        if storage.state == .registered, let row = storage.primaryKey,
+           let registration = identityMap[storage.entityName]?[row], registration.storage === storage {
+            changed.add(registration)
+        }
+        if autosaveEnabled { scheduleAutosave() }
+    }
+
+    private func scheduleAutosave() {
+        guard isMainContext, !autosaveScheduled else { return }
+        autosaveScheduled = true
+        // The main context is only reachable through `ModelContainer.mainContext`, which is
+        // isolated to the main actor, so this context is only ever used there.
+        nonisolated(unsafe) let context = self
+        Task { @MainActor in context.autosave() }
+    }
+
+    private func autosave() {
+        autosaveScheduled = false
+        guard autosaveEnabled, hasChanges else { return }
+        do {
+            try save()
+        } catch {
+            lastAutosaveError = error
+            log("autosave failed: \(error)")
+            autosaveErrorHandler?(error)
+        }
+    }
+
+    func log(_ message: String) {
+        guard ProcessInfo.processInfo.environment["OSD_QUIET"] == nil else { return }
+        FileHandle.standardError.write(Data("OpenSwiftData: \(message)\n".utf8))
+    }
+
+    deinit {
+        for registration in inserted.all { registration.storage.context = nil }
+    }
+}

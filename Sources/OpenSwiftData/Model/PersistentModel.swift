@@ -1,0 +1,81 @@
+import Foundation
+import Observation
+
+/// A class whose instances a ``ModelContext`` persists. Conform by applying ``Model()``.
+///
+/// Identity follows ``persistentModelID``: two instances are equal when they stand for the same
+/// row, and `id` is the persistent identifier unless the class declares its own `id`.
+public protocol PersistentModel: AnyObject, Observable, Hashable, Identifiable, SendableMetatype {
+    /// Creates an instance around existing backing data, without running the class's own
+    /// initializer. The store uses this to materialise fetched rows.
+    init(backingData: any BackingData<Self>)
+    /// Where the model's persisted values live.
+    var persistentBackingData: any BackingData<Self> { get set }
+    /// One entry per persisted property, in declaration order.
+    static var schemaMetadata: [Schema.PropertyMetadata] { get }
+    /// The key-path groups declared with `#Unique`, one uniqueness constraint per group.
+    static var _$uniquenessConstraints: [[AnyKeyPath]] { get }
+    /// The key-path groups declared with `#Index`, one index per group.
+    static var _$indices: [[AnyKeyPath]] { get }
+}
+
+extension PersistentModel {
+    /// No `#Unique` constraints.
+    public static var _$uniquenessConstraints: [[AnyKeyPath]] { [] }
+    /// No `#Index` indexes.
+    public static var _$indices: [[AnyKeyPath]] { [] }
+
+    /// Fresh backing data for a model that is not yet in any context.
+    public static func createBackingData<P: PersistentModel>() -> some BackingData<P> {
+        ModelStorage<P>(for: P.self)
+    }
+
+    /// The model's identifier: temporary until its first save, permanent afterwards.
+    public var persistentModelID: PersistentIdentifier {
+        if let id = persistentBackingData.persistentModelID { return id }
+        return storageBase.ensureIdentifier()
+    }
+
+    /// The context the model is registered in, or nil before insertion and after its deletion
+    /// has been saved.
+    public var modelContext: ModelContext? { storageBase.context }
+
+    /// Whether the model has changes not yet saved (including being a pending insert).
+    public var hasChanges: Bool { storageBase.hasChanges }
+
+    /// Whether the model is marked for deletion at the next save.
+    public var isDeleted: Bool { storageBase.state == .deleted }
+
+    /// Two models are equal when they stand for the same row.
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs === rhs || lhs.persistentModelID == rhs.persistentModelID
+    }
+
+    /// Hashes the persistent identifier.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(persistentModelID)
+    }
+
+    /// Reads a persisted value (used by the code `@Model` generates).
+    public func getValue<Value: Decodable>(forKey key: KeyPath<Self, Value>) -> Value {
+        persistentBackingData.getValue(forKey: key)
+    }
+
+    /// Writes a persisted value (used by the code `@Model` generates).
+    public func setValue<Value: Encodable>(forKey key: KeyPath<Self, Value>, to newValue: Value) {
+        persistentBackingData.setValue(forKey: key, to: newValue)
+    }
+
+    var storageBase: AnyModelStorage {
+        if let storage = persistentBackingData as? AnyModelStorage { return storage }
+        // A user-supplied BackingData: adopt its values into a storage of ours once.
+        let storage = ModelStorage<Self>(for: Self.self)
+        persistentBackingData = storage
+        return storage
+    }
+}
+
+extension PersistentModel where ID == PersistentIdentifier {
+    /// The persistent identifier, unless the class declares its own `id`.
+    public var id: PersistentIdentifier { persistentModelID }
+}

@@ -1,0 +1,65 @@
+import GRDB
+
+/// One `SELECT` over an entity's table, as SQL text and bound arguments.
+struct SelectQuery {
+    let sql: String
+    let arguments: StatementArguments
+}
+
+/// One `ORDER BY` term: a column and a direction.
+struct OrderTerm {
+    let column: String
+    let ascending: Bool
+}
+
+/// Builds the SQL of fetches from an entity's table and a descriptor's translatable parts.
+enum SelectBuilder {
+    /// The columns a fetch reads: the primary key, then every stored column in layout order.
+    static func selectColumns(_ table: TableDescription) -> String {
+        ([TableDescription.primaryKey] + table.columns.map(\.name)).map(quoted).joined(separator: ", ")
+    }
+
+    /// `SELECT _pk, columns… FROM table ORDER BY … LIMIT … OFFSET …`; ties are broken by the
+    /// primary key so that paging is stable.
+    static func rows(_ table: TableDescription, order: [OrderTerm], limit: Int?, offset: Int?) -> SelectQuery {
+        var sql = "SELECT \(selectColumns(table)) FROM \(quoted(table.name))"
+        sql += orderClause(order)
+        var arguments: [DatabaseValueConvertible] = []
+        sql += window(limit: limit, offset: offset, into: &arguments)
+        return SelectQuery(sql: sql, arguments: StatementArguments(arguments))
+    }
+
+    /// `SELECT _pk FROM table ORDER BY … LIMIT … OFFSET …`.
+    static func primaryKeys(_ table: TableDescription, order: [OrderTerm], limit: Int?, offset: Int?) -> SelectQuery {
+        var sql = "SELECT \(quoted(TableDescription.primaryKey)) FROM \(quoted(table.name))"
+        sql += orderClause(order)
+        var arguments: [DatabaseValueConvertible] = []
+        sql += window(limit: limit, offset: offset, into: &arguments)
+        return SelectQuery(sql: sql, arguments: StatementArguments(arguments))
+    }
+
+    /// One row by primary key.
+    static func row(_ table: TableDescription, primaryKey: Int64) -> SelectQuery {
+        SelectQuery(
+            sql: "SELECT \(selectColumns(table)) FROM \(quoted(table.name)) WHERE \(quoted(TableDescription.primaryKey)) = ?",
+            arguments: [primaryKey]
+        )
+    }
+
+    /// `SELECT COUNT(*) FROM table`.
+    static func count(_ table: TableDescription) -> SelectQuery {
+        SelectQuery(sql: "SELECT COUNT(*) FROM \(quoted(table.name))", arguments: [])
+    }
+
+    private static func orderClause(_ order: [OrderTerm]) -> String {
+        let terms = order.map { "\(quoted($0.column)) \($0.ascending ? "ASC" : "DESC")" } + [quoted(TableDescription.primaryKey)]
+        return " ORDER BY " + terms.joined(separator: ", ")
+    }
+
+    private static func window(limit: Int?, offset: Int?, into arguments: inout [DatabaseValueConvertible]) -> String {
+        guard limit != nil || offset != nil else { return "" }
+        arguments.append(limit ?? -1)
+        arguments.append(offset ?? 0)
+        return " LIMIT ? OFFSET ?"
+    }
+}

@@ -1,0 +1,133 @@
+import Foundation
+
+/// Everything the context and the store need to know about one persisted property, resolved
+/// once per model type from its `schemaMetadata`.
+struct PropertyLayout: @unchecked Sendable {
+    // @unchecked Sendable: immutable; `keyPath` is a Sendable key path object, `defaultValue` a
+    // value built from a literal in the model declaration and never mutated.
+    let name: String
+    let index: Int
+    let keyPath: AnyKeyPath
+    let valueType: any Any.Type
+    let codec: ValueCodec
+    let attribute: Schema.Attribute
+    let defaultValue: Any?
+    /// The column index among the entity's stored columns, or nil for ephemeral attributes.
+    let columnIndex: Int?
+
+    var isEphemeral: Bool { attribute.isTransient }
+}
+
+/// The runtime description of one model type: its persisted properties with their codecs, its
+/// columns, uniqueness constraints and indexes. Built once per type and shared by every
+/// container; immutable afterwards.
+final class EntityLayout: @unchecked Sendable {
+    // @unchecked Sendable: every stored property is a `let` of immutable values, set in init.
+    let name: String
+    let modelType: any PersistentModel.Type
+    let properties: [PropertyLayout]
+    /// The properties that have a column, in column order.
+    let columns: [PropertyLayout]
+    /// Uniqueness constraints as property indexes (one array per constraint).
+    let uniquenessConstraints: [[Int]]
+    /// Indexes as property indexes (one array per index).
+    let indices: [[Int]]
+    private let keyPaths: [AnyKeyPath]
+
+    init(modelType: any PersistentModel.Type) throws {
+        let name = Schema.entityName(of: modelType)
+        self.name = name
+        self.modelType = modelType
+        var properties: [PropertyLayout] = []
+        var columnCount = 0
+        for (index, metadata) in modelType.schemaMetadata.enumerated() {
+            let valueType = type(of: metadata.keypath).valueType
+            guard let codec = ValueCodec.make(for: valueType) else {
+                throw SwiftDataError(.loadIssueModelContainer, "\(name).\(metadata.name) has type \(valueType), which cannot be stored", entity: name, property: metadata.name)
+            }
+            if Self.reservedNames.contains(metadata.name.lowercased()) {
+                throw SwiftDataError(.loadIssueModelContainer, "\(name).\(metadata.name) uses a name reserved for the store's own columns", entity: name, property: metadata.name)
+            }
+            let declared = metadata.metadata as? Schema.Attribute ?? Schema.Attribute()
+            let attribute = declared.completed(name: metadata.name, valueType: valueType, defaultValue: metadata.defaultValue)
+            let columnIndex: Int?
+            if attribute.isTransient {
+                columnIndex = nil
+            } else {
+                columnIndex = columnCount
+                columnCount += 1
+            }
+            properties.append(PropertyLayout(
+                name: metadata.name, index: index, keyPath: metadata.keypath, valueType: valueType, codec: codec,
+                attribute: attribute, defaultValue: metadata.defaultValue, columnIndex: columnIndex
+            ))
+        }
+        self.properties = properties
+        self.columns = properties.filter { $0.columnIndex != nil }
+        self.keyPaths = properties.map(\.keyPath)
+
+        func resolve(_ groups: [[AnyKeyPath]], _ what: String) throws -> [[Int]] {
+            try groups.map { group in
+                try group.map { keyPath in
+                    guard let index = properties.firstIndex(where: { $0.keyPath == keyPath }), properties[index].columnIndex != nil else {
+                        throw SwiftDataError(.unsupportedKeyPath, "a \(what) of \(name) names a key path that is not a stored property", entity: name)
+                    }
+                    return index
+                }
+            }
+        }
+        var unique = try resolve(modelType._$uniquenessConstraints, "#Unique constraint")
+        for property in properties where property.attribute.isUnique {
+            guard property.columnIndex != nil else {
+                throw SwiftDataError(.loadIssueModelContainer, "\(name).\(property.name) cannot be both .unique and .ephemeral", entity: name, property: property.name)
+            }
+            unique.insert([property.index], at: 0)
+        }
+        var seen = Set<[Int]>()
+        self.uniquenessConstraints = unique.filter { seen.insert($0).inserted }
+        self.indices = try resolve(modelType._$indices, "#Index")
+    }
+
+    /// The names the store uses for its own columns and tables.
+    static let reservedNames: Set<String> = ["_pk", "rowid", "oid", "_rowid_"]
+
+    /// The index of the property a key path names, comparing identity first (cheap for the
+    /// literal key paths the macro generates) and equality second.
+    @inline(__always)
+    func propertyIndex(of keyPath: AnyKeyPath) -> Int? {
+        for index in keyPaths.indices where keyPaths[index] === keyPath { return index }
+        for index in keyPaths.indices where keyPaths[index] == keyPath { return index }
+        return nil
+    }
+
+    // MARK: The layout registry
+
+    private static let registryLock = NSLock()
+    nonisolated(unsafe) private static var registry: [ObjectIdentifier: EntityLayout] = [:]
+    // nonisolated(unsafe): only read and written while holding `registryLock`.
+
+    /// The layout of a model type, built on first use.
+    static func of(_ type: any PersistentModel.Type) throws -> EntityLayout {
+        let key = ObjectIdentifier(type)
+        registryLock.lock()
+        if let layout = registry[key] {
+            registryLock.unlock()
+            return layout
+        }
+        registryLock.unlock()
+        let layout = try EntityLayout(modelType: type)
+        registryLock.lock()
+        defer { registryLock.unlock() }
+        if let existing = registry[key] { return existing }
+        registry[key] = layout
+        return layout
+    }
+}
+
+extension Schema {
+    /// The entity name of a model type: its unqualified class name.
+    static func entityName(of type: any PersistentModel.Type) -> String {
+        let full = String(describing: type)
+        return full.split(separator: ".").last.map(String.init) ?? full
+    }
+}

@@ -1,0 +1,102 @@
+extension Schema {
+    /// A persisted attribute of an entity.
+    public final class Attribute: SchemaProperty, @unchecked Sendable {
+        // @unchecked Sendable: every stored property is set in init and never mutated afterwards
+        // except by the schema builder before the schema is published; `valueType` is a metatype
+        // and `defaultValue` a value the macro produced from a literal declaration.
+
+        /// Storage options for an attribute.
+        public struct Option: Codable, Hashable, CustomDebugStringConvertible, Sendable {
+            let rawValue: String
+
+            /// The value is unique among the entity's rows; inserting a duplicate updates the
+            /// existing row instead.
+            public static var unique: Option { Option(rawValue: "unique") }
+            /// Keep large data apart from the row (recorded; stored inline for now).
+            public static var externalStorage: Option { Option(rawValue: "externalStorage") }
+            /// Tracked and observable, but never written to the store.
+            public static var ephemeral: Option { Option(rawValue: "ephemeral") }
+            /// Keep the value in the history tombstone when the model is deleted.
+            public static var preserveValueOnDeletion: Option { Option(rawValue: "preserveValueOnDeletion") }
+            /// CloudKit encryption on Apple's systems; recorded, no effect here.
+            public static var allowsCloudEncryption: Option { Option(rawValue: "allowsCloudEncryption") }
+            /// Spotlight indexing on Apple's systems; recorded, no effect here.
+            public static var spotlight: Option { Option(rawValue: "spotlight") }
+
+            /// The option's name.
+            public var debugDescription: String { rawValue }
+        }
+
+        /// The attribute's name.
+        public let name: String
+        /// The previous name, or `name` when there is none.
+        public let originalName: String
+        /// The storage options.
+        public let options: [Option]
+        /// The Swift type of the values.
+        public let valueType: any Any.Type
+        /// The declared default value, if any.
+        public let defaultValue: Any?
+        /// A string mixed into the attribute's version hash.
+        public let hashModifier: String?
+        let declaredOriginalName: String?
+
+        /// Creates an attribute description from `@Attribute` arguments; the name and type are
+        /// filled in by the schema builder.
+        public init(_ options: Option..., originalName: String? = nil, hashModifier: String? = nil) {
+            self.name = ""
+            self.options = options
+            self.declaredOriginalName = originalName
+            self.originalName = originalName ?? ""
+            self.hashModifier = hashModifier
+            self.valueType = Any.self
+            self.defaultValue = nil
+        }
+
+        /// Creates a complete attribute description.
+        public init(name: String, originalName: String? = nil, options: [Option] = [], valueType: any Any.Type, defaultValue: Any? = nil, hashModifier: String? = nil) {
+            self.name = name
+            self.declaredOriginalName = originalName
+            self.originalName = originalName ?? name
+            self.options = options
+            self.valueType = valueType
+            self.defaultValue = defaultValue
+            self.hashModifier = hashModifier
+        }
+
+        /// Always true.
+        public var isAttribute: Bool { true }
+        /// Always false.
+        public var isRelationship: Bool { false }
+        /// Whether the attribute is `.ephemeral`.
+        public var isTransient: Bool { options.contains(.ephemeral) }
+        /// Whether the value type is optional.
+        public var isOptional: Bool { valueType is any _OptionalType.Type }
+        /// Whether the attribute is `.unique`.
+        public var isUnique: Bool { options.contains(.unique) }
+        /// Whether the attribute is stored through a value transformer (never, for now).
+        public var isTransformable: Bool { false }
+
+        /// Equal when name, original name, options, type and hash modifier are equal.
+        public static func == (lhs: Attribute, rhs: Attribute) -> Bool {
+            lhs.name == rhs.name && lhs.originalName == rhs.originalName && lhs.options == rhs.options
+                && lhs.valueType == rhs.valueType && lhs.hashModifier == rhs.hashModifier
+        }
+
+        /// Hashes the name and options.
+        public func hash(into hasher: inout Hasher) {
+            hasher.combine(name)
+            hasher.combine(options)
+        }
+
+        /// A description such as `name: String (unique)`.
+        public var debugDescription: String {
+            let opts = options.isEmpty ? "" : " (\(options.map(\.rawValue).joined(separator: ", ")))"
+            return "\(name): \(valueType)\(opts)"
+        }
+
+        func completed(name: String, valueType: any Any.Type, defaultValue: Any?) -> Attribute {
+            Attribute(name: name, originalName: declaredOriginalName, options: options, valueType: valueType, defaultValue: defaultValue, hashModifier: hashModifier)
+        }
+    }
+}

@@ -1,0 +1,80 @@
+extension Schema {
+    /// One model type of a schema: its name, attributes and constraints.
+    public final class Entity: Hashable, CustomDebugStringConvertible, @unchecked Sendable {
+        // @unchecked Sendable: every stored property is a `let` set in init.
+
+        /// The entity's name: the model class's unqualified name.
+        public let name: String
+        /// The persisted properties, in declaration order.
+        public let properties: [any SchemaProperty]
+        /// The attributes.
+        public let attributes: Set<Attribute>
+        /// Uniqueness constraints, as property names, one array per constraint.
+        public let uniquenessConstraints: [[String]]
+        /// Indexes, as property names, one array per index.
+        public let indices: [[String]]
+        /// Subentities (model inheritance is not supported yet: always empty).
+        public let subentities: Set<Entity> = []
+        /// The superentity's name (always nil for now).
+        public let superentityName: String? = nil
+        /// The superentity (always nil for now).
+        public var superentity: Entity? { nil }
+        let layout: EntityLayout?
+
+        /// An entity with a name and no properties.
+        public convenience init(_ name: String) {
+            self.init(name: name, attributes: [], layout: nil)
+        }
+
+        /// An entity with a name and attributes.
+        public convenience init(_ name: String, properties: Attribute...) {
+            self.init(name: name, attributes: properties, layout: nil)
+        }
+
+        init(layout: EntityLayout) {
+            self.name = layout.name
+            self.layout = layout
+            let attributes = layout.properties.map(\.attribute)
+            self.properties = attributes
+            self.attributes = Set(attributes)
+            self.uniquenessConstraints = layout.uniquenessConstraints.map { $0.map { layout.properties[$0].name } }
+            self.indices = layout.indices.map { $0.map { layout.properties[$0].name } }
+        }
+
+        private init(name: String, attributes: [Attribute], layout: EntityLayout?) {
+            self.name = name
+            self.layout = layout
+            self.properties = attributes
+            self.attributes = Set(attributes)
+            self.uniquenessConstraints = attributes.filter(\.isUnique).map { [$0.name] }
+            self.indices = []
+        }
+
+        /// The stored properties (all persisted properties, for now).
+        public var storedProperties: [any SchemaProperty] { properties }
+        /// Properties inherited from a superentity (none for now).
+        public var inheritedProperties: [any SchemaProperty] { [] }
+        /// The attributes by name.
+        public var attributesByName: [String: Attribute] {
+            Dictionary(attributes.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        }
+        /// The stored properties by name.
+        public var storedPropertiesByName: [String: any SchemaProperty] {
+            Dictionary(properties.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        }
+
+        /// Equal when the names and attributes are equal.
+        public static func == (lhs: Entity, rhs: Entity) -> Bool {
+            lhs === rhs || (lhs.name == rhs.name && lhs.attributes == rhs.attributes
+                && lhs.uniquenessConstraints == rhs.uniquenessConstraints && lhs.indices == rhs.indices)
+        }
+
+        /// Hashes the name.
+        public func hash(into hasher: inout Hasher) { hasher.combine(name) }
+
+        /// A readable listing of the attributes.
+        public var debugDescription: String {
+            "Entity \(name)\n" + properties.map { "  \($0.debugDescription)" }.joined(separator: "\n")
+        }
+    }
+}

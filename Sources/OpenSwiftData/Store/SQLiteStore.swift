@@ -1,0 +1,181 @@
+import Foundation
+import GRDB
+
+/// One SQLite database holding the tables of a schema, through GRDB.
+///
+/// File stores use a `DatabasePool` in WAL mode (readers never block the writer); in-memory
+/// stores use a private `DatabaseQueue`. The store knows tables, columns and rows; it knows
+/// nothing of model objects.
+final class SQLiteStore: Sendable {
+    /// Where the rows live.
+    let writer: any DatabaseWriter
+    /// The store's unique identifier, recorded at creation.
+    let identifier: String
+    /// The layout the store was opened with.
+    let layout: StoreLayout
+    /// Whether writes are refused.
+    let isReadOnly: Bool
+
+    static let metadataTable = "osd_metadata"
+    static let formatVersion = "1"
+
+    private init(writer: any DatabaseWriter, identifier: String, layout: StoreLayout, isReadOnly: Bool) {
+        self.writer = writer
+        self.identifier = identifier
+        self.layout = layout
+        self.isReadOnly = isReadOnly
+    }
+
+    /// Opens (or creates) the store at `url`, or a private in-memory store when `url` is nil.
+    ///
+    /// An existing file is first inspected through a read-only connection; if it is not an
+    /// SQLite database, is corrupt, was not created by OpenSwiftData, or was created with another
+    /// layout, a ``SwiftDataError`` is thrown and the file is left byte for byte as it was.
+    static func open(at url: URL?, layout: StoreLayout, schemaVersion: Schema.Version, readOnly: Bool) throws -> SQLiteStore {
+        guard let url else {
+            let queue = try wrap("opening an in-memory store") { try DatabaseQueue(configuration: configuration(readOnly: false)) }
+            let identifier = UUID().uuidString
+            try wrap("creating the in-memory store's tables") {
+                try queue.write { db in try create(layout, identifier: identifier, version: schemaVersion, in: db) }
+            }
+            return SQLiteStore(writer: queue, identifier: identifier, layout: layout, isReadOnly: false)
+        }
+
+        let path = url.path
+        let fileManager = FileManager.default
+        let existing = (try? fileManager.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue
+        var existingIdentifier: String?
+        if let size = existing, size > 0 {
+            existingIdentifier = try inspect(path: path, expecting: layout)
+        } else if readOnly {
+            throw SwiftDataError(.loadIssueModelContainer, "no store exists at \(path), and the configuration does not allow saving, so none can be created")
+        } else {
+            try wrap("creating the directory for \(path)") {
+                try fileManager.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            }
+        }
+
+        let pool = try wrap("opening \(path)") { try DatabasePool(path: path, configuration: configuration(readOnly: readOnly)) }
+        if let existingIdentifier {
+            return SQLiteStore(writer: pool, identifier: existingIdentifier, layout: layout, isReadOnly: readOnly)
+        }
+        let identifier = UUID().uuidString
+        try wrap("creating the tables of \(path)") {
+            try pool.write { db in try create(layout, identifier: identifier, version: schemaVersion, in: db) }
+        }
+        return SQLiteStore(writer: pool, identifier: identifier, layout: layout, isReadOnly: readOnly)
+    }
+
+    private static func configuration(readOnly: Bool) -> Configuration {
+        var configuration = Configuration()
+        configuration.readonly = readOnly
+        configuration.foreignKeysEnabled = true
+        configuration.label = "OpenSwiftData"
+        return configuration
+    }
+
+    /// Reads an existing file through a read-only connection and checks that it is a store of
+    /// this layout. Returns the store identifier.
+    private static func inspect(path: String, expecting layout: StoreLayout) throws -> String {
+        var configuration = Configuration()
+        configuration.readonly = true
+        let queue: DatabaseQueue
+        do {
+            queue = try DatabaseQueue(path: path, configuration: configuration)
+        } catch {
+            throw SwiftDataError(.notAStore, "\(path) cannot be opened as an SQLite database: \(describe(error))")
+        }
+        defer { try? queue.close() }
+        let metadata: [String: String]
+        do {
+            metadata = try queue.read { db -> [String: String] in
+                let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'")
+                guard tables.contains(metadataTable) else {
+                    if tables.isEmpty { return [:] }
+                    throw SwiftDataError(.notAStore, "\(path) is an SQLite database that OpenSwiftData did not create (it has no \(metadataTable) table)")
+                }
+                let rows = try Row.fetchAll(db, sql: "SELECT key, value FROM \(quoted(metadataTable))")
+                return Dictionary(rows.map { ($0["key"] as String? ?? "", $0["value"] as String? ?? "") }, uniquingKeysWith: { $1 })
+            }
+        } catch let error as SwiftDataError {
+            throw error
+        } catch {
+            throw SwiftDataError(.notAStore, "\(path) is not a readable SQLite database: \(describe(error))")
+        }
+        guard !metadata.isEmpty else {
+            throw SwiftDataError(.notAStore, "\(path) is an empty SQLite database without OpenSwiftData's metadata")
+        }
+        guard let identifier = metadata["storeIdentifier"], let stored = metadata["layout"] else {
+            throw SwiftDataError(.notAStore, "\(path) has an incomplete \(metadataTable) table")
+        }
+        if stored != layout.fingerprint {
+            throw SwiftDataError(.incompatibleSchema, "the store at \(path) was created with a different schema and no migration plan applies:\n" + difference(stored: stored, expected: layout.fingerprint))
+        }
+        return identifier
+    }
+
+    /// Describes, table by table, how two layouts differ.
+    static func difference(stored: String, expected: String) -> String {
+        let old = Set(stored.split(separator: "\n").map(String.init))
+        let new = Set(expected.split(separator: "\n").map(String.init))
+        let removed = old.subtracting(new).sorted().map { "  store has:  \($0)" }
+        let added = new.subtracting(old).sorted().map { "  schema has: \($0)" }
+        return (removed + added).joined(separator: "\n")
+    }
+
+    private static func create(_ layout: StoreLayout, identifier: String, version: Schema.Version, in db: Database) throws {
+        try db.execute(sql: "CREATE TABLE \(quoted(metadataTable)) (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) STRICT")
+        for table in layout.tables {
+            for statement in table.createStatements { try db.execute(sql: statement) }
+        }
+        let entries = [
+            "storeIdentifier": identifier,
+            "formatVersion": formatVersion,
+            "schemaVersion": version.description,
+            "layout": layout.fingerprint,
+            "layoutHash": layout.hash,
+        ]
+        for (key, value) in entries.sorted(by: { $0.key < $1.key }) {
+            try db.execute(sql: "INSERT INTO \(quoted(metadataTable)) (key, value) VALUES (?, ?)", arguments: [key, value])
+        }
+    }
+
+    /// Reads in a consistent snapshot.
+    func read<T>(_ body: (Database) throws -> T) throws -> T {
+        try Self.wrap("reading the store") { try writer.read(body) }
+    }
+
+    /// Runs `body` in one write transaction: everything it does is committed, or nothing.
+    func write<T>(_ body: (Database) throws -> T) throws -> T {
+        guard !isReadOnly else {
+            throw SwiftDataError(.readOnlyStore, "the store's configuration does not allow saving")
+        }
+        return try Self.wrap("writing the store") { try writer.write(body) }
+    }
+
+    /// Deletes every row of every table, keeping the tables.
+    func deleteAllRows() throws {
+        try write { db in
+            for table in layout.tables { try db.execute(sql: "DELETE FROM \(quoted(table.name))") }
+        }
+    }
+
+    /// Runs `body`, turning GRDB and SQLite errors into a ``SwiftDataError`` that says what was
+    /// being done; a ``SwiftDataError`` passes through.
+    static func wrap<T>(_ action: String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as SwiftDataError {
+            throw error
+        } catch {
+            throw SwiftDataError(.storeFailure, "\(action): \(describe(error))")
+        }
+    }
+
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? DatabaseError {
+            return "SQLite error \(error.resultCode.rawValue): \(error.message ?? "\(error)")"
+        }
+        return "\(error)"
+    }
+}

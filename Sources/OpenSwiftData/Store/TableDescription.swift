@@ -1,0 +1,50 @@
+/// A column of a store table.
+struct ColumnDescription: Hashable, Sendable {
+    let name: String
+    /// `INTEGER`, `REAL`, `TEXT` or `BLOB`.
+    let type: String
+    let isNullable: Bool
+}
+
+/// A table the store creates and writes: one per entity. Its first column is always the integer
+/// primary key `_pk`, which is not listed in `columns`.
+struct TableDescription: Hashable, Sendable {
+    let name: String
+    let columns: [ColumnDescription]
+    /// Uniqueness constraints as column names, one array per constraint.
+    let uniqueConstraints: [[String]]
+    /// Indexes as column names, one array per index.
+    let indexes: [[String]]
+
+    static let primaryKey = "_pk"
+
+    /// A canonical one-line description; two stores whose tables describe the same are
+    /// interchangeable.
+    var fingerprint: String {
+        let cols = columns.map { "\($0.name) \($0.type)\($0.isNullable ? "" : " NOT NULL")" }.joined(separator: ", ")
+        let uniques = uniqueConstraints.map { "unique(\($0.joined(separator: ",")))" }.joined(separator: " ")
+        let idx = indexes.map { "index(\($0.joined(separator: ",")))" }.joined(separator: " ")
+        return "table \(name)(\(cols)) \(uniques) \(idx)"
+    }
+}
+
+/// All the tables of one store.
+struct StoreLayout: Hashable, Sendable {
+    let tables: [TableDescription]
+
+    /// The canonical text of the layout, one line per table in name order.
+    var fingerprint: String {
+        tables.sorted { $0.name < $1.name }.map(\.fingerprint).joined(separator: "\n")
+    }
+
+    /// A 64-bit FNV-1a hash of the fingerprint, in hex.
+    var hash: String {
+        var value: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in fingerprint.utf8 {
+            value ^= UInt64(byte)
+            value = value &* 0x100_0000_01b3
+        }
+        let hex = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+}

@@ -1,0 +1,56 @@
+import SwiftSyntax
+import SwiftSyntaxMacros
+
+/// `@_PersistedProperty`: attached by `@Model` to each persisted stored property. Its value moves
+/// into the model's backing data: an `init` accessor lets the class's own initializers assign it as
+/// usual, `get` and `set` go through the backing data and report to the observation registrar, and
+/// a zero-sized peer `_name` satisfies definite initialization.
+public struct PersistedPropertyMacro {}
+
+extension PersistedPropertyMacro: AccessorMacro {
+    public static func expansion(
+        of node: AttributeSyntax,
+        providingAccessorsOf declaration: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [AccessorDeclSyntax] {
+        guard let variable = declaration.as(VariableDeclSyntax.self),
+              let property = PersistedProperty(variable)
+        else { return [] }
+        let name = property.name
+        return [
+            """
+            @storageRestrictions(accesses: _$backingData, initializes: _\(raw: name))
+            init(initialValue) {
+                _$backingData.setValue(forKey: \\.\(raw: name), to: initialValue)
+                _\(raw: name) = _SwiftDataNoType()
+            }
+            """,
+            """
+            get {
+                access(keyPath: \\.\(raw: name))
+                return self.getValue(forKey: \\.\(raw: name))
+            }
+            """,
+            """
+            set {
+                withMutation(keyPath: \\.\(raw: name)) {
+                    self.setValue(forKey: \\.\(raw: name), to: newValue)
+                }
+            }
+            """,
+        ]
+    }
+}
+
+extension PersistedPropertyMacro: PeerMacro {
+    public static func expansion(
+        of node: AttributeSyntax,
+        providingPeersOf declaration: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        guard let variable = declaration.as(VariableDeclSyntax.self),
+              let property = PersistedProperty(variable)
+        else { return [] }
+        return ["@Transient private var _\(raw: property.name): _SwiftDataNoType"]
+    }
+}
