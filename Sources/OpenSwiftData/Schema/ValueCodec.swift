@@ -13,8 +13,9 @@ enum ColumnType: String, Sendable {
 ///
 /// The mapping (chosen once per property when the schema is built):
 /// - `Bool` and every integer type: INTEGER (`UInt`/`UInt64` above `Int64.max` cannot be stored)
-/// - `Double`, `Float`: REAL
-/// - `String`: TEXT; `URL`: TEXT (absolute string); `Decimal`: TEXT (exact description)
+/// - `Double`, `Float`: REAL (SQLite keeps integral REAL values as integers on disk, so `-0.0`
+///   reads back as `0.0`)
+/// - `String`: TEXT (a string with a NUL character is refused: SQLite text ends at NUL); `URL`: TEXT (absolute string); `Decimal`: TEXT (exact description)
 /// - `Date`: REAL seconds since 2001-01-01, the value `Date` itself holds, so it round-trips exactly
 /// - `Data`: BLOB; `UUID`: 16-byte BLOB
 /// - an enum with a raw value of one of these types: the raw value's column
@@ -100,7 +101,20 @@ struct ValueCodec: @unchecked Sendable {
         case is UInt64.Type: return unsignedCodec(UInt64.self)
         case is Double.Type: return scalar(Double.self, .real)
         case is Float.Type: return scalar(Float.self, .real)
-        case is String.Type: return scalar(String.self, .text)
+        case is String.Type:
+            return ValueCodec(
+                columnType: .text, isOptional: false, storageName: "String",
+                encode: { value in
+                    guard let string = value as? String else { throw mismatch(value, String.self) }
+                    // SQLite's C API ends text at a NUL byte: refuse rather than truncate.
+                    if string.utf8.contains(0) { throw ValueCodecError("the string contains a NUL character, which SQLite text cannot hold") }
+                    return string.databaseValue
+                },
+                decode: { stored in
+                    guard let string = String.fromDatabaseValue(stored) else { throw undecodable(stored, String.self) }
+                    return string
+                }
+            )
         case is Data.Type:
             var codec = scalar(Data.self, .blob)
             codec.sortsLikeSwift = false

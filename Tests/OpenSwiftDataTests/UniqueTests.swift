@@ -1,0 +1,114 @@
+import Foundation
+import GRDB
+import Testing
+@testable import OpenSwiftData
+
+@Suite("Uniqueness and indexes")
+struct UniqueTests {
+    @Test("inserting a model whose .unique value exists updates that row in place")
+    func attributeUpsert() throws {
+        let container = try inMemoryContainer(Account.self)
+        let context = ModelContext(container)
+        let original = Account(email: "ada@example.com", name: "Ada")
+        context.insert(original)
+        try context.save()
+        let originalID = original.persistentModelID
+
+        let other = ModelContext(container)
+        let duplicate = Account(email: "ada@example.com", name: "Ada Lovelace")
+        duplicate.logins = 3
+        other.insert(duplicate)
+        try other.save()
+        #expect(duplicate.persistentModelID == originalID, "the inserted model takes the existing row's identifier")
+
+        let rows = try ModelContext(container).fetch(FetchDescriptor<Account>())
+        #expect(rows.count == 1)
+        #expect(rows[0].name == "Ada Lovelace")
+        #expect(rows[0].logins == 3)
+    }
+
+    @Test("two inserts of one key in one save end as one row, the last one winning")
+    func upsertWithinOneSave() throws {
+        let container = try inMemoryContainer(Account.self)
+        let context = ModelContext(container)
+        context.insert(Account(email: "x@y", name: "first"))
+        context.insert(Account(email: "x@y", name: "second"))
+        try context.save()
+        let rows = try ModelContext(container).fetch(FetchDescriptor<Account>())
+        #expect(rows.map(\.name) == ["second"])
+    }
+
+    @Test("an upsert over a row registered in the same context keeps one instance per row")
+    func upsertRegisteredRow() throws {
+        let container = try inMemoryContainer(Account.self)
+        let context = ModelContext(container)
+        let original = Account(email: "a@b", name: "old")
+        context.insert(original)
+        try context.save()
+        let replacement = Account(email: "a@b", name: "new")
+        context.insert(replacement)
+        try context.save()
+        let fetched = try context.fetch(FetchDescriptor<Account>())
+        #expect(fetched.count == 1)
+        #expect(fetched[0] === replacement)
+        #expect(original.name == "new", "the replaced instance sees the row's new values")
+    }
+
+    @Test("#Unique compound constraints upsert on the whole tuple only")
+    func compoundUnique() throws {
+        let container = try inMemoryContainer(Person.self)
+        let context = ModelContext(container)
+        context.insert(Person(givenName: "Ada", familyName: "Lovelace", age: 36))
+        context.insert(Person(givenName: "Ada", familyName: "Byron", age: 20))
+        try context.save()
+        context.insert(Person(givenName: "Ada", familyName: "Lovelace", age: 37))
+        try context.save()
+        let people = try ModelContext(container).fetch(FetchDescriptor<Person>(sortBy: [SortDescriptor(\.familyName)]))
+        #expect(people.map(\.familyName) == ["Byron", "Lovelace"])
+        #expect(people.map(\.age) == [20, 37])
+    }
+
+    @Test("changing a registered model onto another row's unique key fails the save with a typed error")
+    func updateConflict() throws {
+        let container = try inMemoryContainer(Account.self)
+        let context = ModelContext(container)
+        let a = Account(email: "a", name: "A")
+        let b = Account(email: "b", name: "B")
+        context.insert(a)
+        context.insert(b)
+        try context.save()
+        b.email = "a"
+        #expect(throws: SwiftDataError.modelValidationFailure) { try context.save() }
+        let emails = try ModelContext(container).fetch(FetchDescriptor<Account>(sortBy: [SortDescriptor(\.email)])).map(\.email)
+        #expect(emails == ["a", "b"])
+    }
+
+    @Test("unique constraints and #Index become real SQLite indexes")
+    func sqliteIndexes() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let url = directory.file("indexes.store")
+        _ = try ModelContainer(for: Person.self, Account.self, configurations: ModelConfiguration(url: url))
+        let queue = try DatabaseQueue(path: url.path)
+        let indexes = try queue.read { db -> [String: (unique: Bool, columns: [String])] in
+            var result: [String: (Bool, [String])] = [:]
+            for table in ["Person", "Account"] {
+                for index in try db.indexes(on: table) { result[index.name] = (index.isUnique, index.columns) }
+            }
+            return result
+        }
+        let described = indexes.values.map { "\($0.unique ? "unique" : "index")(\($0.columns.joined(separator: ",")))" }.sorted()
+        #expect(described == ["index(age,familyName)", "index(familyName)", "unique(email)", "unique(givenName,familyName)"])
+    }
+
+    @Test("the schema records unique constraints and indices by property name")
+    func schemaRecordsConstraints() throws {
+        let schema = Schema([Person.self, Account.self])
+        let person = try #require(schema.entity(for: Person.self))
+        #expect(person.uniquenessConstraints == [["givenName", "familyName"]])
+        #expect(person.indices == [["familyName"], ["age", "familyName"]])
+        let account = try #require(schema.entity(for: Account.self))
+        #expect(account.uniquenessConstraints == [["email"]])
+        #expect(account.attributesByName["email"]?.isUnique == true)
+    }
+}
