@@ -36,6 +36,10 @@ let package = Package(
             name: "osd-demo",
             dependencies: ["OpenSwiftData"]
         ),
+        // The code shown in README.md and the DocC articles, compiled so that it stays true
+        // (scripts/check-doc-examples.py checks that the documents quote these files exactly).
+        .executableTarget(name: "QuickStart", dependencies: ["OpenSwiftData"], path: "Examples/QuickStart"),
+        .executableTarget(name: "GettingStarted", dependencies: ["OpenSwiftData"], path: "Examples/GettingStarted"),
         .testTarget(
             name: "OpenSwiftDataTests",
             dependencies: ["OpenSwiftData", .product(name: "GRDB", package: "GRDB.swift")]

@@ -1,0 +1,63 @@
+import Foundation
+import OpenSwiftData
+
+enum Priority: Int, Codable {
+    case low, normal, high
+}
+
+@Model
+final class TodoItem {
+    #Index<TodoItem>([\.dueDate], [\.priority, \.dueDate])
+
+    @Attribute(.unique) var identifier: UUID
+    var title: String
+    var priority: Priority = Priority.normal
+    var dueDate: Date?
+    var isDone = false
+    var tags: [String] = []
+    @Transient var isExpanded = false
+
+    init(title: String, dueDate: Date? = nil) {
+        self.identifier = UUID()
+        self.title = title
+        self.dueDate = dueDate
+    }
+}
+
+// A file store; without a URL the store goes to $XDG_DATA_HOME/<executable>/default.store.
+let url = FileManager.default.temporaryDirectory.appendingPathComponent("todos-\(UUID().uuidString).store")
+defer { try? FileManager.default.removeItem(at: url) }
+let container = try ModelContainer(for: TodoItem.self, configurations: ModelConfiguration(url: url))
+let context = ModelContext(container)
+
+// Insert and save: one SQLite transaction.
+let milk = TodoItem(title: "Buy milk", dueDate: .now)
+milk.tags = ["errands"]
+context.insert(milk)
+context.insert(TodoItem(title: "File taxes"))
+try context.save()
+
+// Change and delete, then save again; rollback() would undo instead.
+milk.isDone = true
+let open = try context.fetch(FetchDescriptor<TodoItem>(predicate: #Predicate { !$0.isDone }))
+print("Open items: \(open.map(\.title))")
+
+// Sort and page.
+var firstPage = FetchDescriptor<TodoItem>(sortBy: [SortDescriptor(\.title)])
+firstPage.fetchLimit = 20
+print("First page: \(try context.fetch(firstPage).map(\.title))")
+
+// Pass identifiers, not models, between actors.
+let id = milk.persistentModelID
+try context.save()
+let elsewhere = ModelContext(container)
+if let sameItem = elsewhere.model(for: id) as? TodoItem {
+    print("\(sameItem.title) is done: \(sameItem.isDone)")
+}
+
+// Errors are typed and say what went wrong.
+do {
+    _ = try ModelContainer(for: TodoItem.self, configurations: ModelConfiguration(url: URL(fileURLWithPath: "/dev/zero")))
+} catch let error as SwiftDataError {
+    print("Could not open the store: \(error.detail)")
+}
