@@ -82,7 +82,7 @@ extension ModelMacro: MemberMacro {
             }
             """
         )
-        let placeholders = properties.map { "_\($0.name) = _SwiftDataNoType()" }
+        let placeholders = properties.map { "_\($0.plainName) = _SwiftDataNoType()" }
         let initBody = (placeholders + ["_$backingData = backingData"]).map { "    " + $0 }.joined(separator: "\n")
         decls.append(
             """

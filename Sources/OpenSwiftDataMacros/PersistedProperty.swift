@@ -79,8 +79,10 @@ extension PersistedProperty {
         self.declaration = declaration
         self.binding = binding
         self.name = identifier.identifier.trimmedDescription
-        self.type = binding.typeAnnotation?.type.trimmed
-        self.initializer = binding.initializer?.value.trimmed
+        // Not `.trimmed`: a trimmed copy is detached from the source tree, and diagnostics anchored
+        // on it (unstorable type, implicit-member default) would land at the top of the file.
+        self.type = binding.typeAnnotation?.type
+        self.initializer = binding.initializer?.value
         let attribute = declaration.attribute(named: "Attribute")
         self.hasAttribute = attribute != nil
         if case let .argumentList(list)? = attribute?.arguments {
@@ -98,6 +100,10 @@ extension PersistedProperty {
     /// The `defaultValue:` argument for `Schema.PropertyMetadata`.
     var defaultValueExpression: String {
         guard let initializer else { return "nil" }
+        if let iuo = type?.as(ImplicitlyUnwrappedOptionalTypeSyntax.self) {
+            // `as T!` is not valid Swift; the stored type of `T!` is `T?`.
+            return "(\(initializer.trimmedDescription) as \(iuo.wrappedType.trimmedDescription)?)"
+        }
         if let type { return "(\(initializer.trimmedDescription) as \(type.trimmedDescription))" }
         return initializer.trimmedDescription
     }

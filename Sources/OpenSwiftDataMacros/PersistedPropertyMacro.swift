@@ -17,12 +17,13 @@ extension PersistedPropertyMacro: AccessorMacro {
               let property = PersistedProperty(variable)
         else { return [] }
         let name = property.name
+        let storage = "_" + property.plainName
         return [
             """
-            @storageRestrictions(accesses: _$backingData, initializes: _\(raw: name))
+            @storageRestrictions(accesses: _$backingData, initializes: \(raw: storage))
             init(initialValue) {
                 _$backingData.setValue(forKey: \\.\(raw: name), to: initialValue)
-                _\(raw: name) = _SwiftDataNoType()
+                \(raw: storage) = _SwiftDataNoType()
             }
             """,
             """
@@ -51,6 +52,6 @@ extension PersistedPropertyMacro: PeerMacro {
         guard let variable = declaration.as(VariableDeclSyntax.self),
               let property = PersistedProperty(variable)
         else { return [] }
-        return ["@Transient private var _\(raw: property.name): _SwiftDataNoType"]
+        return ["@Transient private var _\(raw: property.plainName): _SwiftDataNoType"]
     }
 }

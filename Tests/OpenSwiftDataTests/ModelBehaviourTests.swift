@@ -48,6 +48,25 @@ struct ModelBehaviourTests {
         #expect(fresh.first?.cacheHits == 0)
     }
 
+    @Test("implicitly unwrapped optionals and backticked names are persisted")
+    func legacyShapes() throws {
+        let container = try inMemoryContainer(Legacy.self)
+        let context = ModelContext(container)
+        let legacy = Legacy()
+        #expect(legacy.nickname == "n")
+        legacy.default = 5
+        context.insert(legacy)
+        let cleared = Legacy()
+        cleared.nickname = nil
+        context.insert(cleared)
+        try context.save()
+        let fetched = try ModelContext(container).fetch(FetchDescriptor<Legacy>())
+        #expect(fetched.map(\.default) == [5, 1])
+        #expect(fetched[0].nickname == "n")
+        #expect(fetched[1].nickname == nil)
+        #expect(Legacy.schemaMetadata.map(\.name) == ["nickname", "default"])
+    }
+
     @Test("models are Observable: setting a property fires withObservationTracking")
     func observation() {
         let note = Note(title: "a")

@@ -207,3 +207,12 @@ struct TemporaryDirectory {
 func inMemoryContainer(_ types: any PersistentModel.Type...) throws -> ModelContainer {
     try ModelContainer(for: Schema(types), configurations: [ModelConfiguration(isStoredInMemoryOnly: true)])
 }
+
+/// Shapes older model code uses: implicitly unwrapped optionals, backticked names.
+@Model
+final class Legacy {
+    var nickname: String! = "n"
+    var `default`: Int = 1
+
+    init() {}
+}

@@ -66,12 +66,12 @@ extension PersistentModel {
         persistentBackingData.setValue(forKey: key, to: newValue)
     }
 
+    /// OpenSwiftData's storage behind this model. A model whose backing data is not ours (a
+    /// hand-written `BackingData`) gets a detached, empty storage: inserting it then fails at
+    /// save with a typed error instead of silently dropping its values.
     var storageBase: AnyModelStorage {
         if let storage = persistentBackingData as? AnyModelStorage { return storage }
-        // A user-supplied BackingData: adopt its values into a storage of ours once.
-        let storage = ModelStorage<Self>(for: Self.self)
-        persistentBackingData = storage
-        return storage
+        return ModelStorage<Self>(for: Self.self)
     }
 }
 
