@@ -48,6 +48,25 @@ struct ModelBehaviourTests {
         #expect(fresh.first?.cacheHits == 0)
     }
 
+    @Test("a model's own `id` property is persisted and wins for Identifiable, not for identity")
+    func ownIdentifier() throws {
+        let container = try inMemoryContainer(Message.self)
+        let context = ModelContext(container)
+        let uuid = UUID()
+        let message = Message(id: uuid, text: "hi")
+        #expect(message.id == uuid)
+        context.insert(message)
+        try context.save()
+        #expect(message.persistentModelID.entityName == "Message")
+        let fetched = try #require(try ModelContext(container).fetch(FetchDescriptor<Message>()).first)
+        #expect(fetched.id == uuid)
+        // Upsert on the unique id: a second message with the same id replaces the text.
+        let other = ModelContext(container)
+        other.insert(Message(id: uuid, text: "edited"))
+        try other.save()
+        #expect(try ModelContext(container).fetch(FetchDescriptor<Message>()).map(\.text) == ["edited"])
+    }
+
     @Test("implicitly unwrapped optionals and backticked names are persisted")
     func legacyShapes() throws {
         let container = try inMemoryContainer(Legacy.self)

@@ -216,3 +216,15 @@ final class Legacy {
 
     init() {}
 }
+
+/// A model that declares its own `id`, as much SwiftData code does.
+@Model
+public final class Message {
+    @Attribute(.unique) public var id: UUID
+    public var text: String
+
+    public init(id: UUID = UUID(), text: String) {
+        self.id = id
+        self.text = text
+    }
+}
