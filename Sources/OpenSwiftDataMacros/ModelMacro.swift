@@ -56,7 +56,7 @@ extension ModelMacro: MemberMacro {
         decls.append(
             """
             @Transient
-            private var _$backingData: any OpenSwiftData.BackingData<\(raw: className)> = \(raw: className).createBackingData()
+            private var _$backingData: any OpenSwiftData.BackingData<\(raw: className)> = \(raw: className)._$makeBackingData()
             """
         )
         decls.append(
@@ -215,7 +215,13 @@ extension ModelMacro: MemberAttributeMacro {
               !property.isLet,
               !VariableDeclSyntax.hasObservers(property.binding)
         else { return [] }
-        return ["@_PersistedProperty"]
+        // The property's position in `schemaMetadata`, counted over the same members the member
+        // role lists there.
+        let persisted = declaration.memberBlock.members.compactMap { item in
+            item.decl.as(VariableDeclSyntax.self).flatMap(PersistedProperty.init)
+        }
+        guard let index = persisted.firstIndex(where: { $0.name == property.name }) else { return [] }
+        return ["@_PersistedProperty(index: \(raw: index))"]
     }
 }
 

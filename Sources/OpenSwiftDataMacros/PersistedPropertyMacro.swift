@@ -18,28 +18,39 @@ extension PersistedPropertyMacro: AccessorMacro {
         else { return [] }
         let name = property.name
         let storage = "_" + property.plainName
+        let index = schemaIndex(from: node)
         return [
             """
             @storageRestrictions(accesses: _$backingData, initializes: \(raw: storage))
             init(initialValue) {
-                _$backingData.setValue(forKey: \\.\(raw: name), to: initialValue)
+                _$backingData._setValue(forKey: \\.\(raw: name), at: \(raw: index), to: initialValue)
                 \(raw: storage) = _SwiftDataNoType()
             }
             """,
             """
             get {
                 access(keyPath: \\.\(raw: name))
-                return self.getValue(forKey: \\.\(raw: name))
+                return self._$getValue(forKey: \\.\(raw: name), at: \(raw: index))
             }
             """,
             """
             set {
                 withMutation(keyPath: \\.\(raw: name)) {
-                    self.setValue(forKey: \\.\(raw: name), to: newValue)
+                    self._$setValue(forKey: \\.\(raw: name), at: \(raw: index), to: newValue)
                 }
             }
             """,
         ]
+    }
+}
+
+extension PersistedPropertyMacro {
+    /// The `index:` argument `@Model` passes: the property's position in `schemaMetadata`.
+    static func schemaIndex(from node: AttributeSyntax) -> String {
+        guard case let .argumentList(arguments)? = node.arguments,
+              let index = arguments.first(where: { $0.label?.text == "index" })
+        else { return "-1" }
+        return index.expression.trimmedDescription
     }
 }
 

@@ -44,16 +44,16 @@ struct ModelMacroExpansionTests {
                 var name: String {
                     @storageRestrictions(accesses: _$backingData, initializes: _name)
                     init(initialValue) {
-                        _$backingData.setValue(forKey: \.name, to: initialValue)
+                        _$backingData._setValue(forKey: \.name, at: 0, to: initialValue)
                         _name = _SwiftDataNoType()
                     }
                     get {
                         access(keyPath: \.name)
-                        return self.getValue(forKey: \.name)
+                        return self._$getValue(forKey: \.name, at: 0)
                     }
                     set {
                         withMutation(keyPath: \.name) {
-                            self.setValue(forKey: \.name, to: newValue)
+                            self._$setValue(forKey: \.name, at: 0, to: newValue)
                         }
                     }
                 }
@@ -62,16 +62,16 @@ struct ModelMacroExpansionTests {
                 var age: Int {
                     @storageRestrictions(accesses: _$backingData, initializes: _age)
                     init(initialValue) {
-                        _$backingData.setValue(forKey: \.age, to: initialValue)
+                        _$backingData._setValue(forKey: \.age, at: 1, to: initialValue)
                         _age = _SwiftDataNoType()
                     }
                     get {
                         access(keyPath: \.age)
-                        return self.getValue(forKey: \.age)
+                        return self._$getValue(forKey: \.age, at: 1)
                     }
                     set {
                         withMutation(keyPath: \.age) {
-                            self.setValue(forKey: \.age, to: newValue)
+                            self._$setValue(forKey: \.age, at: 1, to: newValue)
                         }
                     }
                 }
@@ -82,7 +82,7 @@ struct ModelMacroExpansionTests {
                     self.name = name
                     self.age = age
                 }
-                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person.createBackingData()
+                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$makeBackingData()
 
                 public var persistentBackingData: any OpenSwiftData.BackingData<Person> {
                     get {
@@ -147,16 +147,16 @@ struct ModelMacroExpansionTests {
                 var count {
                     @storageRestrictions(accesses: _$backingData, initializes: _count)
                     init(initialValue) {
-                        _$backingData.setValue(forKey: \.count, to: initialValue)
+                        _$backingData._setValue(forKey: \.count, at: 0, to: initialValue)
                         _count = _SwiftDataNoType()
                     }
                     get {
                         access(keyPath: \.count)
-                        return self.getValue(forKey: \.count)
+                        return self._$getValue(forKey: \.count, at: 0)
                     }
                     set {
                         withMutation(keyPath: \.count) {
-                            self.setValue(forKey: \.count, to: newValue)
+                            self._$setValue(forKey: \.count, at: 0, to: newValue)
                         }
                     }
                 }
@@ -164,7 +164,7 @@ struct ModelMacroExpansionTests {
                 private var _count: _SwiftDataNoType
 
                 init() {}
-                private var _$backingData: any OpenSwiftData.BackingData<Counter> = Counter.createBackingData()
+                private var _$backingData: any OpenSwiftData.BackingData<Counter> = Counter._$makeBackingData()
 
                 public var persistentBackingData: any OpenSwiftData.BackingData<Counter> {
                     get {
@@ -224,16 +224,16 @@ struct ModelMacroExpansionTests {
                 var status: Status {
                     @storageRestrictions(accesses: _$backingData, initializes: _status)
                     init(initialValue) {
-                        _$backingData.setValue(forKey: \.status, to: initialValue)
+                        _$backingData._setValue(forKey: \.status, at: 0, to: initialValue)
                         _status = _SwiftDataNoType()
                     }
                     get {
                         access(keyPath: \.status)
-                        return self.getValue(forKey: \.status)
+                        return self._$getValue(forKey: \.status, at: 0)
                     }
                     set {
                         withMutation(keyPath: \.status) {
-                            self.setValue(forKey: \.status, to: newValue)
+                            self._$setValue(forKey: \.status, at: 0, to: newValue)
                         }
                     }
                 }
@@ -241,7 +241,7 @@ struct ModelMacroExpansionTests {
                 private var _status: _SwiftDataNoType
 
                 init() {}
-                private var _$backingData: any OpenSwiftData.BackingData<Order> = Order.createBackingData()
+                private var _$backingData: any OpenSwiftData.BackingData<Order> = Order._$makeBackingData()
 
                 public var persistentBackingData: any OpenSwiftData.BackingData<Order> {
                     get {
@@ -303,16 +303,16 @@ struct ModelMacroExpansionTests {
                 var nickname: String? {
                     @storageRestrictions(accesses: _$backingData, initializes: _nickname)
                     init(initialValue) {
-                        _$backingData.setValue(forKey: \.nickname, to: initialValue)
+                        _$backingData._setValue(forKey: \.nickname, at: 0, to: initialValue)
                         _nickname = _SwiftDataNoType()
                     }
                     get {
                         access(keyPath: \.nickname)
-                        return self.getValue(forKey: \.nickname)
+                        return self._$getValue(forKey: \.nickname, at: 0)
                     }
                     set {
                         withMutation(keyPath: \.nickname) {
-                            self.setValue(forKey: \.nickname, to: newValue)
+                            self._$setValue(forKey: \.nickname, at: 0, to: newValue)
                         }
                     }
                 }
@@ -322,7 +322,7 @@ struct ModelMacroExpansionTests {
                 init(nickname: String? = nil) {
                     self.nickname = nickname
                 }
-                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person.createBackingData()
+                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$makeBackingData()
 
                 public var persistentBackingData: any OpenSwiftData.BackingData<Person> {
                     get {
@@ -384,16 +384,16 @@ struct ModelMacroExpansionTests {
                 var email: String {
                     @storageRestrictions(accesses: _$backingData, initializes: _email)
                     init(initialValue) {
-                        _$backingData.setValue(forKey: \.email, to: initialValue)
+                        _$backingData._setValue(forKey: \.email, at: 0, to: initialValue)
                         _email = _SwiftDataNoType()
                     }
                     get {
                         access(keyPath: \.email)
-                        return self.getValue(forKey: \.email)
+                        return self._$getValue(forKey: \.email, at: 0)
                     }
                     set {
                         withMutation(keyPath: \.email) {
-                            self.setValue(forKey: \.email, to: newValue)
+                            self._$setValue(forKey: \.email, at: 0, to: newValue)
                         }
                     }
                 }
@@ -403,7 +403,7 @@ struct ModelMacroExpansionTests {
                 init(email: String) {
                     self.email = email
                 }
-                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person.createBackingData()
+                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$makeBackingData()
 
                 public var persistentBackingData: any OpenSwiftData.BackingData<Person> {
                     get {
@@ -466,16 +466,16 @@ struct ModelMacroExpansionTests {
                 var name: String {
                     @storageRestrictions(accesses: _$backingData, initializes: _name)
                     init(initialValue) {
-                        _$backingData.setValue(forKey: \.name, to: initialValue)
+                        _$backingData._setValue(forKey: \.name, at: 0, to: initialValue)
                         _name = _SwiftDataNoType()
                     }
                     get {
                         access(keyPath: \.name)
-                        return self.getValue(forKey: \.name)
+                        return self._$getValue(forKey: \.name, at: 0)
                     }
                     set {
                         withMutation(keyPath: \.name) {
-                            self.setValue(forKey: \.name, to: newValue)
+                            self._$setValue(forKey: \.name, at: 0, to: newValue)
                         }
                     }
                 }
@@ -486,7 +486,7 @@ struct ModelMacroExpansionTests {
                 init(name: String) {
                     self.name = name
                 }
-                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person.createBackingData()
+                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$makeBackingData()
 
                 public var persistentBackingData: any OpenSwiftData.BackingData<Person> {
                     get {
@@ -558,16 +558,16 @@ struct ModelMacroExpansionTests {
                 var email: String {
                     @storageRestrictions(accesses: _$backingData, initializes: _email)
                     init(initialValue) {
-                        _$backingData.setValue(forKey: \.email, to: initialValue)
+                        _$backingData._setValue(forKey: \.email, at: 0, to: initialValue)
                         _email = _SwiftDataNoType()
                     }
                     get {
                         access(keyPath: \.email)
-                        return self.getValue(forKey: \.email)
+                        return self._$getValue(forKey: \.email, at: 0)
                     }
                     set {
                         withMutation(keyPath: \.email) {
-                            self.setValue(forKey: \.email, to: newValue)
+                            self._$setValue(forKey: \.email, at: 0, to: newValue)
                         }
                     }
                 }
@@ -576,16 +576,16 @@ struct ModelMacroExpansionTests {
                 var first: String {
                     @storageRestrictions(accesses: _$backingData, initializes: _first)
                     init(initialValue) {
-                        _$backingData.setValue(forKey: \.first, to: initialValue)
+                        _$backingData._setValue(forKey: \.first, at: 1, to: initialValue)
                         _first = _SwiftDataNoType()
                     }
                     get {
                         access(keyPath: \.first)
-                        return self.getValue(forKey: \.first)
+                        return self._$getValue(forKey: \.first, at: 1)
                     }
                     set {
                         withMutation(keyPath: \.first) {
-                            self.setValue(forKey: \.first, to: newValue)
+                            self._$setValue(forKey: \.first, at: 1, to: newValue)
                         }
                     }
                 }
@@ -594,16 +594,16 @@ struct ModelMacroExpansionTests {
                 var last: String {
                     @storageRestrictions(accesses: _$backingData, initializes: _last)
                     init(initialValue) {
-                        _$backingData.setValue(forKey: \.last, to: initialValue)
+                        _$backingData._setValue(forKey: \.last, at: 2, to: initialValue)
                         _last = _SwiftDataNoType()
                     }
                     get {
                         access(keyPath: \.last)
-                        return self.getValue(forKey: \.last)
+                        return self._$getValue(forKey: \.last, at: 2)
                     }
                     set {
                         withMutation(keyPath: \.last) {
-                            self.setValue(forKey: \.last, to: newValue)
+                            self._$setValue(forKey: \.last, at: 2, to: newValue)
                         }
                     }
                 }
@@ -612,16 +612,16 @@ struct ModelMacroExpansionTests {
                 var name: String {
                     @storageRestrictions(accesses: _$backingData, initializes: _name)
                     init(initialValue) {
-                        _$backingData.setValue(forKey: \.name, to: initialValue)
+                        _$backingData._setValue(forKey: \.name, at: 3, to: initialValue)
                         _name = _SwiftDataNoType()
                     }
                     get {
                         access(keyPath: \.name)
-                        return self.getValue(forKey: \.name)
+                        return self._$getValue(forKey: \.name, at: 3)
                     }
                     set {
                         withMutation(keyPath: \.name) {
-                            self.setValue(forKey: \.name, to: newValue)
+                            self._$setValue(forKey: \.name, at: 3, to: newValue)
                         }
                     }
                 }
@@ -634,7 +634,7 @@ struct ModelMacroExpansionTests {
                     self.last = last
                     self.name = name
                 }
-                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person.createBackingData()
+                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$makeBackingData()
 
                 public var persistentBackingData: any OpenSwiftData.BackingData<Person> {
                     get {
@@ -710,16 +710,16 @@ struct ModelMacroExpansionTests {
                 public var name: String {
                     @storageRestrictions(accesses: _$backingData, initializes: _name)
                     init(initialValue) {
-                        _$backingData.setValue(forKey: \.name, to: initialValue)
+                        _$backingData._setValue(forKey: \.name, at: 0, to: initialValue)
                         _name = _SwiftDataNoType()
                     }
                     get {
                         access(keyPath: \.name)
-                        return self.getValue(forKey: \.name)
+                        return self._$getValue(forKey: \.name, at: 0)
                     }
                     set {
                         withMutation(keyPath: \.name) {
-                            self.setValue(forKey: \.name, to: newValue)
+                            self._$setValue(forKey: \.name, at: 0, to: newValue)
                         }
                     }
                 }
@@ -729,7 +729,7 @@ struct ModelMacroExpansionTests {
                 public init(name: String) {
                     self.name = name
                 }
-                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person.createBackingData()
+                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$makeBackingData()
 
                 public var persistentBackingData: any OpenSwiftData.BackingData<Person> {
                     get {
@@ -907,16 +907,16 @@ struct ModelMacroDiagnosticTests {
                 var name: String {
                     @storageRestrictions(accesses: _$backingData, initializes: _name)
                     init(initialValue) {
-                        _$backingData.setValue(forKey: \.name, to: initialValue)
+                        _$backingData._setValue(forKey: \.name, at: 0, to: initialValue)
                         _name = _SwiftDataNoType()
                     }
                     get {
                         access(keyPath: \.name)
-                        return self.getValue(forKey: \.name)
+                        return self._$getValue(forKey: \.name, at: 0)
                     }
                     set {
                         withMutation(keyPath: \.name) {
-                            self.setValue(forKey: \.name, to: newValue)
+                            self._$setValue(forKey: \.name, at: 0, to: newValue)
                         }
                     }
                 }
@@ -926,7 +926,7 @@ struct ModelMacroDiagnosticTests {
                 init(name: String) {
                     self.name = name
                 }
-                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person.createBackingData()
+                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$makeBackingData()
 
                 public var persistentBackingData: any OpenSwiftData.BackingData<Person> {
                     get {

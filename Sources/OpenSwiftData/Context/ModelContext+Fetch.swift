@@ -89,38 +89,28 @@ extension ModelContext {
         let storeIdentifier = container.store.identifier
         var registered = identityMap.removeValue(forKey: layout.name) ?? [:]
         defer { identityMap[layout.name] = registered }
-        let properties = layout.properties
-        let columns = layout.columns
-        let template = ContiguousArray<Any>(properties.map { $0.defaultValue ?? UnsetValue() })
+        let reader = RowReader(layout: layout)
         return try container.store.read { db in
+            let statement = try db.cachedStatement(sql: query.sql)
+            statement.setUncheckedArguments(query.arguments)
+            let cursor = try Row.fetchCursor(statement)
             var results: [T] = []
-            let cursor = try Row.fetchCursor(db, sql: query.sql, arguments: query.arguments)
-            while let row = try cursor.next() {
-                let primaryKey: Int64 = row[0]
-                if let existing = registered[primaryKey], let model = existing.model as? T {
-                    results.append(model)
-                    continue
-                }
-                var values = template
-                for (offset, property) in columns.enumerated() {
-                    let stored: DatabaseValue = row[offset + 1]
-                    do {
-                        values[property.index] = try property.codec.decode(stored)
-                    } catch {
-                        throw SwiftDataError(.valueDecodingFailure, "\(layout.name).\(property.name) of row \(primaryKey): \(error)", entity: layout.name, property: property.name)
+            try Materialization.run {
+                while try cursor.next() != nil {
+                    let primaryKey = reader.primaryKey(statement)
+                    if let existing = registered[primaryKey], let model = existing.model as? T {
+                        results.append(model)
+                        continue
                     }
+                    let storage = ModelStorage<T>(layout: layout, values: try reader.values(statement, primaryKey: primaryKey))
+                    storage.primaryKey = primaryKey
+                    storage.storeIdentifier = storeIdentifier
+                    storage.state = .registered
+                    storage.context = self
+                    let model = T(backingData: storage)
+                    registered[primaryKey] = Registration(model: model, storage: storage)
+                    results.append(model)
                 }
-                for property in properties where property.columnIndex == nil && values[property.index] is UnsetValue {
-                    values[property.index] = property.codec.emptyValue ?? UnsetValue()
-                }
-                let storage = ModelStorage<T>(layout: layout, values: values)
-                storage.primaryKey = primaryKey
-                storage.storeIdentifier = storeIdentifier
-                storage.state = .registered
-                storage.context = self
-                let model = T(backingData: storage)
-                registered[primaryKey] = Registration(model: model, storage: storage)
-                results.append(model)
             }
             return results
         }

@@ -25,6 +25,7 @@ extension ModelContext {
 
         try store.write { db in
             var writers: [String: TableWriter] = [:]
+            // One writer per entity and save: each prepares its statements once.
             func writer(for layout: EntityLayout) -> TableWriter {
                 if let existing = writers[layout.name] { return existing }
                 let created = TableWriter(table: layout.table, db: db)

@@ -84,13 +84,32 @@ class AnyModelStorage {
 
 /// The ``BackingData`` implementation of OpenSwiftData.
 final class ModelStorage<Model: PersistentModel>: AnyModelStorage, BackingData {
+    /// An inert stand-in used while a fetched row is materialised: writes are ignored, and the
+    /// row's storage replaces it before the model's initializer returns.
+    private let isPlaceholder: Bool
+
     init(for modelType: Model.Type) {
+        isPlaceholder = false
         let layout = try? EntityLayout.of(Model.self)
         let count = layout?.properties.count ?? 0
         super.init(layout: layout, values: ContiguousArray(repeating: UnsetValue(), count: count))
     }
 
+    convenience init(placeholder: Bool) {
+        if placeholder {
+            self.init(inertFor: Model.self)
+        } else {
+            self.init(for: Model.self)
+        }
+    }
+
+    private init(inertFor modelType: Model.Type) {
+        isPlaceholder = true
+        super.init(layout: nil, values: [])
+    }
+
     init(layout: EntityLayout, values: ContiguousArray<Any>) {
+        isPlaceholder = false
         super.init(layout: layout, values: values)
     }
 
@@ -123,10 +142,26 @@ final class ModelStorage<Model: PersistentModel>: AnyModelStorage, BackingData {
     }
 
     func setValue<Value: Encodable>(forKey key: KeyPath<Model, Value>, to newValue: Value) {
+        guard !isPlaceholder else { return }
         guard let index = layout?.propertyIndex(of: key) else {
             looseValues[key] = newValue
             return
         }
+        values[index] = newValue
+        noteChange(index)
+    }
+
+    // `index` is the property's position in `Model.schemaMetadata`, which `@Model` generates
+    // from the same member list as the accessors that pass it; the layout keeps that order.
+
+    func _getValue<Value: Decodable>(forKey key: KeyPath<Model, Value>, at index: Int) -> Value {
+        if index >= 0, index < values.count, let value = values[index] as? Value { return value }
+        return getValue(forKey: key)
+    }
+
+    func _setValue<Value: Encodable>(forKey key: KeyPath<Model, Value>, at index: Int, to newValue: Value) {
+        guard !isPlaceholder else { return }
+        guard index >= 0, index < values.count else { return setValue(forKey: key, to: newValue) }
         values[index] = newValue
         noteChange(index)
     }

@@ -13,4 +13,23 @@ public protocol BackingData<Model> {
     func getValue<Value: Decodable>(forKey key: KeyPath<Model, Value>) -> Value
     /// Writes a value.
     func setValue<Value: Encodable>(forKey key: KeyPath<Model, Value>, to newValue: Value)
+
+    /// Reads a value, given also its position in `Model.schemaMetadata` (the code `@Model`
+    /// generates knows it, which spares a key-path lookup). Defaults to ``getValue(forKey:)``.
+    func _getValue<Value: Decodable>(forKey key: KeyPath<Model, Value>, at index: Int) -> Value
+    /// Writes a value, given also its position in `Model.schemaMetadata`. Defaults to
+    /// ``setValue(forKey:to:)``.
+    func _setValue<Value: Encodable>(forKey key: KeyPath<Model, Value>, at index: Int, to newValue: Value)
+}
+
+extension BackingData {
+    /// Reads through ``getValue(forKey:)``.
+    public func _getValue<Value: Decodable>(forKey key: KeyPath<Model, Value>, at index: Int) -> Value {
+        getValue(forKey: key)
+    }
+
+    /// Writes through ``setValue(forKey:to:)``.
+    public func _setValue<Value: Encodable>(forKey key: KeyPath<Model, Value>, at index: Int, to newValue: Value) {
+        setValue(forKey: key, to: newValue)
+    }
 }

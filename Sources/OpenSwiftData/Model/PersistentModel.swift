@@ -30,6 +30,13 @@ extension PersistentModel {
         ModelStorage<P>(for: P.self)
     }
 
+    /// Fresh backing data for a new instance (used by the code `@Model` generates). While a
+    /// fetched row is being materialised, this is an inert placeholder that the row's storage
+    /// replaces at once, so default values are not stored only to be thrown away.
+    public static func _$makeBackingData() -> any BackingData<Self> {
+        ModelStorage<Self>(placeholder: Materialization.isInProgress)
+    }
+
     /// The model's identifier: temporary until its first save, permanent afterwards.
     public var persistentModelID: PersistentIdentifier {
         if let id = persistentBackingData.persistentModelID { return id }
@@ -56,9 +63,23 @@ extension PersistentModel {
         hasher.combine(persistentModelID)
     }
 
-    /// Reads a persisted value (used by the code `@Model` generates).
+    /// Reads a persisted value.
     public func getValue<Value: Decodable>(forKey key: KeyPath<Self, Value>) -> Value {
         persistentBackingData.getValue(forKey: key)
+    }
+
+    /// Reads the persisted value at a `schemaMetadata` position (used by the code `@Model`
+    /// generates).
+    @inlinable
+    public func _$getValue<Value: Decodable>(forKey key: KeyPath<Self, Value>, at index: Int) -> Value {
+        persistentBackingData._getValue(forKey: key, at: index)
+    }
+
+    /// Writes the persisted value at a `schemaMetadata` position (used by the code `@Model`
+    /// generates).
+    @inlinable
+    public func _$setValue<Value: Encodable>(forKey key: KeyPath<Self, Value>, at index: Int, to newValue: Value) {
+        persistentBackingData._setValue(forKey: key, at: index, to: newValue)
     }
 
     /// Writes a persisted value (used by the code `@Model` generates).

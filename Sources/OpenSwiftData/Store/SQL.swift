@@ -2,7 +2,13 @@ import Foundation
 
 /// Quotes an identifier for SQLite: `name` → `"name"`, doubling embedded quotes.
 func quoted(_ identifier: String) -> String {
-    "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    var result = "\""
+    for character in identifier {
+        if character == "\"" { result.append("\"") }
+        result.append(character)
+    }
+    result.append("\"")
+    return result
 }
 
 extension TableDescription {

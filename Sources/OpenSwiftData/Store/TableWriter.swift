@@ -1,26 +1,34 @@
+import Foundation
 import GRDB
+import GRDBSQLite
 
-/// Inserts, updates, deletes and looks up rows of one table inside a write transaction, through
-/// cached prepared statements.
-struct TableWriter {
+/// Inserts, updates, deletes and looks up rows of one table inside one write transaction.
+///
+/// Statements are prepared once per writer and values are bound straight through SQLite's C API,
+/// so a save of many rows pays for SQL text and argument packing once, not per row.
+final class TableWriter {
     let table: TableDescription
-    let db: Database
-    private let insertSQL: String
+    private let db: Database
+    private var insertStatement: Statement?
+    private var deleteStatement: Statement?
+    private var updateStatements: [[Int]: Statement] = [:]
+    private var conflictStatements: [[Int]: Statement] = [:]
 
     init(table: TableDescription, db: Database) {
         self.table = table
         self.db = db
-        let names = table.columns.map { quoted($0.name) }.joined(separator: ", ")
-        let marks = Array(repeating: "?", count: table.columns.count).joined(separator: ", ")
-        self.insertSQL = table.columns.isEmpty
-            ? "INSERT INTO \(quoted(table.name)) DEFAULT VALUES"
-            : "INSERT INTO \(quoted(table.name)) (\(names)) VALUES (\(marks))"
     }
 
     /// Inserts a row (values in column order) and returns its primary key.
     func insert(_ values: [DatabaseValue]) throws -> Int64 {
-        let statement = try db.cachedStatement(sql: insertSQL)
-        statement.setUncheckedArguments(StatementArguments(values))
+        let statement = try prepared(&insertStatement) {
+            if table.columns.isEmpty { return "INSERT INTO \(quoted(table.name)) DEFAULT VALUES" }
+            let names = table.columns.map { quoted($0.name) }.joined(separator: ", ")
+            let marks = Array(repeating: "?", count: table.columns.count).joined(separator: ", ")
+            return "INSERT INTO \(quoted(table.name)) (\(names)) VALUES (\(marks))"
+        }
+        reset(statement)
+        for (offset, value) in values.enumerated() { try bind(value, at: offset + 1, in: statement) }
         try statement.execute()
         return db.lastInsertedRowID
     }
@@ -28,16 +36,27 @@ struct TableWriter {
     /// Updates the given columns (by column index) of one row.
     func update(primaryKey: Int64, columns: [Int], values: [DatabaseValue]) throws {
         guard !columns.isEmpty else { return }
-        let assignments = columns.map { "\(quoted(table.columns[$0].name)) = ?" }.joined(separator: ", ")
-        let statement = try db.cachedStatement(sql: "UPDATE \(quoted(table.name)) SET \(assignments) WHERE \(quoted(TableDescription.primaryKey)) = ?")
-        statement.setUncheckedArguments(StatementArguments(values + [primaryKey.databaseValue]))
+        let statement: Statement
+        if let cached = updateStatements[columns] {
+            statement = cached
+        } else {
+            let assignments = columns.map { "\(quoted(table.columns[$0].name)) = ?" }.joined(separator: ", ")
+            statement = try makeStatement("UPDATE \(quoted(table.name)) SET \(assignments) WHERE \(quoted(TableDescription.primaryKey)) = ?")
+            updateStatements[columns] = statement
+        }
+        reset(statement)
+        for (offset, value) in values.enumerated() { try bind(value, at: offset + 1, in: statement) }
+        try bind(primaryKey.databaseValue, at: values.count + 1, in: statement)
         try statement.execute()
     }
 
     /// Deletes one row.
     func delete(primaryKey: Int64) throws {
-        let statement = try db.cachedStatement(sql: "DELETE FROM \(quoted(table.name)) WHERE \(quoted(TableDescription.primaryKey)) = ?")
-        statement.setUncheckedArguments([primaryKey])
+        let statement = try prepared(&deleteStatement) {
+            "DELETE FROM \(quoted(table.name)) WHERE \(quoted(TableDescription.primaryKey)) = ?"
+        }
+        reset(statement)
+        try bind(primaryKey.databaseValue, at: 1, in: statement)
         try statement.execute()
     }
 
@@ -45,18 +64,89 @@ struct TableWriter {
     /// `values` are the candidate row's values in column order.
     func conflictingRows(_ values: [DatabaseValue]) throws -> [Int64] {
         guard !table.uniqueConstraints.isEmpty else { return [] }
-        var clauses: [String] = []
-        var arguments: [DatabaseValue] = []
-        for constraint in table.uniqueConstraints {
-            // SQLite's unique indexes treat NULLs as distinct, so a constraint with a NULL value
-            // cannot conflict.
-            let indexes = constraint.compactMap { name in table.columns.firstIndex { $0.name == name } }
-            guard indexes.allSatisfy({ !values[$0].isNull }) else { continue }
-            clauses.append("(" + indexes.map { "\(quoted(table.columns[$0].name)) = ?" }.joined(separator: " AND ") + ")")
-            arguments += indexes.map { values[$0] }
+        // SQLite's unique indexes treat NULLs as distinct, so a constraint with a NULL value
+        // cannot conflict.
+        let constraints = table.uniqueConstraintColumns.filter { columns in columns.allSatisfy { !values[$0].isNull } }
+        guard !constraints.isEmpty else { return [] }
+        let key = constraints.flatMap { $0 + [-1] }
+        let statement: Statement
+        if let cached = conflictStatements[key] {
+            statement = cached
+        } else {
+            let clauses = constraints.map { columns in
+                "(" + columns.map { "\(quoted(table.columns[$0].name)) = ?" }.joined(separator: " AND ") + ")"
+            }
+            statement = try makeStatement("SELECT \(quoted(TableDescription.primaryKey)) FROM \(quoted(table.name)) WHERE " + clauses.joined(separator: " OR "))
+            conflictStatements[key] = statement
         }
-        guard !clauses.isEmpty else { return [] }
-        let sql = "SELECT \(quoted(TableDescription.primaryKey)) FROM \(quoted(table.name)) WHERE " + clauses.joined(separator: " OR ")
-        return try Int64.fetchAll(db.cachedStatement(sql: sql), arguments: StatementArguments(arguments))
+        reset(statement)
+        for (offset, column) in constraints.joined().enumerated() { try bind(values[column], at: offset + 1, in: statement) }
+        return try Int64.fetchAll(statement)
+    }
+
+    private func prepared(_ slot: inout Statement?, _ sql: () -> String) throws -> Statement {
+        if let statement = slot { return statement }
+        let statement = try makeStatement(sql())
+        slot = statement
+        return statement
+    }
+
+    private func makeStatement(_ sql: String) throws -> Statement {
+        let statement = try db.makeStatement(sql: sql)
+        // Mark the (empty) arguments as bound: values are then bound below through the C API,
+        // and `execute()` only resets the statement, which keeps bindings.
+        statement.setUncheckedArguments(StatementArguments())
+        return statement
+    }
+
+    /// SQLite refuses bindings on a statement stepped since its last reset; the reset's result
+    /// repeats the last step's error, which that step already reported.
+    private func reset(_ statement: Statement) {
+        sqlite3_reset(statement.sqliteStatement)
+    }
+
+    private func bind(_ value: DatabaseValue, at index: Int, in statement: Statement) throws {
+        let sqlite = statement.sqliteStatement
+        let position = CInt(index)
+        let code: CInt
+        switch value.storage {
+        case .null:
+            code = sqlite3_bind_null(sqlite, position)
+        case let .int64(integer):
+            code = sqlite3_bind_int64(sqlite, position, integer)
+        case let .double(double):
+            code = sqlite3_bind_double(sqlite, position, double)
+        case let .string(string):
+            var string = string
+            code = string.withUTF8 { bytes in
+                bytes.withMemoryRebound(to: CChar.self) { text in
+                    guard let base = text.baseAddress, !text.isEmpty else {
+                        return sqlite3_bind_text(sqlite, position, "", 0, sqliteTransient)
+                    }
+                    return sqlite3_bind_text(sqlite, position, base, CInt(text.count), sqliteTransient)
+                }
+            }
+        case let .blob(data):
+            if data.isEmpty {
+                code = sqlite3_bind_zeroblob(sqlite, position, 0)
+            } else {
+                code = data.withUnsafeBytes { bytes in
+                    sqlite3_bind_blob(sqlite, position, bytes.baseAddress, CInt(bytes.count), sqliteTransient)
+                }
+            }
+        }
+        guard code == SQLITE_OK else {
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: "binding parameter \(index) of \(statement.sql)")
+        }
+    }
+}
+
+/// SQLite copies the bytes of a value bound with this destructor.
+private let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+extension TableDescription {
+    /// The uniqueness constraints as column indexes.
+    var uniqueConstraintColumns: [[Int]] {
+        uniqueConstraints.map { constraint in constraint.compactMap { name in columns.firstIndex { $0.name == name } } }
     }
 }
