@@ -104,6 +104,31 @@ struct StoreFileTests {
         #expect(try Data(contentsOf: url) == before)
     }
 
+    @Test("a stored value that does not fit its property fails the fetch with a typed error, never a trap")
+    func undecodableRow() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let url = directory.file("hostile.store")
+        do {
+            let container = try ModelContainer(for: Note.self, configurations: ModelConfiguration(url: url))
+            let context = ModelContext(container)
+            context.insert(Note(title: "fine"))
+            try context.save()
+        }
+        let queue = try DatabaseQueue(path: url.path)
+        try queue.write { db in try db.execute(sql: "UPDATE \"Note\" SET status = 'no-such-case'") }
+        try queue.close()
+        let container = try ModelContainer(for: Note.self, configurations: ModelConfiguration(url: url))
+        do {
+            _ = try ModelContext(container).fetch(FetchDescriptor<Note>())
+            Issue.record("fetching a row with an unknown enum raw value should throw")
+        } catch let error as SwiftDataError {
+            #expect(error == .valueDecodingFailure)
+            #expect(error.propertyName == "status")
+            #expect(error.detail.contains("no-such-case"))
+        }
+    }
+
     @Test("the store file records its identifier, schema version and layout")
     func metadata() throws {
         let directory = try TemporaryDirectory()

@@ -127,7 +127,10 @@ extension ModelContext {
     /// An unregistered instance for an identifier whose row is gone, holding declared defaults.
     func placeholder(layout: EntityLayout, id: PersistentIdentifier) -> any PersistentModel {
         func make<T: PersistentModel>(_ type: T.Type) -> any PersistentModel {
-            let values = ContiguousArray<Any>(layout.properties.map { $0.defaultValue ?? $0.codec.emptyValue ?? UnsetValue() })
+            let values = ValueBuffer.make(layout)
+            for property in layout.properties {
+                if let value = property.defaultValue ?? property.codec.emptyValue { values.storeBoxed(property.index, value) }
+            }
             let storage = ModelStorage<T>(layout: layout, values: values)
             storage.primaryKey = id.rowID
             storage.storeIdentifier = id.storeIdentifier

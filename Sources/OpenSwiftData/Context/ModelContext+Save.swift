@@ -119,12 +119,11 @@ extension ModelContext {
 
     /// Encodes one property's value, naming the entity and property when it cannot be.
     private func encode(_ storage: AnyModelStorage, _ property: PropertyLayout, _ layout: EntityLayout) throws -> DatabaseValue {
-        let value = storage.values[property.index]
-        if value is UnsetValue {
+        guard let values = storage.values, values.isInitialized(property.index) else {
             throw SwiftDataError(.valueEncodingFailure, "\(layout.name).\(property.name) has no value", entity: layout.name, property: property.name)
         }
         do {
-            return try property.codec.encode(value)
+            return try values.withSlot(property.index) { try property.codec.encodeSlot($0) }
         } catch {
             throw SwiftDataError(.valueEncodingFailure, "\(layout.name).\(property.name) cannot be stored: \(error)", entity: layout.name, property: property.name)
         }

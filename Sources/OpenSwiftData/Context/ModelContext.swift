@@ -80,7 +80,6 @@ public final class ModelContext: Equatable {
         case .unregistered:
             storage.state = .inserted
             storage.context = self
-            if storage.layout == nil { storage.layout = try? EntityLayout.of(T.self) }
             inserted.add(Registration(model: model, storage: storage))
             storageDidChange(storage)
         case .deleted where storage.context === self:

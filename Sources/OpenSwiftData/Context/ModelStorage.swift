@@ -1,14 +1,11 @@
 import Foundation
 
-/// Marks a property slot whose value has not been set yet.
-struct UnsetValue {}
-
 /// The backing data of one model instance: its persisted values, the values last read from or
 /// written to the store (for rollback and change tracking), and its registration state.
 ///
 /// Not `Sendable`: like the model that owns it, it is confined to its context's isolation.
 class AnyModelStorage {
-    enum State {
+    enum State: UInt8 {
         /// Created, not inserted in any context.
         case unregistered
         /// Inserted, not yet saved.
@@ -19,26 +16,32 @@ class AnyModelStorage {
         case deleted
     }
 
-    /// The entity layout, resolved on first use (nil only when the model type cannot be stored).
-    final var layout: EntityLayout?
-    /// Current values, one per persisted property, in `schemaMetadata` order.
-    final var values: ContiguousArray<Any>
-    /// The values last read from or written to the store.
-    final var committed: ContiguousArray<Any>
-    /// Values for key paths the layout does not know (a model type that cannot be stored).
-    final var looseValues: [AnyKeyPath: Any] = [:]
+    /// The entity layout (nil for a placeholder or a model type that cannot be stored).
+    final let layout: EntityLayout?
+    /// Current values (nil for a placeholder or a model type that cannot be stored).
+    final var values: ValueBuffer?
+    /// The values last read from or written to the store; shares `values` until the first change.
+    final var committed: ValueBuffer?
     /// Indexes of the properties changed since the last save.
     final var changedProperties: Set<Int> = []
     final var state: State = .unregistered
     final weak var context: ModelContext?
     final var primaryKey: Int64?
     final var storeIdentifier: String?
-    final var temporaryID: UUID?
+    /// Rarely used state, allocated on demand.
+    final var extras: Extras?
 
-    init(layout: EntityLayout?, values: ContiguousArray<Any>) {
+    /// State that most models never need.
+    final class Extras {
+        /// The temporary identifier of a model not saved yet, once asked for.
+        var temporaryID: UUID?
+        /// Values for key paths the layout does not know (a model type that cannot be stored).
+        var looseValues: [AnyKeyPath: Any] = [:]
+    }
+
+    init(layout: EntityLayout?, values: ValueBuffer?) {
         self.layout = layout
         self.values = values
-        self.committed = values
     }
 
     final var entityName: String { layout?.name ?? "" }
@@ -49,6 +52,21 @@ class AnyModelStorage {
         case .registered: return !changedProperties.isEmpty
         case .unregistered: return false
         }
+    }
+
+    final var temporaryID: UUID? {
+        get { extras?.temporaryID }
+        set {
+            if extras == nil, newValue == nil { return }
+            extensions().temporaryID = newValue
+        }
+    }
+
+    final func extensions() -> Extras {
+        if let extras { return extras }
+        let created = Extras()
+        extras = created
+        return created
     }
 
     /// The identifier: permanent once the row exists, otherwise a temporary one made on demand.
@@ -69,9 +87,15 @@ class AnyModelStorage {
         if first { context?.storageDidChange(self) }
     }
 
+    /// The value buffer, copied first if it is shared with the committed values.
+    final func writableValues() -> ValueBuffer? {
+        if !isKnownUniquelyReferenced(&values) { values = values?.copy() }
+        return values
+    }
+
     /// Puts back the values last read from or written to the store.
     final func revert() {
-        values = committed
+        if let committed { values = committed }
         changedProperties.removeAll()
     }
 
@@ -91,8 +115,7 @@ final class ModelStorage<Model: PersistentModel>: AnyModelStorage, BackingData {
     init(for modelType: Model.Type) {
         isPlaceholder = false
         let layout = try? EntityLayout.of(Model.self)
-        let count = layout?.properties.count ?? 0
-        super.init(layout: layout, values: ContiguousArray(repeating: UnsetValue(), count: count))
+        super.init(layout: layout, values: layout.map(ValueBuffer.make))
     }
 
     convenience init(placeholder: Bool) {
@@ -105,12 +128,14 @@ final class ModelStorage<Model: PersistentModel>: AnyModelStorage, BackingData {
 
     private init(inertFor modelType: Model.Type) {
         isPlaceholder = true
-        super.init(layout: nil, values: [])
+        super.init(layout: nil, values: nil)
     }
 
-    init(layout: EntityLayout, values: ContiguousArray<Any>) {
+    /// The storage of a fetched row.
+    init(layout: EntityLayout, values: ValueBuffer) {
         isPlaceholder = false
         super.init(layout: layout, values: values)
+        committed = values
     }
 
     var persistentModelID: PersistentIdentifier? {
@@ -129,40 +154,52 @@ final class ModelStorage<Model: PersistentModel>: AnyModelStorage, BackingData {
     var metadata: Any { layout as Any }
 
     func getValue<Value: Decodable>(forKey key: KeyPath<Model, Value>) -> Value {
-        if let index = layout?.propertyIndex(of: key) {
-            if let value = values[index] as? Value { return value }
-            if let value = layout?.properties[index].defaultValue as? Value { return value }
-        } else if let value = looseValues[key] as? Value {
-            return value
+        if let layout, let index = layout.propertyIndex(of: key) {
+            return _getValue(forKey: key, at: index)
+        }
+        return slowValue(forKey: key, at: nil)
+    }
+
+    func setValue<Value: Encodable>(forKey key: KeyPath<Model, Value>, to newValue: Value) {
+        guard !isPlaceholder else { return }
+        guard let layout, let index = layout.propertyIndex(of: key) else {
+            extensions().looseValues[key] = newValue
+            return
+        }
+        _setValue(forKey: key, at: index, to: newValue)
+    }
+
+    // `index` is the property's position in `Model.schemaMetadata`, which `@Model` generates
+    // from the same member list as the accessors that pass it; the layout keeps that order, and
+    // the slot's type is checked before it is used.
+
+    func _getValue<Value: Decodable>(forKey key: KeyPath<Model, Value>, at index: Int) -> Value {
+        if let values, index >= 0, index < values.layout.slots.count, values.holds(index, Value.self), values.isInitialized(index) {
+            return values.load(index, as: Value.self)
+        }
+        return slowValue(forKey: key, at: index)
+    }
+
+    func _setValue<Value: Encodable>(forKey key: KeyPath<Model, Value>, at index: Int, to newValue: Value) {
+        guard !isPlaceholder else { return }
+        guard let values = writableValues(), index >= 0, index < values.layout.slots.count, values.holds(index, Value.self) else {
+            extensions().looseValues[key] = newValue
+            return
+        }
+        values.store(index, newValue)
+        noteChange(index)
+    }
+
+    /// A value that is not in its slot: a loose value, the declared default, or nil.
+    private func slowValue<Value>(forKey key: KeyPath<Model, Value>, at index: Int?) -> Value {
+        if let value = extras?.looseValues[key] as? Value { return value }
+        if let index, let layout, index >= 0, index < layout.properties.count {
+            if let value = layout.properties[index].defaultValue as? Value { return value }
+            if let value = layout.properties[index].codec.emptyValue as? Value { return value }
         }
         if let none = (Value.self as? any _OptionalType.Type)?._none as? Value { return none }
         // Swift's definite initialization runs every property's init accessor before the model
         // can be read, and fetched models get every value decoded, so no read reaches this line.
         fatalError("OpenSwiftData: \(Model.self).\(key) was read before it was given a value")
-    }
-
-    func setValue<Value: Encodable>(forKey key: KeyPath<Model, Value>, to newValue: Value) {
-        guard !isPlaceholder else { return }
-        guard let index = layout?.propertyIndex(of: key) else {
-            looseValues[key] = newValue
-            return
-        }
-        values[index] = newValue
-        noteChange(index)
-    }
-
-    // `index` is the property's position in `Model.schemaMetadata`, which `@Model` generates
-    // from the same member list as the accessors that pass it; the layout keeps that order.
-
-    func _getValue<Value: Decodable>(forKey key: KeyPath<Model, Value>, at index: Int) -> Value {
-        if index >= 0, index < values.count, let value = values[index] as? Value { return value }
-        return getValue(forKey: key)
-    }
-
-    func _setValue<Value: Encodable>(forKey key: KeyPath<Model, Value>, at index: Int, to newValue: Value) {
-        guard !isPlaceholder else { return }
-        guard index >= 0, index < values.count else { return setValue(forKey: key, to: newValue) }
-        values[index] = newValue
-        noteChange(index)
     }
 }

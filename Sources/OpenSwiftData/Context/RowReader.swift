@@ -1,20 +1,21 @@
 import GRDB
 
-/// Decodes the current row of a `SELECT _pk, columns…` statement into a model's values, reading
-/// SQLite's columns directly (no intermediate `Row` lookups).
+/// Decodes the current row of a `SELECT _pk, columns…` statement into a new value buffer,
+/// reading SQLite's columns straight into the model's typed slots.
 struct RowReader {
-    private let template: ContiguousArray<Any>
-    /// For each selected column after the primary key: the property slot it fills and its decoder.
-    private let decoders: [(slot: Int, name: String, decode: (DatabaseValue) throws -> Any)]
-    private let entityName: String
+    private let layout: EntityLayout
+    /// For each selected column after the primary key: the property slot it fills.
+    private let columns: [PropertyLayout]
+    /// Properties without a column (ephemeral), with the value a fetched model starts with.
+    private let initialValues: [(slot: Int, value: Any)]
 
     init(layout: EntityLayout) {
-        template = ContiguousArray(layout.properties.map { property -> Any in
-            if property.columnIndex != nil { return UnsetValue() }
-            return property.defaultValue ?? property.codec.emptyValue ?? UnsetValue()
-        })
-        decoders = layout.columns.map { ($0.index, $0.name, $0.codec.decode) }
-        entityName = layout.name
+        self.layout = layout
+        columns = layout.columns
+        initialValues = layout.properties.compactMap { property in
+            guard property.columnIndex == nil, let value = property.defaultValue ?? property.codec.emptyValue else { return nil }
+            return (property.index, value)
+        }
     }
 
     func primaryKey(_ statement: Statement) -> Int64 {
@@ -22,17 +23,20 @@ struct RowReader {
     }
 
     /// The values of the current row, with a typed error naming the property that cannot be read.
-    func values(_ statement: Statement, primaryKey: Int64) throws -> ContiguousArray<Any> {
-        var values = template
+    func values(_ statement: Statement, primaryKey: Int64) throws -> ValueBuffer {
+        let buffer = ValueBuffer.make(layout)
         let sqliteStatement = statement.sqliteStatement
-        for (offset, decoder) in decoders.enumerated() {
-            let stored = DatabaseValue(sqliteStatement: sqliteStatement, index: CInt(offset + 1))
+        for (offset, property) in columns.enumerated() {
             do {
-                values[decoder.slot] = try decoder.decode(stored)
+                try buffer.withSlot(property.index) { slot in
+                    try property.codec.readIntoSlot(sqliteStatement, CInt(offset + 1), slot)
+                }
+                buffer.markInitialized(property.index)
             } catch {
-                throw SwiftDataError(.valueDecodingFailure, "\(entityName).\(decoder.name) of row \(primaryKey): \(error)", entity: entityName, property: decoder.name)
+                throw SwiftDataError(.valueDecodingFailure, "\(layout.name).\(property.name) of row \(primaryKey): \(error)", entity: layout.name, property: property.name)
             }
         }
-        return values
+        for (slot, value) in initialValues { buffer.storeBoxed(slot, value) }
+        return buffer
     }
 }

@@ -32,6 +32,8 @@ final class EntityLayout: @unchecked Sendable {
     let uniquenessConstraints: [[Int]]
     /// Indexes as property indexes (one array per index).
     let indices: [[Int]]
+    /// Where each property sits in a model's value buffer.
+    let slots: SlotLayout
     private let keyPaths: [AnyKeyPath]
 
     init(modelType: any PersistentModel.Type) throws {
@@ -65,6 +67,7 @@ final class EntityLayout: @unchecked Sendable {
         self.properties = properties
         self.columns = properties.filter { $0.columnIndex != nil }
         self.keyPaths = properties.map(\.keyPath)
+        self.slots = SlotLayout(witnesses: properties.map(\.codec.slot))
 
         func resolve(_ groups: [[AnyKeyPath]], _ what: String) throws -> [[Int]] {
             try groups.map { group in

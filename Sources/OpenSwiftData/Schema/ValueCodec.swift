@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// The SQLite type of a column.
 enum ColumnType: String, Sendable {
@@ -15,238 +16,296 @@ enum ColumnType: String, Sendable {
 /// - `Bool` and every integer type: INTEGER (`UInt`/`UInt64` above `Int64.max` cannot be stored)
 /// - `Double`, `Float`: REAL (SQLite keeps integral REAL values as integers on disk, so `-0.0`
 ///   reads back as `0.0`)
-/// - `String`: TEXT (a string with a NUL character is refused: SQLite text ends at NUL); `URL`: TEXT (absolute string); `Decimal`: TEXT (exact description)
+/// - `String`: TEXT (a string with a NUL character is refused: SQLite text ends at NUL);
+///   `URL`: TEXT (absolute string); `Decimal`: TEXT (exact description)
 /// - `Date`: REAL seconds since 2001-01-01, the value `Date` itself holds, so it round-trips exactly
 /// - `Data`: BLOB; `UUID`: 16-byte BLOB
 /// - an enum with a raw value of one of these types: the raw value's column
 /// - any other `Codable` value (structs, enums with payloads, arrays, dictionaries): JSON TEXT
 ///   with sorted keys
 /// - `Optional` of any of these: the same column, nullable
+///
+/// A codec works on values in place: ``readIntoSlot`` decodes the current row's column straight
+/// into a model's typed value slot, and ``encodeSlot`` encodes a slot, so neither boxes values.
 struct ValueCodec: @unchecked Sendable {
-    // @unchecked Sendable: the two closures capture only metatypes and immutable values.
+    // @unchecked Sendable: immutable; the closures capture only metatypes and immutable values.
     let columnType: ColumnType
     let isOptional: Bool
     /// A readable name of the stored form, for the store's layout record.
     let storageName: String
     /// Whether SQLite's order of the stored form is Swift's order of the values (numbers, dates,
     /// strings); false for JSON, UUID, URL, Decimal, Data and raw-value enums, which sort in memory.
-    var sortsLikeSwift: Bool = true
-    let encode: (Any) throws -> DatabaseValue
-    let decode: (DatabaseValue) throws -> Any
-
+    let sortsLikeSwift: Bool
+    /// How values of the property's type sit in a model's value buffer.
+    let slot: SlotWitness
     /// The value a property of this type holds when nothing else is known (a fetched model's
     /// ephemeral property without a default, a model whose row has vanished): nil, zero, empty.
-    var emptyValue: Any? = nil
+    let emptyValue: Any?
+    /// Encodes the initialized value at a slot.
+    let encodeSlot: (UnsafeRawPointer) throws -> DatabaseValue
+    /// Decodes column `index` of the statement's current row into an uninitialized slot.
+    let readIntoSlot: (SQLiteStatement, CInt, UnsafeMutableRawPointer) throws -> Void
+    /// Encodes a boxed value of the property's type.
+    let encode: (Any) throws -> DatabaseValue
+
+    init<T>(_ typed: TypedCodec<T>, isOptional: Bool, emptyValue: T?) {
+        columnType = typed.columnType
+        self.isOptional = isOptional
+        storageName = typed.storageName
+        sortsLikeSwift = typed.sortsLikeSwift
+        slot = SlotWitness.of(T.self)
+        self.emptyValue = emptyValue.map { $0 as Any }
+        let encodeValue = typed.encode
+        let read = typed.read
+        encodeSlot = { pointer in try encodeValue(pointer.load(as: T.self)) }
+        readIntoSlot = { statement, index, pointer in
+            pointer.initializeMemory(as: T.self, to: try read(statement, index))
+        }
+        encode = { value in
+            guard let typedValue = value as? T else {
+                throw ValueCodecError("a value of type \(type(of: value)) where \(T.self) was expected")
+            }
+            return try encodeValue(typedValue)
+        }
+    }
 
     /// The codec for a property type, or nil when the type cannot be stored.
     static func make(for type: any Any.Type) -> ValueCodec? {
-        guard var codec = makeCodec(for: type) else { return nil }
-        codec.emptyValue = empty(of: type)
-        return codec
+        if let optional = type as? any OptionalCodecProvider.Type { return optional.makeOptionalCodec() }
+        func open<T>(_ type: T.Type) -> ValueCodec? {
+            guard SlotWitness.fits(T.self), let typed = TypedCodec<T>.make() else { return nil }
+            return ValueCodec(typed, isOptional: false, emptyValue: TypedCodec<T>.empty())
+        }
+        return open(type)
+    }
+}
+
+/// Builds the codec of `Optional<Wrapped>` from `Wrapped`'s.
+protocol OptionalCodecProvider {
+    static func makeOptionalCodec() -> ValueCodec?
+}
+
+extension Optional: OptionalCodecProvider {
+    static func makeOptionalCodec() -> ValueCodec? {
+        // `T??` has no column form: NULL could not tell the two nils apart.
+        guard !(Wrapped.self is any OptionalCodecProvider.Type), SlotWitness.fits(Wrapped?.self),
+              let wrapped = TypedCodec<Wrapped>.make()
+        else { return nil }
+        return ValueCodec(wrapped.optional(), isOptional: true, emptyValue: .some(nil))
+    }
+}
+
+/// A codec for one Swift type, with typed closures.
+struct TypedCodec<T> {
+    let columnType: ColumnType
+    let storageName: String
+    var sortsLikeSwift: Bool = true
+    let encode: (T) throws -> DatabaseValue
+    /// Reads a non-NULL column of the current row; NULL or a value of another storage class is
+    /// an error.
+    let read: (SQLiteStatement, CInt) throws -> T
+
+    /// The same codec for `T?`: NULL is nil.
+    func optional() -> TypedCodec<T?> {
+        let encode = self.encode
+        let read = self.read
+        return TypedCodec<T?>(
+            columnType: columnType, storageName: storageName + "?", sortsLikeSwift: sortsLikeSwift,
+            encode: { value in try value.map(encode) ?? .null },
+            read: { statement, index in
+                sqlite3_column_type(statement, index) == SQLITE_NULL ? nil : try read(statement, index)
+            }
+        )
     }
 
-    private static func empty(of type: any Any.Type) -> Any? {
-        if let optional = type as? any _OptionalType.Type { return optional._none }
-        switch type {
-        case is Bool.Type: return false
-        case is String.Type: return ""
-        case is Double.Type: return 0.0 as Double
-        case is Float.Type: return 0.0 as Float
-        case is Data.Type: return Data()
-        case is Date.Type: return Date(timeIntervalSinceReferenceDate: 0)
-        case is Decimal.Type: return Decimal(0)
-        case is UUID.Type: return UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
-        default: break
-        }
-        if let integer = type as? any FixedWidthInteger.Type { return integer.zero }
-        if let collection = type as? any RangeReplaceableCollection.Type { return collection.init() }
+    /// The codec for `T`, or nil when `T` cannot be stored.
+    static func make() -> TypedCodec<T>? {
+        if let scalar = scalar() { return scalar }
+        if let raw = T.self as? any RawRepresentable.Type, let codec = erasedRawValue(raw) as? TypedCodec<T> { return codec }
+        if let codable = T.self as? any Codable.Type { return erasedJSON(codable) as? TypedCodec<T> }
         return nil
     }
 
-    private static func makeCodec(for type: any Any.Type) -> ValueCodec? {
-        if let optional = type as? any _OptionalType.Type {
-            guard let wrapped = makeCodec(for: optional._wrappedType), !wrapped.isOptional else { return nil }
-            let none = optional._none
-            return ValueCodec(
-                columnType: wrapped.columnType, isOptional: true, storageName: wrapped.storageName + "?",
-                sortsLikeSwift: wrapped.sortsLikeSwift,
-                encode: { value in
-                    guard let optional = value as? any _OptionalType else { return try wrapped.encode(value) }
-                    guard let unwrapped = optional._wrappedValue else { return .null }
-                    return try wrapped.encode(unwrapped)
-                },
-                decode: { stored in
-                    stored.isNull ? none : try wrapped.decode(stored)
-                }
-            )
-        }
-        if let scalar = scalarCodec(for: type) { return scalar }
-        if let raw = type as? any RawRepresentable.Type, let codec = rawValueCodec(raw) { return codec }
-        if let codable = type as? any Codable.Type { return jsonCodec(codable) }
-        return nil
-    }
-
-    private static func scalarCodec(for type: any Any.Type) -> ValueCodec? {
-        switch type {
-        case is Bool.Type: return scalar(Bool.self, .integer)
-        case is Int.Type: return scalar(Int.self, .integer)
-        case is Int8.Type: return scalar(Int8.self, .integer)
-        case is Int16.Type: return scalar(Int16.self, .integer)
-        case is Int32.Type: return scalar(Int32.self, .integer)
-        case is Int64.Type: return scalar(Int64.self, .integer)
-        case is UInt8.Type: return scalar(UInt8.self, .integer)
-        case is UInt16.Type: return scalar(UInt16.self, .integer)
-        case is UInt32.Type: return scalar(UInt32.self, .integer)
-        case is UInt.Type: return unsignedCodec(UInt.self)
-        case is UInt64.Type: return unsignedCodec(UInt64.self)
-        case is Double.Type: return scalar(Double.self, .real)
-        case is Float.Type: return scalar(Float.self, .real)
-        case is String.Type:
-            return ValueCodec(
-                columnType: .text, isOptional: false, storageName: "String",
-                encode: { value in
-                    guard let string = value as? String else { throw mismatch(value, String.self) }
-                    // SQLite's C API ends text at a NUL byte: refuse rather than truncate.
-                    if string.utf8.contains(0) { throw ValueCodecError("the string contains a NUL character, which SQLite text cannot hold") }
-                    return string.databaseValue
-                },
-                decode: { stored in
-                    guard let string = String.fromDatabaseValue(stored) else { throw undecodable(stored, String.self) }
-                    return string
-                }
-            )
-        case is Data.Type:
-            var codec = scalar(Data.self, .blob)
-            codec.sortsLikeSwift = false
-            return codec
-        case is Date.Type:
-            return ValueCodec(
-                columnType: .real, isOptional: false, storageName: "Date",
-                encode: { value in
-                    guard let date = value as? Date else { throw mismatch(value, Date.self) }
-                    return date.timeIntervalSinceReferenceDate.databaseValue
-                },
-                decode: { stored in
-                    guard let seconds = Double.fromDatabaseValue(stored) else { throw undecodable(stored, Date.self) }
-                    return Date(timeIntervalSinceReferenceDate: seconds)
-                }
-            )
-        case is UUID.Type:
-            return ValueCodec(
-                columnType: .blob, isOptional: false, storageName: "UUID", sortsLikeSwift: false,
-                encode: { value in
-                    guard let uuid = value as? UUID else { throw mismatch(value, UUID.self) }
-                    return withUnsafeBytes(of: uuid.uuid) { Data($0) }.databaseValue
-                },
-                decode: { stored in
-                    guard case let .blob(data) = stored.storage, data.count == 16 else { throw undecodable(stored, UUID.self) }
-                    var bytes: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-                    withUnsafeMutableBytes(of: &bytes) { $0.copyBytes(from: data) }
-                    return UUID(uuid: bytes)
-                }
-            )
-        case is URL.Type:
-            return ValueCodec(
-                columnType: .text, isOptional: false, storageName: "URL", sortsLikeSwift: false,
-                encode: { value in
-                    guard let url = value as? URL else { throw mismatch(value, URL.self) }
-                    return url.absoluteString.databaseValue
-                },
-                decode: { stored in
-                    guard let text = String.fromDatabaseValue(stored), let url = URL(string: text) else { throw undecodable(stored, URL.self) }
-                    return url
-                }
-            )
-        case is Decimal.Type:
-            return ValueCodec(
-                columnType: .text, isOptional: false, storageName: "Decimal", sortsLikeSwift: false,
-                encode: { value in
-                    guard let decimal = value as? Decimal else { throw mismatch(value, Decimal.self) }
-                    return decimal.description.databaseValue
-                },
-                decode: { stored in
-                    guard let text = String.fromDatabaseValue(stored), let decimal = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else {
-                        throw undecodable(stored, Decimal.self)
-                    }
-                    return decimal
-                }
-            )
+    /// nil, zero or empty for the types that have such a value.
+    static func empty() -> T? {
+        let value: Any?
+        switch T.self {
+        case is Bool.Type: value = false
+        case is String.Type: value = ""
+        case is Double.Type: value = 0.0 as Double
+        case is Float.Type: value = 0.0 as Float
+        case is Data.Type: value = Data()
+        case is Date.Type: value = Date(timeIntervalSinceReferenceDate: 0)
+        case is Decimal.Type: value = Decimal(0)
+        case is UUID.Type: value = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
         default:
-            return nil
+            if let integer = T.self as? any FixedWidthInteger.Type {
+                value = integer.zero
+            } else if let collection = T.self as? any RangeReplaceableCollection.Type {
+                value = collection.init()
+            } else {
+                value = nil
+            }
         }
+        return value as? T
     }
 
-    private static func scalar<T: DatabaseValueConvertible>(_ type: T.Type, _ column: ColumnType) -> ValueCodec {
-        ValueCodec(
-            columnType: column, isOptional: false, storageName: "\(T.self)",
-            encode: { value in
-                guard let typed = value as? T else { throw mismatch(value, T.self) }
-                return typed.databaseValue
-            },
-            decode: { stored in
-                guard let typed = T.fromDatabaseValue(stored) else { throw undecodable(stored, T.self) }
-                return typed
-            }
-        )
-    }
-
-    private static func unsignedCodec<T: FixedWidthInteger & UnsignedInteger>(_ type: T.Type) -> ValueCodec {
-        ValueCodec(
-            columnType: .integer, isOptional: false, storageName: "\(T.self)",
-            encode: { value in
-                guard let typed = value as? T else { throw mismatch(value, T.self) }
-                guard let signed = Int64(exactly: typed) else {
-                    throw ValueCodecError("\(typed) is larger than the largest storable integer (\(Int64.max))")
+    private static func scalar() -> TypedCodec<T>? {
+        let codec: Any?
+        switch T.self {
+        case is Bool.Type:
+            codec = TypedCodec<Bool>(columnType: .integer, storageName: "Bool", encode: { $0.databaseValue }, read: { statement, index in
+                try SQLiteColumn.int64(statement, index) != 0
+            })
+        case is Int.Type: codec = integer(Int.self)
+        case is Int8.Type: codec = integer(Int8.self)
+        case is Int16.Type: codec = integer(Int16.self)
+        case is Int32.Type: codec = integer(Int32.self)
+        case is Int64.Type: codec = integer(Int64.self)
+        case is UInt.Type: codec = integer(UInt.self)
+        case is UInt8.Type: codec = integer(UInt8.self)
+        case is UInt16.Type: codec = integer(UInt16.self)
+        case is UInt32.Type: codec = integer(UInt32.self)
+        case is UInt64.Type: codec = integer(UInt64.self)
+        case is Double.Type:
+            codec = TypedCodec<Double>(columnType: .real, storageName: "Double", encode: { $0.databaseValue }, read: SQLiteColumn.double)
+        case is Float.Type:
+            codec = TypedCodec<Float>(columnType: .real, storageName: "Float", encode: { Double($0).databaseValue }, read: { statement, index in
+                Float(try SQLiteColumn.double(statement, index))
+            })
+        case is String.Type:
+            codec = TypedCodec<String>(columnType: .text, storageName: "String", encode: { string in
+                // SQLite's C API ends text at a NUL byte: refuse rather than truncate.
+                if string.utf8.contains(0) { throw ValueCodecError("the string contains a NUL character, which SQLite text cannot hold") }
+                return string.databaseValue
+            }, read: SQLiteColumn.text)
+        case is Data.Type:
+            codec = TypedCodec<Data>(columnType: .blob, storageName: "Data", sortsLikeSwift: false, encode: { $0.databaseValue }, read: SQLiteColumn.blob)
+        case is Date.Type:
+            codec = TypedCodec<Date>(columnType: .real, storageName: "Date", encode: { $0.timeIntervalSinceReferenceDate.databaseValue }, read: { statement, index in
+                Date(timeIntervalSinceReferenceDate: try SQLiteColumn.double(statement, index))
+            })
+        case is UUID.Type:
+            codec = TypedCodec<UUID>(columnType: .blob, storageName: "UUID", sortsLikeSwift: false, encode: { uuid in
+                withUnsafeBytes(of: uuid.uuid) { Data($0) }.databaseValue
+            }, read: SQLiteColumn.uuid)
+        case is URL.Type:
+            codec = TypedCodec<URL>(columnType: .text, storageName: "URL", sortsLikeSwift: false, encode: { $0.absoluteString.databaseValue }, read: { statement, index in
+                let text = try SQLiteColumn.text(statement, index)
+                guard let url = URL(string: text) else { throw ValueCodecError("stored text \"\(text.prefix(80))\" is not a URL") }
+                return url
+            })
+        case is Decimal.Type:
+            codec = TypedCodec<Decimal>(columnType: .text, storageName: "Decimal", sortsLikeSwift: false, encode: { $0.description.databaseValue }, read: { statement, index in
+                let text = try SQLiteColumn.text(statement, index)
+                guard let decimal = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else {
+                    throw ValueCodecError("stored text \"\(text.prefix(80))\" is not a decimal number")
                 }
-                return signed.databaseValue
-            },
-            decode: { stored in
-                guard let signed = Int64.fromDatabaseValue(stored), let typed = T(exactly: signed) else { throw undecodable(stored, T.self) }
-                return typed
+                return decimal
+            })
+        default:
+            codec = nil
+        }
+        return codec as? TypedCodec<T>
+    }
+
+    private static func integer<I: FixedWidthInteger>(_ type: I.Type) -> TypedCodec<I> {
+        TypedCodec<I>(columnType: .integer, storageName: "\(I.self)", encode: { value in
+            guard let signed = Int64(exactly: value) else {
+                throw ValueCodecError("\(value) is larger than the largest storable integer (\(Int64.max))")
             }
-        )
+            return signed.databaseValue
+        }, read: { statement, index in
+            let stored = try SQLiteColumn.int64(statement, index)
+            guard let value = I(exactly: stored) else { throw ValueCodecError("stored integer \(stored) does not fit in \(I.self)") }
+            return value
+        })
     }
 
-    private static func rawValueCodec<R: RawRepresentable>(_ type: R.Type) -> ValueCodec? {
-        guard let raw = scalarCodec(for: R.RawValue.self) else { return nil }
-        return ValueCodec(
-            columnType: raw.columnType, isOptional: false, storageName: "\(R.self)(raw: \(raw.storageName))", sortsLikeSwift: false,
-            encode: { value in
-                guard let typed = value as? R else { throw mismatch(value, R.self) }
-                return try raw.encode(typed.rawValue)
-            },
-            decode: { stored in
-                guard let rawValue = try raw.decode(stored) as? R.RawValue, let typed = R(rawValue: rawValue) else {
-                    throw undecodable(stored, R.self)
-                }
-                return typed
-            }
-        )
+    // Erased to `Any?` so that Swift opens the existential metatypes passed in.
+    private static func erasedRawValue<R: RawRepresentable>(_ type: R.Type) -> Any? { rawValue(type) }
+    private static func erasedJSON<C: Codable>(_ type: C.Type) -> Any? { json(type) }
+
+    private static func rawValue<R: RawRepresentable>(_ type: R.Type) -> TypedCodec<R>? {
+        guard let raw = TypedCodec<R.RawValue>.scalar() else { return nil }
+        return TypedCodec<R>(columnType: raw.columnType, storageName: "\(R.self)(raw: \(raw.storageName))", sortsLikeSwift: false, encode: { value in
+            try raw.encode(value.rawValue)
+        }, read: { statement, index in
+            let rawValue = try raw.read(statement, index)
+            guard let value = R(rawValue: rawValue) else { throw ValueCodecError("stored raw value \(rawValue) is not a case of \(R.self)") }
+            return value
+        })
     }
 
-    private static func jsonCodec<T: Codable>(_ type: T.Type) -> ValueCodec {
-        ValueCodec(
-            columnType: .text, isOptional: false, storageName: "JSON(\(T.self))", sortsLikeSwift: false,
-            encode: { value in
-                guard let typed = value as? T else { throw mismatch(value, T.self) }
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.sortedKeys]
-                let data = try encoder.encode(typed)
-                return (String(data: data, encoding: .utf8) ?? "").databaseValue
-            },
-            decode: { stored in
-                guard let text = String.fromDatabaseValue(stored) else { throw undecodable(stored, T.self) }
-                return try JSONDecoder().decode(T.self, from: Data(text.utf8))
-            }
-        )
+    private static func json<C: Codable>(_ type: C.Type) -> TypedCodec<C> {
+        TypedCodec<C>(columnType: .text, storageName: "JSON(\(C.self))", sortsLikeSwift: false, encode: { value in
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            let data = try encoder.encode(value)
+            return (String(data: data, encoding: .utf8) ?? "").databaseValue
+        }, read: { statement, index in
+            try JSONDecoder().decode(C.self, from: Data(try SQLiteColumn.text(statement, index).utf8))
+        })
+    }
+}
+
+/// Reads one column of a statement's current row through SQLite's C API, checking its storage
+/// class (a STRICT table guarantees it, a damaged file may not).
+enum SQLiteColumn {
+    static func int64(_ statement: SQLiteStatement, _ index: CInt) throws -> Int64 {
+        try expect(SQLITE_INTEGER, statement, index)
+        return sqlite3_column_int64(statement, index)
     }
 
-    private static func mismatch(_ value: Any, _ expected: Any.Type) -> ValueCodecError {
-        ValueCodecError("a value of type \(type(of: value)) where \(expected) was expected")
+    static func double(_ statement: SQLiteStatement, _ index: CInt) throws -> Double {
+        let type = sqlite3_column_type(statement, index)
+        guard type == SQLITE_FLOAT || type == SQLITE_INTEGER else { throw unexpected(type, "REAL") }
+        return sqlite3_column_double(statement, index)
     }
 
-    private static func undecodable(_ stored: DatabaseValue, _ expected: Any.Type) -> ValueCodecError {
-        ValueCodecError("stored value \(stored) cannot be read as \(expected)")
+    static func text(_ statement: SQLiteStatement, _ index: CInt) throws -> String {
+        try expect(SQLITE_TEXT, statement, index)
+        guard let bytes = sqlite3_column_text(statement, index) else { return "" }
+        let count = Int(sqlite3_column_bytes(statement, index))
+        return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
+    }
+
+    static func blob(_ statement: SQLiteStatement, _ index: CInt) throws -> Data {
+        try expect(SQLITE_BLOB, statement, index)
+        let count = Int(sqlite3_column_bytes(statement, index))
+        guard count > 0, let bytes = sqlite3_column_blob(statement, index) else { return Data() }
+        return Data(bytes: bytes, count: count)
+    }
+
+    static func uuid(_ statement: SQLiteStatement, _ index: CInt) throws -> UUID {
+        try expect(SQLITE_BLOB, statement, index)
+        guard sqlite3_column_bytes(statement, index) == 16, let bytes = sqlite3_column_blob(statement, index) else {
+            throw ValueCodecError("stored blob of \(sqlite3_column_bytes(statement, index)) bytes is not a UUID")
+        }
+        var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &value) { $0.copyMemory(from: UnsafeRawBufferPointer(start: bytes, count: 16)) }
+        return UUID(uuid: value)
+    }
+
+    private static func expect(_ type: CInt, _ statement: SQLiteStatement, _ index: CInt) throws {
+        let actual = sqlite3_column_type(statement, index)
+        guard actual == type else { throw unexpected(actual, name(of: type)) }
+    }
+
+    private static func unexpected(_ actual: CInt, _ expected: String) -> ValueCodecError {
+        actual == SQLITE_NULL
+            ? ValueCodecError("stored NULL in a column that must hold \(expected)")
+            : ValueCodecError("stored \(name(of: actual)) where \(expected) was expected")
+    }
+
+    private static func name(of type: CInt) -> String {
+        switch type {
+        case SQLITE_INTEGER: return "INTEGER"
+        case SQLITE_FLOAT: return "REAL"
+        case SQLITE_TEXT: return "TEXT"
+        case SQLITE_BLOB: return "BLOB"
+        default: return "NULL"
+        }
     }
 }
 

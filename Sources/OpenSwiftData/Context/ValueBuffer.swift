@@ -1,0 +1,120 @@
+/// The persisted values of one model: one typed slot per property, laid out by the entity's
+/// ``SlotLayout`` in a single allocation, like the stored properties of a struct.
+///
+/// A buffer is shared copy-on-write between a model's current and committed values; the owning
+/// ``ModelStorage`` copies it before writing when it is not uniquely referenced.
+final class ValueBuffer: ManagedBuffer<EntityLayout, UInt64> {
+    /// A buffer whose slots are all uninitialized.
+    static func make(_ layout: EntityLayout) -> ValueBuffer {
+        let slots = layout.slots
+        let buffer = unsafeDowncast(ValueBuffer.create(minimumCapacity: slots.wordCount) { _ in layout }, to: ValueBuffer.self)
+        buffer.withUnsafeMutablePointerToElements { words in
+            _ = UnsafeMutableRawPointer(words).advanced(by: slots.flagsOffset).initializeMemory(as: UInt8.self, repeating: 0, count: slots.count)
+        }
+        return buffer
+    }
+
+    deinit {
+        let slots = header.slots
+        withUnsafeMutablePointerToElements { words in
+            let base = UnsafeMutableRawPointer(words)
+            for index in 0..<slots.count where base.load(fromByteOffset: slots.flagsOffset + index, as: UInt8.self) != 0 {
+                slots.witnesses[index].destroy(base + slots.offsets[index])
+            }
+        }
+    }
+
+    var layout: EntityLayout { header }
+
+    /// Whether slot `index` holds a value.
+    func isInitialized(_ index: Int) -> Bool {
+        let flags = header.slots.flagsOffset
+        return withUnsafeMutablePointerToElements { UnsafeRawPointer($0).load(fromByteOffset: flags + index, as: UInt8.self) != 0 }
+    }
+
+    /// Whether slot `index` holds values of type `V`.
+    func holds<V>(_ index: Int, _ type: V.Type) -> Bool {
+        header.slots.witnesses[index].type == V.self
+    }
+
+    /// The value at an initialized slot of type `V`.
+    func load<V>(_ index: Int, as type: V.Type) -> V {
+        let offset = header.slots.offsets[index]
+        return withUnsafeMutablePointerToElements { UnsafeRawPointer($0).load(fromByteOffset: offset, as: V.self) }
+    }
+
+    /// Stores a value of the slot's type `V`, replacing any previous one.
+    func store<V>(_ index: Int, _ value: V) {
+        let slots = header.slots
+        withUnsafeMutablePointerToElements { words in
+            let base = UnsafeMutableRawPointer(words)
+            let slot = base + slots.offsets[index]
+            let flag = base + slots.flagsOffset + index
+            if flag.load(as: UInt8.self) != 0 {
+                slot.assumingMemoryBound(to: V.self).pointee = value
+            } else {
+                slot.initializeMemory(as: V.self, to: value)
+                flag.storeBytes(of: 1, as: UInt8.self)
+            }
+        }
+    }
+
+    /// The value at slot `index`, boxed, or nil when the slot is empty.
+    func boxedValue(_ index: Int) -> Any? {
+        let slots = header.slots
+        return withUnsafeMutablePointerToElements { words in
+            let base = UnsafeRawPointer(words)
+            guard base.load(fromByteOffset: slots.flagsOffset + index, as: UInt8.self) != 0 else { return nil }
+            return slots.witnesses[index].load(base + slots.offsets[index])
+        }
+    }
+
+    /// Stores a boxed value; false (and nothing changes) when it is not of the slot's type.
+    @discardableResult
+    func storeBoxed(_ index: Int, _ value: Any) -> Bool {
+        let slots = header.slots
+        return withUnsafeMutablePointerToElements { words in
+            let base = UnsafeMutableRawPointer(words)
+            let slot = base + slots.offsets[index]
+            let flag = base + slots.flagsOffset + index
+            let witness = slots.witnesses[index]
+            let wasInitialized = flag.load(as: UInt8.self) != 0
+            if wasInitialized { witness.destroy(slot) }
+            guard witness.initialize(slot, value) else {
+                flag.storeBytes(of: 0, as: UInt8.self)
+                return false
+            }
+            flag.storeBytes(of: 1, as: UInt8.self)
+            return true
+        }
+    }
+
+    /// Runs `body` with the address of slot `index` (for codecs reading and writing in place).
+    func withSlot<R>(_ index: Int, _ body: (UnsafeMutableRawPointer) throws -> R) rethrows -> R {
+        let offset = header.slots.offsets[index]
+        return try withUnsafeMutablePointerToElements { try body(UnsafeMutableRawPointer($0) + offset) }
+    }
+
+    /// Marks slot `index` initialized after a codec wrote it in place.
+    func markInitialized(_ index: Int) {
+        let flags = header.slots.flagsOffset
+        withUnsafeMutablePointerToElements { UnsafeMutableRawPointer($0).storeBytes(of: 1, toByteOffset: flags + index, as: UInt8.self) }
+    }
+
+    /// An independent copy.
+    func copy() -> ValueBuffer {
+        let slots = header.slots
+        let copy = ValueBuffer.make(header)
+        withUnsafeMutablePointerToElements { source in
+            copy.withUnsafeMutablePointerToElements { destination in
+                let from = UnsafeRawPointer(source)
+                let to = UnsafeMutableRawPointer(destination)
+                for index in 0..<slots.count where from.load(fromByteOffset: slots.flagsOffset + index, as: UInt8.self) != 0 {
+                    slots.witnesses[index].copy(from + slots.offsets[index], to + slots.offsets[index])
+                    to.storeBytes(of: 1, toByteOffset: slots.flagsOffset + index, as: UInt8.self)
+                }
+            }
+        }
+        return copy
+    }
+}
