@@ -23,20 +23,20 @@ extension PersistedPropertyMacro: AccessorMacro {
             """
             @storageRestrictions(accesses: _$backingData, initializes: \(raw: storage))
             init(initialValue) {
-                _$backingData._setValue(forKey: \\.\(raw: name), at: \(raw: index), to: initialValue)
+                _$backingData._setValue(at: \(raw: index), forKey: \\.\(raw: name), to: initialValue)
                 \(raw: storage) = _SwiftDataNoType()
             }
             """,
             """
             get {
                 access(keyPath: \\.\(raw: name))
-                return self._$getValue(forKey: \\.\(raw: name), at: \(raw: index))
+                return self._$getValue(at: \(raw: index), forKey: \\.\(raw: name))
             }
             """,
             """
             set {
                 withMutation(keyPath: \\.\(raw: name)) {
-                    self._$setValue(forKey: \\.\(raw: name), at: \(raw: index), to: newValue)
+                    self._$setValue(at: \(raw: index), forKey: \\.\(raw: name), to: newValue)
                 }
             }
             """,

@@ -44,16 +44,16 @@ struct ModelMacroExpansionTests {
                 var name: String {
                     @storageRestrictions(accesses: _$backingData, initializes: _name)
                     init(initialValue) {
-                        _$backingData._setValue(forKey: \.name, at: 0, to: initialValue)
+                        _$backingData._setValue(at: 0, forKey: \.name, to: initialValue)
                         _name = _SwiftDataNoType()
                     }
                     get {
                         access(keyPath: \.name)
-                        return self._$getValue(forKey: \.name, at: 0)
+                        return self._$getValue(at: 0, forKey: \.name)
                     }
                     set {
                         withMutation(keyPath: \.name) {
-                            self._$setValue(forKey: \.name, at: 0, to: newValue)
+                            self._$setValue(at: 0, forKey: \.name, to: newValue)
                         }
                     }
                 }
@@ -62,16 +62,16 @@ struct ModelMacroExpansionTests {
                 var age: Int {
                     @storageRestrictions(accesses: _$backingData, initializes: _age)
                     init(initialValue) {
-                        _$backingData._setValue(forKey: \.age, at: 1, to: initialValue)
+                        _$backingData._setValue(at: 1, forKey: \.age, to: initialValue)
                         _age = _SwiftDataNoType()
                     }
                     get {
                         access(keyPath: \.age)
-                        return self._$getValue(forKey: \.age, at: 1)
+                        return self._$getValue(at: 1, forKey: \.age)
                     }
                     set {
                         withMutation(keyPath: \.age) {
-                            self._$setValue(forKey: \.age, at: 1, to: newValue)
+                            self._$setValue(at: 1, forKey: \.age, to: newValue)
                         }
                     }
                 }
@@ -147,16 +147,16 @@ struct ModelMacroExpansionTests {
                 var count {
                     @storageRestrictions(accesses: _$backingData, initializes: _count)
                     init(initialValue) {
-                        _$backingData._setValue(forKey: \.count, at: 0, to: initialValue)
+                        _$backingData._setValue(at: 0, forKey: \.count, to: initialValue)
                         _count = _SwiftDataNoType()
                     }
                     get {
                         access(keyPath: \.count)
-                        return self._$getValue(forKey: \.count, at: 0)
+                        return self._$getValue(at: 0, forKey: \.count)
                     }
                     set {
                         withMutation(keyPath: \.count) {
-                            self._$setValue(forKey: \.count, at: 0, to: newValue)
+                            self._$setValue(at: 0, forKey: \.count, to: newValue)
                         }
                     }
                 }
@@ -224,16 +224,16 @@ struct ModelMacroExpansionTests {
                 var status: Status {
                     @storageRestrictions(accesses: _$backingData, initializes: _status)
                     init(initialValue) {
-                        _$backingData._setValue(forKey: \.status, at: 0, to: initialValue)
+                        _$backingData._setValue(at: 0, forKey: \.status, to: initialValue)
                         _status = _SwiftDataNoType()
                     }
                     get {
                         access(keyPath: \.status)
-                        return self._$getValue(forKey: \.status, at: 0)
+                        return self._$getValue(at: 0, forKey: \.status)
                     }
                     set {
                         withMutation(keyPath: \.status) {
-                            self._$setValue(forKey: \.status, at: 0, to: newValue)
+                            self._$setValue(at: 0, forKey: \.status, to: newValue)
                         }
                     }
                 }
@@ -303,16 +303,16 @@ struct ModelMacroExpansionTests {
                 var nickname: String? {
                     @storageRestrictions(accesses: _$backingData, initializes: _nickname)
                     init(initialValue) {
-                        _$backingData._setValue(forKey: \.nickname, at: 0, to: initialValue)
+                        _$backingData._setValue(at: 0, forKey: \.nickname, to: initialValue)
                         _nickname = _SwiftDataNoType()
                     }
                     get {
                         access(keyPath: \.nickname)
-                        return self._$getValue(forKey: \.nickname, at: 0)
+                        return self._$getValue(at: 0, forKey: \.nickname)
                     }
                     set {
                         withMutation(keyPath: \.nickname) {
-                            self._$setValue(forKey: \.nickname, at: 0, to: newValue)
+                            self._$setValue(at: 0, forKey: \.nickname, to: newValue)
                         }
                     }
                 }
@@ -384,16 +384,16 @@ struct ModelMacroExpansionTests {
                 var email: String {
                     @storageRestrictions(accesses: _$backingData, initializes: _email)
                     init(initialValue) {
-                        _$backingData._setValue(forKey: \.email, at: 0, to: initialValue)
+                        _$backingData._setValue(at: 0, forKey: \.email, to: initialValue)
                         _email = _SwiftDataNoType()
                     }
                     get {
                         access(keyPath: \.email)
-                        return self._$getValue(forKey: \.email, at: 0)
+                        return self._$getValue(at: 0, forKey: \.email)
                     }
                     set {
                         withMutation(keyPath: \.email) {
-                            self._$setValue(forKey: \.email, at: 0, to: newValue)
+                            self._$setValue(at: 0, forKey: \.email, to: newValue)
                         }
                     }
                 }
@@ -466,16 +466,16 @@ struct ModelMacroExpansionTests {
                 var name: String {
                     @storageRestrictions(accesses: _$backingData, initializes: _name)
                     init(initialValue) {
-                        _$backingData._setValue(forKey: \.name, at: 0, to: initialValue)
+                        _$backingData._setValue(at: 0, forKey: \.name, to: initialValue)
                         _name = _SwiftDataNoType()
                     }
                     get {
                         access(keyPath: \.name)
-                        return self._$getValue(forKey: \.name, at: 0)
+                        return self._$getValue(at: 0, forKey: \.name)
                     }
                     set {
                         withMutation(keyPath: \.name) {
-                            self._$setValue(forKey: \.name, at: 0, to: newValue)
+                            self._$setValue(at: 0, forKey: \.name, to: newValue)
                         }
                     }
                 }
@@ -558,16 +558,16 @@ struct ModelMacroExpansionTests {
                 var email: String {
                     @storageRestrictions(accesses: _$backingData, initializes: _email)
                     init(initialValue) {
-                        _$backingData._setValue(forKey: \.email, at: 0, to: initialValue)
+                        _$backingData._setValue(at: 0, forKey: \.email, to: initialValue)
                         _email = _SwiftDataNoType()
                     }
                     get {
                         access(keyPath: \.email)
-                        return self._$getValue(forKey: \.email, at: 0)
+                        return self._$getValue(at: 0, forKey: \.email)
                     }
                     set {
                         withMutation(keyPath: \.email) {
-                            self._$setValue(forKey: \.email, at: 0, to: newValue)
+                            self._$setValue(at: 0, forKey: \.email, to: newValue)
                         }
                     }
                 }
@@ -576,16 +576,16 @@ struct ModelMacroExpansionTests {
                 var first: String {
                     @storageRestrictions(accesses: _$backingData, initializes: _first)
                     init(initialValue) {
-                        _$backingData._setValue(forKey: \.first, at: 1, to: initialValue)
+                        _$backingData._setValue(at: 1, forKey: \.first, to: initialValue)
                         _first = _SwiftDataNoType()
                     }
                     get {
                         access(keyPath: \.first)
-                        return self._$getValue(forKey: \.first, at: 1)
+                        return self._$getValue(at: 1, forKey: \.first)
                     }
                     set {
                         withMutation(keyPath: \.first) {
-                            self._$setValue(forKey: \.first, at: 1, to: newValue)
+                            self._$setValue(at: 1, forKey: \.first, to: newValue)
                         }
                     }
                 }
@@ -594,16 +594,16 @@ struct ModelMacroExpansionTests {
                 var last: String {
                     @storageRestrictions(accesses: _$backingData, initializes: _last)
                     init(initialValue) {
-                        _$backingData._setValue(forKey: \.last, at: 2, to: initialValue)
+                        _$backingData._setValue(at: 2, forKey: \.last, to: initialValue)
                         _last = _SwiftDataNoType()
                     }
                     get {
                         access(keyPath: \.last)
-                        return self._$getValue(forKey: \.last, at: 2)
+                        return self._$getValue(at: 2, forKey: \.last)
                     }
                     set {
                         withMutation(keyPath: \.last) {
-                            self._$setValue(forKey: \.last, at: 2, to: newValue)
+                            self._$setValue(at: 2, forKey: \.last, to: newValue)
                         }
                     }
                 }
@@ -612,16 +612,16 @@ struct ModelMacroExpansionTests {
                 var name: String {
                     @storageRestrictions(accesses: _$backingData, initializes: _name)
                     init(initialValue) {
-                        _$backingData._setValue(forKey: \.name, at: 3, to: initialValue)
+                        _$backingData._setValue(at: 3, forKey: \.name, to: initialValue)
                         _name = _SwiftDataNoType()
                     }
                     get {
                         access(keyPath: \.name)
-                        return self._$getValue(forKey: \.name, at: 3)
+                        return self._$getValue(at: 3, forKey: \.name)
                     }
                     set {
                         withMutation(keyPath: \.name) {
-                            self._$setValue(forKey: \.name, at: 3, to: newValue)
+                            self._$setValue(at: 3, forKey: \.name, to: newValue)
                         }
                     }
                 }
@@ -710,16 +710,16 @@ struct ModelMacroExpansionTests {
                 public var name: String {
                     @storageRestrictions(accesses: _$backingData, initializes: _name)
                     init(initialValue) {
-                        _$backingData._setValue(forKey: \.name, at: 0, to: initialValue)
+                        _$backingData._setValue(at: 0, forKey: \.name, to: initialValue)
                         _name = _SwiftDataNoType()
                     }
                     get {
                         access(keyPath: \.name)
-                        return self._$getValue(forKey: \.name, at: 0)
+                        return self._$getValue(at: 0, forKey: \.name)
                     }
                     set {
                         withMutation(keyPath: \.name) {
-                            self._$setValue(forKey: \.name, at: 0, to: newValue)
+                            self._$setValue(at: 0, forKey: \.name, to: newValue)
                         }
                     }
                 }
@@ -907,16 +907,16 @@ struct ModelMacroDiagnosticTests {
                 var name: String {
                     @storageRestrictions(accesses: _$backingData, initializes: _name)
                     init(initialValue) {
-                        _$backingData._setValue(forKey: \.name, at: 0, to: initialValue)
+                        _$backingData._setValue(at: 0, forKey: \.name, to: initialValue)
                         _name = _SwiftDataNoType()
                     }
                     get {
                         access(keyPath: \.name)
-                        return self._$getValue(forKey: \.name, at: 0)
+                        return self._$getValue(at: 0, forKey: \.name)
                     }
                     set {
                         withMutation(keyPath: \.name) {
-                            self._$setValue(forKey: \.name, at: 0, to: newValue)
+                            self._$setValue(at: 0, forKey: \.name, to: newValue)
                         }
                     }
                 }

@@ -10,6 +10,7 @@ import Darwin
 /// initializer, `init(backingData:)` included, and evaluates `_$backingData`'s default too. While
 /// the flag is set, that default is an inert placeholder, so a fetched row costs no throwaway
 /// storage; the row's real storage replaces it before the initializer returns.
+@usableFromInline
 enum Materialization {
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
@@ -18,6 +19,7 @@ enum Materialization {
     }()
 
     /// Whether this thread is materialising a fetched row right now.
+    @usableFromInline
     static var isInProgress: Bool { pthread_getspecific(key) != nil }
 
     /// Runs `body` with the flag set on this thread.

@@ -90,6 +90,8 @@ extension ModelContext {
         var registered = identityMap.removeValue(forKey: layout.name) ?? [:]
         defer { identityMap[layout.name] = registered }
         let reader = RowReader(layout: layout)
+        // Resolved once: naming `ModelStorage<T>` in the loop would look its metadata up per row.
+        let storageType = ModelStorage<T>.self
         return try container.store.read { db in
             let statement = try db.cachedStatement(sql: query.sql)
             statement.setUncheckedArguments(query.arguments)
@@ -102,7 +104,7 @@ extension ModelContext {
                         results.append(model)
                         continue
                     }
-                    let storage = ModelStorage<T>(layout: layout, values: try reader.values(statement, primaryKey: primaryKey))
+                    let storage = storageType.init(layout: layout, values: try reader.values(statement, primaryKey: primaryKey))
                     storage.primaryKey = primaryKey
                     storage.storeIdentifier = storeIdentifier
                     storage.state = .registered

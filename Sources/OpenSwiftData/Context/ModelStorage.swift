@@ -4,6 +4,7 @@ import Foundation
 /// written to the store (for rollback and change tracking), and its registration state.
 ///
 /// Not `Sendable`: like the model that owns it, it is confined to its context's isolation.
+@usableFromInline
 class AnyModelStorage {
     enum State: UInt8 {
         /// Created, not inserted in any context.
@@ -107,17 +108,20 @@ class AnyModelStorage {
 }
 
 /// The ``BackingData`` implementation of OpenSwiftData.
+@usableFromInline
 final class ModelStorage<Model: PersistentModel>: AnyModelStorage, BackingData {
     /// An inert stand-in used while a fetched row is materialised: writes are ignored, and the
     /// row's storage replaces it before the model's initializer returns.
     private let isPlaceholder: Bool
 
+    @usableFromInline
     init(for modelType: Model.Type) {
         isPlaceholder = false
         let layout = try? EntityLayout.of(Model.self)
         super.init(layout: layout, values: layout.map(ValueBuffer.make))
     }
 
+    @usableFromInline
     convenience init(placeholder: Bool) {
         if placeholder {
             self.init(inertFor: Model.self)
@@ -138,6 +142,7 @@ final class ModelStorage<Model: PersistentModel>: AnyModelStorage, BackingData {
         committed = values
     }
 
+    @usableFromInline
     var persistentModelID: PersistentIdentifier? {
         get { ensureIdentifier() }
         set {
@@ -151,39 +156,44 @@ final class ModelStorage<Model: PersistentModel>: AnyModelStorage, BackingData {
         }
     }
 
+    @usableFromInline
     var metadata: Any { layout as Any }
 
+    @usableFromInline
     func getValue<Value: Decodable>(forKey key: KeyPath<Model, Value>) -> Value {
         if let layout, let index = layout.propertyIndex(of: key) {
-            return _getValue(forKey: key, at: index)
+            return _getValue(at: index, forKey: key)
         }
         return slowValue(forKey: key, at: nil)
     }
 
+    @usableFromInline
     func setValue<Value: Encodable>(forKey key: KeyPath<Model, Value>, to newValue: Value) {
         guard !isPlaceholder else { return }
         guard let layout, let index = layout.propertyIndex(of: key) else {
             extensions().looseValues[key] = newValue
             return
         }
-        _setValue(forKey: key, at: index, to: newValue)
+        _setValue(at: index, forKey: key, to: newValue)
     }
 
     // `index` is the property's position in `Model.schemaMetadata`, which `@Model` generates
     // from the same member list as the accessors that pass it; the layout keeps that order, and
     // the slot's type is checked before it is used.
 
-    func _getValue<Value: Decodable>(forKey key: KeyPath<Model, Value>, at index: Int) -> Value {
+    @usableFromInline
+    func _getValue<Value: Decodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value>) -> Value {
         if let values, index >= 0, index < values.layout.slots.count, values.holds(index, Value.self), values.isInitialized(index) {
             return values.load(index, as: Value.self)
         }
-        return slowValue(forKey: key, at: index)
+        return slowValue(forKey: key(), at: index)
     }
 
-    func _setValue<Value: Encodable>(forKey key: KeyPath<Model, Value>, at index: Int, to newValue: Value) {
+    @usableFromInline
+    func _setValue<Value: Encodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value>, to newValue: Value) {
         guard !isPlaceholder else { return }
         guard let values = writableValues(), index >= 0, index < values.layout.slots.count, values.holds(index, Value.self) else {
-            extensions().looseValues[key] = newValue
+            extensions().looseValues[key()] = newValue
             return
         }
         values.store(index, newValue)

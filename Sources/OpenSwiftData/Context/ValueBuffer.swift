@@ -18,7 +18,7 @@ final class ValueBuffer: ManagedBuffer<EntityLayout, UInt64> {
         let slots = header.slots
         withUnsafeMutablePointerToElements { words in
             let base = UnsafeMutableRawPointer(words)
-            for index in 0..<slots.count where base.load(fromByteOffset: slots.flagsOffset + index, as: UInt8.self) != 0 {
+            for index in slots.nontrivialIndices where base.load(fromByteOffset: slots.flagsOffset + index, as: UInt8.self) != 0 {
                 slots.witnesses[index].destroy(base + slots.offsets[index])
             }
         }

@@ -17,22 +17,23 @@ public protocol BackingData<Model>: AnyObject {
     /// Writes a value.
     func setValue<Value: Encodable>(forKey key: KeyPath<Model, Value>, to newValue: Value)
 
-    /// Reads a value, given also its position in `Model.schemaMetadata` (the code `@Model`
-    /// generates knows it, which spares a key-path lookup). Defaults to ``getValue(forKey:)``.
-    func _getValue<Value: Decodable>(forKey key: KeyPath<Model, Value>, at index: Int) -> Value
-    /// Writes a value, given also its position in `Model.schemaMetadata`. Defaults to
+    /// Reads the value at a position in `Model.schemaMetadata` (the code `@Model` generates knows
+    /// it, which spares a key-path lookup; the key path is only made if needed). Defaults to
+    /// ``getValue(forKey:)``.
+    func _getValue<Value: Decodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value>) -> Value
+    /// Writes the value at a position in `Model.schemaMetadata`. Defaults to
     /// ``setValue(forKey:to:)``.
-    func _setValue<Value: Encodable>(forKey key: KeyPath<Model, Value>, at index: Int, to newValue: Value)
+    func _setValue<Value: Encodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value>, to newValue: Value)
 }
 
 extension BackingData {
     /// Reads through ``getValue(forKey:)``.
-    public func _getValue<Value: Decodable>(forKey key: KeyPath<Model, Value>, at index: Int) -> Value {
-        getValue(forKey: key)
+    public func _getValue<Value: Decodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value>) -> Value {
+        getValue(forKey: key())
     }
 
     /// Writes through ``setValue(forKey:to:)``.
-    public func _setValue<Value: Encodable>(forKey key: KeyPath<Model, Value>, at index: Int, to newValue: Value) {
-        setValue(forKey: key, to: newValue)
+    public func _setValue<Value: Encodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value>, to newValue: Value) {
+        setValue(forKey: key(), to: newValue)
     }
 }

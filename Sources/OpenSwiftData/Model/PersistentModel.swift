@@ -33,7 +33,10 @@ extension PersistentModel {
     /// Fresh backing data for a new instance (used by the code `@Model` generates). While a
     /// fetched row is being materialised, this is an inert placeholder that the row's storage
     /// replaces at once, so default values are not stored only to be thrown away.
+    @inlinable
     public static func _$makeBackingData() -> any BackingData<Self> {
+        // Inlined into each model's module, where `Self` is concrete: no generic metadata lookup
+        // per instance.
         ModelStorage<Self>(placeholder: Materialization.isInProgress)
     }
 
@@ -71,15 +74,15 @@ extension PersistentModel {
     /// Reads the persisted value at a `schemaMetadata` position (used by the code `@Model`
     /// generates).
     @inlinable
-    public func _$getValue<Value: Decodable>(forKey key: KeyPath<Self, Value>, at index: Int) -> Value {
-        persistentBackingData._getValue(forKey: key, at: index)
+    public func _$getValue<Value: Decodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>) -> Value {
+        persistentBackingData._getValue(at: index, forKey: key())
     }
 
     /// Writes the persisted value at a `schemaMetadata` position (used by the code `@Model`
     /// generates).
     @inlinable
-    public func _$setValue<Value: Encodable>(forKey key: KeyPath<Self, Value>, at index: Int, to newValue: Value) {
-        persistentBackingData._setValue(forKey: key, at: index, to: newValue)
+    public func _$setValue<Value: Encodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>, to newValue: Value) {
+        persistentBackingData._setValue(at: index, forKey: key(), to: newValue)
     }
 
     /// Writes a persisted value (used by the code `@Model` generates).

@@ -1,8 +1,9 @@
 import Foundation
 
 /// Everything the context and the store need to know about one persisted property, resolved
-/// once per model type from its `schemaMetadata`.
-struct PropertyLayout: @unchecked Sendable {
+/// once per model type from its `schemaMetadata`. A class, so that the per-row loops that walk
+/// the properties retain one reference instead of copying every field.
+final class PropertyLayout: @unchecked Sendable {
     // @unchecked Sendable: immutable; `keyPath` is a Sendable key path object, `defaultValue` a
     // value built from a literal in the model declaration and never mutated.
     let name: String
@@ -14,6 +15,17 @@ struct PropertyLayout: @unchecked Sendable {
     let defaultValue: Any?
     /// The column index among the entity's stored columns, or nil for ephemeral attributes.
     let columnIndex: Int?
+
+    init(name: String, index: Int, keyPath: AnyKeyPath, valueType: any Any.Type, codec: ValueCodec, attribute: Schema.Attribute, defaultValue: Any?, columnIndex: Int?) {
+        self.name = name
+        self.index = index
+        self.keyPath = keyPath
+        self.valueType = valueType
+        self.codec = codec
+        self.attribute = attribute
+        self.defaultValue = defaultValue
+        self.columnIndex = columnIndex
+    }
 
     var isEphemeral: Bool { attribute.isTransient }
 }

@@ -8,6 +8,8 @@ struct SlotLayout: Sendable {
     let flagsOffset: Int
     /// The buffer size in 8-byte words.
     let wordCount: Int
+    /// The slots whose values need destruction.
+    let nontrivialIndices: [Int]
 
     init(witnesses: [SlotWitness]) {
         var offset = 0
@@ -22,6 +24,7 @@ struct SlotLayout: Sendable {
         self.offsets = offsets
         self.flagsOffset = offset
         self.wordCount = max((offset + witnesses.count + 7) / 8, 1)
+        self.nontrivialIndices = witnesses.indices.filter { !witnesses[$0].isTrivial }
     }
 
     var count: Int { witnesses.count }

@@ -6,6 +6,8 @@ struct SlotWitness: @unchecked Sendable {
     let type: Any.Type
     let size: Int
     let alignment: Int
+    /// Whether values need no destruction and copy bit for bit (integers, doubles, dates, UUIDs…).
+    let isTrivial: Bool
     /// Initializes the slot at `destination` with a copy of the value at `source`.
     let copy: (UnsafeRawPointer, UnsafeMutableRawPointer) -> Void
     /// Deinitializes the value at a slot.
@@ -26,6 +28,7 @@ struct SlotWitness: @unchecked Sendable {
             type: T.self,
             size: MemoryLayout<T>.size,
             alignment: MemoryLayout<T>.alignment,
+            isTrivial: _isPOD(T.self),
             copy: { source, destination in destination.initializeMemory(as: T.self, to: source.load(as: T.self)) },
             destroy: { pointer in pointer.assumingMemoryBound(to: T.self).deinitialize(count: 1) },
             load: { pointer in pointer.load(as: T.self) },

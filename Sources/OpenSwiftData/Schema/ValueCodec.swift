@@ -55,12 +55,9 @@ struct ValueCodec: @unchecked Sendable {
         sortsLikeSwift = typed.sortsLikeSwift
         slot = SlotWitness.of(T.self)
         self.emptyValue = emptyValue.map { $0 as Any }
+        encodeSlot = typed.encodeSlot
+        readIntoSlot = typed.readIntoSlot
         let encodeValue = typed.encode
-        let read = typed.read
-        encodeSlot = { pointer in try encodeValue(pointer.load(as: T.self)) }
-        readIntoSlot = { statement, index, pointer in
-            pointer.initializeMemory(as: T.self, to: try read(statement, index))
-        }
         encode = { value in
             guard let typedValue = value as? T else {
                 throw ValueCodecError("a value of type \(type(of: value)) where \(T.self) was expected")
@@ -99,11 +96,28 @@ extension Optional: OptionalCodecProvider {
 struct TypedCodec<T> {
     let columnType: ColumnType
     let storageName: String
-    var sortsLikeSwift: Bool = true
+    let sortsLikeSwift: Bool
     let encode: (T) throws -> DatabaseValue
     /// Reads a non-NULL column of the current row; NULL or a value of another storage class is
     /// an error.
     let read: (SQLiteStatement, CInt) throws -> T
+    /// `read`, initializing a slot in place.
+    let readIntoSlot: (SQLiteStatement, CInt, UnsafeMutableRawPointer) throws -> Void
+    /// `encode`, of the value at a slot.
+    let encodeSlot: (UnsafeRawPointer) throws -> DatabaseValue
+
+    /// Creates a codec. Always inlined, so that the slot closures are specialized wherever `T`
+    /// is a concrete type (the scalar codecs), rather than going through generic value witnesses.
+    @inline(__always)
+    init(columnType: ColumnType, storageName: String, sortsLikeSwift: Bool = true, encode: @escaping (T) throws -> DatabaseValue, read: @escaping (SQLiteStatement, CInt) throws -> T) {
+        self.columnType = columnType
+        self.storageName = storageName
+        self.sortsLikeSwift = sortsLikeSwift
+        self.encode = encode
+        self.read = read
+        self.readIntoSlot = { statement, index, slot in slot.initializeMemory(as: T.self, to: try read(statement, index)) }
+        self.encodeSlot = { slot in try encode(slot.load(as: T.self)) }
+    }
 
     /// The same codec for `T?`: NULL is nil.
     func optional() -> TypedCodec<T?> {
@@ -120,7 +134,7 @@ struct TypedCodec<T> {
 
     /// The codec for `T`, or nil when `T` cannot be stored.
     static func make() -> TypedCodec<T>? {
-        if let scalar = scalar() { return scalar }
+        if let scalar = ScalarCodecs.codec(for: T.self) as? TypedCodec<T> { return scalar }
         if let raw = T.self as? any RawRepresentable.Type, let codec = erasedRawValue(raw) as? TypedCodec<T> { return codec }
         if let codable = T.self as? any Codable.Type { return erasedJSON(codable) as? TypedCodec<T> }
         return nil
@@ -150,9 +164,40 @@ struct TypedCodec<T> {
         return value as? T
     }
 
-    private static func scalar() -> TypedCodec<T>? {
+    // Erased to `Any?` so that Swift opens the existential metatypes passed in.
+    private static func erasedRawValue<R: RawRepresentable>(_ type: R.Type) -> Any? { rawValue(type) }
+    private static func erasedJSON<C: Codable>(_ type: C.Type) -> Any? { json(type) }
+
+    private static func rawValue<R: RawRepresentable>(_ type: R.Type) -> TypedCodec<R>? {
+        guard let raw = ScalarCodecs.codec(for: R.RawValue.self) as? TypedCodec<R.RawValue> else { return nil }
+        return TypedCodec<R>(columnType: raw.columnType, storageName: "\(R.self)(raw: \(raw.storageName))", sortsLikeSwift: false, encode: { value in
+            try raw.encode(value.rawValue)
+        }, read: { statement, index in
+            let rawValue = try raw.read(statement, index)
+            guard let value = R(rawValue: rawValue) else { throw ValueCodecError("stored raw value \(rawValue) is not a case of \(R.self)") }
+            return value
+        })
+    }
+
+    private static func json<C: Codable>(_ type: C.Type) -> TypedCodec<C> {
+        TypedCodec<C>(columnType: .text, storageName: "JSON(\(C.self))", sortsLikeSwift: false, encode: { value in
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            let data = try encoder.encode(value)
+            return (String(data: data, encoding: .utf8) ?? "").databaseValue
+        }, read: { statement, index in
+            try JSONDecoder().decode(C.self, from: Data(try SQLiteColumn.text(statement, index).utf8))
+        })
+    }
+}
+
+/// The codecs of the scalar types, built where each type is concrete so that their closures are
+/// fully specialized (no generic value witnesses on the per-row path).
+enum ScalarCodecs {
+    /// The codec of a scalar type, erased, or nil for other types.
+    static func codec(for type: Any.Type) -> Any? {
         let codec: Any?
-        switch T.self {
+        switch type {
         case is Bool.Type:
             codec = TypedCodec<Bool>(columnType: .integer, storageName: "Bool", encode: { $0.databaseValue }, read: { statement, index in
                 try SQLiteColumn.int64(statement, index) != 0
@@ -206,10 +251,10 @@ struct TypedCodec<T> {
         default:
             codec = nil
         }
-        return codec as? TypedCodec<T>
+        return codec
     }
 
-    private static func integer<I: FixedWidthInteger>(_ type: I.Type) -> TypedCodec<I> {
+    static func integer<I: FixedWidthInteger>(_ type: I.Type) -> TypedCodec<I> {
         TypedCodec<I>(columnType: .integer, storageName: "\(I.self)", encode: { value in
             guard let signed = Int64(exactly: value) else {
                 throw ValueCodecError("\(value) is larger than the largest storable integer (\(Int64.max))")
@@ -222,31 +267,6 @@ struct TypedCodec<T> {
         })
     }
 
-    // Erased to `Any?` so that Swift opens the existential metatypes passed in.
-    private static func erasedRawValue<R: RawRepresentable>(_ type: R.Type) -> Any? { rawValue(type) }
-    private static func erasedJSON<C: Codable>(_ type: C.Type) -> Any? { json(type) }
-
-    private static func rawValue<R: RawRepresentable>(_ type: R.Type) -> TypedCodec<R>? {
-        guard let raw = TypedCodec<R.RawValue>.scalar() else { return nil }
-        return TypedCodec<R>(columnType: raw.columnType, storageName: "\(R.self)(raw: \(raw.storageName))", sortsLikeSwift: false, encode: { value in
-            try raw.encode(value.rawValue)
-        }, read: { statement, index in
-            let rawValue = try raw.read(statement, index)
-            guard let value = R(rawValue: rawValue) else { throw ValueCodecError("stored raw value \(rawValue) is not a case of \(R.self)") }
-            return value
-        })
-    }
-
-    private static func json<C: Codable>(_ type: C.Type) -> TypedCodec<C> {
-        TypedCodec<C>(columnType: .text, storageName: "JSON(\(C.self))", sortsLikeSwift: false, encode: { value in
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            let data = try encoder.encode(value)
-            return (String(data: data, encoding: .utf8) ?? "").databaseValue
-        }, read: { statement, index in
-            try JSONDecoder().decode(C.self, from: Data(try SQLiteColumn.text(statement, index).utf8))
-        })
-    }
 }
 
 /// Reads one column of a statement's current row through SQLite's C API, checking its storage
