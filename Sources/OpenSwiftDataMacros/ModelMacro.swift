@@ -56,7 +56,12 @@ extension ModelMacro: MemberMacro {
         decls.append(
             """
             @Transient
-            private var _$backingData: any OpenSwiftData.BackingData<\(raw: className)> = \(raw: className)._$makeBackingData()
+            private var _$backingData: any OpenSwiftData.BackingData<\(raw: className)> = \(raw: className)._$inertBackingData
+            """
+        )
+        decls.append(
+            """
+            nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<\(raw: className)> = \(raw: className)._$makeInertBackingData()
             """
         )
         decls.append(

@@ -19,11 +19,14 @@ extension PersistedPropertyMacro: AccessorMacro {
         let name = property.name
         let storage = "_" + property.plainName
         let index = schemaIndex(from: node)
+        let owner = context.lexicalContext.lazy.compactMap { $0.as(ClassDeclSyntax.self) }.first?.name.trimmedDescription ?? "Self"
         return [
             """
             @storageRestrictions(accesses: _$backingData, initializes: \(raw: storage))
             init(initialValue) {
-                _$backingData._setValue(at: \(raw: index), forKey: \\.\(raw: name), to: initialValue)
+                if \(raw: owner)._$prepareBackingData(&_$backingData) {
+                    _$backingData._setValue(at: \(raw: index), forKey: \\.\(raw: name), to: initialValue)
+                }
                 \(raw: storage) = _SwiftDataNoType()
             }
             """,

@@ -44,7 +44,9 @@ struct ModelMacroExpansionTests {
                 var name: String {
                     @storageRestrictions(accesses: _$backingData, initializes: _name)
                     init(initialValue) {
-                        _$backingData._setValue(at: 0, forKey: \.name, to: initialValue)
+                        if Person._$prepareBackingData(&_$backingData) {
+                            _$backingData._setValue(at: 0, forKey: \.name, to: initialValue)
+                        }
                         _name = _SwiftDataNoType()
                     }
                     get {
@@ -62,7 +64,9 @@ struct ModelMacroExpansionTests {
                 var age: Int {
                     @storageRestrictions(accesses: _$backingData, initializes: _age)
                     init(initialValue) {
-                        _$backingData._setValue(at: 1, forKey: \.age, to: initialValue)
+                        if Person._$prepareBackingData(&_$backingData) {
+                            _$backingData._setValue(at: 1, forKey: \.age, to: initialValue)
+                        }
                         _age = _SwiftDataNoType()
                     }
                     get {
@@ -82,7 +86,9 @@ struct ModelMacroExpansionTests {
                     self.name = name
                     self.age = age
                 }
-                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$makeBackingData()
+                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$inertBackingData
+
+                nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Person> = Person._$makeInertBackingData()
 
                 public var persistentBackingData: any OpenSwiftData.BackingData<Person> {
                     get {
@@ -147,7 +153,9 @@ struct ModelMacroExpansionTests {
                 var count {
                     @storageRestrictions(accesses: _$backingData, initializes: _count)
                     init(initialValue) {
-                        _$backingData._setValue(at: 0, forKey: \.count, to: initialValue)
+                        if Counter._$prepareBackingData(&_$backingData) {
+                            _$backingData._setValue(at: 0, forKey: \.count, to: initialValue)
+                        }
                         _count = _SwiftDataNoType()
                     }
                     get {
@@ -164,7 +172,9 @@ struct ModelMacroExpansionTests {
                 private var _count: _SwiftDataNoType
 
                 init() {}
-                private var _$backingData: any OpenSwiftData.BackingData<Counter> = Counter._$makeBackingData()
+                private var _$backingData: any OpenSwiftData.BackingData<Counter> = Counter._$inertBackingData
+
+                nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Counter> = Counter._$makeInertBackingData()
 
                 public var persistentBackingData: any OpenSwiftData.BackingData<Counter> {
                     get {
@@ -224,7 +234,9 @@ struct ModelMacroExpansionTests {
                 var status: Status {
                     @storageRestrictions(accesses: _$backingData, initializes: _status)
                     init(initialValue) {
-                        _$backingData._setValue(at: 0, forKey: \.status, to: initialValue)
+                        if Order._$prepareBackingData(&_$backingData) {
+                            _$backingData._setValue(at: 0, forKey: \.status, to: initialValue)
+                        }
                         _status = _SwiftDataNoType()
                     }
                     get {
@@ -241,7 +253,9 @@ struct ModelMacroExpansionTests {
                 private var _status: _SwiftDataNoType
 
                 init() {}
-                private var _$backingData: any OpenSwiftData.BackingData<Order> = Order._$makeBackingData()
+                private var _$backingData: any OpenSwiftData.BackingData<Order> = Order._$inertBackingData
+
+                nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Order> = Order._$makeInertBackingData()
 
                 public var persistentBackingData: any OpenSwiftData.BackingData<Order> {
                     get {
@@ -303,7 +317,9 @@ struct ModelMacroExpansionTests {
                 var nickname: String? {
                     @storageRestrictions(accesses: _$backingData, initializes: _nickname)
                     init(initialValue) {
-                        _$backingData._setValue(at: 0, forKey: \.nickname, to: initialValue)
+                        if Person._$prepareBackingData(&_$backingData) {
+                            _$backingData._setValue(at: 0, forKey: \.nickname, to: initialValue)
+                        }
                         _nickname = _SwiftDataNoType()
                     }
                     get {
@@ -322,7 +338,9 @@ struct ModelMacroExpansionTests {
                 init(nickname: String? = nil) {
                     self.nickname = nickname
                 }
-                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$makeBackingData()
+                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$inertBackingData
+
+                nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Person> = Person._$makeInertBackingData()
 
                 public var persistentBackingData: any OpenSwiftData.BackingData<Person> {
                     get {
@@ -384,7 +402,9 @@ struct ModelMacroExpansionTests {
                 var email: String {
                     @storageRestrictions(accesses: _$backingData, initializes: _email)
                     init(initialValue) {
-                        _$backingData._setValue(at: 0, forKey: \.email, to: initialValue)
+                        if Person._$prepareBackingData(&_$backingData) {
+                            _$backingData._setValue(at: 0, forKey: \.email, to: initialValue)
+                        }
                         _email = _SwiftDataNoType()
                     }
                     get {
@@ -403,7 +423,9 @@ struct ModelMacroExpansionTests {
                 init(email: String) {
                     self.email = email
                 }
-                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$makeBackingData()
+                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$inertBackingData
+
+                nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Person> = Person._$makeInertBackingData()
 
                 public var persistentBackingData: any OpenSwiftData.BackingData<Person> {
                     get {
@@ -466,7 +488,9 @@ struct ModelMacroExpansionTests {
                 var name: String {
                     @storageRestrictions(accesses: _$backingData, initializes: _name)
                     init(initialValue) {
-                        _$backingData._setValue(at: 0, forKey: \.name, to: initialValue)
+                        if Person._$prepareBackingData(&_$backingData) {
+                            _$backingData._setValue(at: 0, forKey: \.name, to: initialValue)
+                        }
                         _name = _SwiftDataNoType()
                     }
                     get {
@@ -486,7 +510,9 @@ struct ModelMacroExpansionTests {
                 init(name: String) {
                     self.name = name
                 }
-                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$makeBackingData()
+                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$inertBackingData
+
+                nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Person> = Person._$makeInertBackingData()
 
                 public var persistentBackingData: any OpenSwiftData.BackingData<Person> {
                     get {
@@ -558,7 +584,9 @@ struct ModelMacroExpansionTests {
                 var email: String {
                     @storageRestrictions(accesses: _$backingData, initializes: _email)
                     init(initialValue) {
-                        _$backingData._setValue(at: 0, forKey: \.email, to: initialValue)
+                        if Person._$prepareBackingData(&_$backingData) {
+                            _$backingData._setValue(at: 0, forKey: \.email, to: initialValue)
+                        }
                         _email = _SwiftDataNoType()
                     }
                     get {
@@ -576,7 +604,9 @@ struct ModelMacroExpansionTests {
                 var first: String {
                     @storageRestrictions(accesses: _$backingData, initializes: _first)
                     init(initialValue) {
-                        _$backingData._setValue(at: 1, forKey: \.first, to: initialValue)
+                        if Person._$prepareBackingData(&_$backingData) {
+                            _$backingData._setValue(at: 1, forKey: \.first, to: initialValue)
+                        }
                         _first = _SwiftDataNoType()
                     }
                     get {
@@ -594,7 +624,9 @@ struct ModelMacroExpansionTests {
                 var last: String {
                     @storageRestrictions(accesses: _$backingData, initializes: _last)
                     init(initialValue) {
-                        _$backingData._setValue(at: 2, forKey: \.last, to: initialValue)
+                        if Person._$prepareBackingData(&_$backingData) {
+                            _$backingData._setValue(at: 2, forKey: \.last, to: initialValue)
+                        }
                         _last = _SwiftDataNoType()
                     }
                     get {
@@ -612,7 +644,9 @@ struct ModelMacroExpansionTests {
                 var name: String {
                     @storageRestrictions(accesses: _$backingData, initializes: _name)
                     init(initialValue) {
-                        _$backingData._setValue(at: 3, forKey: \.name, to: initialValue)
+                        if Person._$prepareBackingData(&_$backingData) {
+                            _$backingData._setValue(at: 3, forKey: \.name, to: initialValue)
+                        }
                         _name = _SwiftDataNoType()
                     }
                     get {
@@ -634,7 +668,9 @@ struct ModelMacroExpansionTests {
                     self.last = last
                     self.name = name
                 }
-                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$makeBackingData()
+                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$inertBackingData
+
+                nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Person> = Person._$makeInertBackingData()
 
                 public var persistentBackingData: any OpenSwiftData.BackingData<Person> {
                     get {
@@ -710,7 +746,9 @@ struct ModelMacroExpansionTests {
                 public var name: String {
                     @storageRestrictions(accesses: _$backingData, initializes: _name)
                     init(initialValue) {
-                        _$backingData._setValue(at: 0, forKey: \.name, to: initialValue)
+                        if Person._$prepareBackingData(&_$backingData) {
+                            _$backingData._setValue(at: 0, forKey: \.name, to: initialValue)
+                        }
                         _name = _SwiftDataNoType()
                     }
                     get {
@@ -729,7 +767,9 @@ struct ModelMacroExpansionTests {
                 public init(name: String) {
                     self.name = name
                 }
-                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$makeBackingData()
+                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$inertBackingData
+
+                nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Person> = Person._$makeInertBackingData()
 
                 public var persistentBackingData: any OpenSwiftData.BackingData<Person> {
                     get {
@@ -907,7 +947,9 @@ struct ModelMacroDiagnosticTests {
                 var name: String {
                     @storageRestrictions(accesses: _$backingData, initializes: _name)
                     init(initialValue) {
-                        _$backingData._setValue(at: 0, forKey: \.name, to: initialValue)
+                        if Self._$prepareBackingData(&_$backingData) {
+                            _$backingData._setValue(at: 0, forKey: \.name, to: initialValue)
+                        }
                         _name = _SwiftDataNoType()
                     }
                     get {
@@ -926,7 +968,9 @@ struct ModelMacroDiagnosticTests {
                 init(name: String) {
                     self.name = name
                 }
-                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$makeBackingData()
+                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$inertBackingData
+
+                nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Person> = Person._$makeInertBackingData()
 
                 public var persistentBackingData: any OpenSwiftData.BackingData<Person> {
                     get {

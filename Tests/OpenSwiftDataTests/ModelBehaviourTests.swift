@@ -86,6 +86,24 @@ struct ModelBehaviourTests {
         #expect(Legacy.schemaMetadata.map(\.name) == ["nickname", "default"])
     }
 
+    @Test("instances never share storage, including models without persisted properties")
+    func separateStorage() throws {
+        let container = try inMemoryContainer(Marker.self, Note.self)
+        let context = ModelContext(container)
+        let first = Marker()
+        let second = Marker()
+        context.insert(first)
+        context.insert(second)
+        try context.save()
+        #expect(first.persistentModelID != second.persistentModelID)
+        #expect(try ModelContext(container).fetchCount(FetchDescriptor<Marker>()) == 2)
+
+        let a = Note(title: "a")
+        let b = Note(title: "b")
+        a.count = 1
+        #expect(b.count == 0, "two new models hold separate values")
+    }
+
     @Test("models are Observable: setting a property fires withObservationTracking")
     func observation() {
         let note = Note(title: "a")

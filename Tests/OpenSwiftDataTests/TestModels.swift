@@ -228,3 +228,11 @@ public final class Message {
         self.text = text
     }
 }
+
+/// A model with no persisted property at all: a row that is only an identity.
+@Model
+final class Marker {
+    @Transient var label = ""
+
+    init() {}
+}

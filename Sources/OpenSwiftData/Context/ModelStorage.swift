@@ -110,9 +110,11 @@ class AnyModelStorage {
 /// The ``BackingData`` implementation of OpenSwiftData.
 @usableFromInline
 final class ModelStorage<Model: PersistentModel>: AnyModelStorage, BackingData {
-    /// An inert stand-in used while a fetched row is materialised: writes are ignored, and the
-    /// row's storage replaces it before the model's initializer returns.
+    /// The shared stand-in a model holds before its first value is set: writes are ignored.
     private let isPlaceholder: Bool
+
+    @usableFromInline
+    var _isInert: Bool { isPlaceholder }
 
     @usableFromInline
     init(for modelType: Model.Type) {
@@ -183,8 +185,11 @@ final class ModelStorage<Model: PersistentModel>: AnyModelStorage, BackingData {
 
     @usableFromInline
     func _getValue<Value: Decodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value>) -> Value {
-        if let values, index >= 0, index < values.layout.slots.count, values.holds(index, Value.self), values.isInitialized(index) {
-            return values.load(index, as: Value.self)
+        if let layout, let values, index >= 0, index < layout.slotCount {
+            let slot = layout.slotInfo[index]
+            if slot.type == ObjectIdentifier(Value.self), values.isInitialized(index, flagsOffset: layout.slots.flagsOffset) {
+                return values.load(offset: slot.offset, as: Value.self)
+            }
         }
         return slowValue(forKey: key(), at: index)
     }

@@ -32,6 +32,18 @@ final class ValueBuffer: ManagedBuffer<EntityLayout, UInt64> {
         return withUnsafeMutablePointerToElements { UnsafeRawPointer($0).load(fromByteOffset: flags + index, as: UInt8.self) != 0 }
     }
 
+    /// Whether slot `index` holds a value, given the layout's flags offset (the per-read fast path).
+    @inline(__always)
+    func isInitialized(_ index: Int, flagsOffset: Int) -> Bool {
+        withUnsafeMutablePointerToElements { UnsafeRawPointer($0).load(fromByteOffset: flagsOffset + index, as: UInt8.self) != 0 }
+    }
+
+    /// The value of type `V` at a byte offset (the per-read fast path).
+    @inline(__always)
+    func load<V>(offset: Int, as type: V.Type) -> V {
+        withUnsafeMutablePointerToElements { UnsafeRawPointer($0).load(fromByteOffset: offset, as: V.self) }
+    }
+
     /// Whether slot `index` holds values of type `V`.
     func holds<V>(_ index: Int, _ type: V.Type) -> Bool {
         header.slots.witnesses[index].type == V.self

@@ -24,9 +24,14 @@ public protocol BackingData<Model>: AnyObject {
     /// Writes the value at a position in `Model.schemaMetadata`. Defaults to
     /// ``setValue(forKey:to:)``.
     func _setValue<Value: Encodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value>, to newValue: Value)
+    /// Whether this is the shared, inert stand-in a model holds before its first value is set.
+    var _isInert: Bool { get }
 }
 
 extension BackingData {
+    /// Backing data is real unless it says otherwise.
+    public var _isInert: Bool { false }
+
     /// Reads through ``getValue(forKey:)``.
     public func _getValue<Value: Decodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value>) -> Value {
         getValue(forKey: key())

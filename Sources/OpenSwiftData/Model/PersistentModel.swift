@@ -30,20 +30,27 @@ extension PersistentModel {
         ModelStorage<P>(for: P.self)
     }
 
-    /// Fresh backing data for a new instance (used by the code `@Model` generates). While a
-    /// fetched row is being materialised, this is an inert placeholder that the row's storage
-    /// replaces at once, so default values are not stored only to be thrown away.
+    /// The shared, inert backing data every new instance starts with (used by the code `@Model`
+    /// generates, which keeps one per model class). It stores nothing; the first value written
+    /// through ``_$prepareBackingData(_:)`` replaces it with real storage.
+    public static func _$makeInertBackingData() -> any BackingData<Self> {
+        ModelStorage<Self>(placeholder: true)
+    }
+
+    /// Makes `data` real storage before an init accessor writes the first value, and returns
+    /// whether the value should be written: not while a fetched row is being materialised, whose
+    /// storage is about to replace `data` anyway (used by the code `@Model` generates).
     @inlinable
-    public static func _$makeBackingData() -> any BackingData<Self> {
-        // Inlined into each model's module, where `Self` is concrete: no generic metadata lookup
-        // per instance.
-        ModelStorage<Self>(placeholder: Materialization.isInProgress)
+    public static func _$prepareBackingData(_ data: inout any BackingData<Self>) -> Bool {
+        guard data._isInert else { return true }
+        if Materialization.isInProgress { return false }
+        data = ModelStorage<Self>(for: Self.self)
+        return true
     }
 
     /// The model's identifier: temporary until its first save, permanent afterwards.
     public var persistentModelID: PersistentIdentifier {
-        if let id = persistentBackingData.persistentModelID { return id }
-        return storageBase.ensureIdentifier()
+        storageBase.ensureIdentifier()
     }
 
     /// The context the model is registered in, or nil before insertion and after its deletion
@@ -94,6 +101,10 @@ extension PersistentModel {
     /// hand-written `BackingData`) gets a detached, empty storage: inserting it then fails at
     /// save with a typed error instead of silently dropping its values.
     var storageBase: AnyModelStorage {
+        if persistentBackingData._isInert {
+            // A model with no persisted property set yet still holds the shared stand-in.
+            persistentBackingData = ModelStorage<Self>(for: Self.self)
+        }
         if let storage = persistentBackingData as? AnyModelStorage { return storage }
         return ModelStorage<Self>(for: Self.self)
     }

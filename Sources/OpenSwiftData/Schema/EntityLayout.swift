@@ -30,6 +30,12 @@ final class PropertyLayout: @unchecked Sendable {
     var isEphemeral: Bool { attribute.isTransient }
 }
 
+/// The type and byte offset of one value slot.
+struct SlotInfo {
+    let type: ObjectIdentifier
+    let offset: Int
+}
+
 /// The runtime description of one model type: its persisted properties with their codecs, its
 /// columns, uniqueness constraints and indexes. Built once per type and shared by every
 /// container; immutable afterwards.
@@ -46,6 +52,11 @@ final class EntityLayout: @unchecked Sendable {
     let indices: [[Int]]
     /// Where each property sits in a model's value buffer.
     let slots: SlotLayout
+    /// The type and offset of each slot, as plain values that a property read can use without
+    /// retaining anything. Allocated once; layouts live as long as the process (the registry
+    /// keeps them).
+    let slotInfo: UnsafeMutablePointer<SlotInfo>
+    let slotCount: Int
     private let keyPaths: [AnyKeyPath]
 
     init(modelType: any PersistentModel.Type) throws {
@@ -80,6 +91,11 @@ final class EntityLayout: @unchecked Sendable {
         self.columns = properties.filter { $0.columnIndex != nil }
         self.keyPaths = properties.map(\.keyPath)
         self.slots = SlotLayout(witnesses: properties.map(\.codec.slot))
+        self.slotCount = slots.count
+        self.slotInfo = UnsafeMutablePointer<SlotInfo>.allocate(capacity: max(slots.count, 1))
+        for index in 0..<slots.count {
+            (slotInfo + index).initialize(to: SlotInfo(type: ObjectIdentifier(slots.witnesses[index].type), offset: slots.offsets[index]))
+        }
 
         func resolve(_ groups: [[AnyKeyPath]], _ what: String) throws -> [[Int]] {
             try groups.map { group in
@@ -108,6 +124,10 @@ final class EntityLayout: @unchecked Sendable {
 
     /// The index of the property a key path names, comparing identity first (cheap for the
     /// literal key paths the macro generates) and equality second.
+    deinit {
+        slotInfo.deallocate()
+    }
+
     @inline(__always)
     func propertyIndex(of keyPath: AnyKeyPath) -> Int? {
         for index in keyPaths.indices where keyPaths[index] === keyPath { return index }

@@ -1,0 +1,51 @@
+import Foundation
+
+/// One line of the final comparison: a measurement of each side and their ratio.
+struct ComparisonRow {
+    let operation: String
+    let grdb: String
+    let openSwiftData: String
+    /// OpenSwiftData's measurement divided by GRDB's.
+    let ratio: Double
+
+    static let targetRatio = 2.0
+
+    var passes: Bool { ratio <= Self.targetRatio }
+
+    init(_ operation: String, grdb: Duration, openSwiftData: Duration) {
+        self.operation = operation
+        self.grdb = grdb.formatted
+        self.openSwiftData = openSwiftData.formatted
+        self.ratio = openSwiftData.milliseconds / max(grdb.milliseconds, .leastNonzeroMagnitude)
+    }
+
+    init(_ operation: String, grdbKB: Int, openSwiftDataKB: Int) {
+        self.operation = operation
+        self.grdb = "\(grouped(grdbKB)) KB"
+        self.openSwiftData = "\(grouped(openSwiftDataKB)) KB"
+        self.ratio = Double(openSwiftDataKB) / Double(max(grdbKB, 1))
+    }
+}
+
+/// Prints the comparison as a markdown table, with the target and a verdict per row.
+func printTable(_ rows: [ComparisonRow]) {
+    print("| operation | GRDB | OpenSwiftData | ratio (OSD / GRDB) | target ≤ \(String(format: "%.1f", ComparisonRow.targetRatio)) |")
+    print("|---|---:|---:|---:|:---:|")
+    for row in rows {
+        print("| \(row.operation) | \(row.grdb) | \(row.openSwiftData) | \(String(format: "%.2f", row.ratio)) | \(row.passes ? "PASS" : "FAIL") |")
+    }
+    let passing = rows.filter(\.passes).count
+    print("")
+    print("Target: every ratio ≤ \(String(format: "%.1f", ComparisonRow.targetRatio)): \(passing == rows.count ? "PASS" : "FAIL") (\(passing) of \(rows.count) rows pass)")
+}
+
+/// `1234567` → `1,234,567`.
+func grouped(_ value: Int) -> String {
+    let digits = String(value.magnitude)
+    var result = ""
+    for (offset, character) in digits.enumerated() {
+        if offset > 0 && (digits.count - offset) % 3 == 0 { result.append(",") }
+        result.append(character)
+    }
+    return value < 0 ? "-" + result : result
+}

@@ -1,0 +1,30 @@
+import Foundation
+
+/// `osd-benchmarks`: compares OpenSwiftData with hand-written GRDB code and prints a table.
+///
+/// `osd-benchmarks --memory-child osd|grdb <store path>` is the child process that the memory
+/// probe launches, and `--prepare-store osd|grdb <store path> <count>` the one that populates its
+/// stores; neither is meant to be run by hand.
+let arguments = CommandLine.arguments
+do {
+    if arguments.count == 4, arguments[1] == MemoryProbe.childFlag {
+        try MemoryProbe.runChild(try contender(named: arguments[2]), storeAt: URL(fileURLWithPath: arguments[3]))
+    } else if arguments.count == 5, arguments[1] == MemoryProbe.prepareFlag, let count = Int(arguments[4]) {
+        try contender(named: arguments[2]).populate(at: URL(fileURLWithPath: arguments[3]), count: count)
+    } else if arguments.count == 4, arguments[1] == PhaseProbe.flag {
+        try PhaseProbe.run(osdStore: URL(fileURLWithPath: arguments[2]), grdbStore: URL(fileURLWithPath: arguments[3]))
+    } else {
+        try BenchmarkSuite.run()
+    }
+} catch {
+    FileHandle.standardError.write(Data("osd-benchmarks: \(error)\n".utf8))
+    exit(1)
+}
+
+/// The side whose ``Contender/key`` is `key`.
+func contender(named key: String) throws -> any Contender.Type {
+    guard let contender = BenchmarkSuite.contenders.first(where: { $0.key == key }) else {
+        throw BenchmarkError("unknown side \(key); expected osd or grdb")
+    }
+    return contender
+}
