@@ -88,10 +88,16 @@ extension ModelContext {
     func materialize<T: PersistentModel>(_ type: T.Type, layout: EntityLayout, query: SelectQuery) throws -> [T] {
         let storeIdentifier = container.store.identifier
         var registered = identityMap.removeValue(forKey: layout.name) ?? [:]
-        defer { identityMap[layout.name] = registered }
+        // With nothing registered yet (a fresh context), no row can be a known instance: skip the
+        // lookups and register everything at the end, into a table sized once.
+        let lookUp = !registered.isEmpty
+        var fresh: [(primaryKey: Int64, registration: Registration)] = []
+        defer {
+            registered.reserveCapacity(registered.count + fresh.count)
+            for (primaryKey, registration) in fresh { registered[primaryKey] = registration }
+            identityMap[layout.name] = registered
+        }
         let reader = RowReader(layout: layout)
-        // Resolved once: naming `ModelStorage<T>` in the loop would look its metadata up per row.
-        let storageType = ModelStorage<T>.self
         return try container.store.read { db in
             let statement = try db.cachedStatement(sql: query.sql)
             statement.setUncheckedArguments(query.arguments)
@@ -100,17 +106,24 @@ extension ModelContext {
             try Materialization.run {
                 while try cursor.next() != nil {
                     let primaryKey = reader.primaryKey(statement)
-                    if let existing = registered[primaryKey], let model = existing.model as? T {
+                    if lookUp, let existing = registered[primaryKey], let model = existing.model as? T {
                         results.append(model)
                         continue
                     }
-                    let storage = storageType.init(layout: layout, values: try reader.values(statement, primaryKey: primaryKey))
+                    let values = try reader.values(statement, primaryKey: primaryKey)
+                    let (model, created) = T._$materialize(layout: layout, values: values)
+                    // `_$materialize` always returns the `ModelStorage<T>` it made.
+                    let storage = unsafeDowncast(created, to: AnyModelStorage.self)
                     storage.primaryKey = primaryKey
                     storage.storeIdentifier = storeIdentifier
                     storage.state = .registered
                     storage.context = self
-                    let model = T(backingData: storage)
-                    registered[primaryKey] = Registration(model: model, storage: storage)
+                    let registration = Registration(model: model, storage: storage)
+                    if lookUp {
+                        registered[primaryKey] = registration
+                    } else {
+                        fresh.append((primaryKey, registration))
+                    }
                     results.append(model)
                 }
             }

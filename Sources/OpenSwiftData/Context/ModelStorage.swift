@@ -138,6 +138,7 @@ final class ModelStorage<Model: PersistentModel>: AnyModelStorage, BackingData {
     }
 
     /// The storage of a fetched row.
+    @usableFromInline
     init(layout: EntityLayout, values: ValueBuffer) {
         isPlaceholder = false
         super.init(layout: layout, values: values)

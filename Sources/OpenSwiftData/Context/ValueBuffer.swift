@@ -3,6 +3,7 @@
 ///
 /// A buffer is shared copy-on-write between a model's current and committed values; the owning
 /// ``ModelStorage`` copies it before writing when it is not uniquely referenced.
+@usableFromInline
 final class ValueBuffer: ManagedBuffer<EntityLayout, UInt64> {
     /// A buffer whose slots are all uninitialized.
     static func make(_ layout: EntityLayout) -> ValueBuffer {

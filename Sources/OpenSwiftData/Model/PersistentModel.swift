@@ -17,9 +17,22 @@ public protocol PersistentModel: AnyObject, Observable, Hashable, Identifiable, 
     static var _$uniquenessConstraints: [[AnyKeyPath]] { get }
     /// The key-path groups declared with `#Index`, one index per group.
     static var _$indices: [[AnyKeyPath]] { get }
+    /// Builds an instance around the storage of a fetched row. A requirement with an inlinable
+    /// default, so that each model module gets a copy specialized for its class.
+    static func _$materialize(layout: AnyObject, values: AnyObject) -> (Self, AnyObject)
 }
 
 extension PersistentModel {
+    /// Builds an instance around new storage holding a fetched row's values.
+    @inlinable
+    public static func _$materialize(layout: AnyObject, values: AnyObject) -> (Self, AnyObject) {
+        let storage = ModelStorage<Self>(
+            layout: unsafeDowncast(layout, to: EntityLayout.self),
+            values: unsafeDowncast(values, to: ValueBuffer.self)
+        )
+        return (Self(backingData: storage), storage)
+    }
+
     /// No `#Unique` constraints.
     public static var _$uniquenessConstraints: [[AnyKeyPath]] { [] }
     /// No `#Index` indexes.

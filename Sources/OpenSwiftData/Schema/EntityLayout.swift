@@ -39,6 +39,7 @@ struct SlotInfo {
 /// The runtime description of one model type: its persisted properties with their codecs, its
 /// columns, uniqueness constraints and indexes. Built once per type and shared by every
 /// container; immutable afterwards.
+@usableFromInline
 final class EntityLayout: @unchecked Sendable {
     // @unchecked Sendable: every stored property is a `let` of immutable values, set in init.
     let name: String
