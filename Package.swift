@@ -8,6 +8,7 @@ let package = Package(
     products: [
         .library(name: "OpenSwiftData", targets: ["OpenSwiftData"]),
         .executable(name: "osd-demo", targets: ["osd-demo"]),
+        .executable(name: "osd-benchmarks", targets: ["osd-benchmarks"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
@@ -40,6 +41,13 @@ let package = Package(
         // (scripts/check-doc-examples.py checks that the documents quote these files exactly).
         .executableTarget(name: "QuickStart", dependencies: ["OpenSwiftData"], path: "Examples/QuickStart"),
         .executableTarget(name: "GettingStarted", dependencies: ["OpenSwiftData"], path: "Examples/GettingStarted"),
+        // OpenSwiftData against hand-written GRDB code: `swift run -c release osd-benchmarks`.
+        // Built (in debug) by every `swift build`, so it keeps compiling as the API changes.
+        .executableTarget(
+            name: "osd-benchmarks",
+            dependencies: ["OpenSwiftData", .product(name: "GRDB", package: "GRDB.swift")],
+            path: "Benchmarks/Sources/osd-benchmarks"
+        ),
         .testTarget(
             name: "OpenSwiftDataTests",
             dependencies: ["OpenSwiftData", .product(name: "GRDB", package: "GRDB.swift")]

@@ -147,9 +147,13 @@ final class ModelStorage<Model: PersistentModel>: AnyModelStorage, BackingData {
 
     @usableFromInline
     var persistentModelID: PersistentIdentifier? {
-        get { ensureIdentifier() }
+        get {
+            // The shared stand-in is never mutated: it has no identity of its own.
+            if isPlaceholder { return PersistentIdentifier(storeIdentifier: nil, entityName: Schema.entityName(of: Model.self), key: .temporary(UUID())) }
+            return ensureIdentifier()
+        }
         set {
-            guard let newValue else { return }
+            guard let newValue, !isPlaceholder else { return }
             if let row = newValue.rowID {
                 primaryKey = row
                 storeIdentifier = newValue.storeIdentifier
