@@ -118,31 +118,25 @@ extension ModelMacro: MemberMacro {
         )
         decls.append("public struct _SwiftDataNoType: Sendable {}")
 
-        let uniques = members.compactMap { freestanding($0, named: "Unique") }
-        if !uniques.isEmpty {
-            let sum = uniques.map { "OpenSwiftData.Schema.Unique<\(className)>(\($0.trimmedDescription))._keyPathGroups" }
-                .joined(separator: " + ")
-            decls.append(
-                """
-                public static var _$uniquenessConstraints: [[AnyKeyPath]] {
-                    \(raw: sum)
-                }
-                """
-            )
-        }
-        let indices = members.compactMap { freestanding($0, named: "Index") }
-        if !indices.isEmpty {
-            let sum = indices.map { "OpenSwiftData.Schema.Index<\(className)>(\($0.trimmedDescription))._keyPathGroups" }
-                .joined(separator: " + ")
-            decls.append(
-                """
-                public static var _$indices: [[AnyKeyPath]] {
-                    \(raw: sum)
-                }
-                """
-            )
-        }
+        decls += keyPathGroups(of: members, macro: "Unique", schemaType: "Unique", member: "_$uniquenessConstraints", className: className)
+        decls += keyPathGroups(of: members, macro: "Index", schemaType: "Index", member: "_$indices", className: className)
         return decls
+    }
+
+    /// The static member that gathers every `#Unique` (or `#Index`) of the class body, typed
+    /// through `Schema.Unique<T>` (or `Schema.Index<T>`) so that bad key paths fail to compile.
+    private static func keyPathGroups(of members: [DeclSyntax], macro: String, schemaType: String, member: String, className: String) -> [DeclSyntax] {
+        let invocations = members.compactMap { freestanding($0, named: macro) }
+        guard !invocations.isEmpty else { return [] }
+        let sum = invocations.map { "OpenSwiftData.Schema.\(schemaType)<\(className)>(\($0.trimmedDescription))._keyPathGroups" }
+            .joined(separator: " + ")
+        return [
+            """
+            public static var \(raw: member): [[AnyKeyPath]] {
+                \(raw: sum)
+            }
+            """,
+        ]
     }
 
     /// The argument list of a `#Unique`/`#Index` written in the class body.

@@ -22,17 +22,16 @@ enum SelectBuilder {
     /// `SELECT _pk, columns… FROM table ORDER BY … LIMIT … OFFSET …`; ties are broken by the
     /// primary key so that paging is stable.
     static func rows(_ table: TableDescription, order: [OrderTerm], limit: Int?, offset: Int?) -> SelectQuery {
-        var sql = "SELECT \(selectColumns(table)) FROM \(quoted(table.name))"
-        sql += orderClause(order)
-        var arguments: [DatabaseValueConvertible] = []
-        sql += window(limit: limit, offset: offset, into: &arguments)
-        return SelectQuery(sql: sql, arguments: StatementArguments(arguments))
+        select(selectColumns(table), from: table, order: order, limit: limit, offset: offset)
     }
 
     /// `SELECT _pk FROM table ORDER BY … LIMIT … OFFSET …`.
     static func primaryKeys(_ table: TableDescription, order: [OrderTerm], limit: Int?, offset: Int?) -> SelectQuery {
-        var sql = "SELECT \(quoted(TableDescription.primaryKey)) FROM \(quoted(table.name))"
-        sql += orderClause(order)
+        select(quoted(TableDescription.primaryKey), from: table, order: order, limit: limit, offset: offset)
+    }
+
+    private static func select(_ columns: String, from table: TableDescription, order: [OrderTerm], limit: Int?, offset: Int?) -> SelectQuery {
+        var sql = "SELECT \(columns) FROM \(quoted(table.name))" + orderClause(order)
         var arguments: [DatabaseValueConvertible] = []
         sql += window(limit: limit, offset: offset, into: &arguments)
         return SelectQuery(sql: sql, arguments: StatementArguments(arguments))
