@@ -13,6 +13,7 @@ import SwiftSyntaxMacros
 public struct ModelMacro {}
 
 extension ModelMacro: MemberMacro {
+    /// Expands the macro (see the type's documentation).
     public static func expansion(
         of node: AttributeSyntax,
         providingMembersOf declaration: some DeclGroupSyntax,
@@ -202,6 +203,7 @@ extension ModelMacro: MemberMacro {
 }
 
 extension ModelMacro: MemberAttributeMacro {
+    /// Expands the macro (see the type's documentation).
     public static func expansion(
         of node: AttributeSyntax,
         attachedTo declaration: some DeclGroupSyntax,
@@ -225,6 +227,7 @@ extension ModelMacro: MemberAttributeMacro {
 }
 
 extension ModelMacro: ExtensionMacro {
+    /// Expands the macro (see the type's documentation).
     public static func expansion(
         of node: AttributeSyntax,
         attachedTo declaration: some DeclGroupSyntax,

@@ -3,6 +3,7 @@ import SwiftSyntaxMacros
 
 /// `@Attribute(...)`: a marker read by `@Model`; it generates nothing itself.
 public struct AttributeMacro: PeerMacro {
+    /// Expands the macro (see the type's documentation).
     public static func expansion(
         of node: AttributeSyntax,
         providingPeersOf declaration: some DeclSyntaxProtocol,
@@ -14,6 +15,7 @@ public struct AttributeMacro: PeerMacro {
 
 /// `@Transient`: a marker read by `@Model`, which leaves the property as ordinary storage.
 public struct TransientMacro: PeerMacro {
+    /// Expands the macro (see the type's documentation).
     public static func expansion(
         of node: AttributeSyntax,
         providingPeersOf declaration: some DeclSyntaxProtocol,
@@ -25,6 +27,7 @@ public struct TransientMacro: PeerMacro {
 
 /// `#Unique<T>(...)`: read by `@Model`, which turns it into the entity's uniqueness constraints.
 public struct UniqueMacro: DeclarationMacro {
+    /// Expands the macro (see the type's documentation).
     public static func expansion(
         of node: some FreestandingMacroExpansionSyntax,
         in context: some MacroExpansionContext
@@ -35,6 +38,7 @@ public struct UniqueMacro: DeclarationMacro {
 
 /// `#Index<T>(...)`: read by `@Model`, which turns it into the entity's indexes.
 public struct IndexMacro: DeclarationMacro {
+    /// Expands the macro (see the type's documentation).
     public static func expansion(
         of node: some FreestandingMacroExpansionSyntax,
         in context: some MacroExpansionContext

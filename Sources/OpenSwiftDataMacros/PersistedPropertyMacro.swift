@@ -8,6 +8,7 @@ import SwiftSyntaxMacros
 public struct PersistedPropertyMacro {}
 
 extension PersistedPropertyMacro: AccessorMacro {
+    /// Expands the macro (see the type's documentation).
     public static func expansion(
         of node: AttributeSyntax,
         providingAccessorsOf declaration: some DeclSyntaxProtocol,
@@ -58,6 +59,7 @@ extension PersistedPropertyMacro {
 }
 
 extension PersistedPropertyMacro: PeerMacro {
+    /// Expands the macro (see the type's documentation).
     public static func expansion(
         of node: AttributeSyntax,
         providingPeersOf declaration: some DeclSyntaxProtocol,
