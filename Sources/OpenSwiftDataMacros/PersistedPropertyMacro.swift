@@ -20,7 +20,9 @@ extension PersistedPropertyMacro: AccessorMacro {
         let name = property.name
         let storage = "_" + property.plainName
         let index = schemaIndex(from: node)
-        let owner = context.lexicalContext.lazy.compactMap { $0.as(ClassDeclSyntax.self) }.first?.name.trimmedDescription ?? "Self"
+        let owner = ownerName(in: context)
+        // The key path made once per class (see the peer), not instantiated on every access.
+        let keyPath = "\(owner)._$keyPath_\(property.plainName)"
         return [
             """
             @storageRestrictions(accesses: _$backingData, initializes: \(raw: storage))
@@ -33,14 +35,14 @@ extension PersistedPropertyMacro: AccessorMacro {
             """,
             """
             get {
-                access(keyPath: \\.\(raw: name))
-                return self._$getValue(at: \(raw: index), forKey: \\.\(raw: name))
+                access(keyPath: \(raw: keyPath))
+                return self._$getValue(at: \(raw: index), forKey: \(raw: keyPath))
             }
             """,
             """
             set {
-                withMutation(keyPath: \\.\(raw: name)) {
-                    self._$setValue(at: \(raw: index), forKey: \\.\(raw: name), to: newValue)
+                withMutation(keyPath: \(raw: keyPath)) {
+                    self._$setValue(at: \(raw: index), forKey: \(raw: keyPath), to: newValue)
                 }
             }
             """,
@@ -49,6 +51,11 @@ extension PersistedPropertyMacro: AccessorMacro {
 }
 
 extension PersistedPropertyMacro {
+    /// The name of the class the property belongs to.
+    static func ownerName(in context: some MacroExpansionContext) -> String {
+        context.lexicalContext.lazy.compactMap { $0.as(ClassDeclSyntax.self) }.first?.name.trimmedDescription ?? "Self"
+    }
+
     /// The `index:` argument `@Model` passes: the property's position in `schemaMetadata`.
     static func schemaIndex(from node: AttributeSyntax) -> String {
         guard case let .argumentList(arguments)? = node.arguments,
@@ -68,6 +75,11 @@ extension PersistedPropertyMacro: PeerMacro {
         guard let variable = declaration.as(VariableDeclSyntax.self),
               let property = PersistedProperty(variable)
         else { return [] }
-        return ["@Transient private var _\(raw: property.plainName): _SwiftDataNoType"]
+        let owner = ownerName(in: context)
+        return [
+            "@Transient private var _\(raw: property.plainName): _SwiftDataNoType",
+            // Immutable once made; key paths are not `Sendable`, hence `nonisolated(unsafe)`.
+            "nonisolated(unsafe) private static let _$keyPath_\(raw: property.plainName) = \\\(raw: owner).\(raw: property.name)",
+        ]
     }
 }

@@ -50,17 +50,19 @@ struct ModelMacroExpansionTests {
                         _name = _SwiftDataNoType()
                     }
                     get {
-                        access(keyPath: \.name)
-                        return self._$getValue(at: 0, forKey: \.name)
+                        access(keyPath: Person._$keyPath_name)
+                        return self._$getValue(at: 0, forKey: Person._$keyPath_name)
                     }
                     set {
-                        withMutation(keyPath: \.name) {
-                            self._$setValue(at: 0, forKey: \.name, to: newValue)
+                        withMutation(keyPath: Person._$keyPath_name) {
+                            self._$setValue(at: 0, forKey: Person._$keyPath_name, to: newValue)
                         }
                     }
                 }
 
                 private var _name: _SwiftDataNoType
+
+                nonisolated(unsafe) private static let _$keyPath_name = \Person.name
                 var age: Int {
                     @storageRestrictions(accesses: _$backingData, initializes: _age)
                     init(initialValue) {
@@ -70,17 +72,19 @@ struct ModelMacroExpansionTests {
                         _age = _SwiftDataNoType()
                     }
                     get {
-                        access(keyPath: \.age)
-                        return self._$getValue(at: 1, forKey: \.age)
+                        access(keyPath: Person._$keyPath_age)
+                        return self._$getValue(at: 1, forKey: Person._$keyPath_age)
                     }
                     set {
-                        withMutation(keyPath: \.age) {
-                            self._$setValue(at: 1, forKey: \.age, to: newValue)
+                        withMutation(keyPath: Person._$keyPath_age) {
+                            self._$setValue(at: 1, forKey: Person._$keyPath_age, to: newValue)
                         }
                     }
                 }
 
                 private var _age: _SwiftDataNoType
+
+                nonisolated(unsafe) private static let _$keyPath_age = \Person.age
 
                 init(name: String, age: Int) {
                     self.name = name
@@ -159,17 +163,19 @@ struct ModelMacroExpansionTests {
                         _count = _SwiftDataNoType()
                     }
                     get {
-                        access(keyPath: \.count)
-                        return self._$getValue(at: 0, forKey: \.count)
+                        access(keyPath: Counter._$keyPath_count)
+                        return self._$getValue(at: 0, forKey: Counter._$keyPath_count)
                     }
                     set {
-                        withMutation(keyPath: \.count) {
-                            self._$setValue(at: 0, forKey: \.count, to: newValue)
+                        withMutation(keyPath: Counter._$keyPath_count) {
+                            self._$setValue(at: 0, forKey: Counter._$keyPath_count, to: newValue)
                         }
                     }
                 }
 
                 private var _count: _SwiftDataNoType
+
+                nonisolated(unsafe) private static let _$keyPath_count = \Counter.count
 
                 init() {}
                 private var _$backingData: any OpenSwiftData.BackingData<Counter> = Counter._$inertBackingData
@@ -240,17 +246,19 @@ struct ModelMacroExpansionTests {
                         _status = _SwiftDataNoType()
                     }
                     get {
-                        access(keyPath: \.status)
-                        return self._$getValue(at: 0, forKey: \.status)
+                        access(keyPath: Order._$keyPath_status)
+                        return self._$getValue(at: 0, forKey: Order._$keyPath_status)
                     }
                     set {
-                        withMutation(keyPath: \.status) {
-                            self._$setValue(at: 0, forKey: \.status, to: newValue)
+                        withMutation(keyPath: Order._$keyPath_status) {
+                            self._$setValue(at: 0, forKey: Order._$keyPath_status, to: newValue)
                         }
                     }
                 }
 
                 private var _status: _SwiftDataNoType
+
+                nonisolated(unsafe) private static let _$keyPath_status = \Order.status
 
                 init() {}
                 private var _$backingData: any OpenSwiftData.BackingData<Order> = Order._$inertBackingData
@@ -323,17 +331,19 @@ struct ModelMacroExpansionTests {
                         _nickname = _SwiftDataNoType()
                     }
                     get {
-                        access(keyPath: \.nickname)
-                        return self._$getValue(at: 0, forKey: \.nickname)
+                        access(keyPath: Person._$keyPath_nickname)
+                        return self._$getValue(at: 0, forKey: Person._$keyPath_nickname)
                     }
                     set {
-                        withMutation(keyPath: \.nickname) {
-                            self._$setValue(at: 0, forKey: \.nickname, to: newValue)
+                        withMutation(keyPath: Person._$keyPath_nickname) {
+                            self._$setValue(at: 0, forKey: Person._$keyPath_nickname, to: newValue)
                         }
                     }
                 }
 
                 private var _nickname: _SwiftDataNoType
+
+                nonisolated(unsafe) private static let _$keyPath_nickname = \Person.nickname
 
                 init(nickname: String? = nil) {
                     self.nickname = nickname
@@ -408,17 +418,19 @@ struct ModelMacroExpansionTests {
                         _email = _SwiftDataNoType()
                     }
                     get {
-                        access(keyPath: \.email)
-                        return self._$getValue(at: 0, forKey: \.email)
+                        access(keyPath: Person._$keyPath_email)
+                        return self._$getValue(at: 0, forKey: Person._$keyPath_email)
                     }
                     set {
-                        withMutation(keyPath: \.email) {
-                            self._$setValue(at: 0, forKey: \.email, to: newValue)
+                        withMutation(keyPath: Person._$keyPath_email) {
+                            self._$setValue(at: 0, forKey: Person._$keyPath_email, to: newValue)
                         }
                     }
                 }
 
                 private var _email: _SwiftDataNoType
+
+                nonisolated(unsafe) private static let _$keyPath_email = \Person.email
 
                 init(email: String) {
                     self.email = email
@@ -494,17 +506,19 @@ struct ModelMacroExpansionTests {
                         _name = _SwiftDataNoType()
                     }
                     get {
-                        access(keyPath: \.name)
-                        return self._$getValue(at: 0, forKey: \.name)
+                        access(keyPath: Person._$keyPath_name)
+                        return self._$getValue(at: 0, forKey: Person._$keyPath_name)
                     }
                     set {
-                        withMutation(keyPath: \.name) {
-                            self._$setValue(at: 0, forKey: \.name, to: newValue)
+                        withMutation(keyPath: Person._$keyPath_name) {
+                            self._$setValue(at: 0, forKey: Person._$keyPath_name, to: newValue)
                         }
                     }
                 }
 
                 private var _name: _SwiftDataNoType
+
+                nonisolated(unsafe) private static let _$keyPath_name = \Person.name
                 var cache = 0
 
                 init(name: String) {
@@ -590,17 +604,19 @@ struct ModelMacroExpansionTests {
                         _email = _SwiftDataNoType()
                     }
                     get {
-                        access(keyPath: \.email)
-                        return self._$getValue(at: 0, forKey: \.email)
+                        access(keyPath: Person._$keyPath_email)
+                        return self._$getValue(at: 0, forKey: Person._$keyPath_email)
                     }
                     set {
-                        withMutation(keyPath: \.email) {
-                            self._$setValue(at: 0, forKey: \.email, to: newValue)
+                        withMutation(keyPath: Person._$keyPath_email) {
+                            self._$setValue(at: 0, forKey: Person._$keyPath_email, to: newValue)
                         }
                     }
                 }
 
                 private var _email: _SwiftDataNoType
+
+                nonisolated(unsafe) private static let _$keyPath_email = \Person.email
                 var first: String {
                     @storageRestrictions(accesses: _$backingData, initializes: _first)
                     init(initialValue) {
@@ -610,17 +626,19 @@ struct ModelMacroExpansionTests {
                         _first = _SwiftDataNoType()
                     }
                     get {
-                        access(keyPath: \.first)
-                        return self._$getValue(at: 1, forKey: \.first)
+                        access(keyPath: Person._$keyPath_first)
+                        return self._$getValue(at: 1, forKey: Person._$keyPath_first)
                     }
                     set {
-                        withMutation(keyPath: \.first) {
-                            self._$setValue(at: 1, forKey: \.first, to: newValue)
+                        withMutation(keyPath: Person._$keyPath_first) {
+                            self._$setValue(at: 1, forKey: Person._$keyPath_first, to: newValue)
                         }
                     }
                 }
 
                 private var _first: _SwiftDataNoType
+
+                nonisolated(unsafe) private static let _$keyPath_first = \Person.first
                 var last: String {
                     @storageRestrictions(accesses: _$backingData, initializes: _last)
                     init(initialValue) {
@@ -630,17 +648,19 @@ struct ModelMacroExpansionTests {
                         _last = _SwiftDataNoType()
                     }
                     get {
-                        access(keyPath: \.last)
-                        return self._$getValue(at: 2, forKey: \.last)
+                        access(keyPath: Person._$keyPath_last)
+                        return self._$getValue(at: 2, forKey: Person._$keyPath_last)
                     }
                     set {
-                        withMutation(keyPath: \.last) {
-                            self._$setValue(at: 2, forKey: \.last, to: newValue)
+                        withMutation(keyPath: Person._$keyPath_last) {
+                            self._$setValue(at: 2, forKey: Person._$keyPath_last, to: newValue)
                         }
                     }
                 }
 
                 private var _last: _SwiftDataNoType
+
+                nonisolated(unsafe) private static let _$keyPath_last = \Person.last
                 var name: String {
                     @storageRestrictions(accesses: _$backingData, initializes: _name)
                     init(initialValue) {
@@ -650,17 +670,19 @@ struct ModelMacroExpansionTests {
                         _name = _SwiftDataNoType()
                     }
                     get {
-                        access(keyPath: \.name)
-                        return self._$getValue(at: 3, forKey: \.name)
+                        access(keyPath: Person._$keyPath_name)
+                        return self._$getValue(at: 3, forKey: Person._$keyPath_name)
                     }
                     set {
-                        withMutation(keyPath: \.name) {
-                            self._$setValue(at: 3, forKey: \.name, to: newValue)
+                        withMutation(keyPath: Person._$keyPath_name) {
+                            self._$setValue(at: 3, forKey: Person._$keyPath_name, to: newValue)
                         }
                     }
                 }
 
                 private var _name: _SwiftDataNoType
+
+                nonisolated(unsafe) private static let _$keyPath_name = \Person.name
 
                 init(email: String, first: String, last: String, name: String) {
                     self.email = email
@@ -752,17 +774,19 @@ struct ModelMacroExpansionTests {
                         _name = _SwiftDataNoType()
                     }
                     get {
-                        access(keyPath: \.name)
-                        return self._$getValue(at: 0, forKey: \.name)
+                        access(keyPath: Person._$keyPath_name)
+                        return self._$getValue(at: 0, forKey: Person._$keyPath_name)
                     }
                     set {
-                        withMutation(keyPath: \.name) {
-                            self._$setValue(at: 0, forKey: \.name, to: newValue)
+                        withMutation(keyPath: Person._$keyPath_name) {
+                            self._$setValue(at: 0, forKey: Person._$keyPath_name, to: newValue)
                         }
                     }
                 }
 
                 private var _name: _SwiftDataNoType
+
+                nonisolated(unsafe) private static let _$keyPath_name = \Person.name
 
                 public init(name: String) {
                     self.name = name
@@ -953,17 +977,19 @@ struct ModelMacroDiagnosticTests {
                         _name = _SwiftDataNoType()
                     }
                     get {
-                        access(keyPath: \.name)
-                        return self._$getValue(at: 0, forKey: \.name)
+                        access(keyPath: Self._$keyPath_name)
+                        return self._$getValue(at: 0, forKey: Self._$keyPath_name)
                     }
                     set {
-                        withMutation(keyPath: \.name) {
-                            self._$setValue(at: 0, forKey: \.name, to: newValue)
+                        withMutation(keyPath: Self._$keyPath_name) {
+                            self._$setValue(at: 0, forKey: Self._$keyPath_name, to: newValue)
                         }
                     }
                 }
 
                 private var _name: _SwiftDataNoType
+
+                nonisolated(unsafe) private static let _$keyPath_name = \Self.name
 
                 init(name: String) {
                     self.name = name
