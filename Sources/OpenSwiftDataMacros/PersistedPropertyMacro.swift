@@ -78,8 +78,8 @@ extension PersistedPropertyMacro: PeerMacro {
         let owner = ownerName(in: context)
         return [
             "@Transient private var _\(raw: property.plainName): _SwiftDataNoType",
-            // Immutable once made; key paths are not `Sendable`, hence `nonisolated(unsafe)`.
-            "nonisolated(unsafe) private static let _$keyPath_\(raw: property.plainName) = \\\(raw: owner).\(raw: property.name)",
+            // A key-path literal is inferred `Sendable`, so a plain static constant is safe.
+            "private static let _$keyPath_\(raw: property.plainName) = \\\(raw: owner).\(raw: property.name)",
         ]
     }
 }

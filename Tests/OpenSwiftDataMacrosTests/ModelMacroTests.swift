@@ -62,7 +62,7 @@ struct ModelMacroExpansionTests {
 
                 private var _name: _SwiftDataNoType
 
-                nonisolated(unsafe) private static let _$keyPath_name = \Person.name
+                private static let _$keyPath_name = \Person.name
                 var age: Int {
                     @storageRestrictions(accesses: _$backingData, initializes: _age)
                     init(initialValue) {
@@ -84,7 +84,7 @@ struct ModelMacroExpansionTests {
 
                 private var _age: _SwiftDataNoType
 
-                nonisolated(unsafe) private static let _$keyPath_age = \Person.age
+                private static let _$keyPath_age = \Person.age
 
                 init(name: String, age: Int) {
                     self.name = name
@@ -175,7 +175,7 @@ struct ModelMacroExpansionTests {
 
                 private var _count: _SwiftDataNoType
 
-                nonisolated(unsafe) private static let _$keyPath_count = \Counter.count
+                private static let _$keyPath_count = \Counter.count
 
                 init() {}
                 private var _$backingData: any OpenSwiftData.BackingData<Counter> = Counter._$inertBackingData
@@ -258,7 +258,7 @@ struct ModelMacroExpansionTests {
 
                 private var _status: _SwiftDataNoType
 
-                nonisolated(unsafe) private static let _$keyPath_status = \Order.status
+                private static let _$keyPath_status = \Order.status
 
                 init() {}
                 private var _$backingData: any OpenSwiftData.BackingData<Order> = Order._$inertBackingData
@@ -343,7 +343,7 @@ struct ModelMacroExpansionTests {
 
                 private var _nickname: _SwiftDataNoType
 
-                nonisolated(unsafe) private static let _$keyPath_nickname = \Person.nickname
+                private static let _$keyPath_nickname = \Person.nickname
 
                 init(nickname: String? = nil) {
                     self.nickname = nickname
@@ -430,7 +430,7 @@ struct ModelMacroExpansionTests {
 
                 private var _email: _SwiftDataNoType
 
-                nonisolated(unsafe) private static let _$keyPath_email = \Person.email
+                private static let _$keyPath_email = \Person.email
 
                 init(email: String) {
                     self.email = email
@@ -518,7 +518,7 @@ struct ModelMacroExpansionTests {
 
                 private var _name: _SwiftDataNoType
 
-                nonisolated(unsafe) private static let _$keyPath_name = \Person.name
+                private static let _$keyPath_name = \Person.name
                 var cache = 0
 
                 init(name: String) {
@@ -616,7 +616,7 @@ struct ModelMacroExpansionTests {
 
                 private var _email: _SwiftDataNoType
 
-                nonisolated(unsafe) private static let _$keyPath_email = \Person.email
+                private static let _$keyPath_email = \Person.email
                 var first: String {
                     @storageRestrictions(accesses: _$backingData, initializes: _first)
                     init(initialValue) {
@@ -638,7 +638,7 @@ struct ModelMacroExpansionTests {
 
                 private var _first: _SwiftDataNoType
 
-                nonisolated(unsafe) private static let _$keyPath_first = \Person.first
+                private static let _$keyPath_first = \Person.first
                 var last: String {
                     @storageRestrictions(accesses: _$backingData, initializes: _last)
                     init(initialValue) {
@@ -660,7 +660,7 @@ struct ModelMacroExpansionTests {
 
                 private var _last: _SwiftDataNoType
 
-                nonisolated(unsafe) private static let _$keyPath_last = \Person.last
+                private static let _$keyPath_last = \Person.last
                 var name: String {
                     @storageRestrictions(accesses: _$backingData, initializes: _name)
                     init(initialValue) {
@@ -682,7 +682,7 @@ struct ModelMacroExpansionTests {
 
                 private var _name: _SwiftDataNoType
 
-                nonisolated(unsafe) private static let _$keyPath_name = \Person.name
+                private static let _$keyPath_name = \Person.name
 
                 init(email: String, first: String, last: String, name: String) {
                     self.email = email
@@ -786,7 +786,7 @@ struct ModelMacroExpansionTests {
 
                 private var _name: _SwiftDataNoType
 
-                nonisolated(unsafe) private static let _$keyPath_name = \Person.name
+                private static let _$keyPath_name = \Person.name
 
                 public init(name: String) {
                     self.name = name
@@ -989,7 +989,7 @@ struct ModelMacroDiagnosticTests {
 
                 private var _name: _SwiftDataNoType
 
-                nonisolated(unsafe) private static let _$keyPath_name = \Self.name
+                private static let _$keyPath_name = \Self.name
 
                 init(name: String) {
                     self.name = name

@@ -79,9 +79,9 @@ extension ModelContext {
 
     func hasPendingChanges(entity: String) -> Bool {
         guard hasChanges else { return false }
-        return inserted.all.contains { $0.storage.entityName == entity }
-            || changed.all.contains { $0.storage.entityName == entity }
-            || deleted.all.contains { $0.storage.entityName == entity }
+        return inserted.contains { $0.storage.entityName == entity }
+            || changed.contains { $0.storage.entityName == entity }
+            || deleted.contains { $0.storage.entityName == entity }
     }
 
     /// Runs a query and turns its rows into models, reusing instances already registered here.
@@ -144,7 +144,7 @@ extension ModelContext {
         func make<T: PersistentModel>(_ type: T.Type) -> any PersistentModel {
             let values = ValueBuffer.make(layout)
             for property in layout.properties {
-                if let value = property.defaultValue ?? property.codec.emptyValue { values.storeBoxed(property.index, value) }
+                if let value = property.fallbackValue { values.storeBoxed(property.index, value) }
             }
             let storage = ModelStorage<T>(layout: layout, values: values)
             storage.primaryKey = id.rowID

@@ -123,16 +123,8 @@ final class ModelStorage<Model: PersistentModel>: AnyModelStorage, BackingData {
         super.init(layout: layout, values: layout.map(ValueBuffer.make))
     }
 
-    @usableFromInline
-    convenience init(placeholder: Bool) {
-        if placeholder {
-            self.init(inertFor: Model.self)
-        } else {
-            self.init(for: Model.self)
-        }
-    }
-
-    private init(inertFor modelType: Model.Type) {
+    /// The shared stand-in (see ``PersistentModel/_$makeInertBackingData()``).
+    init(inertFor modelType: Model.Type) {
         isPlaceholder = true
         super.init(layout: nil, values: nil)
     }
@@ -188,13 +180,19 @@ final class ModelStorage<Model: PersistentModel>: AnyModelStorage, BackingData {
     // from the same member list as the accessors that pass it; the layout keeps that order, and
     // the slot's type is checked before it is used.
 
+    /// The slot at `index` when it holds values of type `Value`.
+    @inline(__always)
+    private func slot<Value>(_ index: Int, of type: Value.Type) -> SlotInfo? {
+        guard let layout, index >= 0, index < layout.slotCount else { return nil }
+        let slot = layout.slotInfo[index]
+        return slot.type == ObjectIdentifier(Value.self) ? slot : nil
+    }
+
     @usableFromInline
     func _getValue<Value: Decodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value>) -> Value {
-        if let layout, let values, index >= 0, index < layout.slotCount {
-            let slot = layout.slotInfo[index]
-            if slot.type == ObjectIdentifier(Value.self), values.isInitialized(index, flagsOffset: layout.slots.flagsOffset) {
-                return values.load(offset: slot.offset, as: Value.self)
-            }
+        if let values, let layout, let slot = slot(index, of: Value.self),
+           values.isInitialized(index, flagsOffset: layout.slots.flagsOffset) {
+            return values.load(offset: slot.offset, as: Value.self)
         }
         return slowValue(forKey: key(), at: index)
     }
@@ -202,7 +200,7 @@ final class ModelStorage<Model: PersistentModel>: AnyModelStorage, BackingData {
     @usableFromInline
     func _setValue<Value: Encodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value>, to newValue: Value) {
         guard !isPlaceholder else { return }
-        guard let values = writableValues(), index >= 0, index < values.layout.slots.count, values.holds(index, Value.self) else {
+        guard slot(index, of: Value.self) != nil, let values = writableValues() else {
             extensions().looseValues[key()] = newValue
             return
         }

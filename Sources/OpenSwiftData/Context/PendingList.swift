@@ -28,6 +28,11 @@ struct PendingList {
         if positions.isEmpty { items.removeAll(keepingCapacity: true) }
     }
 
+    /// Whether any registration satisfies `predicate`, without collecting them.
+    func contains(where predicate: (Registration) -> Bool) -> Bool {
+        items.contains { $0.map(predicate) ?? false }
+    }
+
     func contains(_ storage: AnyModelStorage) -> Bool { positions[ObjectIdentifier(storage)] != nil }
 
     mutating func removeAll() {

@@ -13,7 +13,7 @@ struct RowReader {
         self.layout = layout
         columns = layout.columns
         initialValues = layout.properties.compactMap { property in
-            guard property.columnIndex == nil, let value = property.defaultValue ?? property.codec.emptyValue else { return nil }
+            guard property.columnIndex == nil, let value = property.fallbackValue else { return nil }
             return (property.index, value)
         }
     }

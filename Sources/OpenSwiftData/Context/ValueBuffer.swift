@@ -29,8 +29,7 @@ final class ValueBuffer: ManagedBuffer<EntityLayout, UInt64> {
 
     /// Whether slot `index` holds a value.
     func isInitialized(_ index: Int) -> Bool {
-        let flags = header.slots.flagsOffset
-        return withUnsafeMutablePointerToElements { UnsafeRawPointer($0).load(fromByteOffset: flags + index, as: UInt8.self) != 0 }
+        isInitialized(index, flagsOffset: header.slots.flagsOffset)
     }
 
     /// Whether slot `index` holds a value, given the layout's flags offset (the per-read fast path).
@@ -43,17 +42,6 @@ final class ValueBuffer: ManagedBuffer<EntityLayout, UInt64> {
     @inline(__always)
     func load<V>(offset: Int, as type: V.Type) -> V {
         withUnsafeMutablePointerToElements { UnsafeRawPointer($0).load(fromByteOffset: offset, as: V.self) }
-    }
-
-    /// Whether slot `index` holds values of type `V`.
-    func holds<V>(_ index: Int, _ type: V.Type) -> Bool {
-        header.slots.witnesses[index].type == V.self
-    }
-
-    /// The value at an initialized slot of type `V`.
-    func load<V>(_ index: Int, as type: V.Type) -> V {
-        let offset = header.slots.offsets[index]
-        return withUnsafeMutablePointerToElements { UnsafeRawPointer($0).load(fromByteOffset: offset, as: V.self) }
     }
 
     /// Stores a value of the slot's type `V`, replacing any previous one.
@@ -69,16 +57,6 @@ final class ValueBuffer: ManagedBuffer<EntityLayout, UInt64> {
                 slot.initializeMemory(as: V.self, to: value)
                 flag.storeBytes(of: 1, as: UInt8.self)
             }
-        }
-    }
-
-    /// The value at slot `index`, boxed, or nil when the slot is empty.
-    func boxedValue(_ index: Int) -> Any? {
-        let slots = header.slots
-        return withUnsafeMutablePointerToElements { words in
-            let base = UnsafeRawPointer(words)
-            guard base.load(fromByteOffset: slots.flagsOffset + index, as: UInt8.self) != 0 else { return nil }
-            return slots.witnesses[index].load(base + slots.offsets[index])
         }
     }
 

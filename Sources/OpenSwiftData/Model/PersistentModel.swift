@@ -47,7 +47,7 @@ extension PersistentModel {
     /// generates, which keeps one per model class). It stores nothing; the first value written
     /// through ``_$prepareBackingData(_:)`` replaces it with real storage.
     public static func _$makeInertBackingData() -> any BackingData<Self> {
-        ModelStorage<Self>(placeholder: true)
+        ModelStorage<Self>(inertFor: Self.self)
     }
 
     /// Makes `data` real storage before an init accessor writes the first value, and returns

@@ -9,25 +9,26 @@ final class PropertyLayout: @unchecked Sendable {
     let name: String
     let index: Int
     let keyPath: AnyKeyPath
-    let valueType: any Any.Type
     let codec: ValueCodec
     let attribute: Schema.Attribute
     let defaultValue: Any?
     /// The column index among the entity's stored columns, or nil for ephemeral attributes.
     let columnIndex: Int?
 
-    init(name: String, index: Int, keyPath: AnyKeyPath, valueType: any Any.Type, codec: ValueCodec, attribute: Schema.Attribute, defaultValue: Any?, columnIndex: Int?) {
+    init(name: String, index: Int, keyPath: AnyKeyPath, codec: ValueCodec, attribute: Schema.Attribute, defaultValue: Any?, columnIndex: Int?) {
         self.name = name
         self.index = index
         self.keyPath = keyPath
-        self.valueType = valueType
         self.codec = codec
         self.attribute = attribute
         self.defaultValue = defaultValue
         self.columnIndex = columnIndex
     }
 
-    var isEphemeral: Bool { attribute.isTransient }
+    /// The value a property starts with when no row supplies one (an ephemeral property of a
+    /// fetched model, a model whose row has vanished): its declared default, else nil, zero or
+    /// empty for its type.
+    var fallbackValue: Any? { defaultValue ?? codec.emptyValue }
 }
 
 /// The type and byte offset of one value slot.
@@ -84,7 +85,7 @@ final class EntityLayout: @unchecked Sendable {
                 columnCount += 1
             }
             properties.append(PropertyLayout(
-                name: metadata.name, index: index, keyPath: metadata.keypath, valueType: valueType, codec: codec,
+                name: metadata.name, index: index, keyPath: metadata.keypath, codec: codec,
                 attribute: attribute, defaultValue: metadata.defaultValue, columnIndex: columnIndex
             ))
         }

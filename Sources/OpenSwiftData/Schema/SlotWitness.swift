@@ -12,8 +12,6 @@ struct SlotWitness: @unchecked Sendable {
     let copy: (UnsafeRawPointer, UnsafeMutableRawPointer) -> Void
     /// Deinitializes the value at a slot.
     let destroy: (UnsafeMutableRawPointer) -> Void
-    /// The value at a slot, boxed.
-    let load: (UnsafeRawPointer) -> Any
     /// Initializes a slot from a boxed value; false when the value is of another type.
     let initialize: (UnsafeMutableRawPointer, Any) -> Bool
 
@@ -31,7 +29,6 @@ struct SlotWitness: @unchecked Sendable {
             isTrivial: _isPOD(T.self),
             copy: { source, destination in destination.initializeMemory(as: T.self, to: source.load(as: T.self)) },
             destroy: { pointer in pointer.assumingMemoryBound(to: T.self).deinitialize(count: 1) },
-            load: { pointer in pointer.load(as: T.self) },
             initialize: { pointer, value in
                 guard let typed = value as? T else { return false }
                 pointer.initializeMemory(as: T.self, to: typed)

@@ -45,8 +45,6 @@ struct ValueCodec: @unchecked Sendable {
     let encodeSlot: (UnsafeRawPointer) throws -> DatabaseValue
     /// Decodes column `index` of the statement's current row into an uninitialized slot.
     let readIntoSlot: (SQLiteStatement, CInt, UnsafeMutableRawPointer) throws -> Void
-    /// Encodes a boxed value of the property's type.
-    let encode: (Any) throws -> DatabaseValue
 
     init<T>(_ typed: TypedCodec<T>, isOptional: Bool, emptyValue: T?) {
         columnType = typed.columnType
@@ -57,13 +55,6 @@ struct ValueCodec: @unchecked Sendable {
         self.emptyValue = emptyValue.map { $0 as Any }
         encodeSlot = typed.encodeSlot
         readIntoSlot = typed.readIntoSlot
-        let encodeValue = typed.encode
-        encode = { value in
-            guard let typedValue = value as? T else {
-                throw ValueCodecError("a value of type \(type(of: value)) where \(T.self) was expected")
-            }
-            return try encodeValue(typedValue)
-        }
     }
 
     /// The codec for a property type, or nil when the type cannot be stored.
