@@ -198,6 +198,16 @@ final class ModelStorage<Model: PersistentModel>: AnyModelStorage, BackingData {
     }
 
     @usableFromInline
+    func _slotAddress(at index: Int, type: ObjectIdentifier) -> UnsafeRawPointer? {
+        guard let values, let layout, index >= 0, index < layout.slotCount else { return nil }
+        let slot = layout.slotInfo[index]
+        guard slot.type == type, values.isInitialized(index, flagsOffset: layout.slots.flagsOffset) else { return nil }
+        // A managed buffer's elements never move while it lives; `values` keeps it alive until
+        // the next write, which replaces or mutates it (the protocol's stated validity).
+        return values.withUnsafeMutablePointerToElements { UnsafeRawPointer($0) + slot.offset }
+    }
+
+    @usableFromInline
     func _setValue<Value: Encodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value>, to newValue: Value) {
         guard !isPlaceholder else { return }
         guard slot(index, of: Value.self) != nil, let values = writableValues() else {

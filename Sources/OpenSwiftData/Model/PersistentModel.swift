@@ -93,9 +93,17 @@ extension PersistentModel {
 
     /// Reads the persisted value at a `schemaMetadata` position (used by the code `@Model`
     /// generates).
+    ///
+    /// Inlined into the model's module, so that a value stored in place is copied out with code
+    /// specialized for its type; anything else goes through the backing data's generic path.
     @inlinable
     public func _$getValue<Value: Decodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>) -> Value {
-        persistentBackingData._getValue(at: index, forKey: key())
+        let data = persistentBackingData
+        // `data` keeps the storage alive, and nothing writes to it before the load.
+        if let address = data._slotAddress(at: index, type: ObjectIdentifier(Value.self)) {
+            return address.load(as: Value.self)
+        }
+        return data._getValue(at: index, forKey: key())
     }
 
     /// Writes the persisted value at a `schemaMetadata` position (used by the code `@Model`
