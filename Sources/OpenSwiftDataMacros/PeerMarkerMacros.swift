@@ -13,6 +13,18 @@ public struct AttributeMacro: PeerMacro {
     }
 }
 
+/// `@Relationship(...)`: a marker read by `@Model`; it generates nothing itself.
+public struct RelationshipMacro: PeerMacro {
+    /// Expands the macro (see the type's documentation).
+    public static func expansion(
+        of node: AttributeSyntax,
+        providingPeersOf declaration: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        []
+    }
+}
+
 /// `@Transient`: a marker read by `@Model`, which leaves the property as ordinary storage.
 public struct TransientMacro: PeerMacro {
     /// Expands the macro (see the type's documentation).

@@ -11,6 +11,9 @@ struct PersistedProperty {
     /// The argument list of its `@Attribute(...)`, or nil when it has none.
     let attributeArguments: LabeledExprListSyntax?
     let hasAttribute: Bool
+    /// The argument list of its `@Relationship(...)`, or nil when it has none.
+    let relationshipArguments: LabeledExprListSyntax?
+    let hasRelationship: Bool
 }
 
 extension VariableDeclSyntax {
@@ -90,6 +93,13 @@ extension PersistedProperty {
         } else {
             self.attributeArguments = nil
         }
+        let relationship = declaration.attribute(named: "Relationship")
+        self.hasRelationship = relationship != nil
+        if case let .argumentList(list)? = relationship?.arguments {
+            self.relationshipArguments = list
+        } else {
+            self.relationshipArguments = nil
+        }
     }
 
     /// The property's name without backticks, as stored in the schema.
@@ -110,6 +120,9 @@ extension PersistedProperty {
 
     /// The `metadata:` argument for `Schema.PropertyMetadata`.
     var metadataExpression: String {
+        if hasRelationship {
+            return "OpenSwiftData.Schema.Relationship(\(relationshipArguments?.trimmedDescription ?? ""))"
+        }
         guard hasAttribute else { return "nil" }
         let arguments = attributeArguments?.trimmedDescription ?? ""
         return "OpenSwiftData.Schema.Attribute(\(arguments))"

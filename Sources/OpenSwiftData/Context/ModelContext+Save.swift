@@ -17,13 +17,32 @@ extension ModelContext {
         }
         NotificationCenter.default.post(name: ModelContext.willSave, object: self)
 
+        // Everything below changes models only through the journal, so a failure puts every
+        // model and every pending list back as it was.
+        let lists = (inserted, changed, deleted)
+        journal = [:]
+        defer { journal = nil }
+        let keys: [(row: Int64, upserted: Bool)]
+        do {
+            insertReachable(from: inserted.all + changed.all)
+            try applyDeleteRules()
+            try validateRelationships()
+            keys = try write(store)
+        } catch {
+            for snapshot in (journal ?? [:]).values { snapshot.restore() }
+            (inserted, changed, deleted) = lists
+            throw error
+        }
+        finishSave(store, keys: keys)
+    }
+
+    /// Writes the pending changes in one transaction and returns the row of each insertion (and
+    /// whether it updated an existing row).
+    private func write(_ store: SQLiteStore) throws -> [(row: Int64, upserted: Bool)] {
         let deletions = deleted.all
         let updates = changed.all.filter { $0.storage.state == .registered && !$0.storage.changedProperties.isEmpty }
         let insertions = inserted.all
-        var insertedKeys: [(row: Int64, upserted: Bool)] = []
-        insertedKeys.reserveCapacity(insertions.count)
-
-        try store.write { db in
+        return try store.write { db in
             var writers: [String: TableWriter] = [:]
             // One writer per entity and save: each prepares its statements once.
             func writer(for layout: EntityLayout) -> TableWriter {
@@ -36,13 +55,13 @@ extension ModelContext {
                 guard let layout = registration.storage.layout, let row = registration.storage.primaryKey else { continue }
                 try writer(for: layout).delete(primaryKey: row)
             }
-            for registration in updates {
-                let storage = registration.storage
-                guard let layout = storage.layout, let row = storage.primaryKey else { continue }
-                let changedColumns = storage.changedProperties.sorted().compactMap { layout.properties[$0].columnIndex }
-                let values = try changedColumns.map { try encode(storage, layout.columns[$0], layout) }
-                try run(layout) { try writer(for: layout).update(primaryKey: row, columns: changedColumns, values: values) }
-            }
+
+            // Inserted rows are written one by one (a model whose unique values match an
+            // earlier row, also one inserted by this save, updates it). A foreign key to a model
+            // inserted later in the save is written as NULL first and set once that row exists.
+            var keys: [(row: Int64, upserted: Bool)] = []
+            var nextKeys: [String: Int64] = [:]
+            var fixups: [(Registration, [Int])] = []
             for registration in insertions {
                 let storage = registration.storage
                 guard let layout = storage.layout else {
@@ -51,22 +70,54 @@ extension ModelContext {
                 guard container.layout(named: layout.name) === layout else {
                     throw SwiftDataError(.loadIssueModelContainer, "\(layout.name) is not part of the container's schema; add it to the types the container is created with", entity: layout.name)
                 }
-                let values = try layout.columns.map { try encode(storage, $0, layout) }
                 let table = writer(for: layout)
+                let values = try layout.columns.map { try encode(storage, $0, layout) }
+                let pending = layout.columns.indices.filter { column in
+                    guard values[column].isNull, layout.columns[column].relationship != nil,
+                          case .loaded(_?) = storage.toOneSlot(layout.columns[column]) else { return false }
+                    return true
+                }
+                if !pending.isEmpty { fixups.append((registration, pending)) }
                 let conflicts = try run(layout) { try table.conflictingRows(values) }
                 if conflicts.count > 1 {
                     throw SwiftDataError(.modelValidationFailure, "an inserted \(layout.name) matches \(conflicts.count) different existing rows on its unique properties", entity: layout.name)
                 }
+                journalWillChange(storage)
                 if let existing = conflicts.first {
                     try run(layout) { try table.update(primaryKey: existing, columns: Array(layout.columns.indices), values: values) }
-                    insertedKeys.append((existing, true))
+                    storage.primaryKey = existing
+                    keys.append((existing, true))
                 } else {
-                    insertedKeys.append((try run(layout) { try table.insert(values) }, false))
+                    let row = try nextKeys[layout.name] ?? (table.largestPrimaryKey() + 1)
+                    nextKeys[layout.name] = row + 1
+                    try run(layout) { try table.insert(values, primaryKey: row) }
+                    storage.primaryKey = row
+                    keys.append((row, false))
                 }
             }
+            for (registration, columns) in fixups {
+                let storage = registration.storage
+                guard let layout = storage.layout, let row = storage.primaryKey else { continue }
+                let values = try columns.map { try encode(storage, layout.columns[$0], layout) }
+                try run(layout) { try writer(for: layout).update(primaryKey: row, columns: columns, values: values) }
+            }
+            for registration in updates {
+                let storage = registration.storage
+                guard let layout = storage.layout, let row = storage.primaryKey else { continue }
+                let changedColumns = storage.changedProperties.sorted().compactMap { layout.properties[$0].columnIndex }
+                let values = try changedColumns.map { try encode(storage, layout.columns[$0], layout) }
+                try run(layout) { try writer(for: layout).update(primaryKey: row, columns: changedColumns, values: values) }
+            }
+            try writeJoinRows(insertions: insertions, updates: updates, db: db)
+            return keys
         }
+    }
 
-        // Committed: bring the in-memory state in line with the store.
+    /// Brings the in-memory state in line with the committed store and posts `didSave`.
+    private func finishSave(_ store: SQLiteStore, keys: [(row: Int64, upserted: Bool)]) {
+        let deletions = deleted.all
+        let updates = changed.all.filter { $0.storage.state == .registered && !$0.storage.changedProperties.isEmpty }
+        let insertions = inserted.all
         var insertedIDs: [PersistentIdentifier] = []
         var updatedIDs: [PersistentIdentifier] = []
         var deletedIDs: [PersistentIdentifier] = []
@@ -74,14 +125,14 @@ extension ModelContext {
             let storage = registration.storage
             deletedIDs.append(storage.ensureIdentifier())
             if let row = storage.primaryKey { identityMap[storage.entityName]?[row] = nil }
-            storage.state = .unregistered
+            storage.state = .removed
             storage.context = nil
         }
         for registration in updates {
             registration.storage.commit()
             updatedIDs.append(registration.storage.ensureIdentifier())
         }
-        for (registration, (row, upserted)) in zip(insertions, insertedKeys) {
+        for (registration, (row, upserted)) in zip(insertions, keys) {
             let storage = registration.storage
             if let previous = identityMap[storage.entityName]?[row], previous.storage !== storage {
                 // The row already had an instance here: the inserted model replaces it.
@@ -115,6 +166,31 @@ extension ModelContext {
                 NotificationKey.deletedIdentifiers.rawValue: deletedIDs,
             ]
         )
+    }
+
+    /// Rewrites the join-table rows of the many-to-many relationships that inserted and changed
+    /// models hold, from the side that owns each join table.
+    private func writeJoinRows(insertions: [Registration], updates: [Registration], db: Database) throws {
+        for registration in insertions + updates {
+            let storage = registration.storage
+            guard let layout = storage.layout, let row = storage.primaryKey else { continue }
+            for property in layout.relationships {
+                guard case let .joinTable(table, _, writes)? = property.relationship?.storage, writes,
+                      storage.state == .inserted || storage.changedProperties.contains(property.index),
+                      case let .loaded(refs) = storage.toManySlot(property)
+                else { continue }
+                let source = quoted(JoinTableDescription.sourceColumn)
+                let target = quoted(JoinTableDescription.targetColumn)
+                if storage.state != .inserted {
+                    try db.cachedStatement(sql: "DELETE FROM \(quoted(table.name)) WHERE \(source) = ?").execute(arguments: [row])
+                }
+                let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO \(quoted(table.name)) (\(source), \(target)) VALUES (?, ?)")
+                for ref in refs ?? [] {
+                    guard let key = ref.base.rowKey else { continue }
+                    try insert.execute(arguments: [row, key])
+                }
+            }
+        }
     }
 
     /// Encodes one property's value, naming the entity and property when it cannot be.

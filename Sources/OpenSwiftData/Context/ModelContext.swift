@@ -27,6 +27,8 @@ public final class ModelContext: Equatable {
     var inserted = PendingList()
     var changed = PendingList()
     var deleted = PendingList()
+    /// While a save runs: the state of every model it changed, as it was before.
+    var journal: [ObjectIdentifier: StorageSnapshot]?
     let isMainContext: Bool
     private var autosaveScheduled = false
     /// Called with the error of a failed autosave (the error is also kept in ``lastAutosaveError``).
@@ -65,9 +67,12 @@ public final class ModelContext: Equatable {
     /// The models marked for deletion at the next save.
     public var deletedModelsArray: [any PersistentModel] { deleted.all.map(\.model) }
 
-    /// Settles pending changes. Inverse relationships and delete rules are applied as changes are
-    /// made, so there is nothing left to do here yet.
-    public func processPendingChanges() {}
+    /// Settles pending changes: updates the inverses of relationships set by initializers and
+    /// inserts every model reachable from inserted or changed models. ``save()`` does this (and
+    /// applies delete rules) itself.
+    public func processPendingChanges() {
+        insertReachable(from: inserted.all + changed.all)
+    }
 
     // MARK: Insert and delete
 
@@ -77,11 +82,12 @@ public final class ModelContext: Equatable {
     public func insert<T: PersistentModel>(_ model: T) {
         let storage = model.storageBase
         switch storage.state {
-        case .unregistered:
-            storage.state = .inserted
-            storage.context = self
-            inserted.add(Registration(model: model, storage: storage))
-            storageDidChange(storage)
+        case .unregistered, .removed:
+            if storage.state == .removed { storage.primaryKey = nil }
+            let registration = Registration(model: model, storage: storage)
+            register(inserting: registration)
+            // Models reachable through its relationships are inserted with it.
+            insertReachable(from: [registration])
         case .deleted where storage.context === self:
             storage.state = .registered
             deleted.remove(storage)
@@ -106,7 +112,7 @@ public final class ModelContext: Equatable {
             storage.state = .deleted
             deleted.add(Registration(model: model, storage: storage))
             storageDidChange(storage)
-        case .deleted, .unregistered:
+        case .deleted, .unregistered, .removed:
             break
         }
     }

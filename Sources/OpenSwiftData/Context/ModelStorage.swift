@@ -5,7 +5,7 @@ import Foundation
 ///
 /// Not `Sendable`: like the model that owns it, it is confined to its context's isolation.
 @usableFromInline
-class AnyModelStorage {
+class AnyModelStorage: RowIdentified {
     enum State: UInt8 {
         /// Created, not inserted in any context.
         case unregistered
@@ -15,6 +15,8 @@ class AnyModelStorage {
         case registered
         /// Marked for deletion at the next save.
         case deleted
+        /// Deleted, and the deletion saved: the row is gone.
+        case removed
     }
 
     /// The entity layout (nil for a placeholder or a model type that cannot be stored).
@@ -38,6 +40,18 @@ class AnyModelStorage {
         var temporaryID: UUID?
         /// Values for key paths the layout does not know (a model type that cannot be stored).
         var looseValues: [AnyKeyPath: Any] = [:]
+        /// Relationships set by the class's initializer, before the model itself could be
+        /// named: their inverses are updated when the model is next used (see
+        /// ``AnyModelStorage/applyPendingInverses(owner:)``).
+        var pendingInverses: [Int] = []
+    }
+
+    /// The primary key, unless the row is being or has been deleted.
+    final var rowKey: Int64? {
+        switch state {
+        case .deleted, .removed: return nil
+        case .unregistered, .inserted, .registered: return primaryKey
+        }
     }
 
     init(layout: EntityLayout?, values: ValueBuffer?) {
@@ -51,7 +65,7 @@ class AnyModelStorage {
         switch state {
         case .inserted, .deleted: return true
         case .registered: return !changedProperties.isEmpty
-        case .unregistered: return false
+        case .unregistered, .removed: return false
         }
     }
 
@@ -174,6 +188,50 @@ final class ModelStorage<Model: PersistentModel>: AnyModelStorage, BackingData {
             return
         }
         _setValue(at: index, forKey: key, to: newValue)
+    }
+
+    // Relationship access through the backing data alone: the model is not at hand, so a write's
+    // inverses are updated when the model is next used (as for initializers).
+
+    private func relationshipProperty(_ key: AnyKeyPath) -> PropertyLayout? {
+        guard let layout, let index = layout.propertyIndex(of: key), layout.properties[index].relationship != nil else { return nil }
+        return layout.properties[index]
+    }
+
+    @usableFromInline
+    func getValue<Value: PersistentModel>(forKey key: KeyPath<Model, Value>) -> Value {
+        if let property = relationshipProperty(key), let model = relatedOne(property)?.model as? Value { return model }
+        return Value._$detachedInstance()
+    }
+
+    @usableFromInline
+    func getValue<Value: PersistentModel>(forKey key: KeyPath<Model, Value?>) -> Value? {
+        relationshipProperty(key).flatMap { relatedOne($0)?.model as? Value }
+    }
+
+    @usableFromInline
+    func getValue<Value: RelationshipCollection>(forKey key: KeyPath<Model, Value>) -> Value {
+        let refs = relationshipProperty(key).flatMap { relatedMany($0) }
+        return Value(_$models: refs?.compactMap { $0.model as? Value.PersistentElement })
+    }
+
+    @usableFromInline
+    func setValue<Value: PersistentModel>(forKey key: KeyPath<Model, Value>, to newValue: Value) {
+        guard let property = relationshipProperty(key) else { return }
+        initializeRelationship(property, ToOneSlot.loaded(RelatedRef(model: newValue, storage: newValue.storageBase)))
+    }
+
+    @usableFromInline
+    func setValue<Value: PersistentModel>(forKey key: KeyPath<Model, Value?>, to newValue: Value?) {
+        guard let property = relationshipProperty(key) else { return }
+        initializeRelationship(property, ToOneSlot.loaded(newValue.map { RelatedRef(model: $0, storage: $0.storageBase) }))
+    }
+
+    @usableFromInline
+    func setValue<Value: RelationshipCollection>(forKey key: KeyPath<Model, Value>, to newValue: Value) {
+        guard let property = relationshipProperty(key) else { return }
+        let refs = newValue._$models.map { models in models.map { RelatedRef(model: $0, storage: $0.storageBase) } }
+        initializeRelationship(property, ToManySlot.loaded(refs))
     }
 
     // `index` is the property's position in `Model.schemaMetadata`, which `@Model` generates

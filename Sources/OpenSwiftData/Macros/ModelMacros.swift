@@ -56,6 +56,34 @@ public macro Attribute(
     hashModifier: String? = nil
 ) = #externalMacro(module: "OpenSwiftDataMacros", type: "AttributeMacro")
 
+/// Configures a relationship of a ``Model()`` class. Relationships need no annotation: a
+/// property whose type is a model (`T`, `T?`) or an array of models (`[T]`, `[T]?`) is one, and
+/// its inverse is inferred when exactly one property on each side points at the other.
+///
+/// ```swift
+/// @Relationship(deleteRule: .cascade, inverse: \Message.conversation)
+/// var messages: [Message] = []
+/// ```
+///
+/// - Parameters:
+///   - options: ``Schema/Relationship/Option/unique`` for a to-one relationship.
+///   - deleteRule: What deleting this model does to the related models (default `.nullify`).
+///   - minimumModelCount: The fewest models a to-many relationship may hold when saved (0: any).
+///   - maximumModelCount: The most models a to-many relationship may hold when saved (0: any).
+///   - originalName: The property's previous name, so that a migration renames it.
+///   - inverse: The key path of the relationship on the other side that points back here.
+///   - hashModifier: A string mixed into the property's version hash.
+@attached(peer)
+public macro Relationship(
+    _ options: Schema.Relationship.Option...,
+    deleteRule: Schema.Relationship.DeleteRule = .nullify,
+    minimumModelCount: Int? = 0,
+    maximumModelCount: Int? = 0,
+    originalName: String? = nil,
+    inverse: AnyKeyPath? = nil,
+    hashModifier: String? = nil
+) = #externalMacro(module: "OpenSwiftDataMacros", type: "RelationshipMacro")
+
 /// Excludes a property of a ``Model()`` class from persistence. The property keeps ordinary
 /// storage and needs a default value.
 @attached(peer)

@@ -16,6 +16,18 @@ public protocol BackingData<Model>: AnyObject {
     func getValue<Value: Decodable>(forKey key: KeyPath<Model, Value>) -> Value
     /// Writes a value.
     func setValue<Value: Encodable>(forKey key: KeyPath<Model, Value>, to newValue: Value)
+    /// Reads a non-optional to-one relationship.
+    func getValue<Value: PersistentModel>(forKey key: KeyPath<Model, Value>) -> Value
+    /// Reads an optional to-one relationship.
+    func getValue<Value: PersistentModel>(forKey key: KeyPath<Model, Value?>) -> Value?
+    /// Reads a to-many relationship.
+    func getValue<Value: RelationshipCollection>(forKey key: KeyPath<Model, Value>) -> Value
+    /// Writes a non-optional to-one relationship.
+    func setValue<Value: PersistentModel>(forKey key: KeyPath<Model, Value>, to newValue: Value)
+    /// Writes an optional to-one relationship.
+    func setValue<Value: PersistentModel>(forKey key: KeyPath<Model, Value?>, to newValue: Value?)
+    /// Writes a to-many relationship.
+    func setValue<Value: RelationshipCollection>(forKey key: KeyPath<Model, Value>, to newValue: Value)
 
     /// Reads the value at a position in `Model.schemaMetadata` (the code `@Model` generates knows
     /// it, which spares a key-path lookup; the key path is only made if needed). Defaults to

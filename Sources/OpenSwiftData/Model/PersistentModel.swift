@@ -74,7 +74,10 @@ extension PersistentModel {
     public var hasChanges: Bool { storageBase.hasChanges }
 
     /// Whether the model is marked for deletion at the next save.
-    public var isDeleted: Bool { storageBase.state == .deleted }
+    public var isDeleted: Bool {
+        let state = storageBase.state
+        return state == .deleted || state == .removed
+    }
 
     /// Two models are equal when they stand for the same row.
     public static func == (lhs: Self, rhs: Self) -> Bool {
@@ -126,7 +129,12 @@ extension PersistentModel {
             // A model with no persisted property set yet still holds the shared stand-in.
             persistentBackingData = ModelStorage<Self>(for: Self.self)
         }
-        if let storage = persistentBackingData as? AnyModelStorage { return storage }
+        if let storage = persistentBackingData as? AnyModelStorage {
+            if storage.extras?.pendingInverses.isEmpty == false {
+                storage.applyPendingInverses(owner: RelatedRef(model: self, storage: storage))
+            }
+            return storage
+        }
         return ModelStorage<Self>(for: Self.self)
     }
 }

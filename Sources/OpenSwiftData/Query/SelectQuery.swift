@@ -45,6 +45,28 @@ enum SelectBuilder {
         )
     }
 
+    /// The rows whose column `column` holds `key` (the models whose foreign key points at one
+    /// row), in primary-key order.
+    static func rows(_ table: TableDescription, whereColumn column: String, equals key: Int64) -> SelectQuery {
+        SelectQuery(
+            sql: "SELECT \(selectColumns(table)) FROM \(quoted(table.name)) WHERE \(quoted(column)) = ? ORDER BY \(quoted(TableDescription.primaryKey))",
+            arguments: [key]
+        )
+    }
+
+    /// The rows a join table relates to one row (`key`, on the source side when `fromSource`),
+    /// in primary-key order.
+    static func rows(_ table: TableDescription, joinedThrough join: JoinTableDescription, fromSource: Bool, key: Int64) -> SelectQuery {
+        let columns = ([TableDescription.primaryKey] + table.columns.map(\.name)).map { "t.\(quoted($0))" }.joined(separator: ", ")
+        let near = quoted(fromSource ? JoinTableDescription.sourceColumn : JoinTableDescription.targetColumn)
+        let far = quoted(fromSource ? JoinTableDescription.targetColumn : JoinTableDescription.sourceColumn)
+        let primaryKey = quoted(TableDescription.primaryKey)
+        return SelectQuery(
+            sql: "SELECT \(columns) FROM \(quoted(table.name)) AS t JOIN \(quoted(join.name)) AS j ON j.\(far) = t.\(primaryKey) WHERE j.\(near) = ? ORDER BY t.\(primaryKey)",
+            arguments: [key]
+        )
+    }
+
     /// `SELECT COUNT(*) FROM table`.
     static func count(_ table: TableDescription) -> SelectQuery {
         SelectQuery(sql: "SELECT COUNT(*) FROM \(quoted(table.name))", arguments: [])

@@ -10,25 +10,34 @@ final class PropertyLayout: @unchecked Sendable {
     let index: Int
     let keyPath: AnyKeyPath
     let codec: ValueCodec
-    let attribute: Schema.Attribute
+    /// The schema's description of the property: a ``Schema/Attribute`` or a
+    /// ``Schema/Relationship``.
+    let schemaProperty: any SchemaProperty
+    /// Set for relationships.
+    let relationship: RelationshipLayout?
     let defaultValue: Any?
-    /// The column index among the entity's stored columns, or nil for ephemeral attributes.
+    /// The column index among the entity's stored columns, or nil for ephemeral attributes and
+    /// relationships stored elsewhere (the inverse's foreign key, a join table).
     let columnIndex: Int?
 
-    init(name: String, index: Int, keyPath: AnyKeyPath, codec: ValueCodec, attribute: Schema.Attribute, defaultValue: Any?, columnIndex: Int?) {
+    init(name: String, index: Int, keyPath: AnyKeyPath, codec: ValueCodec, schemaProperty: any SchemaProperty, relationship: RelationshipLayout?, defaultValue: Any?, columnIndex: Int?) {
         self.name = name
         self.index = index
         self.keyPath = keyPath
         self.codec = codec
-        self.attribute = attribute
+        self.schemaProperty = schemaProperty
+        self.relationship = relationship
         self.defaultValue = defaultValue
         self.columnIndex = columnIndex
     }
 
+    /// The attribute description (nil for relationships).
+    var attribute: Schema.Attribute? { schemaProperty as? Schema.Attribute }
+
     /// The value a property starts with when no row supplies one (an ephemeral property of a
     /// fetched model, a model whose row has vanished): its declared default, else nil, zero or
-    /// empty for its type.
-    var fallbackValue: Any? { defaultValue ?? codec.emptyValue }
+    /// empty for its type. For relationships: the slot's "not loaded" or "none" state.
+    var fallbackValue: Any? { relationship == nil ? (defaultValue ?? codec.emptyValue) : codec.emptyValue }
 }
 
 /// The type and byte offset of one value slot.
@@ -59,6 +68,8 @@ final class EntityLayout: @unchecked Sendable {
     /// keeps them).
     let slotInfo: UnsafeMutablePointer<SlotInfo>
     let slotCount: Int
+    /// The relationship properties.
+    let relationships: [PropertyLayout]
     private let keyPaths: [AnyKeyPath]
 
     init(modelType: any PersistentModel.Type) throws {
@@ -69,11 +80,29 @@ final class EntityLayout: @unchecked Sendable {
         var columnCount = 0
         for (index, metadata) in modelType.schemaMetadata.enumerated() {
             let valueType = type(of: metadata.keypath).valueType
-            guard let codec = ValueCodec.make(for: valueType) else {
-                throw SwiftDataError(.loadIssueModelContainer, "\(name).\(metadata.name) has type \(valueType), which cannot be stored", entity: name, property: metadata.name)
-            }
             if Self.reservedNames.contains(metadata.name.lowercased()) {
                 throw SwiftDataError(.loadIssueModelContainer, "\(name).\(metadata.name) uses a name reserved for the store's own columns", entity: name, property: metadata.name)
+            }
+            if let shape = RelationshipShape(valueType) {
+                let relationship = try RelationshipLayout(
+                    entity: name, property: metadata, shape: shape,
+                    declared: metadata.metadata as? Schema.Relationship, modelType: modelType
+                )
+                let hasColumn = relationship.storage == .foreignKey
+                properties.append(PropertyLayout(
+                    name: metadata.name, index: index, keyPath: metadata.keypath,
+                    codec: hasColumn ? .foreignKey() : .unstoredRelationship(toMany: shape.isToMany),
+                    schemaProperty: relationship.description, relationship: relationship, defaultValue: nil,
+                    columnIndex: hasColumn ? columnCount : nil
+                ))
+                if hasColumn { columnCount += 1 }
+                continue
+            }
+            if metadata.metadata is Schema.Relationship {
+                throw SwiftDataError(.loadIssueModelContainer, "\(name).\(metadata.name) is marked @Relationship but its type \(valueType) is not a model, an optional model or an array of models", entity: name, property: metadata.name)
+            }
+            guard let codec = ValueCodec.make(for: valueType) else {
+                throw SwiftDataError(.loadIssueModelContainer, "\(name).\(metadata.name) has type \(valueType), which cannot be stored", entity: name, property: metadata.name)
             }
             let declared = metadata.metadata as? Schema.Attribute ?? Schema.Attribute()
             let attribute = declared.completed(name: metadata.name, valueType: valueType, defaultValue: metadata.defaultValue)
@@ -86,11 +115,12 @@ final class EntityLayout: @unchecked Sendable {
             }
             properties.append(PropertyLayout(
                 name: metadata.name, index: index, keyPath: metadata.keypath, codec: codec,
-                attribute: attribute, defaultValue: metadata.defaultValue, columnIndex: columnIndex
+                schemaProperty: attribute, relationship: nil, defaultValue: metadata.defaultValue, columnIndex: columnIndex
             ))
         }
         self.properties = properties
         self.columns = properties.filter { $0.columnIndex != nil }
+        self.relationships = properties.filter { $0.relationship != nil }
         self.keyPaths = properties.map(\.keyPath)
         self.slots = SlotLayout(witnesses: properties.map(\.codec.slot))
         self.slotCount = slots.count
@@ -110,7 +140,7 @@ final class EntityLayout: @unchecked Sendable {
             }
         }
         var unique = try resolve(modelType._$uniquenessConstraints, "#Unique constraint")
-        for property in properties where property.attribute.isUnique {
+        for property in properties where property.schemaProperty.isUnique {
             guard property.columnIndex != nil else {
                 throw SwiftDataError(.loadIssueModelContainer, "\(name).\(property.name) cannot be both .unique and .ephemeral", entity: name, property: property.name)
             }

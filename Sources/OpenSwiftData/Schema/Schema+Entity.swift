@@ -9,6 +9,8 @@ extension Schema {
         public let properties: [any SchemaProperty]
         /// The attributes.
         public let attributes: Set<Attribute>
+        /// The relationships.
+        public let relationships: Set<Relationship>
         /// Uniqueness constraints, as property names, one array per constraint.
         public let uniquenessConstraints: [[String]]
         /// Indexes, as property names, one array per index.
@@ -34,9 +36,9 @@ extension Schema {
         init(layout: EntityLayout) {
             self.name = layout.name
             self.layout = layout
-            let attributes = layout.properties.map(\.attribute)
-            self.properties = attributes
-            self.attributes = Set(attributes)
+            self.properties = layout.properties.map(\.schemaProperty)
+            self.attributes = Set(layout.properties.compactMap(\.attribute))
+            self.relationships = Set(layout.properties.compactMap { $0.schemaProperty as? Relationship })
             self.uniquenessConstraints = layout.uniquenessConstraints.map { $0.map { layout.properties[$0].name } }
             self.indices = layout.indices.map { $0.map { layout.properties[$0].name } }
         }
@@ -46,6 +48,7 @@ extension Schema {
             self.layout = layout
             self.properties = attributes
             self.attributes = Set(attributes)
+            self.relationships = []
             self.uniquenessConstraints = attributes.filter(\.isUnique).map { [$0.name] }
             self.indices = []
         }
@@ -58,6 +61,10 @@ extension Schema {
         public var attributesByName: [String: Attribute] {
             Dictionary(attributes.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         }
+        /// The relationships by name.
+        public var relationshipsByName: [String: Relationship] {
+            Dictionary(relationships.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        }
         /// The stored properties by name.
         public var storedPropertiesByName: [String: any SchemaProperty] {
             Dictionary(properties.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
@@ -65,7 +72,7 @@ extension Schema {
 
         /// Equal when the names and attributes are equal.
         public static func == (lhs: Entity, rhs: Entity) -> Bool {
-            lhs === rhs || (lhs.name == rhs.name && lhs.attributes == rhs.attributes
+            lhs === rhs || (lhs.name == rhs.name && lhs.attributes == rhs.attributes && lhs.relationships == rhs.relationships
                 && lhs.uniquenessConstraints == rhs.uniquenessConstraints && lhs.indices == rhs.indices)
         }
 

@@ -35,15 +35,25 @@ public final class Schema: Hashable, CustomDebugStringConvertible, @unchecked Se
         self.init(types, version: version)
     }
 
-    /// A schema built from model types. A type whose properties cannot be stored makes the
+    /// A schema built from model types and every model type they reach through relationships.
+    /// A type whose properties cannot be stored makes the
     /// container that uses this schema throw ``SwiftDataError/loadIssueModelContainer``.
     public init(_ types: [any PersistentModel.Type], version: Version = Version(1, 0, 0)) {
         var entities: [Entity] = []
         var seen = Set<ObjectIdentifier>()
         var problems: [SwiftDataError] = []
-        for type in types where seen.insert(ObjectIdentifier(type)).inserted {
+        // The given types first, then every type reachable through relationships, as SwiftData
+        // pulls in relationship destinations.
+        var queue = types
+        var position = 0
+        while position < queue.count {
+            let type = queue[position]
+            position += 1
+            guard seen.insert(ObjectIdentifier(type)).inserted else { continue }
             do {
-                entities.append(Entity(layout: try EntityLayout.of(type)))
+                let layout = try EntityLayout.of(type)
+                entities.append(Entity(layout: layout))
+                queue += layout.relationships.compactMap { $0.relationship?.destinationType }
             } catch let error as SwiftDataError {
                 problems.append(error)
                 entities.append(Entity(Schema.entityName(of: type)))

@@ -15,16 +15,45 @@ extension TableDescription {
     /// The statements that create the table and its indexes.
     var createStatements: [String] {
         var columnsSQL = ["\(quoted(Self.primaryKey)) INTEGER PRIMARY KEY"]
-        columnsSQL += columns.map { "\(quoted($0.name)) \($0.type)\($0.isNullable ? "" : " NOT NULL")" }
+        columnsSQL += columns.map { column in
+            var definition = "\(quoted(column.name)) \(column.type)\(column.isNullable ? "" : " NOT NULL")"
+            if let target = column.references {
+                // Checked at commit, so one save can write rows in any order; a row that goes
+                // away leaves NULL behind (delete rules run in the context before that).
+                definition += " REFERENCES \(quoted(target))(\(quoted(Self.primaryKey))) ON DELETE SET NULL DEFERRABLE INITIALLY DEFERRED"
+            }
+            return definition
+        }
         var statements = ["CREATE TABLE \(quoted(name)) (\(columnsSQL.joined(separator: ", "))) STRICT"]
         for (number, constraint) in uniqueConstraints.enumerated() {
             let indexName = "osd_\(name)_unique_\(number)"
             statements.append("CREATE UNIQUE INDEX \(quoted(indexName)) ON \(quoted(name)) (\(constraint.map(quoted).joined(separator: ", ")))")
+        }
+        for column in columns where column.references != nil {
+            statements.append("CREATE INDEX \(quoted("osd_\(name)_fk_\(column.name)")) ON \(quoted(name)) (\(quoted(column.name)))")
         }
         for index in indexes {
             let indexName = "osd_\(name)_index_\(index.joined(separator: "_"))"
             statements.append("CREATE INDEX IF NOT EXISTS \(quoted(indexName)) ON \(quoted(name)) (\(index.map(quoted).joined(separator: ", ")))")
         }
         return statements
+    }
+}
+
+extension JoinTableDescription {
+    /// The statements that create the join table and the index of its `target` column.
+    var createStatements: [String] {
+        let source = quoted(Self.sourceColumn)
+        let target = quoted(Self.targetColumn)
+        let key = quoted(TableDescription.primaryKey)
+        return [
+            """
+            CREATE TABLE \(quoted(name)) (\
+            \(source) INTEGER NOT NULL REFERENCES \(quoted(sourceTable))(\(key)) ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED, \
+            \(target) INTEGER NOT NULL REFERENCES \(quoted(targetTable))(\(key)) ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED, \
+            PRIMARY KEY (\(source), \(target))) STRICT, WITHOUT ROWID
+            """,
+            "CREATE INDEX \(quoted("osd_\(name)_target")) ON \(quoted(name)) (\(target), \(source))",
+        ]
     }
 }

@@ -128,6 +128,9 @@ final class SQLiteStore: Sendable {
         for table in layout.tables {
             for statement in table.createStatements { try db.execute(sql: statement) }
         }
+        for table in layout.joinTables {
+            for statement in table.createStatements { try db.execute(sql: statement) }
+        }
         let entries = [
             "storeIdentifier": identifier,
             "formatVersion": formatVersion,
@@ -156,6 +159,7 @@ final class SQLiteStore: Sendable {
     /// Deletes every row of every table, keeping the tables.
     func deleteAllRows() throws {
         try write { db in
+            for table in layout.joinTables { try db.execute(sql: "DELETE FROM \(quoted(table.name))") }
             for table in layout.tables { try db.execute(sql: "DELETE FROM \(quoted(table.name))") }
         }
     }

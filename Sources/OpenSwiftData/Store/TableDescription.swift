@@ -4,6 +4,8 @@ struct ColumnDescription: Hashable, Sendable {
     /// `INTEGER`, `REAL`, `TEXT` or `BLOB`.
     let type: String
     let isNullable: Bool
+    /// For a foreign key: the table whose primary key it holds.
+    var references: String? = nil
 }
 
 /// A table the store creates and writes: one per entity. Its first column is always the integer
@@ -21,7 +23,7 @@ struct TableDescription: Hashable, Sendable {
     /// A canonical one-line description; two stores whose tables describe the same are
     /// interchangeable.
     var fingerprint: String {
-        let cols = columns.map { "\($0.name) \($0.type)\($0.isNullable ? "" : " NOT NULL")" }.joined(separator: ", ")
+        let cols = columns.map { "\($0.name) \($0.type)\($0.isNullable ? "" : " NOT NULL")\($0.references.map { " -> \($0)" } ?? "")" }.joined(separator: ", ")
         let uniques = uniqueConstraints.map { "unique(\($0.joined(separator: ",")))" }.joined(separator: " ")
         let idx = indexes.map { "index(\($0.joined(separator: ",")))" }.joined(separator: " ")
         return "table \(name)(\(cols)) \(uniques) \(idx)"
@@ -31,10 +33,12 @@ struct TableDescription: Hashable, Sendable {
 /// All the tables of one store.
 struct StoreLayout: Hashable, Sendable {
     let tables: [TableDescription]
+    /// The join tables of many-to-many (and inverse-less to-many) relationships.
+    var joinTables: [JoinTableDescription] = []
 
     /// The canonical text of the layout, one line per table in name order.
     var fingerprint: String {
-        tables.sorted { $0.name < $1.name }.map(\.fingerprint).joined(separator: "\n")
+        (tables.map(\.fingerprint) + joinTables.map(\.fingerprint)).sorted().joined(separator: "\n")
     }
 
     /// A 64-bit FNV-1a hash of the fingerprint, in hex.

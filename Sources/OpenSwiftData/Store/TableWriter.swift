@@ -19,18 +19,22 @@ final class TableWriter {
         self.db = db
     }
 
-    /// Inserts a row (values in column order) and returns its primary key.
-    func insert(_ values: [DatabaseValue]) throws -> Int64 {
+    /// Inserts a row with a given primary key (values in column order).
+    func insert(_ values: [DatabaseValue], primaryKey: Int64) throws {
         let statement = try prepared(&insertStatement) {
-            if table.columns.isEmpty { return "INSERT INTO \(quoted(table.name)) DEFAULT VALUES" }
-            let names = table.columns.map { quoted($0.name) }.joined(separator: ", ")
-            let marks = Array(repeating: "?", count: table.columns.count).joined(separator: ", ")
+            let names = ([TableDescription.primaryKey] + table.columns.map(\.name)).map(quoted).joined(separator: ", ")
+            let marks = Array(repeating: "?", count: table.columns.count + 1).joined(separator: ", ")
             return "INSERT INTO \(quoted(table.name)) (\(names)) VALUES (\(marks))"
         }
         reset(statement)
-        for (offset, value) in values.enumerated() { try bind(value, at: offset + 1, in: statement) }
+        try bind(primaryKey.databaseValue, at: 1, in: statement)
+        for (offset, value) in values.enumerated() { try bind(value, at: offset + 2, in: statement) }
         try statement.execute()
-        return db.lastInsertedRowID
+    }
+
+    /// The largest primary key in the table (0 when it is empty).
+    func largestPrimaryKey() throws -> Int64 {
+        try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(\(quoted(TableDescription.primaryKey))), 0) FROM \(quoted(table.name))") ?? 0
     }
 
     /// Updates the given columns (by column index) of one row.

@@ -1,0 +1,218 @@
+/// Relationship values of one model: reading them (turning stored keys into models on first
+/// read), and writing them with their inverses kept in step on both sides.
+///
+/// A to-one slot holds ``ToOneSlot``, a to-many slot ``ToManySlot``. Reading a fault asks the
+/// context, which returns the registered instance or loads the row(s). Before a side is changed,
+/// it is loaded, so an unloaded side always equals what the store holds.
+extension AnyModelStorage {
+    // MARK: Slots
+
+    final func toOneSlot(_ property: PropertyLayout) -> ToOneSlot {
+        guard let values, values.isInitialized(property.index) else { return .loaded(nil) }
+        return values.withSlot(property.index) { $0.load(as: ToOneSlot.self) }
+    }
+
+    final func toManySlot(_ property: PropertyLayout) -> ToManySlot {
+        guard let values, values.isInitialized(property.index) else {
+            return .loaded(property.relationship?.isOptional == true ? nil : [])
+        }
+        return values.withSlot(property.index) { $0.load(as: ToManySlot.self) }
+    }
+
+    /// Writes a slot. A change is recorded (and copies the values if they are shared with the
+    /// committed ones); a load is not: what it writes is what the store holds.
+    final func writeSlot<Slot>(_ property: PropertyLayout, _ value: Slot, change: Bool) {
+        if change {
+            context?.journalWillChange(self)
+            guard let buffer = writableValues() else { return }
+            buffer.store(property.index, value)
+            noteChange(property.index)
+        } else {
+            values?.store(property.index, value)
+        }
+    }
+
+    // MARK: Reading
+
+    /// The related model of a to-one relationship, loading it on first read. A model whose
+    /// deletion has been saved reads as nil.
+    final func relatedOne(_ property: PropertyLayout) -> RelatedRef? {
+        switch toOneSlot(property) {
+        case let .loaded(ref):
+            guard let ref, ref.base.state != .removed else { return nil }
+            return ref
+        case .fault(nil):
+            writeSlot(property, ToOneSlot.loaded(nil), change: false)
+            return nil
+        case let .fault(key?):
+            guard let context, let relationship = property.relationship else { return nil }
+            let ref = context.registeredOrLoaded(entity: relationship.destinationName, primaryKey: key)
+            writeSlot(property, ToOneSlot.loaded(ref), change: false)
+            return ref
+        case .notLoaded:
+            guard let context else { return nil }
+            let ref = context.loadRelated(of: self, property).first
+            writeSlot(property, ToOneSlot.loaded(ref), change: false)
+            return ref
+        }
+    }
+
+    /// The related models of a to-many relationship (nil for the `nil` of an optional
+    /// collection), loading them on first read. Models whose deletion has been saved are left out.
+    final func relatedMany(_ property: PropertyLayout) -> [RelatedRef]? {
+        switch toManySlot(property) {
+        case let .loaded(refs):
+            guard let refs else { return nil }
+            if refs.contains(where: { $0.base.state == .removed }) {
+                return refs.filter { $0.base.state != .removed }
+            }
+            return refs
+        case .notLoaded:
+            guard let context else { return [] }
+            let refs = context.loadRelated(of: self, property)
+            writeSlot(property, ToManySlot.loaded(refs), change: false)
+            return refs
+        }
+    }
+
+    /// The inverse property on a related model's entity.
+    final func inverse(of property: PropertyLayout, on related: AnyModelStorage) -> PropertyLayout? {
+        guard let index = property.relationship?.inverseIndex, let layout = related.layout, index < layout.properties.count else { return nil }
+        return layout.properties[index]
+    }
+
+    // MARK: Writing
+
+    /// Sets a to-one relationship and updates the inverse on the old and the new related model.
+    /// `owner` is this storage's own model.
+    final func setRelatedOne(_ property: PropertyLayout, to new: RelatedRef?, owner: RelatedRef) {
+        guard let relationship = property.relationship else { return }
+        let old = relatedOne(property)
+        if old?.storage === new?.storage, old != nil || new != nil { return }
+        writeSlot(property, ToOneSlot.loaded(new), change: true)
+        if let old { unlinkInverse(property, of: old, from: owner, inverseIsToMany: relationship.inverseIsToMany) }
+        if let new { linkInverse(property, of: new, to: owner, inverseIsToMany: relationship.inverseIsToMany) }
+    }
+
+    /// Sets a to-many relationship and updates the inverse on every model that left or joined it.
+    final func setRelatedMany(_ property: PropertyLayout, to new: [RelatedRef]?, owner: RelatedRef) {
+        guard let relationship = property.relationship else { return }
+        let old = relatedMany(property) ?? []
+        var seen = Set<ObjectIdentifier>()
+        let unique = new.map { list in list.filter { seen.insert(ObjectIdentifier($0.storage)).inserted } }
+        let oldIDs = Set(old.map { ObjectIdentifier($0.storage) })
+        writeSlot(property, ToManySlot.loaded(unique), change: true)
+        for removed in old where !seen.contains(ObjectIdentifier(removed.storage)) {
+            unlinkInverse(property, of: removed, from: owner, inverseIsToMany: relationship.inverseIsToMany)
+        }
+        for added in unique ?? [] where !oldIDs.contains(ObjectIdentifier(added.storage)) {
+            linkInverse(property, of: added, to: owner, inverseIsToMany: relationship.inverseIsToMany)
+        }
+    }
+
+    /// Makes `related`'s inverse of `property` point at (or include) `owner`. When the inverse is
+    /// to-one, the model it pointed at before loses `related` from its own side.
+    private func linkInverse(_ property: PropertyLayout, of related: RelatedRef, to owner: RelatedRef, inverseIsToMany: Bool) {
+        let target = related.base
+        guard let inverse = inverse(of: property, on: target) else { return }
+        if inverseIsToMany {
+            target.addToMany(inverse, owner)
+            return
+        }
+        let previous = target.relatedOne(inverse)
+        guard previous?.storage !== owner.storage else { return }
+        if let previous {
+            let previousBase = previous.base
+            if property.relationship?.isToMany == true {
+                previousBase.removeFromMany(property, related)
+            } else if previousBase.relatedOne(property)?.storage === target {
+                previousBase.writeSlot(property, ToOneSlot.loaded(nil), change: true)
+            }
+        }
+        target.writeSlot(inverse, ToOneSlot.loaded(owner), change: true)
+    }
+
+    /// Removes `owner` from `related`'s inverse of `property`.
+    private func unlinkInverse(_ property: PropertyLayout, of related: RelatedRef, from owner: RelatedRef, inverseIsToMany: Bool) {
+        let target = related.base
+        guard let inverse = inverse(of: property, on: target) else { return }
+        if inverseIsToMany {
+            target.removeFromMany(inverse, owner)
+        } else if target.relatedOne(inverse)?.storage === owner.storage {
+            target.writeSlot(inverse, ToOneSlot.loaded(nil), change: true)
+        }
+    }
+
+    /// Adds a model to a to-many relationship, in place, without touching inverses.
+    final func addToMany(_ property: PropertyLayout, _ member: RelatedRef) {
+        let current = relatedMany(property)
+        if current?.contains(where: { $0.storage === member.storage }) == true { return }
+        mutateList(property) { list in
+            if list == nil { list = [] }
+            list?.append(member)
+        }
+    }
+
+    /// Removes a model from a to-many relationship, in place, without touching inverses.
+    final func removeFromMany(_ property: PropertyLayout, _ member: RelatedRef) {
+        guard let current = relatedMany(property), current.contains(where: { $0.storage === member.storage }) else { return }
+        mutateList(property) { list in list?.removeAll { $0.storage === member.storage } }
+    }
+
+    /// Changes a loaded to-many slot in place (its array is uniquely referenced while `body`
+    /// runs, so appending is not a copy).
+    private func mutateList(_ property: PropertyLayout, _ body: (inout [RelatedRef]?) -> Void) {
+        context?.journalWillChange(self)
+        guard let buffer = writableValues() else { return }
+        if !buffer.isInitialized(property.index) { buffer.store(property.index, toManySlot(property)) }
+        buffer.withSlot(property.index) { raw in
+            let slot = raw.assumingMemoryBound(to: ToManySlot.self)
+            var list: [RelatedRef]?
+            if case let .loaded(refs) = slot.move() { list = refs } else { list = [] }
+            list = list.map { refs in refs.filter { $0.base.state != .removed } }
+            body(&list)
+            slot.initialize(to: .loaded(list))
+        }
+        noteChange(property.index)
+    }
+
+    // MARK: Relationships set by an initializer
+
+    /// Records a relationship value written by the class's initializer (through its init
+    /// accessor), where the model itself cannot be named yet. Its inverse is updated by
+    /// ``applyPendingInverses(owner:)``.
+    final func initializeRelationship<Slot>(_ property: PropertyLayout, _ slot: Slot) {
+        guard let buffer = writableValues() else { return }
+        buffer.store(property.index, slot)
+        noteChange(property.index)
+        if property.relationship?.inverseIndex != nil { extensions().pendingInverses.append(property.index) }
+    }
+
+    /// Updates the inverses of the relationships the initializer set.
+    final func applyPendingInverses(owner: RelatedRef) {
+        guard let pending = extras?.pendingInverses, !pending.isEmpty, let layout else { return }
+        extras?.pendingInverses = []
+        for index in pending {
+            let property = layout.properties[index]
+            guard let relationship = property.relationship else { continue }
+            if relationship.isToMany {
+                for added in relatedMany(property) ?? [] {
+                    linkInverse(property, of: added, to: owner, inverseIsToMany: relationship.inverseIsToMany)
+                }
+            } else if let added = relatedOne(property) {
+                linkInverse(property, of: added, to: owner, inverseIsToMany: relationship.inverseIsToMany)
+            }
+        }
+    }
+}
+
+extension RelatedRef {
+    /// The related model's storage (always OpenSwiftData's: only the context makes references).
+    var base: AnyModelStorage { unsafeDowncast(storage as AnyObject, to: AnyModelStorage.self) }
+
+    init(_ registration: Registration) {
+        self.init(model: registration.model, storage: registration.storage)
+    }
+
+    var registration: Registration { Registration(model: model, storage: base) }
+}

@@ -1,0 +1,174 @@
+import Foundation
+
+/// Reading and writing relationship properties: the overloads that the code `@Model` generates
+/// calls, chosen by the type checker from the property's type (`T`, `T?`, `[T]`, `[T]?`).
+extension PersistentModel {
+    /// This model's storage and the relationship property at a `schemaMetadata` position.
+    private func relationship(at index: Int) -> (AnyModelStorage, PropertyLayout)? {
+        let storage = storageBase
+        guard let layout = storage.layout, index >= 0, index < layout.properties.count,
+              layout.properties[index].relationship != nil
+        else { return nil }
+        return (storage, layout.properties[index])
+    }
+
+    /// This model's storage and the relationship property a key path names.
+    private func relationship(for keyPath: AnyKeyPath) -> (AnyModelStorage, PropertyLayout)? {
+        guard let index = storageBase.layout?.propertyIndex(of: keyPath) else { return nil }
+        return relationship(at: index)
+    }
+
+    private func ownReference(_ storage: AnyModelStorage) -> RelatedRef {
+        RelatedRef(model: self, storage: storage)
+    }
+
+    // MARK: Generated accessors
+
+    /// Reads a non-optional to-one relationship (used by the code `@Model` generates). A model
+    /// whose related row is gone reads as a detached instance holding default values (and a log
+    /// line), never a crash.
+    public func _$getValue<Value: PersistentModel>(at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>) -> Value {
+        guard let (storage, property) = relationship(at: index) else { return persistentBackingData.getValue(forKey: key()) }
+        if let model = storage.relatedOne(property)?.model as? Value { return model }
+        storage.context?.log("\(storage.entityName).\(property.name) is not optional but holds no \(Value.self); reading a detached instance")
+        return Value._$detachedInstance()
+    }
+
+    /// Reads an optional to-one relationship (used by the code `@Model` generates).
+    public func _$getValue<Value: PersistentModel>(at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value?>) -> Value? {
+        guard let (storage, property) = relationship(at: index) else { return persistentBackingData.getValue(forKey: key()) }
+        return storage.relatedOne(property)?.model as? Value
+    }
+
+    /// Reads a to-many relationship (used by the code `@Model` generates).
+    public func _$getValue<Value: RelationshipCollection>(at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>) -> Value {
+        guard let (storage, property) = relationship(at: index) else { return persistentBackingData.getValue(forKey: key()) }
+        return Value(_$models: storage.relatedMany(property)?.compactMap { $0.model as? Value.PersistentElement })
+    }
+
+    /// Reads a to-many relationship of a `Codable` model type (used by the code `@Model`
+    /// generates).
+    public func _$getValue<Value: RelationshipCollection & Decodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>) -> Value {
+        func collection<C: RelationshipCollection>(_ key: KeyPath<Self, C>) -> C { _$getValue(at: index, forKey: key) }
+        return collection(key())
+    }
+
+    /// Writes a non-optional to-one relationship and its inverse (used by the code `@Model`
+    /// generates).
+    public func _$setValue<Value: PersistentModel>(at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>, to newValue: Value) {
+        guard let (storage, property) = relationship(at: index) else { return persistentBackingData.setValue(forKey: key(), to: newValue) }
+        storage.setRelatedOne(property, to: RelatedRef(model: newValue, storage: newValue.storageBase), owner: ownReference(storage))
+    }
+
+    /// Writes an optional to-one relationship and its inverse (used by the code `@Model`
+    /// generates).
+    public func _$setValue<Value: PersistentModel>(at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value?>, to newValue: Value?) {
+        guard let (storage, property) = relationship(at: index) else { return persistentBackingData.setValue(forKey: key(), to: newValue) }
+        storage.setRelatedOne(property, to: newValue.map { RelatedRef(model: $0, storage: $0.storageBase) }, owner: ownReference(storage))
+    }
+
+    /// Writes a to-many relationship and the inverse of every model that left or joined it
+    /// (used by the code `@Model` generates).
+    public func _$setValue<Value: RelationshipCollection>(at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>, to newValue: Value) {
+        guard let (storage, property) = relationship(at: index) else { return persistentBackingData.setValue(forKey: key(), to: newValue) }
+        let refs = newValue._$models.map { models in models.map { RelatedRef(model: $0, storage: $0.storageBase) } }
+        storage.setRelatedMany(property, to: refs, owner: ownReference(storage))
+    }
+
+    /// Writes a to-many relationship of a `Codable` model type (used by the code `@Model`
+    /// generates).
+    public func _$setValue<Value: RelationshipCollection & Encodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>, to newValue: Value) {
+        func collection<C: RelationshipCollection>(_ key: KeyPath<Self, C>, _ value: C) { _$setValue(at: index, forKey: key, to: value) }
+        collection(key(), newValue)
+    }
+
+    // MARK: Key-path access
+
+    /// Reads a non-optional to-one relationship.
+    public func getValue<Value: PersistentModel>(forKey key: KeyPath<Self, Value>) -> Value {
+        guard let (_, property) = relationship(for: key) else { return persistentBackingData.getValue(forKey: key) }
+        return _$getValue(at: property.index, forKey: key)
+    }
+
+    /// Reads an optional to-one relationship.
+    public func getValue<Value: PersistentModel>(forKey key: KeyPath<Self, Value?>) -> Value? {
+        guard let (_, property) = relationship(for: key) else { return persistentBackingData.getValue(forKey: key) }
+        return _$getValue(at: property.index, forKey: key)
+    }
+
+    /// Reads a to-many relationship.
+    public func getValue<Value: RelationshipCollection>(forKey key: KeyPath<Self, Value>) -> Value {
+        guard let (_, property) = relationship(for: key) else { return persistentBackingData.getValue(forKey: key) }
+        return _$getValue(at: property.index, forKey: key)
+    }
+
+    /// Writes a non-optional to-one relationship and its inverse.
+    public func setValue<Value: PersistentModel>(forKey key: KeyPath<Self, Value>, to newValue: Value) {
+        guard let (_, property) = relationship(for: key) else { return persistentBackingData.setValue(forKey: key, to: newValue) }
+        _$setValue(at: property.index, forKey: key, to: newValue)
+    }
+
+    /// Writes an optional to-one relationship and its inverse.
+    public func setValue<Value: PersistentModel>(forKey key: KeyPath<Self, Value?>, to newValue: Value?) {
+        guard let (_, property) = relationship(for: key) else { return persistentBackingData.setValue(forKey: key, to: newValue) }
+        _$setValue(at: property.index, forKey: key, to: newValue)
+    }
+
+    /// Writes a to-many relationship and its inverses.
+    public func setValue<Value: RelationshipCollection>(forKey key: KeyPath<Self, Value>, to newValue: Value) {
+        guard let (_, property) = relationship(for: key) else { return persistentBackingData.setValue(forKey: key, to: newValue) }
+        _$setValue(at: property.index, forKey: key, to: newValue)
+    }
+
+    /// An instance registered nowhere, holding declared defaults (or empty values): what a
+    /// non-optional relationship whose row is gone reads as.
+    static func _$detachedInstance() -> Self {
+        let storage = ModelStorage<Self>(for: Self.self)
+        if let layout = storage.layout, let values = storage.values {
+            for property in layout.properties {
+                if let value = property.fallbackValue { values.storeBoxed(property.index, value) }
+            }
+        }
+        return Materialization.run { Self(backingData: storage) }
+    }
+}
+
+/// The writes of relationship values by a model's initializer, through its init accessors
+/// (used by the code `@Model` generates). The model cannot be named there yet, so inverses are
+/// updated when it is next used (inserted, read or written through).
+extension BackingData {
+    /// Writes a non-optional to-one relationship from an initializer.
+    public func _setValue<Value: PersistentModel>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value>, to newValue: Value) {
+        guard let (storage, property) = relationship(at: index) else { return setValue(forKey: key(), to: newValue) }
+        storage.initializeRelationship(property, ToOneSlot.loaded(RelatedRef(model: newValue, storage: newValue.storageBase)))
+    }
+
+    /// Writes an optional to-one relationship from an initializer.
+    public func _setValue<Value: PersistentModel>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value?>, to newValue: Value?) {
+        guard let (storage, property) = relationship(at: index) else { return setValue(forKey: key(), to: newValue) }
+        storage.initializeRelationship(property, ToOneSlot.loaded(newValue.map { RelatedRef(model: $0, storage: $0.storageBase) }))
+    }
+
+    /// Writes a to-many relationship from an initializer.
+    public func _setValue<Value: RelationshipCollection>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value>, to newValue: Value) {
+        guard let (storage, property) = relationship(at: index) else { return setValue(forKey: key(), to: newValue) }
+        var seen = Set<ObjectIdentifier>()
+        let refs = newValue._$models.map { models in
+            models.map { RelatedRef(model: $0, storage: $0.storageBase) }.filter { seen.insert(ObjectIdentifier($0.storage)).inserted }
+        }
+        storage.initializeRelationship(property, ToManySlot.loaded(refs))
+    }
+
+    /// Writes a to-many relationship of a `Codable` model type from an initializer.
+    public func _setValue<Value: RelationshipCollection & Encodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value>, to newValue: Value) {
+        func collection<C: RelationshipCollection>(_ key: KeyPath<Model, C>, _ value: C) { _setValue(at: index, forKey: key, to: value) }
+        collection(key(), newValue)
+    }
+
+    private func relationship(at index: Int) -> (AnyModelStorage, PropertyLayout)? {
+        guard let storage = self as? AnyModelStorage, let layout = storage.layout,
+              index >= 0, index < layout.properties.count, layout.properties[index].relationship != nil
+        else { return nil }
+        return (storage, layout.properties[index])
+    }
+}

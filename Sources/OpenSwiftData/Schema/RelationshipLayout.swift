@@ -1,0 +1,180 @@
+/// The shape of a relationship property, read from its value type at run time: `T`, `T?`, `[T]`
+/// or `[T]?` where `T` is a model.
+struct RelationshipShape {
+    let destination: any PersistentModel.Type
+    let isToMany: Bool
+    let isOptional: Bool
+
+    /// The shape of a property type, or nil when the type is not a relationship.
+    init?(_ valueType: any Any.Type) {
+        if let collection = valueType as? any RelationshipCollection.Type {
+            destination = collection._$elementType
+            isToMany = true
+            isOptional = valueType is any _OptionalType.Type
+        } else if let model = valueType as? any PersistentModel.Type {
+            destination = model
+            isToMany = false
+            isOptional = false
+        } else if let optional = valueType as? any _OptionalType.Type, let model = optional._wrappedType as? any PersistentModel.Type {
+            destination = model
+            isToMany = false
+            isOptional = true
+        } else {
+            return nil
+        }
+    }
+}
+
+/// A join table: the rows of a many-to-many relationship (or of a to-many relationship without
+/// an inverse), one `(source, target)` pair per related couple.
+struct JoinTableDescription: Hashable, Sendable {
+    let name: String
+    /// The table whose primary keys fill `source` (the owning side).
+    let sourceTable: String
+    /// The table whose primary keys fill `target`.
+    let targetTable: String
+
+    static let sourceColumn = "source"
+    static let targetColumn = "target"
+
+    var fingerprint: String { "join \(name)(source -> \(sourceTable), target -> \(targetTable))" }
+}
+
+/// Everything the context and the store need to know about one relationship property, resolved
+/// once per model type from its own and its destination's `schemaMetadata`.
+final class RelationshipLayout: @unchecked Sendable {
+    // @unchecked Sendable: immutable after init; metatypes and values only.
+
+    /// Where a relationship's state lives in the store.
+    enum Storage: Hashable {
+        /// A column of this entity's table holding the related row's primary key.
+        case foreignKey
+        /// The destination's foreign-key column (named after the inverse) points at this row.
+        case inverseForeignKey
+        /// A join table; `isSource` tells which of its columns holds this entity's keys, `writes`
+        /// whether this side writes its rows (one side only when both sides are maintained).
+        case joinTable(JoinTableDescription, isSource: Bool, writes: Bool)
+    }
+
+    let destinationType: any PersistentModel.Type
+    let destinationName: String
+    let isToMany: Bool
+    let isOptional: Bool
+    let deleteRule: Schema.Relationship.DeleteRule
+    /// 0 means no bound.
+    let minimumModelCount: Int
+    let maximumModelCount: Int
+    /// The inverse's position in the destination's `schemaMetadata`.
+    let inverseIndex: Int?
+    let inverseName: String?
+    let inverseIsToMany: Bool
+    let storage: Storage
+    let description: Schema.Relationship
+
+    init(
+        entity: String, property: Schema.PropertyMetadata, shape: RelationshipShape,
+        declared: Schema.Relationship?, modelType: any PersistentModel.Type
+    ) throws {
+        let declared = declared ?? Schema.Relationship()
+        let destinationName = Schema.entityName(of: shape.destination)
+        if shape.isToMany && declared.isUnique {
+            throw SwiftDataError(.loadIssueModelContainer, "\(entity).\(property.name) is a to-many relationship and cannot be .unique", entity: entity, property: property.name)
+        }
+        let inverse = try Self.inverse(of: property, in: modelType, entity: entity, shape: shape, declared: declared)
+        let inverseShape = inverse.flatMap { RelationshipShape(type(of: shape.destination.schemaMetadata[$0].keypath).valueType) }
+
+        let ownKey = "\(entity).\(property.name)"
+        let inverseKey = inverse.map { "\(destinationName).\(shape.destination.schemaMetadata[$0].name)" }
+        let owns = inverseKey.map { ownKey <= $0 } ?? true
+        let storage: Storage
+        switch (shape.isToMany, inverseShape?.isToMany) {
+        case (false, nil), (false, true?):
+            storage = .foreignKey
+        case (false, false?):
+            storage = owns ? .foreignKey : .inverseForeignKey
+        case (true, false?):
+            storage = .inverseForeignKey
+        case (true, nil):
+            storage = .joinTable(JoinTableDescription(name: "\(entity)_\(property.name)", sourceTable: entity, targetTable: destinationName), isSource: true, writes: true)
+        case (true, true?):
+            let ownerEntity = owns ? entity : destinationName
+            let ownerProperty = owns ? property.name : (inverse.map { shape.destination.schemaMetadata[$0].name } ?? property.name)
+            let table = JoinTableDescription(name: "\(ownerEntity)_\(ownerProperty)", sourceTable: ownerEntity, targetTable: owns ? destinationName : entity)
+            storage = .joinTable(table, isSource: owns, writes: owns)
+        }
+
+        self.destinationType = shape.destination
+        self.destinationName = destinationName
+        self.isToMany = shape.isToMany
+        self.isOptional = shape.isOptional
+        self.deleteRule = declared.deleteRule
+        self.minimumModelCount = max(declared.minimumModelCount ?? 0, 0)
+        self.maximumModelCount = max(declared.maximumModelCount ?? 0, 0)
+        self.inverseIndex = inverse
+        self.inverseName = inverse.map { shape.destination.schemaMetadata[$0].name }
+        self.inverseIsToMany = inverseShape?.isToMany ?? false
+        self.storage = storage
+        self.description = Schema.Relationship(
+            name: property.name, declaredOriginalName: declared.declaredOriginalName, keypath: property.keypath,
+            options: declared.options, valueType: type(of: property.keypath).valueType, destination: destinationName,
+            deleteRule: declared.deleteRule, inverseName: inverseName, inverseKeyPath: inverse.map { shape.destination.schemaMetadata[$0].keypath },
+            minimumModelCount: declared.minimumModelCount, maximumModelCount: declared.maximumModelCount,
+            hashModifier: declared.hashModifier, isToOne: !shape.isToMany
+        )
+    }
+
+    /// The join table, when the relationship has one.
+    var joinTable: JoinTableDescription? {
+        if case let .joinTable(table, _, _) = storage { return table }
+        return nil
+    }
+
+    /// Finds the inverse: declared on this side with `inverse:`, declared on the other side
+    /// naming this property, or inferred when exactly one property on each side points at the
+    /// other (as SwiftData infers it).
+    private static func inverse(
+        of property: Schema.PropertyMetadata, in modelType: any PersistentModel.Type, entity: String,
+        shape: RelationshipShape, declared: Schema.Relationship
+    ) throws -> Int? {
+        let candidates = shape.destination.schemaMetadata
+        func pointsBack(_ metadata: Schema.PropertyMetadata) -> Bool {
+            guard let other = RelationshipShape(type(of: metadata.keypath).valueType) else { return false }
+            return other.destination == modelType
+        }
+        if let declaredInverse = declared.inverseKeyPath {
+            guard let index = candidates.firstIndex(where: { $0.keypath == declaredInverse }), pointsBack(candidates[index]) else {
+                throw SwiftDataError(.loadIssueModelContainer, "the inverse of \(entity).\(property.name) is not a relationship of \(Schema.entityName(of: shape.destination)) that points back at \(entity)", entity: entity, property: property.name)
+            }
+            return index
+        }
+        if let index = candidates.firstIndex(where: { ($0.metadata as? Schema.Relationship)?.inverseKeyPath == property.keypath }) {
+            guard pointsBack(candidates[index]) else {
+                throw SwiftDataError(.loadIssueModelContainer, "\(Schema.entityName(of: shape.destination)).\(candidates[index].name) names \(entity).\(property.name) as its inverse but does not point at \(entity)", entity: entity, property: property.name)
+            }
+            return index
+        }
+        // Inference: properties that declare an inverse are paired already.
+        func isFree(_ metadata: Schema.PropertyMetadata) -> Bool {
+            (metadata.metadata as? Schema.Relationship)?.inverseKeyPath == nil
+        }
+        let ownProperties = modelType.schemaMetadata
+        if shape.destination == modelType {
+            // A self-relationship pairs two different properties, each the other's only match.
+            let selfCandidates = ownProperties.indices.filter { index in
+                ownProperties[index].keypath != property.keypath && isFree(ownProperties[index]) && pointsBack(ownProperties[index])
+            }
+            return selfCandidates.count == 1 ? selfCandidates.first : nil
+        }
+        let backward = candidates.indices.filter { index in
+            let candidate = candidates[index]
+            return isFree(candidate) && pointsBack(candidate)
+                && !ownProperties.contains { ($0.metadata as? Schema.Relationship)?.inverseKeyPath == candidate.keypath }
+        }
+        let forward = ownProperties.filter { metadata in
+            guard isFree(metadata), let other = RelationshipShape(type(of: metadata.keypath).valueType) else { return false }
+            return other.destination == shape.destination
+                && !candidates.contains { ($0.metadata as? Schema.Relationship)?.inverseKeyPath == metadata.keypath }
+        }
+        return backward.count == 1 && forward.count == 1 ? backward.first : nil
+    }
+}
