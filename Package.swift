@@ -41,6 +41,7 @@ let package = Package(
         // (scripts/check-doc-examples.py checks that the documents quote these files exactly).
         .executableTarget(name: "QuickStart", dependencies: ["OpenSwiftData"], path: "Examples/QuickStart"),
         .executableTarget(name: "GettingStarted", dependencies: ["OpenSwiftData"], path: "Examples/GettingStarted"),
+        .executableTarget(name: "Relationships", dependencies: ["OpenSwiftData"], path: "Examples/Relationships"),
         // OpenSwiftData against hand-written GRDB code: `swift run -c release osd-benchmarks`.
         // Built (in debug) by every `swift build`, so it keeps compiling as the API changes.
         .executableTarget(

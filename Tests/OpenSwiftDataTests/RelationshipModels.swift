@@ -140,3 +140,158 @@ final class Animal {
         self.species = species
     }
 }
+
+// The inverse declared on the to-one side (the other side infers nothing), with an original name
+// and a hash modifier recorded in the schema.
+
+@Model
+final class Shelf {
+    var label: String
+    var books: [Book] = []
+
+    init(label: String) {
+        self.label = label
+    }
+}
+
+@Model
+final class Book {
+    var title: String
+    @Relationship(originalName: "bookcase", inverse: \Shelf.books, hashModifier: "v2")
+    var shelf: Shelf?
+
+    init(title: String, shelf: Shelf? = nil) {
+        self.title = title
+        self.shelf = shelf
+    }
+}
+
+// A non-optional to-one whose inverse nullifies: deleting the venue leaves a seat without one.
+
+@Model
+final class Venue {
+    var name: String
+    var seats: [Seat] = []
+
+    init(name: String) {
+        self.name = name
+    }
+}
+
+@Model
+final class Seat {
+    var label: String
+    var venue: Venue
+
+    init(label: String, venue: Venue) {
+        self.label = label
+        self.venue = venue
+    }
+}
+
+// Cascade cycles: each side cascades its deletion to the other.
+
+@Model
+final class CycleOwner {
+    var name: String
+    @Relationship(deleteRule: .cascade, inverse: \CycleMember.owner)
+    var members: [CycleMember] = []
+
+    init(name: String) {
+        self.name = name
+    }
+}
+
+@Model
+final class CycleMember {
+    var name: String
+    @Relationship(deleteRule: .cascade)
+    var owner: CycleOwner?
+
+    init(name: String) {
+        self.name = name
+    }
+}
+
+@Model
+final class TwinLeft {
+    var name: String
+    @Relationship(deleteRule: .cascade, inverse: \TwinRight.twin)
+    var twin: TwinRight?
+
+    init(name: String) {
+        self.name = name
+    }
+}
+
+@Model
+final class TwinRight {
+    var name: String
+    @Relationship(deleteRule: .cascade)
+    var twin: TwinLeft?
+
+    init(name: String) {
+        self.name = name
+    }
+}
+
+// `.noAction`: deleting the kennel neither deletes nor (in memory) updates its dogs.
+
+@Model
+final class Kennel {
+    var name: String
+    @Relationship(deleteRule: .noAction)
+    var dogs: [Dog] = []
+
+    init(name: String) {
+        self.name = name
+    }
+}
+
+@Model
+final class Dog {
+    var name: String
+    var kennel: Kennel?
+
+    init(name: String) {
+        self.name = name
+    }
+}
+
+// Broken schemas, used ONLY by the test that expects `ModelContainer(for:)` to refuse them:
+// their inverse key paths do not point back at the declaring type.
+
+@Model
+final class BrokenInverseOwner {
+    var name: String = ""
+    /// The "inverse" is an attribute, not a relationship.
+    @Relationship(inverse: \BrokenInverseTarget.label)
+    var targets: [BrokenInverseTarget] = []
+
+    init() {}
+}
+
+@Model
+final class BrokenInverseTarget {
+    var label: String = ""
+
+    init() {}
+}
+
+@Model
+final class MisdirectedInverseOwner {
+    var name: String = ""
+    /// The "inverse" is a relationship to another type (Animal), not back to this one.
+    @Relationship(inverse: \MisdirectedInverseTarget.animal)
+    var targets: [MisdirectedInverseTarget] = []
+
+    init() {}
+}
+
+@Model
+final class MisdirectedInverseTarget {
+    var label: String = ""
+    var animal: Animal?
+
+    init() {}
+}

@@ -70,6 +70,14 @@ enum BenchmarkSuite {
         let growthRatio = Double(osdMemory.growthKB) / Double(max(grdbMemory.growthKB, 1))
         print("Peak RSS growth in each child (peak minus peak at start): GRDB +\(grouped(grdbMemory.growthKB)) KB, "
             + "OpenSwiftData +\(grouped(osdMemory.growthKB)) KB (ratio \(String(format: "%.2f", growthRatio)))")
+        print("")
+        try runRelationships(in: workbench)
+    }
+
+    /// The relationship table (also `osd-benchmarks --relationships` on its own).
+    static func runRelationships(in workbench: Workbench) throws {
+        print("Relationships, median of \(runsPerSide) runs (one store file read by both sides; GRDB reads parents and children with one hand-written LEFT JOIN):")
+        printTable(try RelationshipBenchmark.run(in: workbench.directory))
     }
 
     /// Prepares a store per side and measures the peak RSS of a child that fetches it.

@@ -4,7 +4,8 @@ import Foundation
 ///
 /// `osd-benchmarks --memory-child osd|grdb <store path>` is the child process that the memory
 /// probe launches, and `--prepare-store osd|grdb <store path> <count>` the one that populates its
-/// stores; neither is meant to be run by hand.
+/// stores; neither is meant to be run by hand. `osd-benchmarks --relationships` runs only the
+/// relationship table.
 let arguments = CommandLine.arguments
 do {
     if arguments.count == 4, arguments[1] == MemoryProbe.childFlag {
@@ -13,6 +14,10 @@ do {
         try contender(named: arguments[2]).populate(at: URL(fileURLWithPath: arguments[3]), count: count)
     } else if arguments.count == 4, arguments[1] == PhaseProbe.flag {
         try PhaseProbe.run(osdStore: URL(fileURLWithPath: arguments[2]), grdbStore: URL(fileURLWithPath: arguments[3]))
+    } else if arguments.count == 2, arguments[1] == "--relationships" {
+        let workbench = try Workbench()
+        defer { workbench.removeAll() }
+        try BenchmarkSuite.runRelationships(in: workbench)
     } else {
         try BenchmarkSuite.run()
     }

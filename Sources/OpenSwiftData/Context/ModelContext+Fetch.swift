@@ -4,12 +4,20 @@ import GRDB
 extension ModelContext {
     /// The models that match a descriptor, one instance per row.
     ///
-    /// Sorting, limit and offset run in SQL when every sort key is a stored column. With a
+    /// Sorting, limit and offset run in SQL when every sort key is a stored column (or a column
+    /// reached through to-one relationships). The relationships named in
+    /// `relationshipKeyPathsForPrefetching` are loaded for all results, one query each. With a
     /// predicate, or with pending changes of the entity (when `includePendingChanges` is true),
     /// the rows are filtered and ordered in memory with the predicate's and sort descriptors' own
     /// Swift semantics, so results always equal what evaluating them on each model would say.
     public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [T] {
         let layout = try container.requireLayout(for: T.self)
+        let results = try fetchModels(descriptor, layout: layout)
+        prefetch(descriptor.relationshipKeyPathsForPrefetching, of: results, layout: layout)
+        return results
+    }
+
+    private func fetchModels<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, layout: EntityLayout) throws -> [T] {
         let table = layout.table
         let pending = descriptor.includePendingChanges && hasPendingChanges(entity: layout.name)
         let order = layout.orderTerms(for: descriptor.sortBy)
@@ -118,6 +126,7 @@ extension ModelContext {
                     storage.storeIdentifier = storeIdentifier
                     storage.state = .registered
                     storage.context = self
+                    storage.container = container
                     let registration = Registration(model: model, storage: storage)
                     if lookUp {
                         registered[primaryKey] = registration

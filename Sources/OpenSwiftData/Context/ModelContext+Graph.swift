@@ -56,7 +56,9 @@ extension ModelContext {
     /// The models a relationship of a saved model holds in the store, in row order, as
     /// registered instances. Errors are logged and read as no models.
     func loadRelated(of storage: AnyModelStorage, _ property: PropertyLayout) -> [RelatedRef] {
-        guard let relationship = property.relationship, let key = storage.rowKey,
+        // `primaryKey`, not `rowKey`: the relationships of a model being deleted are loaded to
+        // apply its delete rules.
+        guard let relationship = property.relationship, let key = storage.primaryKey, storage.state != .removed,
               let destination = container.layout(named: relationship.destinationName)
         else { return [] }
         let query: SelectQuery
@@ -129,6 +131,7 @@ extension ModelContext {
         journalWillChange(storage)
         storage.state = .inserted
         storage.context = self
+        storage.container = container
         inserted.add(registration)
         storageDidChange(storage)
     }
@@ -178,7 +181,11 @@ extension ModelContext {
         for registration in closure { markDeleted(registration) }
         for (registration, property) in nullified {
             let owner = RelatedRef(registration)
-            for ref in loadedRefs(registration.storage, property) where !members.contains(ObjectIdentifier(ref.storage)) {
+            // Only loaded sides need updating (the store clears foreign keys itself), unless the
+            // inverse is a required to-one: then every related model is loaded, so that
+            // validation refuses the save instead of the store leaving it without a model.
+            let related = requiresInverse(property, of: registration.storage) ? currentRefs(registration.storage, property) : loadedRefs(registration.storage, property)
+            for ref in related where !members.contains(ObjectIdentifier(ref.storage)) {
                 let target = ref.base
                 guard let inverse = registration.storage.inverse(of: property, on: target) else { continue }
                 if inverse.relationship?.isToMany == true {
@@ -188,6 +195,15 @@ extension ModelContext {
                 }
             }
         }
+    }
+
+    /// Whether the inverse of a relationship is a non-optional to-one.
+    private func requiresInverse(_ property: PropertyLayout, of storage: AnyModelStorage) -> Bool {
+        guard let relationship = property.relationship, let index = relationship.inverseIndex, !relationship.inverseIsToMany,
+              let destination = container.layout(named: relationship.destinationName), index < destination.properties.count,
+              let inverse = destination.properties[index].relationship
+        else { return false }
+        return !inverse.isOptional
     }
 
     /// Marks a model for deletion (a pending insert is simply forgotten).

@@ -45,12 +45,12 @@ extension AnyModelStorage {
             writeSlot(property, ToOneSlot.loaded(nil), change: false)
             return nil
         case let .fault(key?):
-            guard let context, let relationship = property.relationship else { return nil }
+            guard let context = loadingContext(), let relationship = property.relationship else { return nil }
             let ref = context.registeredOrLoaded(entity: relationship.destinationName, primaryKey: key)
             writeSlot(property, ToOneSlot.loaded(ref), change: false)
             return ref
         case .notLoaded:
-            guard let context else { return nil }
+            guard let context = loadingContext() else { return nil }
             let ref = context.loadRelated(of: self, property).first
             writeSlot(property, ToOneSlot.loaded(ref), change: false)
             return ref
@@ -68,7 +68,7 @@ extension AnyModelStorage {
             }
             return refs
         case .notLoaded:
-            guard let context else { return [] }
+            guard let context = loadingContext() else { return [] }
             let refs = context.loadRelated(of: self, property)
             writeSlot(property, ToManySlot.loaded(refs), change: false)
             return refs

@@ -29,6 +29,9 @@ class AnyModelStorage: RowIdentified {
     final var changedProperties: Set<Int> = []
     final var state: State = .unregistered
     final weak var context: ModelContext?
+    /// The container of the context that registered the model: relationships of a model whose
+    /// context is gone still load through it.
+    final var container: ModelContainer?
     final var primaryKey: Int64?
     final var storeIdentifier: String?
     /// Rarely used state, allocated on demand.
@@ -44,6 +47,19 @@ class AnyModelStorage: RowIdentified {
         /// named: their inverses are updated when the model is next used (see
         /// ``AnyModelStorage/applyPendingInverses(owner:)``).
         var pendingInverses: [Int] = []
+        /// The context that loads relationships once the registering context is gone.
+        var loadingContext: ModelContext?
+    }
+
+    /// The context that loads this model's relationships: its own, or, when that is gone, a
+    /// private context of the same container (related models then load as separate instances).
+    final func loadingContext() -> ModelContext? {
+        if let context { return context }
+        if let existing = extras?.loadingContext { return existing }
+        guard let container else { return nil }
+        let created = ModelContext(container)
+        extensions().loadingContext = created
+        return created
     }
 
     /// The primary key, unless the row is being or has been deleted.

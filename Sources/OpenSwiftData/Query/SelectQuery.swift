@@ -6,8 +6,16 @@ struct SelectQuery {
     let arguments: StatementArguments
 }
 
-/// One `ORDER BY` term: a column and a direction.
+/// One `ORDER BY` term: a column, reached through zero or more to-one relationships (each a
+/// foreign-key column and the table it points at), and a direction.
 struct OrderTerm {
+    /// A step from one table to another through a foreign key.
+    struct Hop: Hashable {
+        let foreignKey: String
+        let table: String
+    }
+
+    var hops: [Hop] = []
     let column: String
     let ascending: Bool
 }
@@ -31,10 +39,51 @@ enum SelectBuilder {
     }
 
     private static func select(_ columns: String, from table: TableDescription, order: [OrderTerm], limit: Int?, offset: Int?) -> SelectQuery {
-        var sql = "SELECT \(columns) FROM \(quoted(table.name))" + orderClause(order)
+        // Sorting through to-one relationships joins their tables; the entity's own columns are
+        // then qualified with its alias.
+        let joins = order.contains { !$0.hops.isEmpty }
+        var aliases: [[OrderTerm.Hop]: String] = [:]
+        var joinSQL = ""
+        for term in order {
+            for length in term.hops.indices {
+                let path = Array(term.hops[...length])
+                guard aliases[path] == nil else { continue }
+                let alias = "j\(aliases.count)"
+                let previous = length == 0 ? "t" : aliases[Array(term.hops[..<length])] ?? "t"
+                let hop = term.hops[length]
+                joinSQL += " LEFT JOIN \(quoted(hop.table)) AS \(alias) ON \(alias).\(quoted(TableDescription.primaryKey)) = \(previous).\(quoted(hop.foreignKey))"
+                aliases[path] = alias
+            }
+        }
+        let selected = joins ? qualified(columns, alias: "t") : columns
+        var sql = "SELECT \(selected) FROM \(quoted(table.name))" + (joins ? " AS t" + joinSQL : "")
+        let terms = order.map { term in
+            let alias = term.hops.isEmpty ? (joins ? "t." : "") : "\(aliases[term.hops] ?? "t")."
+            return "\(alias)\(quoted(term.column)) \(term.ascending ? "ASC" : "DESC")"
+        }
+        sql += " ORDER BY " + (terms + [(joins ? "t." : "") + quoted(TableDescription.primaryKey)]).joined(separator: ", ")
         var arguments: [DatabaseValueConvertible] = []
         sql += window(limit: limit, offset: offset, into: &arguments)
         return SelectQuery(sql: sql, arguments: StatementArguments(arguments))
+    }
+
+    /// `"a", "b"` → `t."a", t."b"`.
+    private static func qualified(_ columns: String, alias: String) -> String {
+        columns.components(separatedBy: ", ").map { "\(alias).\($0)" }.joined(separator: ", ")
+    }
+
+    /// The rows whose primary key is in a JSON array of keys, in primary-key order.
+    static func rows(_ table: TableDescription, primaryKeyIn keys: String) -> SelectQuery {
+        rows(table, column: TableDescription.primaryKey, in: keys)
+    }
+
+    /// The rows whose column `column` holds one of the keys of a JSON array, in primary-key
+    /// order (one query, one argument, however many keys).
+    static func rows(_ table: TableDescription, column: String, in keys: String) -> SelectQuery {
+        SelectQuery(
+            sql: "SELECT \(selectColumns(table)) FROM \(quoted(table.name)) WHERE \(quoted(column)) IN (SELECT value FROM json_each(?)) ORDER BY \(quoted(TableDescription.primaryKey))",
+            arguments: [keys]
+        )
     }
 
     /// One row by primary key.
@@ -70,11 +119,6 @@ enum SelectBuilder {
     /// `SELECT COUNT(*) FROM table`.
     static func count(_ table: TableDescription) -> SelectQuery {
         SelectQuery(sql: "SELECT COUNT(*) FROM \(quoted(table.name))", arguments: [])
-    }
-
-    private static func orderClause(_ order: [OrderTerm]) -> String {
-        let terms = order.map { "\(quoted($0.column)) \($0.ascending ? "ASC" : "DESC")" } + [quoted(TableDescription.primaryKey)]
-        return " ORDER BY " + terms.joined(separator: ", ")
     }
 
     private static func window(limit: Int?, offset: Int?, into arguments: inout [DatabaseValueConvertible]) -> String {

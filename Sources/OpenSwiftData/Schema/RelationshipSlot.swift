@@ -41,7 +41,7 @@ extension ValueCodec {
     /// ``ToOneSlot/fault(_:)`` and written from the related storage's primary key.
     static func foreignKey() -> ValueCodec {
         let typed = TypedCodec<ToOneSlot>(
-            columnType: .integer, storageName: "reference",
+            columnType: .integer, storageName: "reference", sortsLikeSwift: false,
             encode: { slot in
                 switch slot {
                 case let .fault(key): return key?.databaseValue ?? .null

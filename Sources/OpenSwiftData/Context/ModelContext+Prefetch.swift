@@ -1,0 +1,102 @@
+import Foundation
+import GRDB
+
+extension ModelContext {
+    /// Loads the relationships a descriptor names in `relationshipKeyPathsForPrefetching` for
+    /// every fetched model, with one query per relationship (the keys travel as one JSON array
+    /// argument), instead of one query per model on first read.
+    func prefetch<T: PersistentModel>(_ keyPaths: [PartialKeyPath<T>], of models: [T], layout: EntityLayout) {
+        guard !keyPaths.isEmpty, !models.isEmpty else { return }
+        let storages = models.map(\.storageBase)
+        for keyPath in keyPaths {
+            guard let index = layout.propertyIndex(of: keyPath), let relationship = layout.properties[index].relationship,
+                  let destination = container.layout(named: relationship.destinationName)
+            else { continue }
+            let property = layout.properties[index]
+            do {
+                if relationship.isToMany || relationship.storage != .foreignKey {
+                    try prefetchCollections(property, relationship, of: storages, destination: destination)
+                } else {
+                    try prefetchTargets(property, of: storages, destination: destination)
+                }
+            } catch {
+                log("prefetching \(layout.name).\(property.name) failed: \(error)")
+            }
+        }
+    }
+
+    /// To-one relationships stored as foreign keys: loads every referenced row not registered yet.
+    private func prefetchTargets(_ property: PropertyLayout, of storages: [AnyModelStorage], destination: EntityLayout) throws {
+        var missing = Set<Int64>()
+        for storage in storages {
+            if case let .fault(key?) = storage.toOneSlot(property), identityMap[destination.name]?[key] == nil { missing.insert(key) }
+        }
+        if !missing.isEmpty {
+            _ = try materializeRefs(destination, query: SelectBuilder.rows(destination.table, primaryKeyIn: jsonArray(missing)))
+        }
+        for storage in storages {
+            guard case let .fault(key) = storage.toOneSlot(property) else { continue }
+            let ref = key.flatMap { identityMap[destination.name]?[$0] }.map(RelatedRef.init)
+            storage.writeSlot(property, ToOneSlot.loaded(ref), change: false)
+        }
+    }
+
+    /// To-many relationships and to-one relationships stored on the other side: loads the related
+    /// rows of every model whose side is not loaded yet, and fills each model's slot.
+    private func prefetchCollections(_ property: PropertyLayout, _ relationship: RelationshipLayout, of storages: [AnyModelStorage], destination: EntityLayout) throws {
+        let waiting = storages.filter { storage in
+            guard storage.rowKey != nil else { return false }
+            if relationship.isToMany, case .notLoaded = storage.toManySlot(property) { return true }
+            if !relationship.isToMany, case .notLoaded = storage.toOneSlot(property) { return true }
+            return false
+        }
+        guard !waiting.isEmpty else { return }
+        let keys = jsonArray(waiting.compactMap(\.rowKey))
+        var groups: [Int64: [RelatedRef]] = [:]
+        switch relationship.storage {
+        case .foreignKey:
+            return
+        case .inverseForeignKey:
+            guard let inverseName = relationship.inverseName,
+                  let inverse = destination.properties.first(where: { $0.name == inverseName })
+            else { return }
+            let related = try materializeRefs(destination, query: SelectBuilder.rows(destination.table, column: inverseName, in: keys))
+            for ref in related {
+                let owner: Int64?
+                switch ref.base.toOneSlot(inverse) {
+                case let .fault(key): owner = key
+                case let .loaded(target): owner = target?.base.rowKey
+                case .notLoaded: owner = nil
+                }
+                if let owner { groups[owner, default: []].append(ref) }
+            }
+        case let .joinTable(table, isSource, _):
+            let near = quoted(isSource ? JoinTableDescription.sourceColumn : JoinTableDescription.targetColumn)
+            let far = quoted(isSource ? JoinTableDescription.targetColumn : JoinTableDescription.sourceColumn)
+            let pairs = try container.store.read { db in
+                try Row.fetchAll(db, sql: "SELECT \(near), \(far) FROM \(quoted(table.name)) WHERE \(near) IN (SELECT value FROM json_each(?)) ORDER BY \(far)", arguments: [keys])
+                    .map { (near: $0[0] as Int64, far: $0[1] as Int64) }
+            }
+            let missing = Set(pairs.map(\.far)).filter { identityMap[destination.name]?[$0] == nil }
+            if !missing.isEmpty {
+                _ = try materializeRefs(destination, query: SelectBuilder.rows(destination.table, primaryKeyIn: jsonArray(missing)))
+            }
+            for pair in pairs {
+                if let registration = identityMap[destination.name]?[pair.far] { groups[pair.near, default: []].append(RelatedRef(registration)) }
+            }
+        }
+        for storage in waiting {
+            guard let key = storage.rowKey else { continue }
+            if relationship.isToMany {
+                storage.writeSlot(property, ToManySlot.loaded(groups[key] ?? []), change: false)
+            } else {
+                storage.writeSlot(property, ToOneSlot.loaded(groups[key]?.first), change: false)
+            }
+        }
+    }
+
+    /// Keys as a JSON array, bound as one argument and read with `json_each`.
+    private func jsonArray<S: Sequence>(_ keys: S) -> String where S.Element == Int64 {
+        "[" + keys.map(String.init).joined(separator: ",") + "]"
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import GRDB
+@testable import OpenSwiftData
+import Testing
+
+/// Counts the SQL statements a store runs (in-memory stores have a single connection).
+final class StatementCounter: @unchecked Sendable {
+    // @unchecked Sendable: `statements` is only touched while holding `lock`.
+    private let lock = NSLock()
+    private var statements: [String] = []
+
+    init(_ container: ModelContainer) throws {
+        try container.store.writer.writeWithoutTransaction { db in
+            db.trace { [self] event in
+                if case let .statement(statement) = event { lock.withLock { statements.append(statement.sql) } }
+            }
+        }
+    }
+
+    /// The SELECT statements seen since the last reset.
+    var selects: [String] { lock.withLock { statements.filter { $0.hasPrefix("SELECT") } } }
+
+    func reset() { lock.withLock { statements.removeAll() } }
+}
+
+@Suite("Relationship queries")
+struct RelationshipQueryTests {
+    private func chats(_ context: ModelContext, count: Int, messagesEach: Int) throws {
+        for number in 0..<count {
+            let chat = Conversation(title: "chat \(number)")
+            chat.lastMessageAt = Date(timeIntervalSinceReferenceDate: Double((number * 7) % count))
+            context.insert(chat)
+            for index in 0..<messagesEach { chat.messages.append(ChatMessage(text: "\(number).\(index)")) }
+        }
+        try context.save()
+    }
+
+    @Test("a SortDescriptor through a to-one key path sorts in SQL, with the same order as in memory")
+    func sortThroughToOne() throws {
+        let container = try ModelContainer(for: Conversation.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        try chats(ModelContext(container), count: 5, messagesEach: 2)
+        let orphan = ChatMessage(text: "orphan")
+        let context = ModelContext(container)
+        context.insert(orphan)
+        try context.save()
+
+        let layout = try EntityLayout.of(ChatMessage.self)
+        let sort = [SortDescriptor(\ChatMessage.conversation?.lastMessageAt, order: .reverse), SortDescriptor(\ChatMessage.text)]
+        let terms = try #require(layout.orderTerms(for: sort))
+        #expect(terms.first?.hops == [OrderTerm.Hop(foreignKey: "conversation", table: "Conversation")])
+
+        let fresh = ModelContext(container)
+        let sorted = try fresh.fetch(FetchDescriptor<ChatMessage>(sortBy: sort))
+        // Evaluated in memory, on models whose context is already released: their relationships
+        // still load.
+        let expected = try ModelContext(container).fetch(FetchDescriptor<ChatMessage>()).sorted { lhs, rhs in
+            let left = lhs.conversation?.lastMessageAt ?? .distantPast
+            let right = rhs.conversation?.lastMessageAt ?? .distantPast
+            return left != right ? left > right : lhs.text < rhs.text
+        }
+        #expect(sorted.map(\.text) == expected.map(\.text))
+        #expect(sorted.last?.text == "orphan", "no conversation sorts last in reverse order, as nil does in Swift")
+    }
+
+    @Test("relationshipKeyPathsForPrefetching loads each relationship for all results in one query")
+    func prefetching() throws {
+        let container = try ModelContainer(for: Conversation.self, TodoList.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        try chats(ModelContext(container), count: 20, messagesEach: 3)
+        let counter = try StatementCounter(container)
+
+        var descriptor = FetchDescriptor<Conversation>(sortBy: [SortDescriptor(\.title)])
+        descriptor.relationshipKeyPathsForPrefetching = [\.messages]
+        let context = ModelContext(container)
+        counter.reset()
+        let conversations = try context.fetch(descriptor)
+        #expect(counter.selects.count == 2, "one for the conversations, one for all their messages: \(counter.selects)")
+        counter.reset()
+        #expect(conversations.allSatisfy { $0.messages.count == 3 })
+        #expect(conversations.allSatisfy { chat in chat.messages.allSatisfy { $0.conversation === chat } })
+        #expect(counter.selects.isEmpty, "reading prefetched relationships runs no query: \(counter.selects)")
+
+        // Without prefetching, each first read loads lazily: one query per conversation.
+        let lazy = ModelContext(container)
+        let unfetched = try lazy.fetch(FetchDescriptor<Conversation>())
+        counter.reset()
+        #expect(unfetched.map(\.messages.count).reduce(0, +) == 60)
+        #expect(counter.selects.count == 20)
+
+        // To-one and many-to-many prefetching.
+        var messages = FetchDescriptor<ChatMessage>()
+        messages.relationshipKeyPathsForPrefetching = [\.conversation]
+        let other = ModelContext(container)
+        counter.reset()
+        let fetchedMessages = try other.fetch(messages)
+        #expect(counter.selects.count == 2)
+        counter.reset()
+        #expect(Set(fetchedMessages.compactMap { $0.conversation?.title }).count == 20)
+        #expect(counter.selects.isEmpty)
+
+        let setup = ModelContext(container)
+        let list = TodoList(name: "home")
+        setup.insert(list)
+        let tags = [Tag(name: "a"), Tag(name: "b")]
+        for number in 0..<4 {
+            let item = TodoItem(title: "item \(number)", list: list)
+            item.tags = number.isMultiple(of: 2) ? tags : [tags[0]]
+            setup.insert(item)
+        }
+        try setup.save()
+        var items = FetchDescriptor<TodoItem>(sortBy: [SortDescriptor(\.title)])
+        items.relationshipKeyPathsForPrefetching = [\.tags]
+        let reader = ModelContext(container)
+        counter.reset()
+        let fetchedItems = try reader.fetch(items)
+        #expect(counter.selects.count == 3, "items, join rows, tags: \(counter.selects)")
+        counter.reset()
+        #expect(fetchedItems.map { $0.tags.map(\.name).sorted() } == [["a", "b"], ["a"], ["a", "b"], ["a"]])
+        #expect(counter.selects.isEmpty)
+    }
+}
