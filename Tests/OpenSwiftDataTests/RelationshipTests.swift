@@ -245,7 +245,8 @@ struct RelationshipTests {
         #expect(b.conversation === chat)
         try context.save()
 
-        chat.messages = [b, c]
+        chat.messages = [b, c, c, b]
+        #expect(chat.messages.count == 2, "a model appears once in a to-many")
         #expect(a.conversation == nil, "removed by the assignment")
         #expect(b.conversation === chat)
         #expect(c.conversation === chat)
@@ -424,6 +425,18 @@ struct RelationshipTests {
         let third = try store.freshContext()
         #expect(try fetchOne(Team.self, third) { _ in true }.mascot.map(\.species) == ["owl"])
         #expect(try third.fetchCount(FetchDescriptor<Animal>()) == 2, "leaving the relationship does not delete the model")
+
+        // Deleting the related model removes its join rows.
+        let owl = try fetchOne(Animal.self, third) { $0.species == "owl" }
+        third.delete(owl)
+        try third.save()
+        let fourth = try store.freshContext()
+        #expect(try fetchOne(Team.self, fourth) { _ in true }.mascot.isEmpty)
+        if let url = store.url {
+            let queue = try DatabaseQueue(path: url.path)
+            defer { try? queue.close() }
+            #expect(try queue.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM Team_mascot") } == 0)
+        }
     }
 
     @Test("a foreign key to a model inserted later in the same save is written", arguments: StoreKind.allCases)
@@ -753,6 +766,28 @@ struct RelationshipTests {
         let reread = try store.freshContext()
         #expect(try fetchOne(Team.self, reread) { _ in true }.members.map(\.name).sorted() == ["captain", "n1", "n2"])
         #expect(try reread.fetchCount(FetchDescriptor<Player>()) == 3, "the dropped newcomer was never inserted")
+    }
+
+    @Test("deleting members so that a loaded to-many drops below minimumModelCount is refused at save", arguments: StoreKind.allCases)
+    func minimumCountAfterDelete(kind: StoreKind) throws {
+        let store = try RelationshipStore(kind)
+        defer { store.cleanUp() }
+        let context = ModelContext(store.container)
+        let team = Team(name: "owls")
+        team.members = [Player(name: "a"), Player(name: "b")]
+        context.insert(team)
+        try context.save()
+        let (a, b) = (team.members[0], team.members[1])
+        context.delete(a)
+        try context.save()
+        #expect(team.members.map(\.name) == ["b"])
+        context.delete(b)
+        #expect(throws: SwiftDataError.modelValidationFailure) { try context.save() }
+        #expect(try store.count(Player.self) == 1, "nothing written")
+        #expect(a.isDeleted)
+        #expect(team.members.map(\.name) == ["b"], "the failed save's nullify is undone")
+        #expect(b.team === team)
+        #expect(context.deletedModelsArray.count == 1, "the deletion stays pending")
     }
 
     @Test("a non-optional to-one left without a model by a nullify is refused at save, loaded or not", arguments: StoreKind.allCases, [false, true])
