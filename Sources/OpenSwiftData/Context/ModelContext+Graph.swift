@@ -82,7 +82,7 @@ extension ModelContext {
     /// Runs a query of any entity and returns references to the (registered) models.
     func materializeRefs(_ layout: EntityLayout, query: SelectQuery) throws -> [RelatedRef] {
         func open<T: PersistentModel>(_ type: T.Type) throws -> [RelatedRef] {
-            try materialize(T.self, layout: layout, query: query).map { RelatedRef(model: $0, storage: $0.storageBase) }
+            try materialize(T.self, layout: layout, query: query).map(RelatedRef.init)
         }
         return try open(layout.modelType)
     }

@@ -22,26 +22,38 @@ extension ModelContext {
         let lists = (inserted, changed, deleted)
         journal = [:]
         defer { journal = nil }
+        let work: SaveWork
         let keys: [(row: Int64, upserted: Bool)]
         do {
             insertReachable(from: inserted.all + changed.all)
             try applyDeleteRules()
             try validateRelationships()
-            keys = try write(store)
+            work = SaveWork(
+                deletions: deleted.all,
+                updates: changed.all.filter { $0.storage.state == .registered && !$0.storage.changedProperties.isEmpty },
+                insertions: inserted.all
+            )
+            keys = try write(work, to: store)
         } catch {
             for snapshot in (journal ?? [:]).values { snapshot.restore() }
             (inserted, changed, deleted) = lists
             throw error
         }
-        finishSave(store, keys: keys)
+        finishSave(work, in: store, keys: keys)
+    }
+
+    /// What a save writes, settled once delete rules and auto-insertion have run.
+    private struct SaveWork {
+        let deletions: [Registration]
+        /// Registered models with changed properties.
+        let updates: [Registration]
+        let insertions: [Registration]
     }
 
     /// Writes the pending changes in one transaction and returns the row of each insertion (and
     /// whether it updated an existing row).
-    private func write(_ store: SQLiteStore) throws -> [(row: Int64, upserted: Bool)] {
-        let deletions = deleted.all
-        let updates = changed.all.filter { $0.storage.state == .registered && !$0.storage.changedProperties.isEmpty }
-        let insertions = inserted.all
+    private func write(_ work: SaveWork, to store: SQLiteStore) throws -> [(row: Int64, upserted: Bool)] {
+        let (deletions, updates, insertions) = (work.deletions, work.updates, work.insertions)
         return try store.write { db in
             var writers: [String: TableWriter] = [:]
             // One writer per entity and save: each prepares its statements once.
@@ -114,10 +126,8 @@ extension ModelContext {
     }
 
     /// Brings the in-memory state in line with the committed store and posts `didSave`.
-    private func finishSave(_ store: SQLiteStore, keys: [(row: Int64, upserted: Bool)]) {
-        let deletions = deleted.all
-        let updates = changed.all.filter { $0.storage.state == .registered && !$0.storage.changedProperties.isEmpty }
-        let insertions = inserted.all
+    private func finishSave(_ work: SaveWork, in store: SQLiteStore, keys: [(row: Int64, upserted: Bool)]) {
+        let (deletions, updates, insertions) = (work.deletions, work.updates, work.insertions)
         var insertedIDs: [PersistentIdentifier] = []
         var updatedIDs: [PersistentIdentifier] = []
         var deletedIDs: [PersistentIdentifier] = []

@@ -62,11 +62,7 @@ extension AnyModelStorage {
     final func relatedMany(_ property: PropertyLayout) -> [RelatedRef]? {
         switch toManySlot(property) {
         case let .loaded(refs):
-            guard let refs else { return nil }
-            if refs.contains(where: { $0.base.state == .removed }) {
-                return refs.filter { $0.base.state != .removed }
-            }
-            return refs
+            return refs.map(RelatedRef.withoutRemoved)
         case .notLoaded:
             guard let context = loadingContext() else { return [] }
             let refs = context.loadRelated(of: self, property)
@@ -169,11 +165,22 @@ extension AnyModelStorage {
             let slot = raw.assumingMemoryBound(to: ToManySlot.self)
             var list: [RelatedRef]?
             if case let .loaded(refs) = slot.move() { list = refs } else { list = [] }
-            list = list.map { refs in refs.filter { $0.base.state != .removed } }
+            list = list.map(RelatedRef.withoutRemoved)
             body(&list)
             slot.initialize(to: .loaded(list))
         }
         noteChange(property.index)
+    }
+
+    /// The relationship property at a `schemaMetadata` position, or nil when there is none.
+    final func relationshipProperty(at index: Int) -> PropertyLayout? {
+        guard let layout, index >= 0, index < layout.properties.count, layout.properties[index].relationship != nil else { return nil }
+        return layout.properties[index]
+    }
+
+    /// The relationship property a key path names, or nil when it names none.
+    final func relationshipProperty(for keyPath: AnyKeyPath) -> PropertyLayout? {
+        layout?.propertyIndex(of: keyPath).flatMap(relationshipProperty(at:))
     }
 
     // MARK: Relationships set by an initializer
@@ -207,6 +214,26 @@ extension AnyModelStorage {
 }
 
 extension RelatedRef {
+    /// A reference to a model and its storage.
+    init<Model: PersistentModel>(_ model: Model) {
+        self.init(model: model, storage: model.storageBase)
+    }
+
+    /// References to the models of a relationship collection (nil for an optional collection's
+    /// `nil`), each model once, in order.
+    static func list<Collection: RelationshipCollection>(_ collection: Collection) -> [RelatedRef]? {
+        var seen = Set<ObjectIdentifier>()
+        return collection._$models.map { models in
+            models.map(RelatedRef.init).filter { seen.insert(ObjectIdentifier($0.storage)).inserted }
+        }
+    }
+
+    /// The references, without models whose deletion has been saved (the same array when there
+    /// are none, so nothing is copied on the common path).
+    static func withoutRemoved(_ refs: [RelatedRef]) -> [RelatedRef] {
+        refs.contains { $0.base.state == .removed } ? refs.filter { $0.base.state != .removed } : refs
+    }
+
     /// The related model's storage (always OpenSwiftData's: only the context makes references).
     var base: AnyModelStorage { unsafeDowncast(storage as AnyObject, to: AnyModelStorage.self) }
 

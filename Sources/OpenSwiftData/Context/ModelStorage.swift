@@ -209,45 +209,39 @@ final class ModelStorage<Model: PersistentModel>: AnyModelStorage, BackingData {
     // Relationship access through the backing data alone: the model is not at hand, so a write's
     // inverses are updated when the model is next used (as for initializers).
 
-    private func relationshipProperty(_ key: AnyKeyPath) -> PropertyLayout? {
-        guard let layout, let index = layout.propertyIndex(of: key), layout.properties[index].relationship != nil else { return nil }
-        return layout.properties[index]
-    }
-
     @usableFromInline
     func getValue<Value: PersistentModel>(forKey key: KeyPath<Model, Value>) -> Value {
-        if let property = relationshipProperty(key), let model = relatedOne(property)?.model as? Value { return model }
+        if let property = relationshipProperty(for: key), let model = relatedOne(property)?.model as? Value { return model }
         return Value._$detachedInstance()
     }
 
     @usableFromInline
     func getValue<Value: PersistentModel>(forKey key: KeyPath<Model, Value?>) -> Value? {
-        relationshipProperty(key).flatMap { relatedOne($0)?.model as? Value }
+        relationshipProperty(for: key).flatMap { relatedOne($0)?.model as? Value }
     }
 
     @usableFromInline
     func getValue<Value: RelationshipCollection>(forKey key: KeyPath<Model, Value>) -> Value {
-        let refs = relationshipProperty(key).flatMap { relatedMany($0) }
+        let refs = relationshipProperty(for: key).flatMap { relatedMany($0) }
         return Value(_$models: refs?.compactMap { $0.model as? Value.PersistentElement })
     }
 
     @usableFromInline
     func setValue<Value: PersistentModel>(forKey key: KeyPath<Model, Value>, to newValue: Value) {
-        guard let property = relationshipProperty(key) else { return }
-        initializeRelationship(property, ToOneSlot.loaded(RelatedRef(model: newValue, storage: newValue.storageBase)))
+        guard let property = relationshipProperty(for: key) else { return }
+        initializeRelationship(property, ToOneSlot.loaded(RelatedRef(newValue)))
     }
 
     @usableFromInline
     func setValue<Value: PersistentModel>(forKey key: KeyPath<Model, Value?>, to newValue: Value?) {
-        guard let property = relationshipProperty(key) else { return }
-        initializeRelationship(property, ToOneSlot.loaded(newValue.map { RelatedRef(model: $0, storage: $0.storageBase) }))
+        guard let property = relationshipProperty(for: key) else { return }
+        initializeRelationship(property, ToOneSlot.loaded(newValue.map(RelatedRef.init)))
     }
 
     @usableFromInline
     func setValue<Value: RelationshipCollection>(forKey key: KeyPath<Model, Value>, to newValue: Value) {
-        guard let property = relationshipProperty(key) else { return }
-        let refs = newValue._$models.map { models in models.map { RelatedRef(model: $0, storage: $0.storageBase) } }
-        initializeRelationship(property, ToManySlot.loaded(refs))
+        guard let property = relationshipProperty(for: key) else { return }
+        initializeRelationship(property, ToManySlot.loaded(RelatedRef.list(newValue)))
     }
 
     // `index` is the property's position in `Model.schemaMetadata`, which `@Model` generates

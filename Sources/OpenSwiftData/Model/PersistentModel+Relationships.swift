@@ -6,16 +6,13 @@ extension PersistentModel {
     /// This model's storage and the relationship property at a `schemaMetadata` position.
     private func relationship(at index: Int) -> (AnyModelStorage, PropertyLayout)? {
         let storage = storageBase
-        guard let layout = storage.layout, index >= 0, index < layout.properties.count,
-              layout.properties[index].relationship != nil
-        else { return nil }
-        return (storage, layout.properties[index])
+        return storage.relationshipProperty(at: index).map { (storage, $0) }
     }
 
     /// This model's storage and the relationship property a key path names.
     private func relationship(for keyPath: AnyKeyPath) -> (AnyModelStorage, PropertyLayout)? {
-        guard let index = storageBase.layout?.propertyIndex(of: keyPath) else { return nil }
-        return relationship(at: index)
+        let storage = storageBase
+        return storage.relationshipProperty(for: keyPath).map { (storage, $0) }
     }
 
     private func ownReference(_ storage: AnyModelStorage) -> RelatedRef {
@@ -57,22 +54,21 @@ extension PersistentModel {
     /// generates).
     public func _$setValue<Value: PersistentModel>(at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>, to newValue: Value) {
         guard let (storage, property) = relationship(at: index) else { return persistentBackingData.setValue(forKey: key(), to: newValue) }
-        storage.setRelatedOne(property, to: RelatedRef(model: newValue, storage: newValue.storageBase), owner: ownReference(storage))
+        storage.setRelatedOne(property, to: RelatedRef(newValue), owner: ownReference(storage))
     }
 
     /// Writes an optional to-one relationship and its inverse (used by the code `@Model`
     /// generates).
     public func _$setValue<Value: PersistentModel>(at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value?>, to newValue: Value?) {
         guard let (storage, property) = relationship(at: index) else { return persistentBackingData.setValue(forKey: key(), to: newValue) }
-        storage.setRelatedOne(property, to: newValue.map { RelatedRef(model: $0, storage: $0.storageBase) }, owner: ownReference(storage))
+        storage.setRelatedOne(property, to: newValue.map(RelatedRef.init), owner: ownReference(storage))
     }
 
     /// Writes a to-many relationship and the inverse of every model that left or joined it
     /// (used by the code `@Model` generates).
     public func _$setValue<Value: RelationshipCollection>(at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>, to newValue: Value) {
         guard let (storage, property) = relationship(at: index) else { return persistentBackingData.setValue(forKey: key(), to: newValue) }
-        let refs = newValue._$models.map { models in models.map { RelatedRef(model: $0, storage: $0.storageBase) } }
-        storage.setRelatedMany(property, to: refs, owner: ownReference(storage))
+        storage.setRelatedMany(property, to: RelatedRef.list(newValue), owner: ownReference(storage))
     }
 
     /// Writes a to-many relationship of a `Codable` model type (used by the code `@Model`
@@ -140,23 +136,19 @@ extension BackingData {
     /// Writes a non-optional to-one relationship from an initializer.
     public func _setValue<Value: PersistentModel>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value>, to newValue: Value) {
         guard let (storage, property) = relationship(at: index) else { return setValue(forKey: key(), to: newValue) }
-        storage.initializeRelationship(property, ToOneSlot.loaded(RelatedRef(model: newValue, storage: newValue.storageBase)))
+        storage.initializeRelationship(property, ToOneSlot.loaded(RelatedRef(newValue)))
     }
 
     /// Writes an optional to-one relationship from an initializer.
     public func _setValue<Value: PersistentModel>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value?>, to newValue: Value?) {
         guard let (storage, property) = relationship(at: index) else { return setValue(forKey: key(), to: newValue) }
-        storage.initializeRelationship(property, ToOneSlot.loaded(newValue.map { RelatedRef(model: $0, storage: $0.storageBase) }))
+        storage.initializeRelationship(property, ToOneSlot.loaded(newValue.map(RelatedRef.init)))
     }
 
     /// Writes a to-many relationship from an initializer.
     public func _setValue<Value: RelationshipCollection>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value>, to newValue: Value) {
         guard let (storage, property) = relationship(at: index) else { return setValue(forKey: key(), to: newValue) }
-        var seen = Set<ObjectIdentifier>()
-        let refs = newValue._$models.map { models in
-            models.map { RelatedRef(model: $0, storage: $0.storageBase) }.filter { seen.insert(ObjectIdentifier($0.storage)).inserted }
-        }
-        storage.initializeRelationship(property, ToManySlot.loaded(refs))
+        storage.initializeRelationship(property, ToManySlot.loaded(RelatedRef.list(newValue)))
     }
 
     /// Writes a to-many relationship of a `Codable` model type from an initializer.
@@ -166,9 +158,7 @@ extension BackingData {
     }
 
     private func relationship(at index: Int) -> (AnyModelStorage, PropertyLayout)? {
-        guard let storage = self as? AnyModelStorage, let layout = storage.layout,
-              index >= 0, index < layout.properties.count, layout.properties[index].relationship != nil
-        else { return nil }
-        return (storage, layout.properties[index])
+        guard let storage = self as? AnyModelStorage else { return nil }
+        return storage.relationshipProperty(at: index).map { (storage, $0) }
     }
 }
