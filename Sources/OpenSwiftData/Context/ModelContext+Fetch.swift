@@ -4,12 +4,15 @@ import GRDB
 extension ModelContext {
     /// The models that match a descriptor, one instance per row.
     ///
-    /// Sorting, limit and offset run in SQL when every sort key is a stored column (or a column
-    /// reached through to-one relationships). The relationships named in
-    /// `relationshipKeyPathsForPrefetching` are loaded for all results, one query each. With a
-    /// predicate, or with pending changes of the entity (when `includePendingChanges` is true),
-    /// the rows are filtered and ordered in memory with the predicate's and sort descriptors' own
-    /// Swift semantics, so results always equal what evaluating them on each model would say.
+    /// The predicate is translated to SQL (see ``PredicateTranslator``), and sorting, limit and
+    /// offset run in SQL when every sort key is a stored column (or a column reached through
+    /// to-one relationships). What SQL cannot say is evaluated in memory with Foundation's own
+    /// semantics: a predicate node without an SQL form (the rest of a top-level `&&` still
+    /// filters in SQL), a sort key SQL does not order like Swift, and the context's unsaved
+    /// changes of the entity when `includePendingChanges` is true (unsaved inserts are added,
+    /// unsaved deletions removed, and changed models judged by their current values). The
+    /// relationships named in `relationshipKeyPathsForPrefetching` are loaded for all results,
+    /// one query each.
     public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [T] {
         let layout = try container.requireLayout(for: T.self)
         let results = try fetchModels(descriptor, layout: layout)
@@ -17,30 +20,59 @@ extension ModelContext {
         return results
     }
 
+    /// How a descriptor runs: what SQL filters and orders, and what memory must finish.
+    struct FetchPlan {
+        /// The predicate in SQL, or nil without a predicate.
+        let filter: PredicateSQL?
+        /// The `ORDER BY` terms, or nil when the sort runs in memory.
+        let order: [OrderTerm]?
+        /// Whether unsaved changes of the entity take part.
+        let pending: Bool
+
+        /// Whether SQL alone gives the exact result, window included.
+        var runsInSQL: Bool { (filter?.isComplete ?? true) && order != nil && !pending }
+        /// Whether SQL alone gives the exact set of matches (the order aside).
+        var filtersInSQL: Bool { (filter?.isComplete ?? true) && !pending }
+    }
+
+    func plan<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, layout: EntityLayout) -> FetchPlan {
+        FetchPlan(
+            filter: descriptor.predicate.map { PredicateTranslator.translate($0, layout: layout) },
+            order: layout.orderTerms(for: descriptor.sortBy),
+            pending: descriptor.includePendingChanges && hasPendingChanges(entity: layout.name)
+        )
+    }
+
     private func fetchModels<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, layout: EntityLayout) throws -> [T] {
         let table = layout.table
-        let pending = descriptor.includePendingChanges && hasPendingChanges(entity: layout.name)
-        let order = layout.orderTerms(for: descriptor.sortBy)
-        if let order, descriptor.predicate == nil, !pending {
-            let query = SelectBuilder.rows(table, order: order, limit: descriptor.fetchLimit, offset: descriptor.fetchOffset)
+        let plan = plan(descriptor, layout: layout)
+        if plan.runsInSQL {
+            let query = SelectBuilder.rows(table, filter: plan.filter, order: plan.order ?? [], limit: descriptor.fetchLimit, offset: descriptor.fetchOffset)
             return try materialize(T.self, layout: layout, query: query)
         }
 
-        var candidates = try materialize(T.self, layout: layout, query: SelectBuilder.rows(table, order: order ?? [], limit: nil, offset: nil))
-        if pending {
+        // Without pending changes, the SQL filter is exact or a superset (a conjunction's
+        // translatable part); with them, a changed model may match in memory and not in its row,
+        // so the context's changed and inserted models of the entity join the candidates.
+        var candidates = try materialize(T.self, layout: layout, query: SelectBuilder.rows(table, filter: plan.filter, order: plan.order ?? [], limit: nil, offset: nil))
+        if plan.pending {
             candidates.removeAll { $0.storageBase.state == .deleted }
-            for registration in inserted.all {
-                if let model = registration.model as? T, registration.storage.state == .inserted { candidates.append(model) }
+            var seen = Set(candidates.map { ObjectIdentifier($0) })
+            for registration in changed.all + inserted.all {
+                guard let model = registration.model as? T, registration.storage.state != .deleted,
+                      seen.insert(ObjectIdentifier(model)).inserted
+                else { continue }
+                candidates.append(model)
             }
         }
-        if let predicate = descriptor.predicate {
+        if let predicate = descriptor.predicate, !plan.filtersInSQL {
             do {
                 candidates = try candidates.filter { try predicate.evaluate($0) }
             } catch {
                 throw SwiftDataError(.unsupportedPredicate, "evaluating the predicate of a \(layout.name) fetch failed: \(error)", entity: layout.name)
             }
         }
-        if !descriptor.sortBy.isEmpty && (order == nil || pending) {
+        if !descriptor.sortBy.isEmpty && (plan.order == nil || plan.pending) {
             candidates = stableSorted(candidates, using: descriptor.sortBy)
         }
         let start = min(max(descriptor.fetchOffset ?? 0, 0), candidates.count)
@@ -52,10 +84,11 @@ extension ModelContext {
     /// evaluated in memory).
     public func fetchCount<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> Int {
         let layout = try container.requireLayout(for: T.self)
-        let pending = descriptor.includePendingChanges && hasPendingChanges(entity: layout.name)
-        if descriptor.predicate == nil, !pending {
+        let plan = plan(descriptor, layout: layout)
+        if plan.filtersInSQL {
+            let query = SelectBuilder.count(layout.table, filter: plan.filter)
             let total = try container.store.read { db in
-                try Int.fetchOne(db, sql: SelectBuilder.count(layout.table).sql) ?? 0
+                try Int.fetchOne(db, sql: query.sql, arguments: query.arguments) ?? 0
             }
             let afterOffset = max(total - max(descriptor.fetchOffset ?? 0, 0), 0)
             return descriptor.fetchLimit.map { min(max($0, 0), afterOffset) } ?? afterOffset
@@ -67,9 +100,9 @@ extension ModelContext {
     /// the query can run entirely in SQL.
     public func fetchIdentifiers<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [PersistentIdentifier] {
         let layout = try container.requireLayout(for: T.self)
-        let pending = descriptor.includePendingChanges && hasPendingChanges(entity: layout.name)
-        if let order = layout.orderTerms(for: descriptor.sortBy), descriptor.predicate == nil, !pending {
-            let query = SelectBuilder.primaryKeys(layout.table, order: order, limit: descriptor.fetchLimit, offset: descriptor.fetchOffset)
+        let plan = plan(descriptor, layout: layout)
+        if plan.runsInSQL {
+            let query = SelectBuilder.primaryKeys(layout.table, filter: plan.filter, order: plan.order ?? [], limit: descriptor.fetchLimit, offset: descriptor.fetchOffset)
             let storeIdentifier = container.store.identifier
             return try container.store.read { db in
                 try Int64.fetchAll(db, sql: query.sql, arguments: query.arguments).map {

@@ -27,21 +27,21 @@ enum SelectBuilder {
         ([TableDescription.primaryKey] + table.columns.map(\.name)).map(quoted).joined(separator: ", ")
     }
 
-    /// `SELECT _pk, columns… FROM table ORDER BY … LIMIT … OFFSET …`; ties are broken by the
-    /// primary key so that paging is stable.
-    static func rows(_ table: TableDescription, order: [OrderTerm], limit: Int?, offset: Int?) -> SelectQuery {
-        select(selectColumns(table), from: table, order: order, limit: limit, offset: offset)
+    /// `SELECT _pk, columns… FROM table [joins] [WHERE …] ORDER BY … LIMIT … OFFSET …`; ties are
+    /// broken by the primary key so that paging is stable.
+    static func rows(_ table: TableDescription, filter: PredicateSQL? = nil, order: [OrderTerm], limit: Int?, offset: Int?) -> SelectQuery {
+        select(selectColumns(table), from: table, filter: filter, order: order, limit: limit, offset: offset)
     }
 
-    /// `SELECT _pk FROM table ORDER BY … LIMIT … OFFSET …`.
-    static func primaryKeys(_ table: TableDescription, order: [OrderTerm], limit: Int?, offset: Int?) -> SelectQuery {
-        select(quoted(TableDescription.primaryKey), from: table, order: order, limit: limit, offset: offset)
+    /// `SELECT _pk FROM table [joins] [WHERE …] ORDER BY … LIMIT … OFFSET …`.
+    static func primaryKeys(_ table: TableDescription, filter: PredicateSQL? = nil, order: [OrderTerm], limit: Int?, offset: Int?) -> SelectQuery {
+        select(quoted(TableDescription.primaryKey), from: table, filter: filter, order: order, limit: limit, offset: offset)
     }
 
-    private static func select(_ columns: String, from table: TableDescription, order: [OrderTerm], limit: Int?, offset: Int?) -> SelectQuery {
-        // Sorting through to-one relationships joins their tables; the entity's own columns are
-        // then qualified with its alias.
-        let joins = order.contains { !$0.hops.isEmpty }
+    private static func select(_ columns: String, from table: TableDescription, filter: PredicateSQL?, order: [OrderTerm], limit: Int?, offset: Int?) -> SelectQuery {
+        // Sorting through to-one relationships joins their tables; with joins or a filter, the
+        // entity's table is aliased `t` and its own columns qualified.
+        let qualify = filter != nil || order.contains { !$0.hops.isEmpty }
         var aliases: [[OrderTerm.Hop]: String] = [:]
         var joinSQL = ""
         for term in order {
@@ -55,14 +55,21 @@ enum SelectBuilder {
                 aliases[path] = alias
             }
         }
-        let selected = joins ? qualified(columns, alias: "t") : columns
-        var sql = "SELECT \(selected) FROM \(quoted(table.name))" + (joins ? " AS t" + joinSQL : "")
+        let selected = qualify ? qualified(columns, alias: "t") : columns
+        var sql = "SELECT \(selected) FROM \(quoted(table.name))" + (qualify ? " AS t" + (filter?.joins ?? "") + joinSQL : "")
+        var arguments: [DatabaseValueConvertible] = []
+        if let condition = filter?.condition {
+            sql += " WHERE " + condition.sql
+            arguments += condition.arguments.map { $0 as DatabaseValueConvertible }
+        }
         let terms = order.map { term in
-            let alias = term.hops.isEmpty ? (joins ? "t." : "") : "\(aliases[term.hops] ?? "t")."
+            let alias = term.hops.isEmpty ? (qualify ? "t." : "") : "\(aliases[term.hops] ?? "t")."
             return "\(alias)\(quoted(term.column)) \(term.ascending ? "ASC" : "DESC")"
         }
-        sql += " ORDER BY " + (terms + [(joins ? "t." : "") + quoted(TableDescription.primaryKey)]).joined(separator: ", ")
-        var arguments: [DatabaseValueConvertible] = []
+        // Ties are broken by the primary key, in the last term's direction, so that an index
+        // on the last sort column (which ends with the primary key) serves the whole order.
+        let tieBreak = (qualify ? "t." : "") + quoted(TableDescription.primaryKey) + (order.last?.ascending == false ? " DESC" : " ASC")
+        sql += " ORDER BY " + (terms + [tieBreak]).joined(separator: ", ")
         sql += window(limit: limit, offset: offset, into: &arguments)
         return SelectQuery(sql: sql, arguments: StatementArguments(arguments))
     }
@@ -116,9 +123,12 @@ enum SelectBuilder {
         )
     }
 
-    /// `SELECT COUNT(*) FROM table`.
-    static func count(_ table: TableDescription) -> SelectQuery {
-        SelectQuery(sql: "SELECT COUNT(*) FROM \(quoted(table.name))", arguments: [])
+    /// `SELECT COUNT(*) FROM table [joins] [WHERE …]`.
+    static func count(_ table: TableDescription, filter: PredicateSQL? = nil) -> SelectQuery {
+        guard let filter else { return SelectQuery(sql: "SELECT COUNT(*) FROM \(quoted(table.name))", arguments: []) }
+        var sql = "SELECT COUNT(*) FROM \(quoted(table.name)) AS t\(filter.joins)"
+        if let condition = filter.condition { sql += " WHERE " + condition.sql }
+        return SelectQuery(sql: sql, arguments: StatementArguments(filter.condition?.arguments ?? []))
     }
 
     private static func window(limit: Int?, offset: Int?, into arguments: inout [DatabaseValueConvertible]) -> String {

@@ -36,6 +36,10 @@ struct ValueCodec: @unchecked Sendable {
     /// Whether SQLite's order of the stored form is Swift's order of the values (numbers, dates,
     /// strings); false for JSON, UUID, URL, Decimal, Data and raw-value enums, which sort in memory.
     let sortsLikeSwift: Bool
+    /// Whether a value's stored form is also how `JSONEncoder` writes it inside an array or
+    /// object (numbers, strings, dates as seconds), so predicates can compare JSON elements with
+    /// it; false for `Float`, `Data`, `UUID`, `Decimal` and JSON-coded values.
+    let isJSONScalar: Bool
     /// How values of the property's type sit in a model's value buffer.
     let slot: SlotWitness
     /// The value a property of this type holds when nothing else is known (a fetched model's
@@ -51,6 +55,7 @@ struct ValueCodec: @unchecked Sendable {
         self.isOptional = isOptional
         storageName = typed.storageName
         sortsLikeSwift = typed.sortsLikeSwift
+        isJSONScalar = typed.isJSONScalar
         slot = SlotWitness.of(T.self)
         self.emptyValue = emptyValue.map { $0 as Any }
         encodeSlot = typed.encodeSlot
@@ -88,6 +93,7 @@ struct TypedCodec<T> {
     let columnType: ColumnType
     let storageName: String
     let sortsLikeSwift: Bool
+    let isJSONScalar: Bool
     let encode: (T) throws -> DatabaseValue
     /// Reads a non-NULL column of the current row; NULL or a value of another storage class is
     /// an error.
@@ -100,10 +106,11 @@ struct TypedCodec<T> {
     /// Creates a codec. Always inlined, so that the slot closures are specialized wherever `T`
     /// is a concrete type (the scalar codecs), rather than going through generic value witnesses.
     @inline(__always)
-    init(columnType: ColumnType, storageName: String, sortsLikeSwift: Bool = true, encode: @escaping (T) throws -> DatabaseValue, read: @escaping (SQLiteStatement, CInt) throws -> T) {
+    init(columnType: ColumnType, storageName: String, sortsLikeSwift: Bool = true, isJSONScalar: Bool = true, encode: @escaping (T) throws -> DatabaseValue, read: @escaping (SQLiteStatement, CInt) throws -> T) {
         self.columnType = columnType
         self.storageName = storageName
         self.sortsLikeSwift = sortsLikeSwift
+        self.isJSONScalar = isJSONScalar
         self.encode = encode
         self.read = read
         self.readIntoSlot = { statement, index, slot in slot.initializeMemory(as: T.self, to: try read(statement, index)) }
@@ -115,7 +122,7 @@ struct TypedCodec<T> {
         let encode = self.encode
         let read = self.read
         return TypedCodec<T?>(
-            columnType: columnType, storageName: storageName + "?", sortsLikeSwift: sortsLikeSwift,
+            columnType: columnType, storageName: storageName + "?", sortsLikeSwift: sortsLikeSwift, isJSONScalar: isJSONScalar,
             encode: { value in try value.map(encode) ?? .null },
             read: { statement, index in
                 sqlite3_column_type(statement, index) == SQLITE_NULL ? nil : try read(statement, index)
@@ -161,7 +168,7 @@ struct TypedCodec<T> {
 
     private static func rawValue<R: RawRepresentable>(_ type: R.Type) -> TypedCodec<R>? {
         guard let raw = ScalarCodecs.codec(for: R.RawValue.self) as? TypedCodec<R.RawValue> else { return nil }
-        return TypedCodec<R>(columnType: raw.columnType, storageName: "\(R.self)(raw: \(raw.storageName))", sortsLikeSwift: false, encode: { value in
+        return TypedCodec<R>(columnType: raw.columnType, storageName: "\(R.self)(raw: \(raw.storageName))", sortsLikeSwift: false, isJSONScalar: raw.isJSONScalar, encode: { value in
             try raw.encode(value.rawValue)
         }, read: { statement, index in
             let rawValue = try raw.read(statement, index)
@@ -171,7 +178,7 @@ struct TypedCodec<T> {
     }
 
     private static func json<C: Codable>(_ type: C.Type) -> TypedCodec<C> {
-        TypedCodec<C>(columnType: .text, storageName: "JSON(\(C.self))", sortsLikeSwift: false, encode: { value in
+        TypedCodec<C>(columnType: .text, storageName: "JSON(\(C.self))", sortsLikeSwift: false, isJSONScalar: false, encode: { value in
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
             let data = try encoder.encode(value)
@@ -206,7 +213,7 @@ enum ScalarCodecs {
         case is Double.Type:
             codec = TypedCodec<Double>(columnType: .real, storageName: "Double", encode: { $0.databaseValue }, read: SQLiteColumn.double)
         case is Float.Type:
-            codec = TypedCodec<Float>(columnType: .real, storageName: "Float", encode: { Double($0).databaseValue }, read: { statement, index in
+            codec = TypedCodec<Float>(columnType: .real, storageName: "Float", isJSONScalar: false, encode: { Double($0).databaseValue }, read: { statement, index in
                 Float(try SQLiteColumn.double(statement, index))
             })
         case is String.Type:
@@ -216,13 +223,13 @@ enum ScalarCodecs {
                 return string.databaseValue
             }, read: SQLiteColumn.text)
         case is Data.Type:
-            codec = TypedCodec<Data>(columnType: .blob, storageName: "Data", sortsLikeSwift: false, encode: { $0.databaseValue }, read: SQLiteColumn.blob)
+            codec = TypedCodec<Data>(columnType: .blob, storageName: "Data", sortsLikeSwift: false, isJSONScalar: false, encode: { $0.databaseValue }, read: SQLiteColumn.blob)
         case is Date.Type:
             codec = TypedCodec<Date>(columnType: .real, storageName: "Date", encode: { $0.timeIntervalSinceReferenceDate.databaseValue }, read: { statement, index in
                 Date(timeIntervalSinceReferenceDate: try SQLiteColumn.double(statement, index))
             })
         case is UUID.Type:
-            codec = TypedCodec<UUID>(columnType: .blob, storageName: "UUID", sortsLikeSwift: false, encode: { uuid in
+            codec = TypedCodec<UUID>(columnType: .blob, storageName: "UUID", sortsLikeSwift: false, isJSONScalar: false, encode: { uuid in
                 withUnsafeBytes(of: uuid.uuid) { Data($0) }.databaseValue
             }, read: SQLiteColumn.uuid)
         case is URL.Type:
@@ -232,7 +239,7 @@ enum ScalarCodecs {
                 return url
             })
         case is Decimal.Type:
-            codec = TypedCodec<Decimal>(columnType: .text, storageName: "Decimal", sortsLikeSwift: false, encode: { $0.description.databaseValue }, read: { statement, index in
+            codec = TypedCodec<Decimal>(columnType: .text, storageName: "Decimal", sortsLikeSwift: false, isJSONScalar: false, encode: { $0.description.databaseValue }, read: { statement, index in
                 let text = try SQLiteColumn.text(statement, index)
                 guard let decimal = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else {
                     throw ValueCodecError("stored text \"\(text.prefix(80))\" is not a decimal number")

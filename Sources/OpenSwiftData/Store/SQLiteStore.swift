@@ -71,6 +71,7 @@ final class SQLiteStore: Sendable {
         configuration.readonly = readOnly
         configuration.foreignKeysEnabled = true
         configuration.label = "OpenSwiftData"
+        configuration.prepareDatabase { db in SQLFunctions.register(in: db) }
         return configuration
     }
 

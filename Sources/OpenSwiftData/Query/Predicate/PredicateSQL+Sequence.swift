@@ -1,0 +1,138 @@
+import Foundation
+import GRDB
+
+// Membership, quantifiers, filters and aggregates over to-many relationships (subqueries on the
+// related table or join table), array attributes (`json_each` over the stored JSON) and captured
+// arrays (`IN`, or `json_each` over one bound JSON argument).
+
+extension PredicateExpressions.SequenceContains: SQLTranslatable {
+    func translate(_ translator: PredicateTranslator) throws -> SQLFragment {
+        let elements = try translator.translate(sequence)
+        let element = try translator.translate(element)
+        if elements.isConstant && element.isConstant { return try folded() }
+        if case let .constant(value) = elements {
+            return try translator.membership(of: element, in: value)
+        }
+        let source = try translator.source(of: elements)
+        let exists = try translator.subquery(over: source, selecting: "1") { item in
+            if case .value = item {
+                guard translator.codec(for: LHS.Output.Element.self)?.isJSONScalar == true else {
+                    throw Untranslatable("\(LHS.Output.Element.self) elements in JSON do not compare as stored ones")
+                }
+            }
+            return try translator.equality(item, element, negated: false)
+        }
+        return .value("(EXISTS (\(exists)))", .stored)
+    }
+}
+
+extension PredicateTranslator {
+    /// `value IN (…)` for a captured collection: one placeholder per element for short lists,
+    /// one JSON argument for long ones.
+    func membership(of element: SQLFragment, in collection: Any) throws -> SQLFragment {
+        let items = try JSONArgument.elements(collection)
+        if items.isEmpty { return .constant(false) }
+        let form: ValueForm
+        if case let .value(_, elementForm) = element { form = elementForm } else { form = .stored }
+        let value = try operand(element)
+        let encoded = try items.map { try encode($0, as: form) }
+        let withoutNull = encoded.filter { !$0.isNull }
+        var tests: [SQLText] = []
+        if withoutNull.count < encoded.count { tests.append("(\(value) IS NULL)") }
+        if withoutNull.count <= 64 {
+            if !withoutNull.isEmpty {
+                let placeholders = Array(repeating: "?", count: withoutNull.count).joined(separator: ", ")
+                tests.append("(\(value) IN (\(SQLText(sql: placeholders, arguments: withoutNull))))")
+            }
+        } else {
+            let json = "[" + (try withoutNull.map(JSONArgument.scalar).joined(separator: ",")) + "]"
+            tests.append("(\(value) IN (SELECT value FROM json_each(\(SQLText.bound(json.databaseValue)))))")
+        }
+        return .value(tests.count == 1 ? tests[0] : "(\(SQLText.joined(tests, separator: " OR ")))", .stored)
+    }
+}
+
+extension PredicateExpressions.SequenceContainsWhere: SQLTranslatable {
+    func translate(_ translator: PredicateTranslator) throws -> SQLFragment {
+        let elements = try translator.translate(sequence)
+        let source = try translator.source(of: elements)
+        let exists = try translator.subquery(over: source, selecting: "1") { item in
+            try translator.with(variable.key, boundTo: item) { try translator.condition(try translator.translate(test)) }
+        }
+        return .value("(EXISTS (\(exists)))", .stored)
+    }
+}
+
+extension PredicateExpressions.SequenceAllSatisfy: SQLTranslatable {
+    func translate(_ translator: PredicateTranslator) throws -> SQLFragment {
+        let elements = try translator.translate(sequence)
+        let source = try translator.source(of: elements)
+        let counterexample = try translator.subquery(over: source, selecting: "1") { item in
+            let holds = try translator.with(variable.key, boundTo: item) { try translator.condition(try translator.translate(test)) }
+            return "((\(holds)) IS NOT 1)"
+        }
+        return .value("(NOT EXISTS (\(counterexample)))", .stored)
+    }
+}
+
+extension PredicateExpressions.Filter: SQLTranslatable {
+    func translate(_ translator: PredicateTranslator) throws -> SQLFragment {
+        let elements = try translator.translate(sequence)
+        let source = try translator.source(of: elements)
+        return .rows(.filtered(base: source, variable: variable.key, test: filter))
+    }
+}
+
+extension PredicateExpressions.SequenceMinimum: SQLTranslatable {
+    func translate(_ translator: PredicateTranslator) throws -> SQLFragment {
+        try translator.aggregate("min", of: elements, node: self, elementType: Elements.Output.Element.self)
+    }
+}
+
+extension PredicateExpressions.SequenceMaximum: SQLTranslatable {
+    func translate(_ translator: PredicateTranslator) throws -> SQLFragment {
+        try translator.aggregate("max", of: elements, node: self, elementType: Elements.Output.Element.self)
+    }
+}
+
+extension PredicateTranslator {
+    /// `(SELECT min(value) FROM json_each(…))`: NULL for an empty array, as Swift's is nil.
+    func aggregate(_ function: String, of elements: any PredicateExpression, node: some SQLTranslatable, elementType: Any.Type) throws -> SQLFragment {
+        let collection = try translate(elements)
+        if collection.isConstant { return try node.folded() }
+        guard case .value = collection else { throw Untranslatable("\(function) over models") }
+        guard let codec = codec(for: elementType), codec.sortsLikeSwift, codec.isJSONScalar, elementType != Bool.self else {
+            throw Untranslatable("SQL does not order \(elementType) values in JSON as Swift does")
+        }
+        let value = try subquery(over: try source(of: collection), selecting: "\(function)(value)") { _ in nil }
+        return .value("(\(value))", .jsonElement)
+    }
+}
+
+extension PredicateExpressions.CollectionIndexSubscript: SQLTranslatable {
+    func translate(_ translator: PredicateTranslator) throws -> SQLFragment {
+        let collection = try translator.translate(wrapped)
+        let index = try translator.translate(index)
+        if collection.isConstant && index.isConstant { return try folded() }
+        guard case .value(_, .stored) = collection, Wrapped.Output.self is any CollectionKeyPaths.Type,
+              translator.codec(for: Wrapped.Output.self)?.storageName.hasPrefix("JSON(") == true,
+              Index.Output.self == Int.self
+        else { throw Untranslatable("subscript of \(Wrapped.Output.self) has no SQL form") }
+        // Out of range, Swift traps; SQL yields NULL and the row does not match.
+        let path: SQLText = "'$[' || \(try translator.operand(index)) || ']'"
+        return .value("json_extract(\(try translator.operand(collection)), \(path))", .jsonElement)
+    }
+}
+
+extension PredicateExpressions.DictionaryKeySubscript: SQLTranslatable {
+    func translate(_ translator: PredicateTranslator) throws -> SQLFragment {
+        let dictionary = try translator.translate(wrapped)
+        let key = try translator.translate(key)
+        if dictionary.isConstant && key.isConstant { return try folded() }
+        guard case .value(_, .stored) = dictionary, Key.Output.self == String.self else {
+            throw Untranslatable("subscript of \(Wrapped.Output.self) has no SQL form")
+        }
+        let lookup: SQLText = "(SELECT value FROM json_each(\(try translator.operand(dictionary))) WHERE key = \(try translator.operand(key)))"
+        return .value(lookup, .jsonElement)
+    }
+}

@@ -1,0 +1,144 @@
+import Foundation
+import GRDB
+@testable import OpenSwiftData
+import Testing
+
+/// Every predicate is run twice: through SQL by `fetch`, and by Foundation's `evaluate` on
+/// every model. The results must be the same models in the same order, and the predicate must
+/// have run in SQL (or, for the partial cases, not entirely).
+@Suite("Predicates in SQL")
+struct PredicateTranslationTests {
+    static let models: [any PersistentModel.Type] = [Writer.self, Post.self, Remark.self, Label.self]
+
+    private func store() throws -> (ModelContainer, PredicateFixture) {
+        let container = try ModelContainer(for: Schema(Self.models), configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let fixture = try PredicateFixture.make(in: ModelContext(container))
+        return (container, fixture)
+    }
+
+    @Test("SQL and Foundation agree", arguments: PredicateCases.all)
+    func sqlMatchesEvaluation(_ testCase: PredicateCase) throws {
+        let (container, fixture) = try store()
+        let predicate = testCase.make(fixture)
+        let context = ModelContext(container)
+        let byTitle = [SortDescriptor(\Post.title), SortDescriptor(\Post.views)]
+        let fetched = try context.fetch(FetchDescriptor(predicate: predicate, sortBy: byTitle))
+        let every = try context.fetch(FetchDescriptor<Post>(sortBy: byTitle))
+        let evaluated = try every.filter { try predicate.evaluate($0) }
+        #expect(fetched.map(\.title) == evaluated.map(\.title))
+        #expect(try context.fetchCount(FetchDescriptor(predicate: predicate)) == evaluated.count)
+        #expect(try context.fetchIdentifiers(FetchDescriptor(predicate: predicate, sortBy: byTitle)) == evaluated.map(\.persistentModelID))
+
+        let layout = try EntityLayout.of(Post.self)
+        let translation = PredicateTranslator.translate(predicate, layout: layout)
+        #expect(translation.isComplete == testCase.inSQL, "untranslated: \(translation.untranslated)")
+        if !testCase.inSQL {
+            // Partial cases still filter part of the predicate in SQL.
+            #expect(translation.condition != nil, "untranslated: \(translation.untranslated)")
+        }
+    }
+
+    @Test("the fixture makes every case meaningful: most predicates match some posts and not all")
+    func casesDiscriminate() throws {
+        let (container, fixture) = try store()
+        let context = ModelContext(container)
+        let every = try context.fetch(FetchDescriptor<Post>())
+        var trivial: [String] = []
+        for testCase in PredicateCases.all {
+            let predicate = testCase.make(fixture)
+            let matches = try every.filter { try predicate.evaluate($0) }.count
+            if matches == 0 || matches == every.count { trivial.append(testCase.name) }
+        }
+        // The cases that match nothing or everything on purpose.
+        #expect(Set(trivial) == [
+            "always true", "contains NUL", "contains the empty string", "contains a very long string", "starts(with:) empty", "starts(with:) %",
+        ])
+    }
+
+    @Test("bound values, never spliced: hostile strings are single arguments")
+    func valuesAreBound() throws {
+        let layout = try EntityLayout.of(Post.self)
+        let hostile = "x' OR 1=1 --"
+        let translation = PredicateTranslator.translate(#Predicate<Post> { $0.title == hostile || $0.body.contains("%_") }, layout: layout)
+        let condition = try #require(translation.condition)
+        #expect(!condition.sql.contains("OR 1=1"))
+        #expect(!condition.sql.contains("%_"))
+        #expect(condition.arguments.count == 2)
+    }
+
+    @Test("unsaved changes take part: inserted, changed and deleted models are judged by their current values")
+    func pendingChanges() throws {
+        let (container, _) = try store()
+        let context = ModelContext(container)
+        let popular = #Predicate<Post> { $0.views > 50 }
+        #expect(try context.fetch(FetchDescriptor(predicate: popular)).map(\.title).sorted() == ["", "Gamma 100%"])
+
+        let fresh = Post(title: "fresh")
+        fresh.views = 500
+        context.insert(fresh)
+        let alpha = try #require(try context.fetch(FetchDescriptor(predicate: #Predicate<Post> { $0.title == "Alpha" })).first)
+        alpha.views = 60
+        let gamma = try #require(try context.fetch(FetchDescriptor(predicate: #Predicate<Post> { $0.title == "Gamma 100%" })).first)
+        gamma.views = 1
+        let empty = try #require(try context.fetch(FetchDescriptor(predicate: #Predicate<Post> { $0.title == "" })).first)
+        context.delete(empty)
+
+        var descriptor = FetchDescriptor(predicate: popular, sortBy: [SortDescriptor(\Post.views, order: .reverse)])
+        #expect(try context.fetch(descriptor).map(\.title) == ["fresh", "Alpha"])
+        #expect(try context.fetchCount(descriptor) == 2)
+        descriptor.fetchLimit = 1
+        #expect(try context.fetch(descriptor).map(\.title) == ["fresh"])
+
+        descriptor.fetchLimit = nil
+        descriptor.includePendingChanges = false
+        // Without pending changes, rows are judged as stored (the registered instances come back).
+        #expect(try context.fetch(descriptor).map(\.title).sorted() == ["", "Gamma 100%"])
+        try context.save()
+        #expect(try ModelContext(container).fetch(FetchDescriptor(predicate: popular)).map(\.title).sorted() == ["Alpha", "fresh"])
+    }
+
+    @Test("limit and offset apply after the SQL filter and sort")
+    func windowAfterFilter() throws {
+        let (container, _) = try store()
+        let context = ModelContext(container)
+        var descriptor = FetchDescriptor(predicate: #Predicate<Post> { $0.views >= 10 }, sortBy: [SortDescriptor(\Post.views)])
+        descriptor.fetchOffset = 1
+        descriptor.fetchLimit = 2
+        #expect(try context.fetch(descriptor).map(\.views) == [21, 33])
+        #expect(try context.fetchCount(descriptor) == 2)
+    }
+
+    @Test("batch delete with a predicate deletes the matches and applies their delete rules")
+    func batchDelete() throws {
+        let (container, _) = try store()
+        let context = ModelContext(container)
+        try context.delete(model: Post.self, where: #Predicate { $0.writer?.name == "Ada" })
+        try context.save()
+        let check = ModelContext(container)
+        #expect(try check.fetchCount(FetchDescriptor(predicate: #Predicate<Post> { $0.writer?.name == "Ada" })) == 0)
+        #expect(try check.fetchCount(FetchDescriptor<Post>()) == 5)
+        // Remarks cascade with their posts: of 8, Alpha's 2, delta_x's 3 and the emoji post's 1.
+        #expect(try check.fetchCount(FetchDescriptor<Remark>()) == 2)
+    }
+
+    @Test("the planner uses the declared #Index for equality and for range + sort + limit")
+    func queryPlanUsesIndex() throws {
+        let (container, _) = try store()
+        let layout = try EntityLayout.of(Post.self)
+        func plan(_ predicate: Predicate<Post>, sort: [SortDescriptor<Post>] = [], limit: Int? = nil) throws -> String {
+            let translation = PredicateTranslator.translate(predicate, layout: layout)
+            let query = SelectBuilder.rows(layout.table, filter: translation, order: layout.orderTerms(for: sort) ?? [], limit: limit, offset: nil)
+            return try container.store.read { db in
+                try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + query.sql, arguments: query.arguments).map { $0["detail"] as String? ?? "" }.joined(separator: "\n")
+            }
+        }
+        let equality = try plan(#Predicate { $0.views == 42 })
+        #expect(equality.contains("USING INDEX osd_Post_index_views"), "\(equality)")
+        let since = PredicateFixture.date(2)
+        let range = try plan(#Predicate { $0.createdAt > since }, sort: [SortDescriptor(\.createdAt, order: .reverse)], limit: 20)
+        #expect(range.contains("USING INDEX osd_Post_index_createdAt"), "\(range)")
+        #expect(!range.contains("TEMP B-TREE"), "\(range)")
+        let prefix = try plan(#Predicate { $0.title.starts(with: "Al") })
+        #expect(prefix.contains("USING INDEX osd_Post_index_title"), "\(prefix)")
+    }
+}
