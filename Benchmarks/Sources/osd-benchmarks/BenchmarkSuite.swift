@@ -72,6 +72,14 @@ enum BenchmarkSuite {
             + "OpenSwiftData +\(grouped(osdMemory.growthKB)) KB (ratio \(String(format: "%.2f", growthRatio)))")
         print("")
         try runRelationships(in: workbench)
+        print("")
+        try runQueries(in: workbench)
+    }
+
+    /// The query table (also `osd-benchmarks --queries` on its own).
+    static func runQueries(in workbench: Workbench) throws {
+        print("Queries, median of \(runsPerSide) runs (one store file of \(grouped(QueryBenchmark.itemCount)) items read by both sides; GRDB runs the same SQL written by hand):")
+        printTable(try QueryBenchmark.run(in: workbench.directory))
     }
 
     /// The relationship table (also `osd-benchmarks --relationships` on its own).

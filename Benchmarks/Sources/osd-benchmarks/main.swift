@@ -5,7 +5,7 @@ import Foundation
 /// `osd-benchmarks --memory-child osd|grdb <store path>` is the child process that the memory
 /// probe launches, and `--prepare-store osd|grdb <store path> <count>` the one that populates its
 /// stores; neither is meant to be run by hand. `osd-benchmarks --relationships` runs only the
-/// relationship table.
+/// relationship table, `osd-benchmarks --queries` only the query table.
 let arguments = CommandLine.arguments
 do {
     if arguments.count == 4, arguments[1] == MemoryProbe.childFlag {
@@ -18,6 +18,10 @@ do {
         let workbench = try Workbench()
         defer { workbench.removeAll() }
         try BenchmarkSuite.runRelationships(in: workbench)
+    } else if arguments.count == 2, arguments[1] == "--queries" {
+        let workbench = try Workbench()
+        defer { workbench.removeAll() }
+        try BenchmarkSuite.runQueries(in: workbench)
     } else {
         try BenchmarkSuite.run()
     }
