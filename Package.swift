@@ -14,6 +14,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
         .package(url: "https://github.com/swiftlang/swift-syntax", exact: "602.0.0"),
         .package(url: "https://github.com/pointfreeco/swift-macro-testing", exact: "0.7.0"),
+        .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
     ],
     targets: [
         .macro(
@@ -31,6 +32,7 @@ let package = Package(
             dependencies: [
                 "OpenSwiftDataMacros",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(

@@ -53,7 +53,7 @@ enum PredicateCases {
         },
         PredicateCase("URL ==") { _ in #Predicate<Post> { $0.link == exampleURL } },
         PredicateCase("Decimal ==") { _ in #Predicate<Post> { $0.price == tenCents } },
-        PredicateCase("Codable struct ==") { _ in #Predicate<Post> { $0.location == paris } },
+        PredicateCase("Codable struct == nil") { _ in #Predicate<Post> { $0.location == nil } },
         PredicateCase("Bool property") { _ in #Predicate<Post> { $0.isPinned } },
         PredicateCase("negated Bool") { _ in #Predicate<Post> { !$0.isPinned } },
         PredicateCase("Bool == false || comparison") { _ in #Predicate<Post> { $0.isPinned == false || $0.views > 40 } },
@@ -149,11 +149,32 @@ enum PredicateCases {
             return #Predicate<Post> { $0.labels.contains { $0.persistentModelID == news } }
         },
         PredicateCase("to-many of a to-one") { _ in #Predicate<Post> { ($0.writer.flatMap { $0.posts.count } ?? 0) > 2 } },
+        PredicateCase("optional to-many contains(where:) ?? false") { _ in #Predicate<Post> { $0.notes?.contains { $0.text.contains("1") } ?? false } },
+        PredicateCase("optional to-many count") { _ in #Predicate<Post> { ($0.notes?.count ?? 0) == 1 } },
+        PredicateCase("negated optional equality keeps the nil rows") { _ in #Predicate<Post> { !($0.score == 7) } },
+        PredicateCase("negated optional chain keeps the models without writer") { _ in #Predicate<Post> { !($0.writer?.name == "Ada") } },
+        PredicateCase("negated captured membership of an optional") { _ in
+            let scores: [Int?] = [3, 7]
+            return #Predicate<Post> { !scores.contains($0.score) }
+        },
+        PredicateCase("identifier of another entity matches nothing") { fixture in
+            let ada = fixture.adaID
+            return #Predicate<Post> { $0.persistentModelID == ada }
+        },
+        PredicateCase("a guarded subscript does not fail the fetch") { _ in
+            #Predicate<Post> { $0.scores.count < 2 || $0.scores[$0.scores.count - 2] > 4 }
+        },
         PredicateCase("nested quantifiers") { _ in #Predicate<Post> { $0.labels.contains { $0.posts.contains { $0.views > 50 } } } },
         PredicateCase("to-many element's to-one") { _ in #Predicate<Post> { $0.remarks.contains { $0.post?.isPinned == true } } },
     ]
 
     static let partial: [PredicateCase] = [
+        PredicateCase("Codable struct == value is compared in memory", inSQL: false) { _ in
+            #Predicate<Post> { $0.views >= 0 && $0.location == paris }
+        },
+        PredicateCase("float division by a column is left to memory (Swift divides by zero)", inSQL: false) { _ in
+            #Predicate<Post> { $0.views < 50 && $0.rating / ($0.rating - 1.0) > 0 }
+        },
         PredicateCase("JSON struct field leaves its conjunct to memory", inSQL: false) { _ in
             #Predicate<Post> { $0.views > 5 && $0.location?.city == "Paris" }
         },

@@ -75,6 +75,8 @@ struct PredicateFixture: Sendable {
             post.writer = row.writer
             for (number, likes) in row.likes.enumerated() { post.remarks.append(Remark(text: "\(row.title) #\(number)", likes: likes)) }
             post.labels = row.labels
+            // Every third post has notes; the others keep nil.
+            if index % 3 == 0 { post.notes = (0...index % 2).map { PostNote(text: "note \($0) of \(row.title)") } }
             if index == 0 { alpha = post }
         }
         try context.save()

@@ -8,7 +8,7 @@ import Testing
 /// have run in SQL (or, for the partial cases, not entirely).
 @Suite("Predicates in SQL")
 struct PredicateTranslationTests {
-    static let models: [any PersistentModel.Type] = [Writer.self, Post.self, Remark.self, Label.self]
+    static let models: [any PersistentModel.Type] = [Writer.self, Post.self, Remark.self, Label.self, PostNote.self]
 
     private func store() throws -> (ModelContainer, PredicateFixture) {
         let container = try ModelContainer(for: Schema(Self.models), configurations: ModelConfiguration(isStoredInMemoryOnly: true))
@@ -51,7 +51,7 @@ struct PredicateTranslationTests {
         }
         // The cases that match nothing or everything on purpose.
         #expect(Set(trivial) == [
-            "always true", "contains NUL", "contains the empty string", "contains a very long string", "starts(with:) empty", "starts(with:) %",
+            "always true", "contains NUL", "contains the empty string", "identifier of another entity matches nothing", "contains a very long string", "starts(with:) empty", "starts(with:) %",
         ])
     }
 

@@ -41,6 +41,7 @@ struct PostLocation: Codable, Equatable, Sendable {
     var writer: Writer?
     @Relationship(deleteRule: .cascade, inverse: \Remark.post) var remarks: [Remark] = []
     var labels: [Label] = []
+    @Relationship(deleteRule: .cascade, inverse: \PostNote.post) var notes: [PostNote]?
 
     #Index<Post>([\.views], [\.title], [\.createdAt])
 
@@ -68,3 +69,20 @@ struct PostLocation: Codable, Equatable, Sendable {
         self.name = name
     }
 }
+
+/// The other side of an optional to-many relationship (`Post.notes: [PostNote]?`).
+@Model final class PostNote {
+    var text: String
+    var post: Post?
+
+    init(text: String) {
+        self.text = text
+    }
+}
+
+/// A protocol over model types, for predicates written generically.
+protocol Titled: PersistentModel {
+    var title: String { get }
+}
+
+extension Post: Titled {}

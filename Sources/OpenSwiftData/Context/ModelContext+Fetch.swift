@@ -50,6 +50,7 @@ extension ModelContext {
             let query = SelectBuilder.rows(table, filter: plan.filter, order: plan.order ?? [], limit: descriptor.fetchLimit, offset: descriptor.fetchOffset)
             return try materialize(T.self, layout: layout, query: query)
         }
+        logMemoryWork(plan, descriptor, layout: layout)
 
         // Without pending changes, the SQL filter is exact or a superset (a conjunction's
         // translatable part); with them, a changed model may match in memory and not in its row,

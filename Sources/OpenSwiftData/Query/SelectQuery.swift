@@ -18,6 +18,8 @@ struct OrderTerm {
     var hops: [Hop] = []
     let column: String
     let ascending: Bool
+    /// The collation of a string sort (nil: SQLite's binary order, Swift's `<` on strings).
+    var collation: String?
 }
 
 /// Builds the SQL of fetches from an entity's table and a descriptor's translatable parts.
@@ -64,7 +66,8 @@ enum SelectBuilder {
         }
         let terms = order.map { term in
             let alias = term.hops.isEmpty ? (qualify ? "t." : "") : "\(aliases[term.hops] ?? "t")."
-            return "\(alias)\(quoted(term.column)) \(term.ascending ? "ASC" : "DESC")"
+            let collation = term.collation.map { " COLLATE \($0)" } ?? ""
+            return "\(alias)\(quoted(term.column))\(collation) \(term.ascending ? "ASC" : "DESC")"
         }
         // Ties are broken by the primary key, in the last term's direction, so that an index
         // on the last sort column (which ends with the primary key) serves the whole order.

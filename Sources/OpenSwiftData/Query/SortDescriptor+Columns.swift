@@ -8,7 +8,13 @@ extension EntityLayout {
     func orderTerms<T>(for sortBy: [SortDescriptor<T>]) -> [OrderTerm]? {
         var terms: [OrderTerm] = []
         for descriptor in sortBy {
-            guard let keyPath = descriptor.keyPath, let term = orderTerm(for: keyPath, ascending: descriptor.order == .forward) else { return nil }
+            guard let keyPath = descriptor.keyPath, var term = orderTerm(for: keyPath, ascending: descriptor.order == .forward) else { return nil }
+            if let comparator = descriptor.stringComparator {
+                // SQLite's own order is the lexical one; the localized ones run Foundation's
+                // comparison through a collation the store registers.
+                guard let collation = SQLFunctions.collation(for: comparator) else { return nil }
+                term.collation = collation
+            }
             terms.append(term)
         }
         return terms

@@ -23,6 +23,13 @@ enum SQLFunctions {
         text.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: .current)
     }
 
+    /// The collation that orders strings as `comparator` does, or nil when SQL cannot (the sort
+    /// then runs in memory with the descriptor itself). The lexical comparator is SQLite's
+    /// binary order: Unicode scalar order, as Swift's `<` on normalized strings.
+    static func collation(for comparator: String.StandardComparator) -> String? {
+        comparator == .lexical ? "BINARY" : nil
+    }
+
     /// Registers the functions on a connection.
     static func register(in db: Database) {
         db.add(function: DatabaseFunction(fold, argumentCount: 1, pure: true) { values in

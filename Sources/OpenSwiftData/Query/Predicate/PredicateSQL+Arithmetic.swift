@@ -34,6 +34,11 @@ extension PredicateExpressions.FloatDivision: SQLTranslatable {
         let right = try translator.translate(rhs)
         if left.isConstant && right.isConstant { return try folded() }
         try translator.requireNumeric(LHS.Output.self)
+        // Dividing by zero gives an infinity or NaN in Swift and NULL in SQL: only a divisor
+        // known not to be zero is translated.
+        guard case let .constant(divisor) = right, let number = divisor as? any BinaryFloatingPoint, !number.isZero else {
+            throw Untranslatable("a division by a value that may be zero")
+        }
         // Multiplying by 1.0 keeps the division in floating point whatever SQLite holds.
         return .value("((\(try translator.operand(left, against: right)) * 1.0) / \(try translator.operand(right, against: left)))", translator.form(of: left, right))
     }

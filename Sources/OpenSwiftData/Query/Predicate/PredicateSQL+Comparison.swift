@@ -10,6 +10,7 @@ extension PredicateExpressions.Equal: SQLTranslatable {
         let left = try translator.translate(lhs)
         let right = try translator.translate(rhs)
         if left.isConstant && right.isConstant { return try folded() }
+        try translator.requireComparableForEquality(LHS.Output.self, left, right)
         return .value(try translator.equality(left, right, negated: false), .stored)
     }
 }
@@ -19,6 +20,7 @@ extension PredicateExpressions.NotEqual: SQLTranslatable {
         let left = try translator.translate(lhs)
         let right = try translator.translate(rhs)
         if left.isConstant && right.isConstant { return try folded() }
+        try translator.requireComparableForEquality(LHS.Output.self, left, right)
         return .value(try translator.equality(left, right, negated: true), .stored)
     }
 }
@@ -42,15 +44,12 @@ extension PredicateExpressions.Comparison: SQLTranslatable {
 }
 
 extension PredicateTranslator {
-    /// `a = b` (or `IS`, when either side may be NULL), `a IS NOT b`.
+    /// `a IS b`, `a IS NOT b`: never NULL, so a negation around them means Swift's `!`.
+    /// (SQLite's planner uses an index for `IS` as for `=`.)
     func equality(_ left: SQLFragment, _ right: SQLFragment, negated: Bool) throws -> SQLText {
         let lhs = try operand(left, against: right)
         let rhs = try operand(right, against: left)
-        if negated { return "(\(lhs) IS NOT \(rhs))" }
-        // `=` with a non-NULL constant is the form SQLite's planner knows best, and means the
-        // same: a NULL column is not equal to a value either way.
-        let constantIsSet = [lhs, rhs].contains { $0.sql == "?" && $0.arguments.first?.isNull == false }
-        return constantIsSet ? "(\(lhs) = \(rhs))" : "(\(lhs) IS \(rhs))"
+        return negated ? "(\(lhs) IS NOT \(rhs))" : "(\(lhs) IS \(rhs))"
     }
 }
 

@@ -13,7 +13,7 @@ extension PredicateExpressions.SequenceContains: SQLTranslatable {
         if case let .constant(value) = elements {
             return try translator.membership(of: element, in: value)
         }
-        let source = try translator.source(of: elements)
+        let source = try translator.source(of: elements, type: LHS.Output.self)
         let exists = try translator.subquery(over: source, selecting: "1") { item in
             if case .value = item {
                 guard translator.codec(for: LHS.Output.Element.self)?.isJSONScalar == true else {
@@ -33,20 +33,25 @@ extension PredicateTranslator {
         let items = try JSONArgument.elements(collection)
         if items.isEmpty { return .constant(false) }
         let form: ValueForm
-        if case let .value(_, elementForm) = element { form = elementForm } else { form = .stored }
+        switch element {
+        case let .value(_, elementForm): form = elementForm
+        case let .row(row): form = .identifier(entity: row.layout.name)
+        default: form = .stored
+        }
         let value = try operand(element)
         let encoded = try items.map { try encode($0, as: form) }
         let withoutNull = encoded.filter { !$0.isNull }
         var tests: [SQLText] = []
         if withoutNull.count < encoded.count { tests.append("(\(value) IS NULL)") }
+        // `IN` is NULL for a NULL value; the `IS NOT NULL` keeps the test two-valued under `!`.
         if withoutNull.count <= 64 {
             if !withoutNull.isEmpty {
                 let placeholders = Array(repeating: "?", count: withoutNull.count).joined(separator: ", ")
-                tests.append("(\(value) IN (\(SQLText(sql: placeholders, arguments: withoutNull))))")
+                tests.append("(\(value) IS NOT NULL AND \(value) IN (\(SQLText(sql: placeholders, arguments: withoutNull))))")
             }
         } else {
             let json = "[" + (try withoutNull.map(JSONArgument.scalar).joined(separator: ",")) + "]"
-            tests.append("(\(value) IN (SELECT value FROM json_each(\(SQLText.bound(json.databaseValue)))))")
+            tests.append("(\(value) IS NOT NULL AND \(value) IN (SELECT value FROM json_each(\(SQLText.bound(json.databaseValue)))))")
         }
         return .value(tests.count == 1 ? tests[0] : "(\(SQLText.joined(tests, separator: " OR ")))", .stored)
     }
@@ -55,7 +60,7 @@ extension PredicateTranslator {
 extension PredicateExpressions.SequenceContainsWhere: SQLTranslatable {
     func translate(_ translator: PredicateTranslator) throws -> SQLFragment {
         let elements = try translator.translate(sequence)
-        let source = try translator.source(of: elements)
+        let source = try translator.source(of: elements, type: LHS.Output.self)
         let exists = try translator.subquery(over: source, selecting: "1") { item in
             try translator.with(variable.key, boundTo: item) { try translator.condition(try translator.translate(test)) }
         }
@@ -66,7 +71,7 @@ extension PredicateExpressions.SequenceContainsWhere: SQLTranslatable {
 extension PredicateExpressions.SequenceAllSatisfy: SQLTranslatable {
     func translate(_ translator: PredicateTranslator) throws -> SQLFragment {
         let elements = try translator.translate(sequence)
-        let source = try translator.source(of: elements)
+        let source = try translator.source(of: elements, type: LHS.Output.self)
         let counterexample = try translator.subquery(over: source, selecting: "1") { item in
             let holds = try translator.with(variable.key, boundTo: item) { try translator.condition(try translator.translate(test)) }
             return "((\(holds)) IS NOT 1)"
@@ -78,33 +83,33 @@ extension PredicateExpressions.SequenceAllSatisfy: SQLTranslatable {
 extension PredicateExpressions.Filter: SQLTranslatable {
     func translate(_ translator: PredicateTranslator) throws -> SQLFragment {
         let elements = try translator.translate(sequence)
-        let source = try translator.source(of: elements)
+        let source = try translator.source(of: elements, type: LHS.Output.self)
         return .rows(.filtered(base: source, variable: variable.key, test: filter))
     }
 }
 
 extension PredicateExpressions.SequenceMinimum: SQLTranslatable {
     func translate(_ translator: PredicateTranslator) throws -> SQLFragment {
-        try translator.aggregate("min", of: elements, node: self, elementType: Elements.Output.Element.self)
+        try translator.aggregate("min", of: elements, node: self, collectionType: Elements.Output.self, elementType: Elements.Output.Element.self)
     }
 }
 
 extension PredicateExpressions.SequenceMaximum: SQLTranslatable {
     func translate(_ translator: PredicateTranslator) throws -> SQLFragment {
-        try translator.aggregate("max", of: elements, node: self, elementType: Elements.Output.Element.self)
+        try translator.aggregate("max", of: elements, node: self, collectionType: Elements.Output.self, elementType: Elements.Output.Element.self)
     }
 }
 
 extension PredicateTranslator {
     /// `(SELECT min(value) FROM json_each(…))`: NULL for an empty array, as Swift's is nil.
-    func aggregate(_ function: String, of elements: any PredicateExpression, node: some SQLTranslatable, elementType: Any.Type) throws -> SQLFragment {
+    func aggregate(_ function: String, of elements: any PredicateExpression, node: some SQLTranslatable, collectionType: Any.Type, elementType: Any.Type) throws -> SQLFragment {
         let collection = try translate(elements)
         if collection.isConstant { return try node.folded() }
         guard case .value = collection else { throw Untranslatable("\(function) over models") }
         guard let codec = codec(for: elementType), codec.sortsLikeSwift, codec.isJSONScalar, elementType != Bool.self else {
             throw Untranslatable("SQL does not order \(elementType) values in JSON as Swift does")
         }
-        let value = try subquery(over: try source(of: collection), selecting: "\(function)(value)") { _ in nil }
+        let value = try subquery(over: try source(of: collection, type: collectionType), selecting: "\(function)(value)") { _ in nil }
         return .value("(\(value))", .jsonElement)
     }
 }
@@ -119,8 +124,10 @@ extension PredicateExpressions.CollectionIndexSubscript: SQLTranslatable {
               Index.Output.self == Int.self
         else { throw Untranslatable("subscript of \(Wrapped.Output.self) has no SQL form") }
         // Out of range, Swift traps; SQL yields NULL and the row does not match.
-        let path: SQLText = "'$[' || \(try translator.operand(index)) || ']'"
-        return .value("json_extract(\(try translator.operand(collection)), \(path))", .jsonElement)
+        // A negative index is an error for json_extract: guard it (Swift traps; no match here).
+        let position = try translator.operand(index)
+        let path: SQLText = "'$[' || \(position) || ']'"
+        return .value("(CASE WHEN \(position) >= 0 THEN json_extract(\(try translator.operand(collection)), \(path)) END)", .jsonElement)
     }
 }
 

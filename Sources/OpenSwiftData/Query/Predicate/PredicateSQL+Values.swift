@@ -48,7 +48,7 @@ extension PredicateTranslator {
     func member(_ keyPath: AnyKeyPath, of row: RowReference) throws -> SQLFragment {
         let layout = row.layout
         if keyPath == identifierKeyPath(of: layout.modelType) {
-            return .value(row.key, .stored)
+            return .value(row.key, .identifier(entity: layout.name))
         }
         guard let index = layout.propertyIndex(of: keyPath) else {
             throw Untranslatable("\(keyPath) is not a persisted property of \(layout.name)")
@@ -61,9 +61,9 @@ extension PredicateTranslator {
             }
             switch relationship.storage {
             case .foreignKey:
-                let alias = alias(of: row)
+                let alias = try alias(of: row)
                 let key = "\(alias).\(quoted(property.name))"
-                if alias != "t" { noteRowColumn(key) }
+                noteRowColumn(key, of: row.key)
                 return .row(RowReference(layout: destination, key: SQLText(sql: key), alias: nil, scope: row.scope))
             case .inverseForeignKey:
                 // The side of a one-to-one without the column: join the row that points back.
@@ -72,7 +72,7 @@ extension PredicateTranslator {
                 guard row.key.arguments.isEmpty else { throw Untranslatable("\(property.name) is reached through a computed row") }
                 let alias = join(table: destination.name, scope: row.scope) { "\($0).\(quoted(inverse)) = \(ownerKey)" }
                 let key = "\(alias).\(quoted(TableDescription.primaryKey))"
-                noteRowColumn(key)
+                noteRowColumn(key, of: row.key)
                 return .row(RowReference(layout: destination, key: SQLText(sql: key), alias: alias, scope: row.scope))
             case .joinTable:
                 throw Untranslatable("\(property.name) is a to-one relationship kept in a join table")
@@ -81,8 +81,8 @@ extension PredicateTranslator {
         guard property.columnIndex != nil else {
             throw Untranslatable("\(layout.name).\(property.name) is not stored in a column")
         }
-        let sql = "\(alias(of: row)).\(quoted(property.name))"
-        if row.alias != "t" { noteRowColumn(sql) }
+        let sql = "\(try alias(of: row)).\(quoted(property.name))"
+        noteRowColumn(sql, of: row.key)
         return .value(SQLText(sql: sql), .stored)
     }
 
@@ -93,7 +93,7 @@ extension PredicateTranslator {
             if keyPath == \String.isEmpty { return .value("(\(text) = '')", .stored) }
             // Characters (grapheme clusters), as Swift counts them.
             if keyPath == \String.count { return .value("osd_character_count(\(text))", .stored) }
-        } else if form == .stored, let collection = rootType as? any CollectionKeyPaths.Type, codec(for: rootType)?.storageName.hasPrefix("JSON(") == true {
+        } else if case .stored = form, let collection = rootType as? any CollectionKeyPaths.Type, isJSONCollection(rootType) {
             if keyPath == collection._countKeyPath { return .value("json_array_length(\(text))", .stored) }
             if keyPath == collection._isEmptyKeyPath { return .value("(json_array_length(\(text)) = 0)", .stored) }
             if collection._isOrdered {
@@ -159,7 +159,7 @@ extension PredicateExpressions.OptionalFlatMap: SQLTranslatable {
         let test = try translator.operand(base)
         // A column of the unwrapped row is already NULL when the row is: no CASE needed.
         let propagatesNull: (SQLText) -> Bool = { text in
-            if case .row = base { return translator.rowColumns.contains(text.sql) }
+            if case let .row(row) = base { return translator.rowColumns[text.sql] == row.key.sql }
             return false
         }
         switch result {

@@ -48,9 +48,9 @@ final class PredicateTranslator {
     private var bindings: [PredicateExpressions.VariableID: SQLFragment] = [:]
     private var nextAlias = 0
     private var codecs: [ObjectIdentifier: ValueCodec?] = [:]
-    /// Column reads of joined rows (`p0."title"`): NULL whenever their row is, so an optional
-    /// chain through them needs no `CASE`.
-    private(set) var rowColumns: Set<String> = []
+    /// Column reads of joined rows (`p0."title"`), each with the key of the row it was read
+    /// from: NULL whenever that row is, so an optional chain through the row needs no `CASE`.
+    private(set) var rowColumns: [String: String] = [:]
 
     /// Translates `predicate` over `layout`'s table. A top-level conjunction is translated part
     /// by part: the parts SQL can say filter in SQL, the rest is left to memory.
@@ -130,7 +130,11 @@ final class PredicateTranslator {
         switch fragment {
         case let .constant(value):
             var form = ValueForm.stored
-            if case let .value(_, otherForm)? = other { form = otherForm }
+            switch other {
+            case let .value(_, otherForm)?: form = otherForm
+            case let .row(row)?: form = .identifier(entity: row.layout.name)
+            default: break
+            }
             return .bound(try encode(value, as: form))
         case let .value(text, _):
             return text
@@ -158,14 +162,15 @@ final class PredicateTranslator {
             return try encode(model.persistentModelID, as: form)
         }
         if let identifier = value as? PersistentIdentifier {
-            // A model without a row (not saved yet) matches no row: the primary key is never NULL
-            // or negative.
+            // A model without a row (not saved yet), or of another entity, matches no row: a
+            // primary key is never negative.
+            if case let .identifier(entity) = form, entity != identifier.entityName { return (-1).databaseValue }
             return (identifier.rowID ?? -1).databaseValue
         }
         guard let codec = codec(for: type(of: value)) else {
             throw Untranslatable("values of type \(type(of: value)) have no stored form")
         }
-        if form == .jsonElement, !codec.isJSONScalar {
+        if case .jsonElement = form, !codec.isJSONScalar {
             throw Untranslatable("values of type \(type(of: value)) are not JSON scalars")
         }
         func open<V>(_ value: V) throws -> DatabaseValue {
@@ -199,16 +204,47 @@ final class PredicateTranslator {
 
     /// Throws unless `type` is a number stored as one (so SQL arithmetic means Swift's).
     func requireNumeric(_ type: Any.Type) throws {
+        // `Float` is stored as a `Double`, and arithmetic in double precision rounds differently.
         guard let codec = codec(for: type), codec.columnType == .integer || codec.columnType == .real,
-              type != Bool.self, type != Bool?.self, codec.sortsLikeSwift
+              type != Bool.self, type != Bool?.self, type != Float.self, type != Float?.self, codec.sortsLikeSwift
         else { throw Untranslatable("\(type) is not a number stored as one") }
+    }
+
+    /// Throws unless equality of the stored forms of `type` is Swift's `==`: JSON-coded values
+    /// (a set's order varies, a custom `==` is unknown) are compared in memory, except with nil;
+    /// a JSON element compares only as a JSON scalar.
+    func requireComparableForEquality(_ type: Any.Type, _ left: SQLFragment, _ right: SQLFragment) throws {
+        for fragment in [left, right] {
+            switch fragment {
+            case .row, .value(_, .identifier): return  // compared by primary key
+            default: continue
+            }
+        }
+        guard let codec = codec(for: type) else { return }
+        let isNil: (SQLFragment) -> Bool = { fragment in
+            if case let .constant(value) = fragment { return (value as? any _OptionalType)?._wrappedValue == nil && value is any _OptionalType }
+            return false
+        }
+        if codec.storageName.hasPrefix("JSON("), !isNil(left), !isNil(right) {
+            throw Untranslatable("\(type) values are compared in memory (JSON-coded)")
+        }
+        for case .value(_, .jsonElement) in [left, right] where !codec.isJSONScalar {
+            throw Untranslatable("\(type) values in JSON do not compare as stored ones")
+        }
+    }
+
+    /// Whether values of `type` are stored as JSON arrays or objects SQL can iterate.
+    func isJSONCollection(_ type: Any.Type) -> Bool {
+        codec(for: type)?.storageName.hasPrefix("JSON(") == true && (type is any Collection.Type || (type as? any _OptionalType.Type)?._wrappedType is any Collection.Type)
     }
 
     // MARK: Rows and joins
 
     /// The alias under which a row's columns are read, joining its table on first use.
-    func alias(of row: RowReference) -> String {
+    func alias(of row: RowReference) throws -> String {
         if let alias = row.alias { return alias }
+        // A join condition carries no arguments (joins come before the WHERE clause's).
+        guard row.key.arguments.isEmpty else { throw Untranslatable("a model reached through a computed value") }
         return join(table: row.layout.name, scope: row.scope) { alias in
             "\(alias).\(quoted(TableDescription.primaryKey)) = \(row.key.sql)"
         }
@@ -225,9 +261,9 @@ final class PredicateTranslator {
         return alias
     }
 
-    /// Notes that `sql` reads a column of a joined row.
-    func noteRowColumn(_ sql: String) {
-        rowColumns.insert(sql)
+    /// Notes that `sql` reads a column of the row whose key is `rowKey`.
+    func noteRowColumn(_ sql: String, of rowKey: SQLText) {
+        rowColumns[sql] = rowKey.sql
     }
 
     func newAlias(_ prefix: String) -> String {
@@ -322,15 +358,16 @@ final class PredicateTranslator {
 
     /// The collection a fragment stands for: a relationship, a JSON array column, or a captured
     /// array (bound as JSON).
-    func source(of fragment: SQLFragment) throws -> RowSource {
+    func source(of fragment: SQLFragment, type: Any.Type) throws -> RowSource {
         switch fragment {
         case let .rows(source):
             return source
         case let .value(text, .stored):
+            guard isJSONCollection(type) else { throw Untranslatable("\(type) is not stored as a JSON collection") }
             return .json(text)
         case let .constant(value):
             return .json(.bound(try JSONArgument.array(value, translator: self)))
-        case .value(_, .jsonElement), .row, .range:
+        case .value(_, .jsonElement), .value(_, .identifier), .row, .range:
             throw Untranslatable("the value is not a collection SQL can iterate")
         }
     }

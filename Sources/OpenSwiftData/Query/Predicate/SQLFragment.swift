@@ -28,6 +28,9 @@ enum ValueForm {
     /// An element of a JSON array or object, as `json_each`/`json_extract` return it: JSON's own
     /// scalars (numbers, text, `true`/`false` as 1/0).
     case jsonElement
+    /// A model's identifier (its primary key) in the entity named: an identifier of another
+    /// entity is bound as a key no row has.
+    case identifier(entity: String)
 }
 
 /// A row of an entity's table, reached from the query's root, a join or a subquery.
