@@ -44,6 +44,7 @@ let package = Package(
         .executableTarget(name: "QuickStart", dependencies: ["OpenSwiftData"], path: "Examples/QuickStart"),
         .executableTarget(name: "GettingStarted", dependencies: ["OpenSwiftData"], path: "Examples/GettingStarted"),
         .executableTarget(name: "Relationships", dependencies: ["OpenSwiftData"], path: "Examples/Relationships"),
+        .executableTarget(name: "Queries", dependencies: ["OpenSwiftData"], path: "Examples/Queries"),
         // OpenSwiftData against hand-written GRDB code: `swift run -c release osd-benchmarks`.
         // Built (in debug) by every `swift build`, so it keeps compiling as the API changes.
         .executableTarget(

@@ -142,3 +142,44 @@ struct PredicateTranslationTests {
         #expect(prefix.contains("USING INDEX osd_Post_index_title"), "\(prefix)")
     }
 }
+
+@Suite("Enumerating in batches")
+struct EnumerateTests {
+    @Test("enumerate visits what fetch returns, in order, holding one batch at a time, and keeps changed models")
+    func batches() throws {
+        let container = try ModelContainer(for: Schema(PredicateTranslationTests.models), configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let setup = ModelContext(container)
+        for number in 0..<23 {
+            let post = Post(title: "post \(number)")
+            post.views = number % 7
+            setup.insert(post)
+        }
+        try setup.save()
+
+        let context = ModelContext(container)
+        let descriptor = FetchDescriptor(predicate: #Predicate<Post> { $0.views > 1 }, sortBy: [SortDescriptor(\Post.views), SortDescriptor(\Post.title)])
+        let expected = try ModelContext(container).fetch(descriptor).map(\.title)
+        var visited: [String] = []
+        var largestRegistered = 0
+        try context.enumerate(descriptor, batchSize: 4) { post in
+            visited.append(post.title)
+            if post.views == 6 { post.title += " (read)" }
+            largestRegistered = max(largestRegistered, context.identityMap["Post"]?.count ?? 0)
+        }
+        #expect(visited == expected)
+        // One batch of 4, plus the changed models kept for the save.
+        let changed = expected.count { $0.hasPrefix("post 6") || $0.hasPrefix("post 13") || $0.hasPrefix("post 20") }
+        #expect(largestRegistered <= 4 + changed)
+        try context.save()
+        let saved = try ModelContext(container).fetch(FetchDescriptor(predicate: #Predicate<Post> { $0.title.contains("(read)") }))
+        #expect(saved.count == 3)
+
+        var windowed: [String] = []
+        var window = descriptor
+        window.fetchOffset = 2
+        window.fetchLimit = 7
+        try ModelContext(container).enumerate(window, batchSize: 3) { windowed.append($0.title) }
+        #expect(windowed.count == 7)
+        #expect(windowed == (try ModelContext(container).fetch(window).map(\.title)))
+    }
+}

@@ -114,9 +114,47 @@ extension ModelContext {
         return try fetch(descriptor).map(\.persistentModelID)
     }
 
-    /// Visits every model that matches a descriptor, in batches.
+    /// Visits every model that matches a descriptor, reading `batchSize` rows at a time.
+    ///
+    /// When the fetch runs entirely in SQL, one batch is in memory at a time: with
+    /// `allowEscapingMutations` false (the default), the models of a batch that the block left
+    /// unchanged are released from the context before the next batch is read, so memory stays
+    /// bounded however many rows match (do not keep references to them). Models the block
+    /// changed stay registered, and the next save writes them. With `allowEscapingMutations`
+    /// true, every visited model stays registered. A fetch that needs memory (an untranslatable
+    /// predicate, a sort SQL cannot do, unsaved changes of the entity) is read whole first.
     public func enumerate<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, batchSize: Int = 5000, allowEscapingMutations: Bool = false, block: (T) throws -> Void) throws {
-        for model in try fetch(descriptor) { try block(model) }
+        let layout = try container.requireLayout(for: T.self)
+        let plan = plan(descriptor, layout: layout)
+        guard plan.runsInSQL, batchSize > 0 else {
+            for model in try fetch(descriptor) { try block(model) }
+            return
+        }
+        var offset = max(descriptor.fetchOffset ?? 0, 0)
+        var remaining = descriptor.fetchLimit.map { max($0, 0) }
+        while true {
+            let size = min(batchSize, remaining ?? batchSize)
+            guard size > 0 else { return }
+            let query = SelectBuilder.rows(layout.table, filter: plan.filter, order: plan.order ?? [], limit: size, offset: offset)
+            let batch = try materialize(T.self, layout: layout, query: query)
+            prefetch(descriptor.relationshipKeyPathsForPrefetching, of: batch, layout: layout)
+            for model in batch { try block(model) }
+            if !allowEscapingMutations { release(batch, entity: layout.name) }
+            guard batch.count == size else { return }
+            offset += size
+            remaining = remaining.map { $0 - size }
+        }
+    }
+
+    /// Unregisters the models of a batch that have no unsaved changes.
+    private func release<T: PersistentModel>(_ batch: [T], entity: String) {
+        for model in batch {
+            let storage = model.storageBase
+            guard storage.state == .registered, !storage.hasChanges, let row = storage.primaryKey,
+                  identityMap[entity]?[row]?.storage === storage
+            else { continue }
+            identityMap[entity]?[row] = nil
+        }
     }
 
     func hasPendingChanges(entity: String) -> Bool {

@@ -1,0 +1,39 @@
+import Foundation
+import OpenSwiftData
+
+enum Status: String, Codable {
+    case pending, sent, failed
+}
+
+@Model
+final class Message {
+    var text: String
+    var status: Status
+    var retryCount = 0
+    var tags: [String] = []
+
+    init(text: String, status: Status) {
+        self.text = text
+        self.status = status
+    }
+}
+
+let container = try ModelContainer(for: Message.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+let context = ModelContext(container)
+let urgent = Message(text: "Meet at the Café", status: .failed)
+urgent.tags = ["urgent"]
+context.insert(urgent)
+context.insert(Message(text: "Lunch?", status: .pending))
+context.insert(Message(text: "Old news", status: .sent))
+try context.save()
+
+// Foundation's #Predicate wants enum cases captured in locals (issue 7 lifts this).
+let pending = Status.pending
+let failed = Status.failed
+let toRetry = #Predicate<Message> { $0.status == pending || ($0.status == failed && $0.retryCount < 3) }
+print(try context.fetch(FetchDescriptor(predicate: toRetry, sortBy: [SortDescriptor(\.text)])).map(\.text))
+// ["Lunch?", "Meet at the Café"]
+
+let search = #Predicate<Message> { $0.text.localizedStandardContains("cafe") && $0.tags.contains("urgent") }
+print(try context.fetch(FetchDescriptor(predicate: search)).map(\.text))  // ["Meet at the Café"]
+print(try context.explain(FetchDescriptor(predicate: search)).runsEntirelyInSQL)  // true
