@@ -168,10 +168,13 @@ struct TypedCodec<T> {
 
     private static func rawValue<R: RawRepresentable>(_ type: R.Type) -> TypedCodec<R>? {
         guard let raw = ScalarCodecs.codec(for: R.RawValue.self) as? TypedCodec<R.RawValue> else { return nil }
+        // The closures capture only the raw codec's closures they call, not the whole codec.
+        let encodeRaw = raw.encode
+        let readRaw = raw.read
         return TypedCodec<R>(columnType: raw.columnType, storageName: "\(R.self)(raw: \(raw.storageName))", sortsLikeSwift: false, isJSONScalar: raw.isJSONScalar, encode: { value in
-            try raw.encode(value.rawValue)
+            try encodeRaw(value.rawValue)
         }, read: { statement, index in
-            let rawValue = try raw.read(statement, index)
+            let rawValue = try readRaw(statement, index)
             guard let value = R(rawValue: rawValue) else { throw ValueCodecError("stored raw value \(rawValue) is not a case of \(R.self)") }
             return value
         })
