@@ -12,5 +12,7 @@ struct OpenSwiftDataMacrosPlugin: CompilerPlugin {
         TransientMacro.self,
         UniqueMacro.self,
         IndexMacro.self,
+        PredicateMacro.self,
+        PredicateExpressionMacro.self,
     ]
 }

@@ -101,3 +101,36 @@ extension PredicateExpressions.StringLocalizedStandardContains: StandardPredicat
 extension PredicateExpressions.StringCaseInsensitiveCompare: StandardPredicateExpression where Root: StandardPredicateExpression, Other: StandardPredicateExpression {}
 extension PredicateExpressions.StringLocalizedCompare: StandardPredicateExpression where Root: StandardPredicateExpression, Other: StandardPredicateExpression {}
 #endif
+
+extension PredicateExpressions {
+    /// `root.hasSuffix(other)`, which OpenSwiftData's `#Predicate` accepts.
+    public struct StringHasSuffix<Root: PredicateExpression, Other: PredicateExpression>: PredicateExpression
+    where Root.Output: StringProtocol, Other.Output: StringProtocol {
+        /// The result type.
+        public typealias Output = Bool
+        /// The string tested.
+        public let root: Root
+        /// The suffix.
+        public let other: Other
+
+        /// Creates the expression.
+        public init(root: Root, other: Other) {
+            self.root = root
+            self.other = other
+        }
+
+        /// Evaluates with `hasSuffix`.
+        public func evaluate(_ bindings: PredicateBindings) throws -> Bool {
+            try root.evaluate(bindings).hasSuffix(try other.evaluate(bindings))
+        }
+    }
+
+    /// Builds `root.hasSuffix(other)`; what OpenSwiftData's `#Predicate` expands it to.
+    public static func build_hasSuffix<Root, Other>(_ root: Root, _ other: Other) -> StringHasSuffix<Root, Other> {
+        StringHasSuffix(root: root, other: other)
+    }
+}
+
+extension PredicateExpressions.StringHasSuffix: Sendable where Root: Sendable, Other: Sendable {}
+extension PredicateExpressions.StringHasSuffix: Codable where Root: Codable, Other: Codable {}
+extension PredicateExpressions.StringHasSuffix: StandardPredicateExpression where Root: StandardPredicateExpression, Other: StandardPredicateExpression {}

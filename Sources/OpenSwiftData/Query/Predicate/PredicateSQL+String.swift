@@ -37,6 +37,24 @@ extension PredicateExpressions.CollectionContainsCollection: SQLTranslatable {
     }
 }
 
+extension PredicateExpressions.StringHasSuffix: SQLTranslatable {
+    func translate(_ translator: PredicateTranslator) throws -> SQLFragment {
+        let base = try translator.translate(root)
+        let suffix = try translator.translate(other)
+        if base.isConstant && suffix.isConstant { return try folded() }
+        guard Root.Output.self == String.self, Other.Output.self == String.self else {
+            throw Untranslatable("hasSuffix(_:) on \(Root.Output.self) has no SQL form")
+        }
+        let text = try translator.operand(base)
+        if case let .constant(value) = suffix, let string = value as? String {
+            if string.utf8.contains(0) { return .constant(false) }
+            return .value("(\(text) GLOB \(SQLText.bound(("*" + StringPattern.globPrefix(string).dropLast()).databaseValue)))", .stored)
+        }
+        let needle = try translator.operand(suffix)
+        return .value("(\(needle) = '' OR substr(\(text), -length(\(needle))) = \(needle))", .stored)
+    }
+}
+
 /// Patterns for SQLite's `GLOB`, with the needle's own special characters matched literally.
 enum StringPattern {
     /// `abc*` for a prefix `abc`; `*`, `?` and `[` are wrapped in brackets.
