@@ -27,13 +27,16 @@ context.insert(Message(text: "Lunch?", status: .pending))
 context.insert(Message(text: "Old news", status: .sent))
 try context.save()
 
-// Foundation's #Predicate wants enum cases captured in locals (issue 7 lifts this).
-let pending = Status.pending
-let failed = Status.failed
-let toRetry = #Predicate<Message> { $0.status == pending || ($0.status == failed && $0.retryCount < 3) }
+// Written as for SwiftData: implicit members, static members, hasPrefix/hasSuffix all compile.
+let toRetry = #Predicate<Message> { $0.status == .pending || ($0.status == .failed && $0.retryCount < 3) }
 print(try context.fetch(FetchDescriptor(predicate: toRetry, sortBy: [SortDescriptor(\.text)])).map(\.text))
 // ["Lunch?", "Meet at the Café"]
 
 let search = #Predicate<Message> { $0.text.localizedStandardContains("cafe") && $0.tags.contains("urgent") }
 print(try context.fetch(FetchDescriptor(predicate: search)).map(\.text))  // ["Meet at the Café"]
 print(try context.explain(FetchDescriptor(predicate: search)).runsEntirelyInSQL)  // true
+
+// Predicates compose: a captured predicate is inlined into the SQL of the one that calls it.
+let recent = #Predicate<Message> { $0.text.hasSuffix("?") || $0.status != .sent }
+let recentAndPending = #Predicate<Message> { recent.evaluate($0) && $0.status == .pending }
+print(try context.fetch(FetchDescriptor(predicate: recentAndPending)).map(\.text))  // ["Lunch?"]

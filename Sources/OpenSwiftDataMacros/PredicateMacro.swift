@@ -399,6 +399,9 @@ struct PredicateTranslatorSyntax {
             return "\(raw: b).build_localizedStandardContains(\(receiver), \(try translate(arguments[0].expression)))"
         case ("localizedCompare", [nil], nil):
             return "\(raw: b).build_localizedCompare(\(receiver), \(try translate(arguments[0].expression)))"
+        case ("evaluate", [nil], nil) where !readsVariable(base):
+            // A captured predicate or expression applied to a value: the value itself is passed.
+            return "\(raw: b).build_evaluate(\(base.trimmed), \(try translate(arguments[0].expression)))"
         case ("caseInsensitiveCompare", [nil], nil):
             return "\(raw: b).build_caseInsensitiveCompare(\(receiver), \(try translate(arguments[0].expression)))"
         default:

@@ -95,6 +95,19 @@ struct OwnPredicateTests {
         ) == ["Gamma 100%", "delta_x"])
     }
 
+    @Test("predicates and expressions composed with evaluate(_:), inlined into SQL")
+    func composition() throws {
+        let context = try store()
+        let popular = #Predicate<Post> { $0.views > 20 }
+        let pinnedAndPopular = #Predicate<Post> { $0.isPinned && popular.evaluate($0) }
+        #expect(try titles(context, pinnedAndPopular, sameAs: FoundationForm.pinnedViewsAbove20()) == ["Gamma 100%", "x' OR 1=1 --"])
+        #expect(try context.explain(FetchDescriptor(predicate: pinnedAndPopular)).runsEntirelyInSQL)
+        let doubled = #Expression<Post, Int> { $0.views * 2 }
+        let viaExpression = #Predicate<Post> { doubled.evaluate($0) > 80 }
+        #expect(try titles(context, viaExpression, sameAs: FoundationForm.views(below: Int.max, above: 40)) == ["", "Gamma 100%", "delta_x"])
+        #expect(try context.explain(FetchDescriptor(predicate: viaExpression)).runsEntirelyInSQL)
+    }
+
     @Test("Foundation's #Predicate stays in charge for other types and several inputs compile")
     func otherTypes() throws {
         let plain = #Predicate<Reading> { $0.value > 2 }

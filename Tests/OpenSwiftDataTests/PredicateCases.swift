@@ -18,8 +18,8 @@ struct PredicateCase: Sendable, CustomTestStringConvertible {
     var testDescription: String { name }
 }
 
-// Foundation's #Predicate refuses implicit members and static members (issue 7), so enum cases
-// and other constants are captured from locals, as SwiftData code does today.
+// Constants captured from locals, the form Foundation's #Predicate requires (OpenSwiftData's
+// macro also accepts implicit and static members; see OwnPredicateTests).
 let published = PostStatus.published
 let archived = PostStatus.archived
 let highPriority: PostPriority? = .high

@@ -1,8 +1,7 @@
 import Foundation
 
-// Type checks and casts, which SQL answers when the types decide them statically. (Foundation on
-// Linux has no `PredicateEvaluate`/`ExpressionEvaluate` nodes: its `#Predicate` refuses
-// `otherPredicate.evaluate($0)` there.)
+// Type checks and casts, which SQL answers when the types decide them statically, and nested
+// predicates and expressions (OpenSwiftData's nodes on Linux), whose bodies are inlined.
 
 extension PredicateExpressions.TypeCheck: SQLTranslatable {
     func translate(_ translator: PredicateTranslator) throws -> SQLFragment {
@@ -25,5 +24,19 @@ extension PredicateExpressions.ConditionalCast: SQLTranslatable {
             return value
         }
         throw Untranslatable("a cast of \(Input.Output.self) to \(Desired.self)")
+    }
+}
+
+extension PredicateExpressions.NestedPredicateEvaluate: SQLTranslatable {
+    func translate(_ translator: PredicateTranslator) throws -> SQLFragment {
+        let argument = try translator.translate(input)
+        return try translator.with(predicate.variable.key, boundTo: argument) { try translator.translate(predicate.expression) }
+    }
+}
+
+extension PredicateExpressions.NestedExpressionEvaluate: SQLTranslatable {
+    func translate(_ translator: PredicateTranslator) throws -> SQLFragment {
+        let argument = try translator.translate(input)
+        return try translator.with(expression.variable.key, boundTo: argument) { try translator.translate(expression.expression) }
     }
 }
