@@ -183,3 +183,37 @@ struct EnumerateTests {
         #expect(windowed == (try ModelContext(container).fetch(window).map(\.title)))
     }
 }
+
+@Suite("Partial loads")
+struct PartialLoadTests {
+    @Test("propertiesToFetch reads only the named columns; the others are read on first access, and a save writes only what changed")
+    func partialFetch() throws {
+        let container = try ModelContainer(for: Schema(PredicateTranslationTests.models), configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        _ = try PredicateFixture.make(in: ModelContext(container))
+        let counter = try StatementCounter(container)
+        let context = ModelContext(container)
+        var descriptor = FetchDescriptor(predicate: #Predicate<Post> { $0.views > 40 }, sortBy: [SortDescriptor(\Post.views)])
+        descriptor.propertiesToFetch = [\.title, \.views]
+        let posts = try context.fetch(descriptor)
+        #expect(posts.map(\.title) == ["delta_x", "Gamma 100%", ""])
+        let select = try #require(counter.selects.last)
+        #expect(select.contains("\"title\"") && select.contains("\"views\"") && !select.contains("\"body\""), "\(select)")
+
+        counter.reset()
+        let gamma = posts[1]
+        #expect(gamma.body == "CAFE culture")
+        #expect(gamma.tags == ["swift"])
+        #expect(gamma.writer?.name == "Grace")
+        // One query filled every missing column of that model; the writer was loaded as usual.
+        #expect(counter.selects.filter { $0.contains("FROM \"Post\"") }.count == 1)
+
+        let delta = posts[0]
+        delta.rating = 9.5
+        try context.save()
+        let check = try #require(try ModelContext(container).fetch(FetchDescriptor(predicate: #Predicate<Post> { $0.title == "delta_x" })).first)
+        #expect(check.rating == 9.5)
+        #expect(check.body == "It's quoted 'here'")
+        #expect(check.tags == ["rust", "swift", "db"])
+        #expect(delta.body == "It's quoted 'here'")
+    }
+}

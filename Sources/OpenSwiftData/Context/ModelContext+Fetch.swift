@@ -46,16 +46,18 @@ extension ModelContext {
     private func fetchModels<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, layout: EntityLayout) throws -> [T] {
         let table = layout.table
         let plan = plan(descriptor, layout: layout)
+        let columns = fetchedColumns(descriptor, layout: layout)
+        let names = columns?.map(\.name)
         if plan.runsInSQL {
-            let query = SelectBuilder.rows(table, filter: plan.filter, order: plan.order ?? [], limit: descriptor.fetchLimit, offset: descriptor.fetchOffset)
-            return try materialize(T.self, layout: layout, query: query)
+            let query = SelectBuilder.rows(table, columns: names, filter: plan.filter, order: plan.order ?? [], limit: descriptor.fetchLimit, offset: descriptor.fetchOffset)
+            return try materialize(T.self, layout: layout, query: query, columns: columns)
         }
         logMemoryWork(plan, descriptor, layout: layout)
 
         // Without pending changes, the SQL filter is exact or a superset (a conjunction's
         // translatable part); with them, a changed model may match in memory and not in its row,
         // so the context's changed and inserted models of the entity join the candidates.
-        var candidates = try materialize(T.self, layout: layout, query: SelectBuilder.rows(table, filter: plan.filter, order: plan.order ?? [], limit: nil, offset: nil))
+        var candidates = try materialize(T.self, layout: layout, query: SelectBuilder.rows(table, columns: names, filter: plan.filter, order: plan.order ?? [], limit: nil, offset: nil), columns: columns)
         if plan.pending {
             candidates.removeAll { $0.storageBase.state == .deleted }
             var seen = Set(candidates.map { ObjectIdentifier($0) })
@@ -135,8 +137,9 @@ extension ModelContext {
         while true {
             let size = min(batchSize, remaining ?? batchSize)
             guard size > 0 else { return }
-            let query = SelectBuilder.rows(layout.table, filter: plan.filter, order: plan.order ?? [], limit: size, offset: offset)
-            let batch = try materialize(T.self, layout: layout, query: query)
+            let columns = fetchedColumns(descriptor, layout: layout)
+            let query = SelectBuilder.rows(layout.table, columns: columns?.map(\.name), filter: plan.filter, order: plan.order ?? [], limit: size, offset: offset)
+            let batch = try materialize(T.self, layout: layout, query: query, columns: columns)
             prefetch(descriptor.relationshipKeyPathsForPrefetching, of: batch, layout: layout)
             for model in batch { try block(model) }
             if !allowEscapingMutations { release(batch, entity: layout.name) }
@@ -164,8 +167,18 @@ extension ModelContext {
             || deleted.contains { $0.storage.entityName == entity }
     }
 
+    /// The columns a descriptor's `propertiesToFetch` selects (nil: all), always with the
+    /// foreign keys of to-one relationships.
+    func fetchedColumns<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, layout: EntityLayout) -> [PropertyLayout]? {
+        guard !descriptor.propertiesToFetch.isEmpty else { return nil }
+        let wanted = Set(descriptor.propertiesToFetch.compactMap { layout.propertyIndex(of: $0) })
+        let columns = layout.columns.filter { wanted.contains($0.index) || $0.relationship != nil }
+        return columns.count == layout.columns.count ? nil : columns
+    }
+
     /// Runs a query and turns its rows into models, reusing instances already registered here.
-    func materialize<T: PersistentModel>(_ type: T.Type, layout: EntityLayout, query: SelectQuery) throws -> [T] {
+    /// `columns` are the selected columns after the primary key (nil: all of them).
+    func materialize<T: PersistentModel>(_ type: T.Type, layout: EntityLayout, query: SelectQuery, columns: [PropertyLayout]? = nil) throws -> [T] {
         let storeIdentifier = container.store.identifier
         var registered = identityMap.removeValue(forKey: layout.name) ?? [:]
         // With nothing registered yet (a fresh context), no row can be a known instance: skip the
@@ -177,7 +190,7 @@ extension ModelContext {
             for (primaryKey, registration) in fresh { registered[primaryKey] = registration }
             identityMap[layout.name] = registered
         }
-        let reader = RowReader(layout: layout)
+        let reader = RowReader(layout: layout, columns: columns)
         return try container.store.read { db in
             let statement = try db.cachedStatement(sql: query.sql)
             statement.setUncheckedArguments(query.arguments)

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 
 /// The backing data of one model instance: its persisted values, the values last read from or
 /// written to the store (for rollback and change tracking), and its registration state.
@@ -130,6 +131,36 @@ class AnyModelStorage: RowIdentified {
         changedProperties.removeAll()
     }
 
+    /// Reads the columns a partially fetched model lacks from its row, into the current and the
+    /// committed values; false when there is nothing to read (no row, no missing column) or the
+    /// read fails (the value then falls back to its default, as for a vanished row).
+    final func loadMissingColumns() -> Bool {
+        guard let layout, let values, let primaryKey, let container, state == .registered || state == .deleted else { return false }
+        let missing = layout.columns.filter { !values.isInitialized($0.index) }
+        guard !missing.isEmpty else { return false }
+        let query = SelectBuilder.columns(missing.map(\.name), of: layout.table, primaryKey: primaryKey)
+        let buffers = committed.map { $0 === values ? [values] : [values, $0] } ?? [values]
+        do {
+            return try container.store.read { db in
+                let statement = try db.makeStatement(sql: query.sql)
+                statement.setUncheckedArguments(query.arguments)
+                let cursor = try Row.fetchCursor(statement)
+                guard try cursor.next() != nil else { return false }
+                for buffer in buffers {
+                    for (offset, property) in missing.enumerated() where !buffer.isInitialized(property.index) {
+                        try buffer.withSlot(property.index) { slot in
+                            try property.codec.readIntoSlot(statement.sqliteStatement, CInt(offset), slot)
+                        }
+                        buffer.markInitialized(property.index)
+                    }
+                }
+                return true
+            }
+        } catch {
+            return false
+        }
+    }
+
     /// Makes the current values the committed ones after a successful save.
     final func commit() {
         committed = values
@@ -259,6 +290,11 @@ final class ModelStorage<Model: PersistentModel>: AnyModelStorage, BackingData {
     @usableFromInline
     func _getValue<Value: Decodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value>) -> Value {
         if let values, let layout, let slot = slot(index, of: Value.self),
+           values.isInitialized(index, flagsOffset: layout.slots.flagsOffset) {
+            return values.load(offset: slot.offset, as: Value.self)
+        }
+        // A model fetched with `propertiesToFetch`: read the columns it lacks, then the slot.
+        if let layout, let slot = slot(index, of: Value.self), loadMissingColumns(), let values,
            values.isInitialized(index, flagsOffset: layout.slots.flagsOffset) {
             return values.load(offset: slot.offset, as: Value.self)
         }

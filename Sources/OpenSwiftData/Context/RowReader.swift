@@ -18,11 +18,14 @@ struct RowReader {
     /// Properties without a column (ephemeral), with the value a fetched model starts with.
     private let initialValues: [(slot: Int, value: Any)]
 
-    init(layout: EntityLayout) {
+    /// A reader of `columns` (all of the entity's columns by default), selected in that order
+    /// after the primary key.
+    init(layout: EntityLayout, columns: [PropertyLayout]? = nil) {
         self.layout = layout
-        columns = layout.columns
+        let columns = columns ?? layout.columns
+        self.columns = columns
         let slots = layout.slots
-        reads = layout.columns.map { property in
+        reads = columns.map { property in
             ColumnRead(slotOffset: slots.offsets[property.index], flagOffset: slots.flagsOffset + property.index, read: property.codec.readIntoSlot)
         }
         initialValues = layout.properties.compactMap { property in

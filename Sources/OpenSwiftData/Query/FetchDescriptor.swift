@@ -22,7 +22,8 @@ public struct FetchDescriptor<T: PersistentModel>: @unchecked Sendable {
     public var fetchOffset: Int?
     /// Whether unsaved inserts, changes and deletions of the context count (default true).
     public var includePendingChanges: Bool = true
-    /// The properties to load (all of them when empty; loading is eager for now).
+    /// The properties to load (all of them when empty). The others are read from the store
+    /// when first accessed (one query per model); relationships are always loaded.
     public var propertiesToFetch: [PartialKeyPath<T>] = []
     /// Relationships to load with the results.
     public var relationshipKeyPathsForPrefetching: [PartialKeyPath<T>] = []

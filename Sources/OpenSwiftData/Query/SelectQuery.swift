@@ -30,9 +30,19 @@ enum SelectBuilder {
     }
 
     /// `SELECT _pk, columns… FROM table [joins] [WHERE …] ORDER BY … LIMIT … OFFSET …`; ties are
-    /// broken by the primary key so that paging is stable.
-    static func rows(_ table: TableDescription, filter: PredicateSQL? = nil, order: [OrderTerm], limit: Int?, offset: Int?) -> SelectQuery {
-        select(selectColumns(table), from: table, filter: filter, order: order, limit: limit, offset: offset)
+    /// broken by the primary key so that paging is stable. `columns` selects a subset (in that
+    /// order) instead of every column.
+    static func rows(_ table: TableDescription, columns: [String]? = nil, filter: PredicateSQL? = nil, order: [OrderTerm], limit: Int?, offset: Int?) -> SelectQuery {
+        let selected = columns.map { ([TableDescription.primaryKey] + $0).map(quoted).joined(separator: ", ") } ?? selectColumns(table)
+        return select(selected, from: table, filter: filter, order: order, limit: limit, offset: offset)
+    }
+
+    /// `SELECT columns… FROM table WHERE _pk = ?`: the columns a partially loaded model lacks.
+    static func columns(_ columns: [String], of table: TableDescription, primaryKey: Int64) -> SelectQuery {
+        SelectQuery(
+            sql: "SELECT \(columns.map(quoted).joined(separator: ", ")) FROM \(quoted(table.name)) WHERE \(quoted(TableDescription.primaryKey)) = ?",
+            arguments: [primaryKey]
+        )
     }
 
     /// `SELECT _pk FROM table [joins] [WHERE …] ORDER BY … LIMIT … OFFSET …`.
