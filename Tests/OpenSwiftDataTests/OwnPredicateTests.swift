@@ -31,13 +31,9 @@ struct OwnPredicateTests {
     @Test("implicit members typed by the other operand")
     func implicitMembers() throws {
         let context = try store()
-        let published = PostStatus.published
         #expect(try titles(context, #Predicate { $0.status == .published }, sameAs: FoundationForm.status(is: .published)).count == 4)
-        let archived = PostStatus.archived
         #expect(try titles(context, #Predicate { $0.status != .archived }, sameAs: FoundationForm.status(isNot: .archived)).count == 6)
-        let high: PostPriority? = .high
         #expect(try titles(context, #Predicate { $0.priority == .high }, sameAs: FoundationForm.priority(is: .high)) == ["Alpha", "Épsilon"])
-        let low = PostPriority.low
         #expect(try titles(context, #Predicate { ($0.priority ?? .low) == .low }, sameAs: FoundationForm.priorityOrLow(is: .low)).count == 4)
     }
 

@@ -217,3 +217,61 @@ struct PartialLoadTests {
         #expect(delta.body == "It's quoted 'here'")
     }
 }
+
+@Suite("Batch deletes")
+struct BatchDeleteTests {
+    private func store() throws -> ModelContainer {
+        let container = try ModelContainer(for: Schema(PredicateTranslationTests.models), configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        _ = try PredicateFixture.make(in: ModelContext(container))
+        return container
+    }
+
+    @Test("delete(model:where:) runs one DELETE at save, without loading the rows; registered models are judged by their current values")
+    func oneStatement() throws {
+        let container = try store()
+        let counter = try StatementCounter(container)
+        let context = ModelContext(container)
+        // Alpha's remarks (likes 6 and 2) are registered; one of them changes so it no longer matches.
+        let alpha = try #require(try context.fetch(FetchDescriptor(predicate: #Predicate<Post> { $0.title == "Alpha" })).first)
+        let alphaRemarks = alpha.remarks.sorted { $0.likes < $1.likes }
+        alphaRemarks[0].likes = 7
+        counter.reset()
+
+        try context.delete(model: Remark.self, where: #Predicate { $0.likes < 3 })
+        #expect(counter.selects.isEmpty)
+        #expect(context.hasChanges)
+        let received = NotificationBox()
+        let observer = NotificationCenter.default.addObserver(forName: ModelContext.didSave, object: context, queue: nil) { note in
+            received.store(note.userInfo)
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        try context.save()
+        #expect(counter.all.contains { $0.hasPrefix("DELETE FROM \"Remark\" WHERE \"_pk\" IN (SELECT") })
+
+        // Likes of the 8 remarks: 6, 2→7 (registered and changed: judged in memory, kept),
+        // 0, 1, 1, 1 (not loaded: deleted by the statement), 9, 3.
+        let remaining = try ModelContext(container).fetch(FetchDescriptor<Remark>(sortBy: [SortDescriptor(\.likes)])).map(\.likes)
+        #expect(remaining == [3, 6, 7, 9])
+        let deletedIDs = received.userInfo?[ModelContext.NotificationKey.deletedIdentifiers.rawValue] as? [PersistentIdentifier] ?? []
+        #expect(deletedIDs.count == 4)
+        #expect(alpha.remarks.map(\.likes).sorted() == [6, 7])
+    }
+
+    @Test("a batch delete is undone by rollback, and entities with cascade rules still apply them")
+    func rollbackAndRules() throws {
+        let container = try store()
+        let context = ModelContext(container)
+        try context.delete(model: Remark.self)
+        context.rollback()
+        #expect(!context.hasChanges)
+        try context.save()
+        #expect(try ModelContext(container).fetchCount(FetchDescriptor<Remark>()) == 8)
+
+        // Post cascades to its remarks: those deletions load the posts and apply the rule.
+        try context.delete(model: Post.self, where: #Predicate { $0.isPinned })
+        try context.save()
+        let check = ModelContext(container)
+        #expect(try check.fetchCount(FetchDescriptor<Post>()) == 5)
+        #expect(try check.fetchCount(FetchDescriptor<Remark>()) == 8 - 2 - 1 - 1)
+    }
+}

@@ -17,6 +17,9 @@ final class StatementCounter: @unchecked Sendable {
         }
     }
 
+    /// Every statement seen since the last reset.
+    var all: [String] { lock.withLock { statements } }
+
     /// The SELECT statements seen since the last reset.
     var selects: [String] { lock.withLock { statements.filter { $0.hasPrefix("SELECT") } } }
 

@@ -24,26 +24,30 @@ extension ModelContext {
         defer { journal = nil }
         let work: SaveWork
         let keys: [(row: Int64, upserted: Bool)]
+        let batchRemoved: [PersistentIdentifier]
         do {
             insertReachable(from: inserted.all + changed.all)
             try applyDeleteRules()
             try validateRelationships()
             work = SaveWork(
+                batchDeletes: batchDeletes,
                 deletions: deleted.all,
                 updates: changed.all.filter { $0.storage.state == .registered && !$0.storage.changedProperties.isEmpty },
                 insertions: inserted.all
             )
-            keys = try write(work, to: store)
+            (keys, batchRemoved) = try write(work, to: store)
         } catch {
             for snapshot in (journal ?? [:]).values { snapshot.restore() }
             (inserted, changed, deleted) = lists
             throw error
         }
-        finishSave(work, in: store, keys: keys)
+        finishSave(work, in: store, keys: keys, batchRemoved: batchRemoved)
     }
 
     /// What a save writes, settled once delete rules and auto-insertion have run.
     private struct SaveWork {
+        /// Deletions by predicate, run as `DELETE` statements before the rest.
+        let batchDeletes: [BatchDelete]
         let deletions: [Registration]
         /// Registered models with changed properties.
         let updates: [Registration]
@@ -52,9 +56,10 @@ extension ModelContext {
 
     /// Writes the pending changes in one transaction and returns the row of each insertion (and
     /// whether it updated an existing row).
-    private func write(_ work: SaveWork, to store: SQLiteStore) throws -> [(row: Int64, upserted: Bool)] {
+    private func write(_ work: SaveWork, to store: SQLiteStore) throws -> (keys: [(row: Int64, upserted: Bool)], batchRemoved: [PersistentIdentifier]) {
         let (deletions, updates, insertions) = (work.deletions, work.updates, work.insertions)
         return try store.write { db in
+            let batchRemoved = try runBatchDeletes(work.batchDeletes, db: db)
             var writers: [String: TableWriter] = [:]
             // One writer per entity and save: each prepares its statements once.
             func writer(for layout: EntityLayout) -> TableWriter {
@@ -121,16 +126,17 @@ extension ModelContext {
                 try run(layout) { try writer(for: layout).update(primaryKey: row, columns: changedColumns, values: values) }
             }
             try writeJoinRows(insertions: insertions, updates: updates, db: db)
-            return keys
+            return (keys, batchRemoved)
         }
     }
 
     /// Brings the in-memory state in line with the committed store and posts `didSave`.
-    private func finishSave(_ work: SaveWork, in store: SQLiteStore, keys: [(row: Int64, upserted: Bool)]) {
+    private func finishSave(_ work: SaveWork, in store: SQLiteStore, keys: [(row: Int64, upserted: Bool)], batchRemoved: [PersistentIdentifier]) {
         let (deletions, updates, insertions) = (work.deletions, work.updates, work.insertions)
         var insertedIDs: [PersistentIdentifier] = []
         var updatedIDs: [PersistentIdentifier] = []
-        var deletedIDs: [PersistentIdentifier] = []
+        var deletedIDs: [PersistentIdentifier] = batchRemoved
+        batchDeletes.removeAll()
         for registration in deletions {
             let storage = registration.storage
             deletedIDs.append(storage.ensureIdentifier())

@@ -27,6 +27,8 @@ public final class ModelContext: Equatable {
     var inserted = PendingList()
     var changed = PendingList()
     var deleted = PendingList()
+    /// Deletions by predicate that the next save runs in SQL (see `delete(model:where:)`).
+    var batchDeletes: [BatchDelete] = []
     /// While a save runs: the state of every model it changed, as it was before.
     var journal: [ObjectIdentifier: StorageSnapshot]?
     let isMainContext: Bool
@@ -54,7 +56,7 @@ public final class ModelContext: Equatable {
     // MARK: Pending changes
 
     /// Whether there are inserts, changes or deletions not yet saved.
-    public var hasChanges: Bool { !inserted.isEmpty || !changed.isEmpty || !deleted.isEmpty }
+    public var hasChanges: Bool { !inserted.isEmpty || !changed.isEmpty || !deleted.isEmpty || !batchDeletes.isEmpty }
 
     /// The models inserted since the last save.
     public var insertedModelsArray: [any PersistentModel] { inserted.all.map(\.model) }
@@ -117,14 +119,6 @@ public final class ModelContext: Equatable {
         }
     }
 
-    /// Deletes every model of a type that matches a predicate (every one when `predicate` is nil),
-    /// including those not yet fetched. The deletions are written at the next save.
-    public func delete<T: PersistentModel>(model: T.Type, where predicate: Predicate<T>? = nil, includeSubclasses: Bool = true) throws {
-        var descriptor = FetchDescriptor<T>(predicate: predicate)
-        descriptor.includePendingChanges = true
-        for match in try fetch(descriptor) { delete(match) }
-    }
-
     /// Runs `block`, then saves. If `block` throws, nothing is saved, the error is rethrown,
     /// and the changes it made stay pending.
     public func transaction(block: () throws -> Void) throws {
@@ -135,6 +129,7 @@ public final class ModelContext: Equatable {
     /// Puts every changed model back to its saved values, forgets unsaved inserts and cancels
     /// pending deletions.
     public func rollback() {
+        batchDeletes.removeAll()
         for registration in inserted.all {
             registration.storage.state = .unregistered
             registration.storage.context = nil
@@ -190,6 +185,11 @@ public final class ModelContext: Equatable {
            let registration = identityMap[storage.entityName]?[row], registration.storage === storage {
             changed.add(registration)
         }
+        if autosaveEnabled { scheduleAutosave() }
+    }
+
+    /// Schedules an autosave for a change that no model carries (a batch deletion).
+    func storageDidChangeWithoutModel() {
         if autosaveEnabled { scheduleAutosave() }
     }
 

@@ -1,0 +1,93 @@
+import Foundation
+import GRDB
+
+/// A deletion by predicate that the next save runs as one `DELETE` statement.
+struct BatchDelete {
+    let layout: EntityLayout
+    /// The predicate in SQL (complete), or nil to delete every row.
+    let filter: PredicateSQL?
+}
+
+extension ModelContext {
+    /// Deletes every model of a type that matches a predicate (every one when `predicate` is nil),
+    /// including those not yet fetched. The deletions are written at the next save.
+    ///
+    /// When the predicate runs entirely in SQL and no delete rule needs the deleted models (no
+    /// `.cascade` or `.deny` rule, nothing that requires a related model), the save deletes the
+    /// rows with one `DELETE … WHERE` statement, without loading them: foreign keys pointing at
+    /// them become NULL and their join-table rows go with them. Models of the entity registered
+    /// in this context are judged in memory now, by their current values, and deleted like
+    /// ``delete(_:)`` does; the statement leaves their rows alone. Otherwise the matching models
+    /// are fetched and deleted one by one, with their delete rules.
+    public func delete<T: PersistentModel>(model: T.Type, where predicate: Predicate<T>? = nil, includeSubclasses: Bool = true) throws {
+        let layout = try container.requireLayout(for: T.self)
+        let filter = predicate.map { PredicateTranslator.translate($0, layout: layout) }
+        guard filter?.isComplete ?? true, deletesWithoutRules(layout) else {
+            var descriptor = FetchDescriptor<T>(predicate: predicate)
+            descriptor.includePendingChanges = true
+            for match in try fetch(descriptor) { delete(match) }
+            return
+        }
+        let candidates = (identityMap[layout.name]?.values.map(\.model) ?? []) + inserted.all.map(\.model)
+        for case let model as T in candidates where model.storageBase.state != .deleted {
+            let matches: Bool
+            do {
+                matches = try predicate?.evaluate(model) ?? true
+            } catch {
+                throw SwiftDataError(.unsupportedPredicate, "evaluating the predicate of a \(layout.name) batch delete failed: \(error)", entity: layout.name)
+            }
+            if matches { delete(model) }
+        }
+        batchDeletes.append(BatchDelete(layout: layout, filter: filter))
+        if autosaveEnabled { storageDidChangeWithoutModel() }
+    }
+
+    /// Whether deleting rows of `layout` needs no per-model delete rule: its relationships
+    /// nullify or do nothing, and no relationship anywhere requires one of its models.
+    func deletesWithoutRules(_ layout: EntityLayout) -> Bool {
+        for property in layout.relationships {
+            guard let relationship = property.relationship else { continue }
+            if relationship.deleteRule == .cascade || relationship.deleteRule == .deny { return false }
+        }
+        for entity in container.schema.entities {
+            guard let other = container.layout(named: entity.name) else { continue }
+            for property in other.relationships {
+                guard let relationship = property.relationship, relationship.destinationName == layout.name else { continue }
+                // A required to-one, or a to-many with a minimum count, would need validation.
+                if !relationship.isToMany && !relationship.isOptional { return false }
+                if relationship.isToMany && relationship.minimumModelCount > 0 { return false }
+            }
+        }
+        return true
+    }
+
+    /// Runs the pending batch deletions in the save's transaction and returns the identifiers of
+    /// the rows they removed. Rows of models registered here are left to their own path.
+    func runBatchDeletes(_ deletes: [BatchDelete], db: Database) throws -> [PersistentIdentifier] {
+        var removed: [PersistentIdentifier] = []
+        let storeIdentifier = container.store.identifier
+        for batch in deletes {
+            let table = quoted(batch.layout.name)
+            let primaryKey = quoted(TableDescription.primaryKey)
+            let registered = (identityMap[batch.layout.name]?.keys).map(Array.init) ?? []
+            var arguments: [DatabaseValue] = []
+            var sql = "DELETE FROM \(table) WHERE \(primaryKey) IN (SELECT t.\(primaryKey) FROM \(table) AS t"
+            if let filter = batch.filter {
+                sql += filter.joins
+                if let condition = filter.condition {
+                    sql += " WHERE " + condition.sql
+                    arguments += condition.arguments
+                }
+            }
+            sql += ")"
+            if !registered.isEmpty {
+                sql += " AND \(primaryKey) NOT IN (SELECT value FROM json_each(?))"
+                arguments.append(("[" + registered.map(String.init).joined(separator: ",") + "]").databaseValue)
+            }
+            sql += " RETURNING \(primaryKey)"
+            let rows = try Int64.fetchAll(db, sql: sql, arguments: StatementArguments(arguments))
+            removed += rows.map { PersistentIdentifier(storeIdentifier: storeIdentifier, entityName: batch.layout.name, key: .row($0)) }
+        }
+        return removed
+    }
+}
