@@ -62,6 +62,20 @@ struct ValueCodec: @unchecked Sendable {
         readIntoSlot = typed.readIntoSlot
     }
 
+    /// The codec for a type, made once per type and shared (predicates bind constants through
+    /// it on every fetch).
+    static func cached(for type: any Any.Type) -> ValueCodec? {
+        let key = ObjectIdentifier(type)
+        if let hit = cacheLock.withLock({ cache[key] }) { return hit }
+        let codec = make(for: type)
+        cacheLock.withLock { cache[key] = codec }
+        return codec
+    }
+
+    private static let cacheLock = NSLock()
+    // Guarded by `cacheLock`.
+    nonisolated(unsafe) private static var cache: [ObjectIdentifier: ValueCodec?] = [:]
+
     /// The codec for a property type, or nil when the type cannot be stored.
     static func make(for type: any Any.Type) -> ValueCodec? {
         if let optional = type as? any OptionalCodecProvider.Type { return optional.makeOptionalCodec() }

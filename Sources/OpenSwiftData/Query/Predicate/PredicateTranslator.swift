@@ -187,7 +187,7 @@ final class PredicateTranslator {
     func codec(for type: Any.Type) -> ValueCodec? {
         let key = ObjectIdentifier(type)
         if let cached = codecs[key] { return cached }
-        let codec = ValueCodec.make(for: type)
+        let codec = ValueCodec.cached(for: type)
         codecs[key] = codec
         return codec
     }
