@@ -182,14 +182,10 @@ extension ModelContext {
         let storeIdentifier = container.store.identifier
         var registered = identityMap.removeValue(forKey: layout.name) ?? [:]
         // With nothing registered yet (a fresh context), no row can be a known instance: skip the
-        // lookups and register everything at the end, into a table sized once.
+        // lookups. Registrations go straight into the table (growing it moves entries without
+        // retaining them; collecting them first and copying would retain and release each twice).
         let lookUp = !registered.isEmpty
-        var fresh: [(primaryKey: Int64, registration: Registration)] = []
-        defer {
-            registered.reserveCapacity(registered.count + fresh.count)
-            for (primaryKey, registration) in fresh { registered[primaryKey] = registration }
-            identityMap[layout.name] = registered
-        }
+        defer { identityMap[layout.name] = registered }
         let reader = RowReader(layout: layout, columns: columns)
         return try container.store.read { db in
             let statement = try db.cachedStatement(sql: query.sql)
@@ -212,12 +208,7 @@ extension ModelContext {
                     storage.state = .registered
                     storage.context = self
                     storage.container = container
-                    let registration = Registration(model: model, storage: storage)
-                    if lookUp {
-                        registered[primaryKey] = registration
-                    } else {
-                        fresh.append((primaryKey, registration))
-                    }
+                    registered[primaryKey] = Registration(model: model, storage: storage)
                     results.append(model)
                 }
             }

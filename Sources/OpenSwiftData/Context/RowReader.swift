@@ -1,4 +1,6 @@
+import Foundation
 import GRDB
+import GRDBSQLite
 
 /// Decodes the current row of a `SELECT _pk, columns…` statement into a new value buffer,
 /// reading SQLite's columns straight into the model's typed slots.
@@ -8,7 +10,32 @@ struct RowReader {
     private struct ColumnRead {
         let slotOffset: Int
         let flagOffset: Int
+        /// How the common scalar types are read inline (no closure call, no reference
+        /// counting); `.codec` uses `read`.
+        let kind: Kind
         let read: (SQLiteStatement, CInt, UnsafeMutableRawPointer) throws -> Void
+    }
+
+    /// The scalar types read inline, by their codec's storage name.
+    private enum Kind {
+        case int, optionalInt, double, optionalDouble, bool, optionalBool
+        case string, optionalString, date, optionalDate, codec
+
+        init(storageName: String) {
+            switch storageName {
+            case "Int": self = .int
+            case "Int?": self = .optionalInt
+            case "Double": self = .double
+            case "Double?": self = .optionalDouble
+            case "Bool": self = .bool
+            case "Bool?": self = .optionalBool
+            case "String": self = .string
+            case "String?": self = .optionalString
+            case "Date": self = .date
+            case "Date?": self = .optionalDate
+            default: self = .codec
+            }
+        }
     }
 
     private let layout: EntityLayout
@@ -26,12 +53,23 @@ struct RowReader {
         self.columns = columns
         let slots = layout.slots
         reads = columns.map { property in
-            ColumnRead(slotOffset: slots.offsets[property.index], flagOffset: slots.flagsOffset + property.index, read: property.codec.readIntoSlot)
+            ColumnRead(
+                slotOffset: slots.offsets[property.index], flagOffset: slots.flagsOffset + property.index,
+                kind: Kind(storageName: property.codec.storageName), read: property.codec.readIntoSlot
+            )
         }
         initialValues = layout.properties.compactMap { property in
             guard property.columnIndex == nil, let value = property.fallbackValue else { return nil }
             return (property.index, value)
         }
+    }
+
+    /// The text of a TEXT column (the caller checked the storage class).
+    @inline(__always)
+    private static func text(_ statement: SQLiteStatement, _ index: CInt) -> String {
+        guard let bytes = sqlite3_column_text(statement, index) else { return "" }
+        let count = Int(sqlite3_column_bytes(statement, index))
+        return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
     }
 
     func primaryKey(_ statement: Statement) -> Int64 {
@@ -47,10 +85,49 @@ struct RowReader {
             return reads.withUnsafeBufferPointer { reads in
                 for index in reads.indices {
                     let column = reads[index]
-                    do {
-                        try column.read(sqliteStatement, CInt(index + 1), base + column.slotOffset)
-                    } catch {
-                        return index
+                    let position = CInt(index + 1)
+                    let slot = base + column.slotOffset
+                    let type = sqlite3_column_type(sqliteStatement, position)
+                    // Inline reads accept exactly what the codecs accept; anything else (a wrong
+                    // storage class, NULL where a value is required) goes to the codec, which
+                    // either reads it or throws the error that names the problem.
+                    switch (column.kind, type) {
+                    case (.int, SQLITE_INTEGER):
+                        slot.initializeMemory(as: Int.self, to: Int(sqlite3_column_int64(sqliteStatement, position)))
+                    case (.optionalInt, SQLITE_INTEGER):
+                        slot.initializeMemory(as: Int?.self, to: Int(sqlite3_column_int64(sqliteStatement, position)))
+                    case (.optionalInt, SQLITE_NULL):
+                        slot.initializeMemory(as: Int?.self, to: nil)
+                    case (.double, SQLITE_FLOAT), (.double, SQLITE_INTEGER):
+                        slot.initializeMemory(as: Double.self, to: sqlite3_column_double(sqliteStatement, position))
+                    case (.optionalDouble, SQLITE_FLOAT), (.optionalDouble, SQLITE_INTEGER):
+                        slot.initializeMemory(as: Double?.self, to: sqlite3_column_double(sqliteStatement, position))
+                    case (.optionalDouble, SQLITE_NULL):
+                        slot.initializeMemory(as: Double?.self, to: nil)
+                    case (.bool, SQLITE_INTEGER):
+                        slot.initializeMemory(as: Bool.self, to: sqlite3_column_int64(sqliteStatement, position) != 0)
+                    case (.optionalBool, SQLITE_INTEGER):
+                        slot.initializeMemory(as: Bool?.self, to: sqlite3_column_int64(sqliteStatement, position) != 0)
+                    case (.optionalBool, SQLITE_NULL):
+                        slot.initializeMemory(as: Bool?.self, to: nil)
+                    case (.string, SQLITE_TEXT):
+                        slot.initializeMemory(as: String.self, to: Self.text(sqliteStatement, position))
+                    case (.optionalString, SQLITE_TEXT):
+                        slot.initializeMemory(as: String?.self, to: Self.text(sqliteStatement, position))
+                    case (.optionalString, SQLITE_NULL):
+                        slot.initializeMemory(as: String?.self, to: nil)
+                    case (.date, SQLITE_FLOAT), (.date, SQLITE_INTEGER):
+                        slot.initializeMemory(as: Date.self, to: Date(timeIntervalSinceReferenceDate: sqlite3_column_double(sqliteStatement, position)))
+                    case (.optionalDate, SQLITE_FLOAT), (.optionalDate, SQLITE_INTEGER):
+                        slot.initializeMemory(as: Date?.self, to: Date(timeIntervalSinceReferenceDate: sqlite3_column_double(sqliteStatement, position)))
+                    case (.optionalDate, SQLITE_NULL):
+                        slot.initializeMemory(as: Date?.self, to: nil)
+                    default:
+                        do {
+                            try column.read(sqliteStatement, position, slot)
+                        } catch {
+                            return index
+                        }
                     }
                     base.storeBytes(of: 1, toByteOffset: column.flagOffset, as: UInt8.self)
                 }
