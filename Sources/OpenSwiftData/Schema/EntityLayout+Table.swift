@@ -1,15 +1,31 @@
+import GRDB
+
 extension EntityLayout {
     /// The store table of this entity: one column per stored property, named after it.
     var table: TableDescription {
         TableDescription(
             name: name,
-            columns: columns.map {
-                ColumnDescription(name: $0.name, type: $0.codec.columnType.rawValue, isNullable: $0.codec.isOptional, references: $0.relationship?.destinationName)
+            columns: columns.map { property in
+                ColumnDescription(
+                    name: property.name, type: property.codec.columnType.rawValue, isNullable: property.codec.isOptional,
+                    references: property.relationship?.destinationName,
+                    originalName: (property.attribute?.declaredOriginalName ?? property.relationship?.description.declaredOriginalName).flatMap { $0.isEmpty ? nil : $0 },
+                    defaultValue: property.defaultValue.flatMap { storedDefault($0, codec: property.codec) }
+                )
             },
             uniqueConstraints: uniquenessConstraints.map { $0.map { properties[$0].name } },
             indexes: indices.map { $0.map { properties[$0].name } }
         )
     }
+}
+
+/// A declared default in its stored form, or nil when it cannot be encoded.
+private func storedDefault(_ value: Any, codec: ValueCodec) -> DatabaseValue? {
+    func open<V>(_ value: V) -> DatabaseValue? {
+        guard ObjectIdentifier(V.self) == ObjectIdentifier(codec.slot.type) else { return nil }
+        return withUnsafePointer(to: value) { try? codec.encodeSlot(UnsafeRawPointer($0)) }
+    }
+    return open(value)
 }
 
 extension Schema {

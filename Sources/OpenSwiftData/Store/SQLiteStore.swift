@@ -45,8 +45,9 @@ final class SQLiteStore: Sendable {
         let fileManager = FileManager.default
         let existing = (try? fileManager.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue
         var existingIdentifier: String?
+        var migration: LightweightMigration?
         if let size = existing, size > 0 {
-            existingIdentifier = try inspect(path: path, expecting: layout)
+            (existingIdentifier, migration) = try inspect(path: path, expecting: layout, readOnly: readOnly)
         } else if readOnly {
             throw SwiftDataError(.loadIssueModelContainer, "no store exists at \(path), and the configuration does not allow saving, so none can be created")
         } else {
@@ -57,6 +58,9 @@ final class SQLiteStore: Sendable {
 
         let pool = try wrap("opening \(path)") { try DatabasePool(path: path, configuration: configuration(readOnly: readOnly)) }
         if let existingIdentifier {
+            if migration != nil {
+                try migrate(pool, at: path, to: layout, version: schemaVersion)
+            }
             return SQLiteStore(writer: pool, identifier: existingIdentifier, layout: layout, isReadOnly: readOnly)
         }
         let identifier = UUID().uuidString
@@ -77,7 +81,7 @@ final class SQLiteStore: Sendable {
 
     /// Reads an existing file through a read-only connection and checks that it is a store of
     /// this layout. Returns the store identifier.
-    private static func inspect(path: String, expecting layout: StoreLayout) throws -> String {
+    private static func inspect(path: String, expecting layout: StoreLayout, readOnly: Bool) throws -> (identifier: String, migration: LightweightMigration?) {
         var configuration = Configuration()
         configuration.readonly = true
         let queue: DatabaseQueue
@@ -109,10 +113,47 @@ final class SQLiteStore: Sendable {
         guard let identifier = metadata["storeIdentifier"], let stored = metadata["layout"] else {
             throw SwiftDataError(.notAStore, "\(path) has an incomplete \(metadataTable) table")
         }
-        if stored != layout.fingerprint {
-            throw SwiftDataError(.incompatibleSchema, "the store at \(path) was created with a different schema and no migration plan applies:\n" + difference(stored: stored, expected: layout.fingerprint))
+        guard stored != layout.fingerprint else { return (identifier, nil) }
+        if readOnly {
+            throw SwiftDataError(.incompatibleSchema, "the store at \(path) was created with a different schema, and a read-only store cannot be migrated:\n" + difference(stored: stored, expected: layout.fingerprint))
         }
-        return identifier
+        // Planned on the read-only connection: a change that cannot be inferred is refused
+        // before anything is opened for writing.
+        let migration: LightweightMigration
+        do {
+            migration = try queue.read { db in try LightweightMigration.plan(in: db, to: layout, metadataTable: metadataTable) }
+        } catch let error as SwiftDataError {
+            throw SwiftDataError(.incompatibleSchema, error.detail + "\nSchema differences:\n" + difference(stored: stored, expected: layout.fingerprint), entity: error.entityName, property: error.propertyName)
+        }
+        return (identifier, migration)
+    }
+
+    /// Runs the lightweight migration of the store at `path` to `layout` (see
+    /// ``LightweightMigration``). A migration that rewrites tables first copies the store to
+    /// `<path>-backup` (SQLite's online backup), removed once the migration has committed.
+    private static func migrate(_ pool: DatabasePool, at path: String, to layout: StoreLayout, version: Schema.Version) throws {
+        try wrap("migrating \(path)") {
+            try pool.writeWithoutTransaction { db in
+                // Rebuilding a table must not fire ON DELETE actions; the foreign keys are
+                // checked before the commit instead.
+                try db.execute(sql: "PRAGMA foreign_keys = OFF")
+                defer { try? db.execute(sql: "PRAGMA foreign_keys = ON") }
+                let migration = try LightweightMigration.plan(in: db, to: layout, metadataTable: metadataTable)
+                let backup = path + "-backup"
+                if migration.rewritesTables {
+                    try? FileManager.default.removeItem(atPath: backup)
+                    let copy = try DatabaseQueue(path: backup)
+                    try copy.writeWithoutTransaction { destination in try db.backup(to: destination) }
+                    try copy.close()
+                }
+                try migration.run(in: db, metadata: [
+                    "layout": layout.fingerprint,
+                    "layoutHash": layout.hash,
+                    "schemaVersion": version.description,
+                ], metadataTable: metadataTable)
+                if migration.rewritesTables { try? FileManager.default.removeItem(atPath: backup) }
+            }
+        }
     }
 
     /// Describes, table by table, how two layouts differ.

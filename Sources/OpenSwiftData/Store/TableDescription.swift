@@ -1,3 +1,5 @@
+import GRDB
+
 /// A column of a store table.
 struct ColumnDescription: Hashable, Sendable {
     let name: String
@@ -6,6 +8,12 @@ struct ColumnDescription: Hashable, Sendable {
     let isNullable: Bool
     /// For a foreign key: the table whose primary key it holds.
     var references: String? = nil
+    /// The name the column had in an earlier version of the schema (`originalName:`), for a
+    /// lightweight migration to rename it. Not part of the fingerprint.
+    var originalName: String? = nil
+    /// The stored form of the property's declared default, given to existing rows when a
+    /// migration adds the column. Not part of the fingerprint.
+    var defaultValue: DatabaseValue? = nil
 }
 
 /// A table the store creates and writes: one per entity. Its first column is always the integer

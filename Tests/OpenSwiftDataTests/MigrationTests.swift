@@ -1,0 +1,237 @@
+import Foundation
+import GRDB
+@testable import OpenSwiftData
+import Testing
+
+enum ContactStatus: String, Codable {
+    case active, blocked
+}
+
+/// Version 1 of a contact book.
+enum ContactsV1 {
+    @Model final class Contact {
+        var name: String
+        var age: Int
+        var nickname: String?
+        var group: Group?
+
+        init(name: String, age: Int, nickname: String? = nil) {
+            self.name = name
+            self.age = age
+            self.nickname = nickname
+        }
+    }
+
+    @Model final class Group {
+        var title: String
+        @Relationship(inverse: \Contact.group) var members: [Contact] = []
+
+        init(title: String) {
+            self.title = title
+        }
+    }
+}
+
+/// Version 2: properties added (optional, defaulted, an enum with a default), one renamed, one
+/// removed, one made optional, an index and an entity added.
+enum ContactsV2 {
+    @Model final class Contact {
+        @Attribute(originalName: "name") var fullName: String
+        var age: Int?
+        var email: String?
+        var score: Int = 7
+        var status: ContactStatus = ContactStatus.active
+        var group: Group?
+
+        #Index<Contact>([\.fullName])
+
+        init(fullName: String) {
+            self.fullName = fullName
+        }
+    }
+
+    @Model final class Group {
+        var title: String
+        @Relationship(inverse: \Contact.group) var members: [Contact] = []
+
+        init(title: String) {
+            self.title = title
+        }
+    }
+
+    @Model final class Tag {
+        var label: String
+
+        init(label: String) {
+            self.label = label
+        }
+    }
+}
+
+/// Changes a lightweight migration refuses.
+enum ContactsTypeChange {
+    @Model final class Contact {
+        var name: String
+        var age: String
+        var nickname: String?
+        var group: Group?
+
+        init(name: String, age: String) {
+            self.name = name
+            self.age = age
+        }
+    }
+
+    @Model final class Group {
+        var title: String
+        @Relationship(inverse: \Contact.group) var members: [Contact] = []
+
+        init(title: String) {
+            self.title = title
+        }
+    }
+}
+
+enum ContactsUniqueName {
+    @Model final class Contact {
+        #Unique<Contact>([\.name])
+        var name: String
+        var age: Int
+        var nickname: String?
+        var group: Group?
+
+        init(name: String, age: Int) {
+            self.name = name
+            self.age = age
+        }
+    }
+
+    @Model final class Group {
+        var title: String
+        @Relationship(inverse: \Contact.group) var members: [Contact] = []
+
+        init(title: String) {
+            self.title = title
+        }
+    }
+}
+
+@Suite("Lightweight migrations")
+struct MigrationTests {
+    /// A version-1 store with two groups and three contacts (two named "Ada").
+    private func makeV1Store(_ url: URL) throws {
+        let container = try ModelContainer(for: ContactsV1.Contact.self, ContactsV1.Group.self, configurations: ModelConfiguration(url: url))
+        let context = ModelContext(container)
+        let friends = ContactsV1.Group(title: "friends")
+        context.insert(friends)
+        for (name, age) in [("Ada", 36), ("Grace", 45), ("Ada", 29)] {
+            let contact = ContactsV1.Contact(name: name, age: age, nickname: name == "Grace" ? "amazing" : nil)
+            context.insert(contact)
+            if age > 30 { contact.group = friends }
+        }
+        try context.save()
+    }
+
+    private func checkpoint(_ url: URL) throws {
+        let queue = try DatabaseQueue(path: url.path)
+        try queue.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+        try queue.close()
+    }
+
+    @Test("added, renamed, removed and loosened properties, a new index and a new entity: rows keep their values, new columns get defaults")
+    func inferredChanges() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let url = directory.file("contacts.store")
+        try makeV1Store(url)
+
+        let container = try ModelContainer(for: ContactsV2.Contact.self, ContactsV2.Group.self, ContactsV2.Tag.self, configurations: ModelConfiguration(url: url))
+        let context = ModelContext(container)
+        let contacts = try context.fetch(FetchDescriptor<ContactsV2.Contact>(sortBy: [SortDescriptor(\.fullName), SortDescriptor(\.score)]))
+        #expect(contacts.map(\.fullName) == ["Ada", "Ada", "Grace"])
+        #expect(Set(contacts.compactMap(\.age)) == [36, 45, 29])
+        #expect(contacts.allSatisfy { $0.email == nil && $0.score == 7 && $0.status == .active })
+        // The relationship survived the table rebuild.
+        let friends = try #require(try context.fetch(FetchDescriptor<ContactsV2.Group>()).first)
+        #expect(friends.members.map(\.fullName).sorted() == ["Ada", "Grace"])
+        // The new entity and the new column work.
+        context.insert(ContactsV2.Tag(label: "vip"))
+        contacts[0].email = "ada@example.com"
+        contacts[0].age = nil
+        try context.save()
+        #expect(try ModelContext(container).fetchCount(FetchDescriptor<ContactsV2.Tag>()) == 1)
+        #expect(try ModelContext(container).fetch(FetchDescriptor(predicate: #Predicate<ContactsV2.Contact> { $0.email != nil })).map(\.fullName) == ["Ada"])
+        // The declared index exists, and the backup is gone.
+        let indexes = try container.store.read { db in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'Contact'") }
+        #expect(indexes.contains("osd_Contact_index_fullName"))
+        #expect(!FileManager.default.fileExists(atPath: url.path + "-backup"))
+
+        // Reopening with the same schema migrates nothing.
+        let again = try ModelContainer(for: ContactsV2.Contact.self, ContactsV2.Group.self, ContactsV2.Tag.self, configurations: ModelConfiguration(url: url))
+        #expect(try ModelContext(again).fetchCount(FetchDescriptor<ContactsV2.Contact>()) == 3)
+    }
+
+    @Test("a type change is refused with a typed error naming the property, and the store is untouched")
+    func typeChangeRefused() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let url = directory.file("contacts.store")
+        try makeV1Store(url)
+        try checkpoint(url)
+        let before = try Data(contentsOf: url)
+        do {
+            _ = try ModelContainer(for: ContactsTypeChange.Contact.self, ContactsTypeChange.Group.self, configurations: ModelConfiguration(url: url))
+            Issue.record("a type change must be refused")
+        } catch let error as SwiftDataError {
+            #expect(error == .incompatibleSchema)
+            #expect(error.entityName == "Contact")
+            #expect(error.propertyName == "age")
+            #expect(error.detail.contains("INTEGER to TEXT"))
+        }
+        #expect(try Data(contentsOf: url) == before)
+        let reopened = try ModelContainer(for: ContactsV1.Contact.self, ContactsV1.Group.self, configurations: ModelConfiguration(url: url))
+        #expect(try ModelContext(reopened).fetchCount(FetchDescriptor<ContactsV1.Contact>()) == 3)
+    }
+
+    @Test("a uniqueness constraint that existing rows violate fails the migration as a whole")
+    func uniqueOverDuplicates() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let url = directory.file("contacts.store")
+        try makeV1Store(url)
+        #expect(throws: SwiftDataError.incompatibleSchema) {
+            try ModelContainer(for: ContactsUniqueName.Contact.self, ContactsUniqueName.Group.self, configurations: ModelConfiguration(url: url))
+        }
+        // Still a version-1 store, every row in place.
+        let reopened = try ModelContainer(for: ContactsV1.Contact.self, ContactsV1.Group.self, configurations: ModelConfiguration(url: url))
+        #expect(try ModelContext(reopened).fetchCount(FetchDescriptor<ContactsV1.Contact>()) == 3)
+        let indexes = try reopened.store.read { db in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'osd_Contact_unique%'") }
+        #expect(indexes.isEmpty)
+    }
+
+    @Test("removing an entity and its relationship drops its table; the rest stays")
+    func removedEntity() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let url = directory.file("contacts.store")
+        try makeV1Store(url)
+        let container = try ModelContainer(for: OtherContacts.Contact.self, configurations: ModelConfiguration(url: url))
+        #expect(try ModelContext(container).fetch(FetchDescriptor<OtherContacts.Contact>()).map(\.name).sorted() == ["Ada", "Ada", "Grace"])
+        let tables = try container.store.read { db in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'") }
+        #expect(!tables.contains("Group"))
+    }
+}
+
+/// Version 1 without groups.
+enum OtherContacts {
+    @Model final class Contact {
+        var name: String
+        var age: Int
+        var nickname: String?
+
+        init(name: String, age: Int) {
+            self.name = name
+            self.age = age
+        }
+    }
+}
