@@ -117,6 +117,18 @@ extension ModelMacro: MemberMacro {
             }
             """
         )
+        decls.append(
+            """
+            public nonisolated func _$notifyObservers(ofChangeTo keyPath: AnyKeyPath) {
+                func notify<_M>(_ member: _M.Type) {
+                    guard let keyPath = keyPath as? KeyPath<\(raw: className), _M> else { return }
+                    _$observationRegistrar.willSet(self, keyPath: keyPath)
+                    _$observationRegistrar.didSet(self, keyPath: keyPath)
+                }
+                _openExistential(type(of: keyPath).valueType, do: notify)
+            }
+            """
+        )
         decls.append("public struct _SwiftDataNoType: Sendable {}")
 
         decls += keyPathGroups(of: members, macro: "Unique", schemaType: "Unique", member: "_$uniquenessConstraints", className: className)

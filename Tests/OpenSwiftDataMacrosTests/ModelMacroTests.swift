@@ -125,6 +125,17 @@ struct ModelMacroExpansionTests {
                     try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
                 }
 
+                public nonisolated func _$notifyObservers(ofChangeTo keyPath: AnyKeyPath) {
+                    func notify<_M>(_ member: _M.Type) {
+                        guard let keyPath = keyPath as? KeyPath<Person, _M> else {
+                            return
+                        }
+                        _$observationRegistrar.willSet(self, keyPath: keyPath)
+                        _$observationRegistrar.didSet(self, keyPath: keyPath)
+                    }
+                    _openExistential(type(of: keyPath).valueType, do: notify)
+                }
+
                 public struct _SwiftDataNoType: Sendable {
                 }
             }
@@ -211,6 +222,17 @@ struct ModelMacroExpansionTests {
                     try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
                 }
 
+                public nonisolated func _$notifyObservers(ofChangeTo keyPath: AnyKeyPath) {
+                    func notify<_M>(_ member: _M.Type) {
+                        guard let keyPath = keyPath as? KeyPath<Counter, _M> else {
+                            return
+                        }
+                        _$observationRegistrar.willSet(self, keyPath: keyPath)
+                        _$observationRegistrar.didSet(self, keyPath: keyPath)
+                    }
+                    _openExistential(type(of: keyPath).valueType, do: notify)
+                }
+
                 public struct _SwiftDataNoType: Sendable {
                 }
             }
@@ -292,6 +314,17 @@ struct ModelMacroExpansionTests {
 
                 internal nonisolated func withMutation<_M, _MR>(keyPath: KeyPath<Order, _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
                     try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                }
+
+                public nonisolated func _$notifyObservers(ofChangeTo keyPath: AnyKeyPath) {
+                    func notify<_M>(_ member: _M.Type) {
+                        guard let keyPath = keyPath as? KeyPath<Order, _M> else {
+                            return
+                        }
+                        _$observationRegistrar.willSet(self, keyPath: keyPath)
+                        _$observationRegistrar.didSet(self, keyPath: keyPath)
+                    }
+                    _openExistential(type(of: keyPath).valueType, do: notify)
                 }
 
                 public struct _SwiftDataNoType: Sendable {
@@ -381,6 +414,17 @@ struct ModelMacroExpansionTests {
                     try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
                 }
 
+                public nonisolated func _$notifyObservers(ofChangeTo keyPath: AnyKeyPath) {
+                    func notify<_M>(_ member: _M.Type) {
+                        guard let keyPath = keyPath as? KeyPath<Person, _M> else {
+                            return
+                        }
+                        _$observationRegistrar.willSet(self, keyPath: keyPath)
+                        _$observationRegistrar.didSet(self, keyPath: keyPath)
+                    }
+                    _openExistential(type(of: keyPath).valueType, do: notify)
+                }
+
                 public struct _SwiftDataNoType: Sendable {
                 }
             }
@@ -466,6 +510,17 @@ struct ModelMacroExpansionTests {
 
                 internal nonisolated func withMutation<_M, _MR>(keyPath: KeyPath<Person, _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
                     try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                }
+
+                public nonisolated func _$notifyObservers(ofChangeTo keyPath: AnyKeyPath) {
+                    func notify<_M>(_ member: _M.Type) {
+                        guard let keyPath = keyPath as? KeyPath<Person, _M> else {
+                            return
+                        }
+                        _$observationRegistrar.willSet(self, keyPath: keyPath)
+                        _$observationRegistrar.didSet(self, keyPath: keyPath)
+                    }
+                    _openExistential(type(of: keyPath).valueType, do: notify)
                 }
 
                 public struct _SwiftDataNoType: Sendable {
@@ -555,6 +610,17 @@ struct ModelMacroExpansionTests {
 
                 internal nonisolated func withMutation<_M, _MR>(keyPath: KeyPath<Person, _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
                     try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                }
+
+                public nonisolated func _$notifyObservers(ofChangeTo keyPath: AnyKeyPath) {
+                    func notify<_M>(_ member: _M.Type) {
+                        guard let keyPath = keyPath as? KeyPath<Person, _M> else {
+                            return
+                        }
+                        _$observationRegistrar.willSet(self, keyPath: keyPath)
+                        _$observationRegistrar.didSet(self, keyPath: keyPath)
+                    }
+                    _openExistential(type(of: keyPath).valueType, do: notify)
                 }
 
                 public struct _SwiftDataNoType: Sendable {
@@ -729,6 +795,17 @@ struct ModelMacroExpansionTests {
                     try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
                 }
 
+                public nonisolated func _$notifyObservers(ofChangeTo keyPath: AnyKeyPath) {
+                    func notify<_M>(_ member: _M.Type) {
+                        guard let keyPath = keyPath as? KeyPath<Person, _M> else {
+                            return
+                        }
+                        _$observationRegistrar.willSet(self, keyPath: keyPath)
+                        _$observationRegistrar.didSet(self, keyPath: keyPath)
+                    }
+                    _openExistential(type(of: keyPath).valueType, do: notify)
+                }
+
                 public struct _SwiftDataNoType: Sendable {
                 }
 
@@ -822,6 +899,17 @@ struct ModelMacroExpansionTests {
 
                 internal nonisolated func withMutation<_M, _MR>(keyPath: KeyPath<Person, _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
                     try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                }
+
+                public nonisolated func _$notifyObservers(ofChangeTo keyPath: AnyKeyPath) {
+                    func notify<_M>(_ member: _M.Type) {
+                        guard let keyPath = keyPath as? KeyPath<Person, _M> else {
+                            return
+                        }
+                        _$observationRegistrar.willSet(self, keyPath: keyPath)
+                        _$observationRegistrar.didSet(self, keyPath: keyPath)
+                    }
+                    _openExistential(type(of: keyPath).valueType, do: notify)
                 }
 
                 public struct _SwiftDataNoType: Sendable {
@@ -1025,6 +1113,17 @@ struct ModelMacroDiagnosticTests {
 
                 internal nonisolated func withMutation<_M, _MR>(keyPath: KeyPath<Person, _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
                     try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                }
+
+                public nonisolated func _$notifyObservers(ofChangeTo keyPath: AnyKeyPath) {
+                    func notify<_M>(_ member: _M.Type) {
+                        guard let keyPath = keyPath as? KeyPath<Person, _M> else {
+                            return
+                        }
+                        _$observationRegistrar.willSet(self, keyPath: keyPath)
+                        _$observationRegistrar.didSet(self, keyPath: keyPath)
+                    }
+                    _openExistential(type(of: keyPath).valueType, do: notify)
                 }
 
                 public struct _SwiftDataNoType: Sendable {

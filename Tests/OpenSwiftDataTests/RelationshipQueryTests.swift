@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 @testable import OpenSwiftData
+import Observation
 import Testing
 
 /// Counts the SQL statements a store runs (in-memory stores have a single connection).
@@ -119,5 +120,39 @@ struct RelationshipQueryTests {
         counter.reset()
         #expect(fetchedItems.map { $0.tags.map(\.name).sorted() } == [["a", "b"], ["a"], ["a", "b"], ["a"]])
         #expect(counter.selects.isEmpty)
+    }
+}
+
+@Suite("Relationship observation")
+struct RelationshipObservationTests {
+    @Test("changing one side of a relationship notifies the observers of the other side")
+    func inverseSideIsObserved() throws {
+        let container = try ModelContainer(for: Conversation.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        let first = Conversation(title: "first")
+        let second = Conversation(title: "second")
+        let message = ChatMessage(text: "hello")
+        context.insert(first)
+        context.insert(second)
+        context.insert(message)
+
+        let firstChanged = LockedFlag()
+        withObservationTracking { _ = first.messages } onChange: { firstChanged.set() }
+        message.conversation = first
+        #expect(firstChanged.value, "setting the to-one side changes the to-many side")
+        #expect(first.messages.map(\.text) == ["hello"])
+
+        let firstLost = LockedFlag()
+        let secondGained = LockedFlag()
+        withObservationTracking { _ = first.messages } onChange: { firstLost.set() }
+        withObservationTracking { _ = second.messages } onChange: { secondGained.set() }
+        message.conversation = second
+        #expect(firstLost.value && secondGained.value)
+
+        let messageMoved = LockedFlag()
+        withObservationTracking { _ = message.conversation } onChange: { messageMoved.set() }
+        first.messages.append(message)
+        #expect(messageMoved.value, "appending to the to-many side changes the to-one side")
+        #expect(message.conversation === first)
     }
 }

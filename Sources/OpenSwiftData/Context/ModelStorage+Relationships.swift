@@ -113,6 +113,7 @@ extension AnyModelStorage {
         guard let inverse = inverse(of: property, on: target) else { return }
         if inverseIsToMany {
             target.addToMany(inverse, owner)
+            related.model._$notifyObservers(ofChangeTo: inverse.keyPath)
             return
         }
         let previous = target.relatedOne(inverse)
@@ -124,8 +125,10 @@ extension AnyModelStorage {
             } else if previousBase.relatedOne(property)?.storage === target {
                 previousBase.writeSlot(property, ToOneSlot.loaded(nil), change: true)
             }
+            previous.model._$notifyObservers(ofChangeTo: property.keyPath)
         }
         target.writeSlot(inverse, ToOneSlot.loaded(owner), change: true)
+        related.model._$notifyObservers(ofChangeTo: inverse.keyPath)
     }
 
     /// Removes `owner` from `related`'s inverse of `property`.
@@ -137,6 +140,7 @@ extension AnyModelStorage {
         } else if target.relatedOne(inverse)?.storage === owner.storage {
             target.writeSlot(inverse, ToOneSlot.loaded(nil), change: true)
         }
+        related.model._$notifyObservers(ofChangeTo: inverse.keyPath)
     }
 
     /// Adds a model to a to-many relationship, in place, without touching inverses.

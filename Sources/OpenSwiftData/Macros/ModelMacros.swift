@@ -26,7 +26,7 @@ import Observation
     conformances: Observable, PersistentModel,
     names: named(_$backingData), named(persistentBackingData), named(schemaMetadata), named(init),
     named(_$observationRegistrar), named(_SwiftDataNoType), named(access), named(withMutation),
-    named(_$uniquenessConstraints), named(_$indices), named(_$inertBackingData)
+    named(_$uniquenessConstraints), named(_$indices), named(_$inertBackingData), named(_$notifyObservers)
 )
 @attached(memberAttribute)
 @attached(extension, conformances: Observable, PersistentModel)

@@ -20,6 +20,10 @@ public protocol PersistentModel: AnyObject, Observable, Hashable, Identifiable, 
     /// Builds an instance around the storage of a fetched row. A requirement with an inlinable
     /// default, so that each model module gets a copy specialized for its class.
     static func _$materialize(layout: AnyObject, values: AnyObject) -> (Self, AnyObject)
+    /// Tells the model's observers that the property at `keyPath` changed without going through
+    /// its setter (the inverse side of a relationship another model changed). `@Model`
+    /// generates it.
+    func _$notifyObservers(ofChangeTo keyPath: AnyKeyPath)
 }
 
 extension PersistentModel {
@@ -32,6 +36,9 @@ extension PersistentModel {
         )
         return (Self(backingData: storage), storage)
     }
+
+    /// Nothing observes a class without `@Model`'s registrar.
+    public func _$notifyObservers(ofChangeTo keyPath: AnyKeyPath) {}
 
     /// No `#Unique` constraints.
     public static var _$uniquenessConstraints: [[AnyKeyPath]] { [] }
