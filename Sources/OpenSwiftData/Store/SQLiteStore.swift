@@ -46,8 +46,9 @@ final class SQLiteStore: Sendable {
         let existing = (try? fileManager.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue
         var existingIdentifier: String?
         var migration: LightweightMigration?
+        var storedVersion: String?
         if let size = existing, size > 0 {
-            (existingIdentifier, migration) = try inspect(path: path, expecting: layout, readOnly: readOnly)
+            (existingIdentifier, migration, storedVersion) = try inspect(path: path, expecting: layout, version: schemaVersion, readOnly: readOnly)
         } else if readOnly {
             throw SwiftDataError(.loadIssueModelContainer, "no store exists at \(path), and the configuration does not allow saving, so none can be created")
         } else {
@@ -60,6 +61,13 @@ final class SQLiteStore: Sendable {
         if let existingIdentifier {
             if migration != nil {
                 try migrate(pool, at: path, to: layout, version: schemaVersion)
+            } else if storedVersion != schemaVersion.description, !readOnly {
+                // Same tables, newer version (a stage that changed only data): record it.
+                try wrap("recording the schema version of \(path)") {
+                    try pool.write { db in
+                        try db.execute(sql: "INSERT OR REPLACE INTO \(quoted(metadataTable)) (key, value) VALUES ('schemaVersion', ?)", arguments: [schemaVersion.description])
+                    }
+                }
             }
             return SQLiteStore(writer: pool, identifier: existingIdentifier, layout: layout, isReadOnly: readOnly)
         }
@@ -81,7 +89,7 @@ final class SQLiteStore: Sendable {
 
     /// Reads an existing file through a read-only connection and checks that it is a store of
     /// this layout. Returns the store identifier.
-    private static func inspect(path: String, expecting layout: StoreLayout, readOnly: Bool) throws -> (identifier: String, migration: LightweightMigration?) {
+    private static func inspect(path: String, expecting layout: StoreLayout, version: Schema.Version, readOnly: Bool) throws -> (identifier: String, migration: LightweightMigration?, storedVersion: String?) {
         var configuration = Configuration()
         configuration.readonly = true
         let queue: DatabaseQueue
@@ -113,7 +121,10 @@ final class SQLiteStore: Sendable {
         guard let identifier = metadata["storeIdentifier"], let stored = metadata["layout"] else {
             throw SwiftDataError(.notAStore, "\(path) has an incomplete \(metadataTable) table")
         }
-        guard stored != layout.fingerprint else { return (identifier, nil) }
+        if let recorded = metadata["schemaVersion"].flatMap(Schema.Version.init(parsing:)), recorded > version {
+            throw SwiftDataError(.backwardMigration, "the store at \(path) was written by schema version \(recorded), newer than this app's \(version); it was not changed")
+        }
+        guard stored != layout.fingerprint else { return (identifier, nil, metadata["schemaVersion"]) }
         if readOnly {
             throw SwiftDataError(.incompatibleSchema, "the store at \(path) was created with a different schema, and a read-only store cannot be migrated:\n" + difference(stored: stored, expected: layout.fingerprint))
         }
@@ -125,7 +136,7 @@ final class SQLiteStore: Sendable {
         } catch let error as SwiftDataError {
             throw SwiftDataError(.incompatibleSchema, error.detail + "\nSchema differences:\n" + difference(stored: stored, expected: layout.fingerprint), entity: error.entityName, property: error.propertyName)
         }
-        return (identifier, migration)
+        return (identifier, migration, metadata["schemaVersion"])
     }
 
     /// Runs the lightweight migration of the store at `path` to `layout` (see
