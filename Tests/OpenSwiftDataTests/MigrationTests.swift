@@ -235,3 +235,40 @@ enum OtherContacts {
         }
     }
 }
+
+/// Collects migration progress reports.
+final class ProgressLog: @unchecked Sendable {
+    // @unchecked Sendable: `events` is only touched while holding `lock`.
+    private let lock = NSLock()
+    private var events: [MigrationProgress] = []
+    func append(_ event: MigrationProgress) { lock.withLock { events.append(event) } }
+    var all: [MigrationProgress] { lock.withLock { events } }
+}
+
+@Suite("Migration progress and backup")
+struct MigrationProgressTests {
+    @Test("a table rebuild copies rows in batches, reports rows done of total, and keeps the backup when asked")
+    func progressAndBackup() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let url = directory.file("contacts.store")
+        do {
+            let container = try ModelContainer(for: ContactsV1.Contact.self, ContactsV1.Group.self, configurations: ModelConfiguration(url: url))
+            try container.store.write { db in
+                let insert = try db.makeStatement(sql: "INSERT INTO \"Contact\" (name, age, nickname, \"group\") VALUES (?, ?, NULL, NULL)")
+                for number in 0..<25_003 { try insert.execute(arguments: ["contact \(number)", number % 90]) }
+            }
+        }
+        let log = ProgressLog()
+        var configuration = ModelConfiguration(url: url)
+        configuration.migrationOptions = MigrationOptions(keepsBackup: true, progress: { log.append($0) })
+        let container = try ModelContainer(for: ContactsV2.Contact.self, ContactsV2.Group.self, ContactsV2.Tag.self, configurations: configuration)
+        let contactEvents = log.all.filter { $0.table == "Contact" }
+        #expect(contactEvents.map(\.rowsDone) == [10_000, 20_000, 25_003])
+        #expect(contactEvents.allSatisfy { $0.rowsTotal == 25_003 })
+        #expect(try ModelContext(container).fetchCount(FetchDescriptor<ContactsV2.Contact>()) == 25_003)
+        #expect(FileManager.default.fileExists(atPath: url.path + "-backup"))
+        let backup = try StoreFile.metadata(at: url.path + "-backup")
+        #expect(backup["layout"]?.contains("nickname") == true, "the backup is the version-1 store")
+    }
+}

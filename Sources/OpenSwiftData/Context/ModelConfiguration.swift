@@ -44,6 +44,8 @@ public struct ModelConfiguration: Identifiable, Hashable, Sendable, CustomDebugS
     public let isStoredInMemoryOnly: Bool
     /// Whether contexts may save; when false, `save()` throws and the file is never modified.
     public let allowsSave: Bool
+    /// How the store is migrated when the schema changed: backup and progress reporting.
+    public var migrationOptions = MigrationOptions()
     /// The group container (no effect on Linux).
     public let groupContainer: GroupContainer
     /// The CloudKit database (no effect on Linux).

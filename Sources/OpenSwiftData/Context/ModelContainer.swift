@@ -62,7 +62,8 @@ public final class ModelContainer: Equatable, @unchecked Sendable {
             at: configuration.isStoredInMemoryOnly ? nil : configuration.url,
             layout: layout,
             schemaVersion: schema.version,
-            readOnly: !configuration.allowsSave
+            readOnly: !configuration.allowsSave,
+            migration: configuration.migrationOptions
         )
     }
 

@@ -18,6 +18,9 @@ struct LightweightMigration {
     struct Step {
         let sql: String
         let purpose: String
+        /// For the copy of a rebuild: the table read, so that rows are copied in batches of
+        /// primary keys (bounded work per statement, progress between batches).
+        var copy: (from: String, into: String)? = nil
     }
 
     let steps: [Step]
@@ -130,7 +133,7 @@ struct LightweightMigration {
         }
         let steps = [
             Step(sql: create, purpose: "rebuild \(entity) with its new columns"),
-            Step(sql: "INSERT INTO \(quoted(temporary)) (\(targets.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM \(quoted(entity))", purpose: "copy the rows of \(entity)"),
+            Step(sql: "INSERT INTO \(quoted(temporary)) (\(targets.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM \(quoted(entity))", purpose: "copy the rows of \(entity)", copy: (entity, temporary)),
             Step(sql: "DROP TABLE \(quoted(entity))", purpose: "replace \(entity)"),
             Step(sql: "ALTER TABLE \(quoted(temporary)) RENAME TO \(quoted(entity))", purpose: "replace \(entity)"),
         ]
@@ -178,17 +181,44 @@ struct LightweightMigration {
         }
     }
 
+    static let copyBatch: Int64 = 10_000
+
+    /// Runs `INSERT … SELECT … FROM source` in batches of rows after the last copied primary
+    /// key, reporting progress after each.
+    private func copyInBatches(_ sql: String, from source: String, into destination: String, in db: Database, progress: (@Sendable (MigrationProgress) -> Void)?) throws {
+        let primaryKey = quoted(TableDescription.primaryKey)
+        let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(quoted(source))") ?? 0
+        let statement = try db.makeStatement(sql: sql + " WHERE \(primaryKey) > ? ORDER BY \(primaryKey) LIMIT \(Self.copyBatch)")
+        let last = try db.makeStatement(sql: "SELECT MAX(\(primaryKey)) FROM \(quoted(destination))")
+        var done = 0
+        var after = Int64.min
+        while true {
+            try statement.execute(arguments: [after])
+            let copied = db.changesCount
+            guard copied > 0 else { break }
+            done += copied
+            progress?(MigrationProgress(table: source, rowsDone: done, rowsTotal: total))
+            guard let next = try Int64.fetchOne(last) else { break }
+            after = next
+        }
+        if done == 0 { progress?(MigrationProgress(table: source, rowsDone: 0, rowsTotal: total)) }
+    }
+
     private static func refusal(_ entity: String, _ property: String, _ why: String) -> SwiftDataError {
         SwiftDataError(.incompatibleSchema, "cannot migrate \(entity).\(property) without a custom migration: \(why). The store was not changed.", entity: entity, property: property)
     }
 
     /// Runs the plan in one transaction on `db` (which has foreign keys off), checks the foreign
     /// keys, and records the new layout in the metadata table.
-    func run(in db: Database, metadata: [String: String], metadataTable: String) throws {
+    func run(in db: Database, metadata: [String: String], metadataTable: String, progress: (@Sendable (MigrationProgress) -> Void)? = nil) throws {
         try db.inTransaction {
             for step in steps {
                 do {
-                    try db.execute(sql: step.sql)
+                    if let copy = step.copy {
+                        try copyInBatches(step.sql, from: copy.from, into: copy.into, in: db, progress: progress)
+                    } else {
+                        try db.execute(sql: step.sql)
+                    }
                 } catch {
                     throw SwiftDataError(.incompatibleSchema, "the migration could not \(step.purpose): \(error). The store was not changed.")
                 }

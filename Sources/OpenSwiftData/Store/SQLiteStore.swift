@@ -31,7 +31,7 @@ final class SQLiteStore: Sendable {
     /// An existing file is first inspected through a read-only connection; if it is not an
     /// SQLite database, is corrupt, was not created by OpenSwiftData, or was created with another
     /// layout, a ``SwiftDataError`` is thrown and the file is left byte for byte as it was.
-    static func open(at url: URL?, layout: StoreLayout, schemaVersion: Schema.Version, readOnly: Bool) throws -> SQLiteStore {
+    static func open(at url: URL?, layout: StoreLayout, schemaVersion: Schema.Version, readOnly: Bool, migration options: MigrationOptions = MigrationOptions()) throws -> SQLiteStore {
         guard let url else {
             let queue = try wrap("opening an in-memory store") { try DatabaseQueue(configuration: configuration(readOnly: false)) }
             let identifier = UUID().uuidString
@@ -60,7 +60,7 @@ final class SQLiteStore: Sendable {
         let pool = try wrap("opening \(path)") { try DatabasePool(path: path, configuration: configuration(readOnly: readOnly)) }
         if let existingIdentifier {
             if migration != nil {
-                try migrate(pool, at: path, to: layout, version: schemaVersion)
+                try migrate(pool, at: path, to: layout, version: schemaVersion, options: options)
             } else if storedVersion != schemaVersion.description, !readOnly {
                 // Same tables, newer version (a stage that changed only data): record it.
                 try wrap("recording the schema version of \(path)") {
@@ -142,7 +142,7 @@ final class SQLiteStore: Sendable {
     /// Runs the lightweight migration of the store at `path` to `layout` (see
     /// ``LightweightMigration``). A migration that rewrites tables first copies the store to
     /// `<path>-backup` (SQLite's online backup), removed once the migration has committed.
-    private static func migrate(_ pool: DatabasePool, at path: String, to layout: StoreLayout, version: Schema.Version) throws {
+    private static func migrate(_ pool: DatabasePool, at path: String, to layout: StoreLayout, version: Schema.Version, options: MigrationOptions) throws {
         try wrap("migrating \(path)") {
             try pool.writeWithoutTransaction { db in
                 // Rebuilding a table must not fire ON DELETE actions; the foreign keys are
@@ -151,7 +151,8 @@ final class SQLiteStore: Sendable {
                 defer { try? db.execute(sql: "PRAGMA foreign_keys = ON") }
                 let migration = try LightweightMigration.plan(in: db, to: layout, metadataTable: metadataTable)
                 let backup = path + "-backup"
-                if migration.rewritesTables {
+                let backsUp = migration.rewritesTables && options.backsUpBeforeRebuilding
+                if backsUp {
                     try? FileManager.default.removeItem(atPath: backup)
                     let copy = try DatabaseQueue(path: backup)
                     try copy.writeWithoutTransaction { destination in try db.backup(to: destination) }
@@ -161,8 +162,8 @@ final class SQLiteStore: Sendable {
                     "layout": layout.fingerprint,
                     "layoutHash": layout.hash,
                     "schemaVersion": version.description,
-                ], metadataTable: metadataTable)
-                if migration.rewritesTables { try? FileManager.default.removeItem(atPath: backup) }
+                ], metadataTable: metadataTable, progress: options.progress)
+                if backsUp && !options.keepsBackup { try? FileManager.default.removeItem(atPath: backup) }
             }
         }
     }
