@@ -71,7 +71,7 @@ enum MemoryProbe {
     }
 
     /// Runs this executable with `arguments` and returns what it printed.
-    private static func launchSelf(_ arguments: [String]) throws -> String {
+    static func launchSelf(_ arguments: [String]) throws -> String {
         let process = Process()
         process.executableURL = Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])
         process.arguments = arguments

@@ -5,7 +5,8 @@ import Foundation
 /// `osd-benchmarks --memory-child osd|grdb <store path>` is the child process that the memory
 /// probe launches, and `--prepare-store osd|grdb <store path> <count>` the one that populates its
 /// stores; neither is meant to be run by hand. `osd-benchmarks --relationships` runs only the
-/// relationship table, `osd-benchmarks --queries` only the query table.
+/// relationship table, `osd-benchmarks --queries` only the query table, `osd-benchmarks
+/// --migration` the migration figures (not part of the full run: it writes 2.2 million rows).
 let arguments = CommandLine.arguments
 do {
     if arguments.count == 4, arguments[1] == MemoryProbe.childFlag {
@@ -18,6 +19,12 @@ do {
         let workbench = try Workbench()
         defer { workbench.removeAll() }
         try BenchmarkSuite.runRelationships(in: workbench)
+    } else if arguments.count == 4, arguments[1] == MigrationBenchmark.childFlag {
+        try MigrationBenchmark.runChild(storeAt: URL(fileURLWithPath: arguments[2]), variant: arguments[3])
+    } else if arguments.count == 2, arguments[1] == "--migration" {
+        let workbench = try Workbench()
+        defer { workbench.removeAll() }
+        try MigrationBenchmark.run(in: workbench.directory)
     } else if arguments.count == 2, arguments[1] == "--queries" {
         let workbench = try Workbench()
         defer { workbench.removeAll() }
