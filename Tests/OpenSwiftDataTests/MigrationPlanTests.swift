@@ -91,7 +91,7 @@ enum HangingNotesPlan: SchemaMigrationPlan {
                 for memo in try context.fetch(FetchDescriptor<NotesV3.Memo>()) { memo.length = -1 }
                 try context.save()
                 if let ready = ProcessInfo.processInfo.environment["OSD_MIGRATION_CHILD_READY"] {
-                    FileManager.default.createFile(atPath: ready, contents: Data())
+                    _ = FileManager.default.createFile(atPath: ready, contents: Data())
                 }
                 while true { sleep(1) }
             }),

@@ -272,3 +272,39 @@ struct MigrationProgressTests {
         #expect(backup["layout"]?.contains("nickname") == true, "the backup is the version-1 store")
     }
 }
+
+@Suite("Lightweight migrations: constraints")
+struct MigrationConstraintTests {
+    @Test("removing a uniqueness constraint drops its index; adding it back over unique rows creates it")
+    func uniqueRemovedAndAdded() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let url = directory.file("contacts.store")
+        func uniqueIndexes(_ container: ModelContainer) throws -> [String] {
+            try container.store.read { db in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'osd_Contact_unique%'") }
+        }
+        do {
+            let container = try ModelContainer(for: ContactsUniqueName.Contact.self, ContactsUniqueName.Group.self, configurations: ModelConfiguration(url: url))
+            let context = ModelContext(container)
+            context.insert(ContactsUniqueName.Contact(name: "Ada", age: 36))
+            context.insert(ContactsUniqueName.Contact(name: "Grace", age: 45))
+            try context.save()
+            #expect(try uniqueIndexes(container).count == 1)
+        }
+        do {
+            let container = try ModelContainer(for: ContactsV1.Contact.self, ContactsV1.Group.self, configurations: ModelConfiguration(url: url))
+            #expect(try uniqueIndexes(container).isEmpty)
+            // Without the constraint, a second "Ada" is a new row.
+            let context = ModelContext(container)
+            context.insert(ContactsV1.Contact(name: "Ada", age: 1))
+            try context.save()
+            #expect(try context.fetchCount(FetchDescriptor<ContactsV1.Contact>()) == 3)
+        }
+        // Adding it back over the duplicate is refused, and the store stays as it is.
+        #expect(throws: SwiftDataError.incompatibleSchema) {
+            try ModelContainer(for: ContactsUniqueName.Contact.self, ContactsUniqueName.Group.self, configurations: ModelConfiguration(url: url))
+        }
+        let reopened = try ModelContainer(for: ContactsV1.Contact.self, ContactsV1.Group.self, configurations: ModelConfiguration(url: url))
+        #expect(try ModelContext(reopened).fetchCount(FetchDescriptor<ContactsV1.Contact>()) == 3)
+    }
+}

@@ -11,7 +11,7 @@ final class StatementCounter: @unchecked Sendable {
     private var statements: [String] = []
 
     init(_ container: ModelContainer) throws {
-        try container.store.writer.writeWithoutTransaction { db in
+        container.store.writer.writeWithoutTransaction { db in
             db.trace { [self] event in
                 if case let .statement(statement) = event { lock.withLock { statements.append(statement.sql) } }
             }
