@@ -13,6 +13,7 @@ struct OpenSwiftDataMacrosPlugin: CompilerPlugin {
         UniqueMacro.self,
         IndexMacro.self,
         PredicateMacro.self,
+        ModelActorMacro.self,
         PredicateExpressionMacro.self,
     ]
 }

@@ -106,3 +106,21 @@ public macro Index<T: PersistentModel>(_ indices: [PartialKeyPath<T>]...) =
 @freestanding(declaration)
 public macro Index<T: PersistentModel>(_ indices: Schema.Index<T>.Types<T>...) =
     #externalMacro(module: "OpenSwiftDataMacros", type: "IndexMacro")
+
+/// Makes an actor a ``ModelActor``: it gets `modelContainer`, `modelExecutor` (a
+/// ``DefaultSerialModelExecutor`` with a context of its own) and `init(modelContainer:)`.
+///
+/// ```swift
+/// @ModelActor
+/// actor Importer {
+///     func importTrips(named names: [String]) throws -> [PersistentIdentifier] {
+///         let trips = names.map { Trip(name: $0, startDate: .now) }
+///         trips.forEach(modelContext.insert)
+///         try modelContext.save()
+///         return trips.map(\.persistentModelID)
+///     }
+/// }
+/// ```
+@attached(member, names: named(modelExecutor), named(modelContainer), named(init))
+@attached(extension, conformances: ModelActor)
+public macro ModelActor() = #externalMacro(module: "OpenSwiftDataMacros", type: "ModelActorMacro")
