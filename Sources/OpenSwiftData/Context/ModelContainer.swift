@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The store of a schema's models, and the factory of the contexts that read and write it.
 ///
@@ -20,6 +21,17 @@ public final class ModelContainer: Equatable, @unchecked Sendable {
     public let configurations: [ModelConfiguration]
     let store: SQLiteStore
     private let layouts: [String: EntityLayout]
+    /// Incremented by every save of any context of this container: a registered model read
+    /// under an older generation may be stale, and is refreshed when fetched again.
+    private let saveGeneration = Atomic<Int>(0)
+
+    /// The current save generation.
+    var generation: Int { saveGeneration.load(ordering: .acquiring) }
+
+    /// Records that a save committed.
+    func didCommitSave() {
+        saveGeneration.add(1, ordering: .releasing)
+    }
     @MainActor private var _mainContext: ModelContext?
 
     /// Opens (or creates) the store for some model types.

@@ -187,6 +187,7 @@ extension ModelContext {
         let lookUp = !registered.isEmpty
         defer { identityMap[layout.name] = registered }
         let reader = RowReader(layout: layout, columns: columns)
+        let generation = container.generation
         return try container.store.read { db in
             let statement = try db.cachedStatement(sql: query.sql)
             statement.setUncheckedArguments(query.arguments)
@@ -196,6 +197,16 @@ extension ModelContext {
                 while try cursor.next() != nil {
                     let primaryKey = reader.primaryKey(statement)
                     if lookUp, let existing = registered[primaryKey], let model = existing.model as? T {
+                        // Another context may have saved since this instance was read: an
+                        // instance without unsaved changes takes the row's values (and tells its
+                        // observers); one with unsaved changes keeps them (they win at its save).
+                        let storage = existing.storage
+                        if storage.loadedGeneration != generation, storage.state == .registered, !storage.hasChanges {
+                            let fresh = try reader.values(statement, primaryKey: primaryKey)
+                            let changed = storage.refresh(from: fresh, columns: reader.columnProperties)
+                            storage.loadedGeneration = generation
+                            for property in changed { model._$notifyObservers(ofChangeTo: property.keyPath) }
+                        }
                         results.append(model)
                         continue
                     }
@@ -208,6 +219,7 @@ extension ModelContext {
                     storage.state = .registered
                     storage.context = self
                     storage.container = container
+                    storage.loadedGeneration = generation
                     registered[primaryKey] = Registration(model: model, storage: storage)
                     results.append(model)
                 }

@@ -41,6 +41,7 @@ extension ModelContext {
             (inserted, changed, deleted) = lists
             throw error
         }
+        container.didCommitSave()
         finishSave(work, in: store, keys: keys, batchRemoved: batchRemoved)
     }
 

@@ -37,6 +37,8 @@ class AnyModelStorage: RowIdentified {
     final var storeIdentifier: String?
     /// Rarely used state, allocated on demand.
     final var extras: Extras?
+    /// The container's save generation when the values were last read from the store.
+    final var loadedGeneration = 0
 
     /// State that most models never need.
     final class Extras {
@@ -159,6 +161,41 @@ class AnyModelStorage: RowIdentified {
         } catch {
             return false
         }
+    }
+
+    /// Takes the values of `columns` from a freshly read row (for a model without unsaved
+    /// changes, whose current and committed values are one buffer), resets loaded to-many
+    /// relationships so they load again, and returns the properties whose value changed.
+    final func refresh(from fresh: ValueBuffer, columns: [PropertyLayout]) -> [PropertyLayout] {
+        guard let layout, let values else { return [] }
+        var changed: [PropertyLayout] = []
+        let slots = layout.slots
+        for property in columns where fresh.isInitialized(property.index) {
+            let same: Bool
+            if values.isInitialized(property.index) {
+                let old = values.withSlot(property.index) { try? property.codec.encodeSlot(UnsafeRawPointer($0)) }
+                let new = fresh.withSlot(property.index) { try? property.codec.encodeSlot(UnsafeRawPointer($0)) }
+                same = old != nil && old == new
+            } else {
+                same = false
+            }
+            guard !same else { continue }
+            let witness = slots.witnesses[property.index]
+            values.withSlot(property.index) { destination in
+                if values.isInitialized(property.index) { witness.destroy(destination) }
+                fresh.withSlot(property.index) { source in witness.copy(UnsafeRawPointer(source), destination) }
+            }
+            values.markInitialized(property.index)
+            changed.append(property)
+        }
+        for property in layout.relationships where property.relationship?.isToMany == true && values.isInitialized(property.index) {
+            if case .loaded = toManySlot(property) {
+                values.store(property.index, ToManySlot.notLoaded)
+                changed.append(property)
+            }
+        }
+        committed = values
+        return changed
     }
 
     /// Makes the current values the committed ones after a successful save.

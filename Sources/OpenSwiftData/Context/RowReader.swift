@@ -41,6 +41,9 @@ struct RowReader {
     private let layout: EntityLayout
     /// For each selected column after the primary key: the property slot it fills.
     private let columns: [PropertyLayout]
+
+    /// The properties of the selected columns, in order.
+    var columnProperties: [PropertyLayout] { columns }
     private let reads: [ColumnRead]
     /// Properties without a column (ephemeral), with the value a fetched model starts with.
     private let initialValues: [(slot: Int, value: Any)]
