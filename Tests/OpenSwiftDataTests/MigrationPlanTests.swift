@@ -205,3 +205,95 @@ struct MigrationPlanTests {
         #expect(try StoreFile.metadata(at: url.path)[MigrationRunner.markerKey] == nil)
     }
 }
+
+@Suite("Migration plans: review regressions")
+struct MigrationPlanRegressionTests {
+    @Test("a container opened with model types and a plan takes the version the plan gives them, and runs the stages")
+    func versionFromPlan() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let url = directory.file("notes.store")
+        do {
+            let container = try ModelContainer(for: Schema(versionedSchema: NotesV1.self), configurations: [ModelConfiguration(url: url)])
+            let context = ModelContext(container)
+            context.insert(NotesV1.Memo(text: "a longer memo"))
+            try context.save()
+        }
+        let container = try ModelContainer(for: NotesV3.Memo.self, migrationPlan: NotesPlan.self, configurations: ModelConfiguration(url: url))
+        #expect(container.schema.version == Schema.Version(3, 0, 0))
+        #expect(try StoreFile.metadata(at: url.path)["schemaVersion"] == "3.0.0")
+        let memo = try #require(try ModelContext(container).fetch(FetchDescriptor<NotesV3.Memo>()).first)
+        #expect(memo.length == 13 && memo.pinned)
+    }
+
+    @Test("a store left in the middle of a stage is put back even when opened without the plan")
+    func markerHonouredWithoutPlan() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let url = directory.file("notes.store")
+        do {
+            let container = try ModelContainer(for: Schema(versionedSchema: NotesV2.self), configurations: [ModelConfiguration(url: url)])
+            let context = ModelContext(container)
+            context.insert(NotesV2.Memo(text: "kept"))
+            try context.save()
+        }
+        // What a crash leaves: the copy, the marker, and work the stage did after the copy.
+        try StoreFile.copy(from: url.path, to: url.path + StoreFile.stageBackupSuffix)
+        try StoreFile.setMetadata([StoreFile.stageMarkerKey: "2.0.0 -> 3.0.0"], at: url.path)
+        do {
+            let container = try ModelContainer(for: Schema(versionedSchema: NotesV2.self), configurations: [ModelConfiguration(url: url)])
+            #expect(try ModelContext(container).fetch(FetchDescriptor<NotesV2.Memo>()).map(\.text) == ["kept"])
+        }
+        #expect(try StoreFile.metadata(at: url.path)[StoreFile.stageMarkerKey] == nil)
+        #expect(!FileManager.default.fileExists(atPath: url.path + StoreFile.stageBackupSuffix))
+    }
+}
+
+/// Version 1 of the contacts with `name` both kept and copied into a renamed property.
+enum ContactsAlias {
+    @Model final class Contact {
+        var name: String
+        @Attribute(originalName: "name") var alias: String
+        var age: Int
+        var nickname: String?
+        var group: Group?
+
+        init(name: String, alias: String, age: Int) {
+            self.name = name
+            self.alias = alias
+            self.age = age
+        }
+    }
+
+    @Model final class Group {
+        var title: String
+        @Relationship(inverse: \Contact.group) var members: [Contact] = []
+
+        init(title: String) {
+            self.title = title
+        }
+    }
+}
+
+@Suite("Lightweight migrations: renames")
+struct MigrationRenameTests {
+    @Test("a rename that would leave a kept property without its column is refused, naming it")
+    func renameCollision() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let url = directory.file("contacts.store")
+        do {
+            let container = try ModelContainer(for: ContactsV1.Contact.self, ContactsV1.Group.self, configurations: ModelConfiguration(url: url))
+            let context = ModelContext(container)
+            context.insert(ContactsV1.Contact(name: "Ada", age: 36))
+            try context.save()
+        }
+        do {
+            _ = try ModelContainer(for: ContactsAlias.Contact.self, ContactsAlias.Group.self, configurations: ModelConfiguration(url: url))
+            Issue.record("the collision must be refused")
+        } catch let error as SwiftDataError {
+            #expect(error == .incompatibleSchema)
+            #expect(error.propertyName == "name")
+        }
+    }
+}

@@ -9,12 +9,12 @@ import Foundation
 /// before it completes, the copy is put back (at once, or when the store is next opened), so the
 /// store is exactly at the last completed version and the next open resumes from there.
 enum MigrationRunner {
-    static let markerKey = "migrationInProgress"
+    static let markerKey = StoreFile.stageMarkerKey
 
     static func run(_ plan: any SchemaMigrationPlan.Type, at url: URL, target: Schema, configuration: ModelConfiguration) throws {
         let path = url.path
         guard FileManager.default.fileExists(atPath: path) else { return }
-        try recoverInterruptedStage(at: path)
+        try StoreFile.recoverInterruptedStage(at: path, readOnly: false)
         var metadata = try StoreFile.metadata(at: path)
         guard let stored = metadata["schemaVersion"].flatMap(Schema.Version.init(parsing:)) else { return }
         if stored > target.version {
@@ -26,9 +26,22 @@ enum MigrationRunner {
                 // No stage from here: the container infers what it can (or refuses).
                 return
             }
+            guard stage.toVersion.versionIdentifier > current else {
+                throw SwiftDataError(.loadIssueModelContainer, "the migration plan has a stage from \(current) to \(stage.toVersion.versionIdentifier), which does not move forward")
+            }
+            // The store must hold the stage's starting version's tables: a store recorded as
+            // version X with other tables would be migrated from the wrong starting point.
+            let expected = try Schema(versionedSchema: stage.fromVersion).storeLayout().fingerprint
+            guard metadata["layout"] == expected else {
+                throw SwiftDataError(.incompatibleSchema, "the store at \(path) records version \(current), but its tables are not those of that version in the migration plan; it was not changed")
+            }
             try run(stage, at: path, configuration: configuration)
             metadata = try StoreFile.metadata(at: path)
-            current = metadata["schemaVersion"].flatMap(Schema.Version.init(parsing:)) ?? stage.toVersion.versionIdentifier
+            let reached = metadata["schemaVersion"].flatMap(Schema.Version.init(parsing:)) ?? current
+            guard reached > current else {
+                throw SwiftDataError(.loadIssueModelContainer, "the migration stage from \(current) did not advance the store's version")
+            }
+            current = reached
         }
     }
 
@@ -41,9 +54,11 @@ enum MigrationRunner {
             // version, in one transaction.
             _ = try ModelContainer(for: Schema(versionedSchema: to), configurations: [configuration])
         case let .custom(_, _, willMigrate, didMigrate):
-            let backup = path + "-stage-backup"
-            try? FileManager.default.removeItem(atPath: backup)
+            let backup = path + StoreFile.stageBackupSuffix
+            StoreFile.removeDatabase(at: backup)
             try StoreFile.copy(from: path, to: backup)
+            StoreFile.setStageRunning(true, at: path)
+            defer { StoreFile.setStageRunning(false, at: path) }
             try StoreFile.setMetadata([markerKey: "\(from.versionIdentifier) -> \(to.versionIdentifier)"], at: path)
             do {
                 if let willMigrate {
@@ -63,23 +78,12 @@ enum MigrationRunner {
                 try StoreFile.setMetadata([markerKey: nil], at: path)
             } catch {
                 try StoreFile.copy(from: backup, to: path)
-                try? FileManager.default.removeItem(atPath: backup)
+                StoreFile.removeDatabase(at: backup)
                 let reason = (error as? SwiftDataError)?.detail ?? "\(error)"
                 throw SwiftDataError(.loadIssueModelContainer, "the migration stage from \(from.versionIdentifier) to \(to.versionIdentifier) failed, and the store was put back at version \(from.versionIdentifier): \(reason)")
             }
-            try? FileManager.default.removeItem(atPath: backup)
+            StoreFile.removeDatabase(at: backup)
         }
-    }
-
-    /// Puts back the copy made before a custom stage that did not complete (the process died).
-    static func recoverInterruptedStage(at path: String) throws {
-        let backup = path + "-stage-backup"
-        guard (try? StoreFile.metadata(at: path))?[markerKey] != nil else { return }
-        guard FileManager.default.fileExists(atPath: backup) else {
-            throw SwiftDataError(.loadIssueModelContainer, "the store at \(path) was left in the middle of a migration stage and its copy \(backup) is missing; restore the store from a backup")
-        }
-        try StoreFile.copy(from: backup, to: path)
-        try? FileManager.default.removeItem(atPath: backup)
     }
 }
 
@@ -98,9 +102,21 @@ extension ModelContainer {
         try self.init(for: Schema(forTypes), migrationPlan: migrationPlan, configurations: configurations)
     }
 
+    /// The schema with the version the plan gives its model types (a schema built from model
+    /// types alone says 1.0.0).
+    private static func versioned(_ schema: Schema, by plan: (any SchemaMigrationPlan.Type)?) -> Schema {
+        guard let plan else { return schema }
+        let types = Set(schema.entities.compactMap { $0.layout.map { ObjectIdentifier($0.modelType) } })
+        guard let match = plan.schemas.last(where: { Set($0.models.map { ObjectIdentifier($0) }) == types }),
+              match.versionIdentifier != schema.version
+        else { return schema }
+        return Schema(versionedSchema: match)
+    }
+
     /// Opens (or creates) the store for a schema, first running the stages of `migrationPlan`
     /// from the version the store records to the schema's version (see ``SchemaMigrationPlan``).
     public convenience init(for givenSchema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)?, configurations: [ModelConfiguration]) throws {
+        let givenSchema = Self.versioned(givenSchema, by: migrationPlan)
         if let migrationPlan, let configuration = configurations.first, configurations.count == 1,
            !configuration.isStoredInMemoryOnly, configuration.allowsSave {
             try MigrationRunner.run(migrationPlan, at: configuration.url, target: givenSchema, configuration: configuration)

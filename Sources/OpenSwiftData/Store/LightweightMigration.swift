@@ -36,13 +36,22 @@ struct LightweightMigration {
     /// Plans the migration of the store open in `db` to `layout`, or throws a
     /// `SwiftDataError(.incompatibleSchema)` that names the change it cannot infer.
     static func plan(in db: Database, to layout: StoreLayout, metadataTable: String) throws -> LightweightMigration {
-        let existingTables = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"))
+        let existingTables = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND substr(name, 1, 7) <> 'sqlite_'"))
         var steps: [Step] = []
         var rewrites = false
         let wanted = Set(layout.tables.map(\.name) + layout.joinTables.map(\.name) + [metadataTable])
 
-        // Tables of entities and relationships that are gone.
+        // Tables of entities and relationships that are gone. A relationship table whose two
+        // entities are still related through a table of another name is a renamed relationship:
+        // dropping it would lose the links, so that is refused.
         for table in existingTables.sorted() where !wanted.contains(table) {
+            let targets = Set(try String.fetchAll(db, sql: "SELECT \"table\" FROM pragma_foreign_key_list(?)", arguments: [table]))
+            let isJoinTable = Set(try String.fetchAll(db, sql: "SELECT name FROM pragma_table_info(?)", arguments: [table])) == [JoinTableDescription.sourceColumn, JoinTableDescription.targetColumn]
+            if isJoinTable, !targets.isEmpty,
+               let successor = layout.joinTables.first(where: { Set([$0.sourceTable, $0.targetTable]) == targets }),
+               try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(quoted(table)))") == true {
+                throw SwiftDataError(.incompatibleSchema, "the relationship stored in \(table) now lives in \(successor.name) (a relationship renamed or its inverse changed); a lightweight migration would lose its links, so the store was not changed", entity: successor.sourceTable)
+            }
             steps.append(Step(sql: "DROP TABLE \(quoted(table))", purpose: "remove the table \(table), whose entity or relationship is no longer in the schema"))
         }
 
@@ -54,7 +63,7 @@ struct LightweightMigration {
             let columns = try Row.fetchAll(db, sql: "PRAGMA table_info(\(quoted(table.name)))").map { row in
                 ExistingColumn(name: row["name"], type: (row["type"] as String? ?? "").uppercased(), isNullable: (row["notnull"] as Int? ?? 0) == 0)
             }
-            let (tableSteps, rewritten) = try migrateColumns(of: table, existing: columns)
+            let (tableSteps, rewritten) = try migrateColumns(of: table, existing: columns, in: db)
             steps += tableSteps
             rewrites = rewrites || rewritten
             steps += try indexSteps(for: table, in: db, rebuilt: rewritten)
@@ -67,39 +76,78 @@ struct LightweightMigration {
     }
 
     /// The steps that give `table` its columns: renames and additions in place, a rebuild when a
-    /// column goes away or becomes optional.
-    private static func migrateColumns(of table: TableDescription, existing: [ExistingColumn]) throws -> ([Step], Bool) {
+    /// column goes away, becomes optional or non-optional (when no row holds nil), changes the
+    /// table it references, or takes the name of another column.
+    private static func migrateColumns(of table: TableDescription, existing: [ExistingColumn], in db: Database) throws -> ([Step], Bool) {
         let entity = table.name
         let existingByName = Dictionary(existing.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        let references = Dictionary(
+            try Row.fetchAll(db, sql: "PRAGMA foreign_key_list(\(quoted(entity)))").map { ($0["from"] as String? ?? "", $0["table"] as String? ?? "") },
+            uniquingKeysWith: { first, _ in first }
+        )
+        func holdsValues(_ column: String) throws -> Bool {
+            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(quoted(entity)) WHERE \(quoted(column)) IS NOT NULL)") ?? true
+        }
+        func holdsNil(_ column: String) throws -> Bool {
+            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(quoted(entity)) WHERE \(quoted(column)) IS NULL)") ?? true
+        }
+
+        // Which existing column each target column is read from: a declared original name
+        // first (a rename), then the same name, never one existing column for two targets.
+        var claimed: [String: String] = [:]  // existing column -> target column
+        var sources: [String: String] = [:]  // target column -> existing column
+        for column in table.columns {
+            guard let original = column.originalName, original != column.name, existingByName[original] != nil else { continue }
+            if let other = claimed[original] {
+                throw refusal(entity, column.name, "it and \(other) both declare originalName \"\(original)\"; one stored column cannot become two properties")
+            }
+            claimed[original] = column.name
+            sources[column.name] = original
+        }
+        for column in table.columns where sources[column.name] == nil {
+            if existingByName[column.name] != nil, claimed[column.name] == nil {
+                claimed[column.name] = column.name
+                sources[column.name] = column.name
+            }
+        }
+
         var renames: [(from: String, to: String)] = []
         var additions: [ColumnDescription] = []
         var needsRebuild = false
-        var sources: [String: String] = [:]  // target column -> existing column it is read from
         for column in table.columns {
-            let source: ExistingColumn?
-            if let same = existingByName[column.name] {
-                source = same
-            } else if let original = column.originalName, let renamed = existingByName[original] {
-                source = renamed
-                renames.append((original, column.name))
-            } else {
-                source = nil
-            }
-            guard let source else {
+            guard let sourceName = sources[column.name], let source = existingByName[sourceName] else {
                 if !column.isNullable && column.defaultValue == nil {
-                    throw refusal(entity, column.name, "the property was added as non-optional without a default value, so existing rows would have no value for it; make it optional, give it a default, or migrate it with a custom stage")
+                    throw refusal(entity, column.name, "the property was added as non-optional without a default value, so existing rows would have no value for it; make it optional or give it a default")
+                }
+                if column.references != nil && column.defaultValue.map({ !$0.isNull }) == true {
+                    needsRebuild = true
                 }
                 additions.append(column)
                 continue
             }
-            sources[column.name] = source.name
+            if sourceName != column.name {
+                renames.append((sourceName, column.name))
+                // Renaming onto a name another existing column still has (a swap): rebuild.
+                if existingByName[column.name] != nil { needsRebuild = true }
+            }
             if source.type != column.type {
-                throw refusal(entity, column.name, "its stored type changed from \(source.type) to \(column.type); a type change needs a custom migration stage")
+                throw refusal(entity, column.name, "its stored type changed from \(source.type) to \(column.type), which a lightweight migration cannot convert; add a property of the new type and copy the values in a custom stage's didMigrate")
             }
             if source.isNullable && !column.isNullable {
-                throw refusal(entity, column.name, "it became non-optional; rows holding nil would have no value; migrate it with a custom stage")
+                if try holdsNil(sourceName) {
+                    throw refusal(entity, column.name, "it became non-optional, and some rows hold nil; give them a value first (in an earlier version or a custom stage's willMigrate)")
+                }
+                needsRebuild = true
             }
             if !source.isNullable && column.isNullable { needsRebuild = true }
+            if references[sourceName] != column.references {
+                // A relationship added, removed or pointed at another entity over stored values
+                // would reinterpret them as other rows' keys.
+                if try holdsValues(sourceName) {
+                    throw refusal(entity, column.name, "it now \(column.references.map { "references \($0)" } ?? "is not a relationship") where the store has \(references[sourceName].map { "a reference to \($0)" } ?? "plain values"), and rows hold values")
+                }
+                needsRebuild = true
+            }
         }
         let kept = Set(sources.values)
         if existing.contains(where: { !kept.contains($0.name) }) { needsRebuild = true }

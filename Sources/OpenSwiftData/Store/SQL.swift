@@ -33,7 +33,8 @@ extension TableDescription {
             statements.append("CREATE INDEX \(quoted("osd_\(name)_fk_\(column.name)")) ON \(quoted(name)) (\(quoted(column.name)))")
         }
         for index in indexes {
-            let indexName = "osd_\(name)_index_\(index.joined(separator: "_"))"
+            // Commas cannot occur in property names: `[a_b]` and `[a, b]` get different names.
+            let indexName = "osd_\(name)_index_\(index.joined(separator: ","))"
             statements.append("CREATE INDEX IF NOT EXISTS \(quoted(indexName)) ON \(quoted(name)) (\(index.map(quoted).joined(separator: ", ")))")
         }
         return statements

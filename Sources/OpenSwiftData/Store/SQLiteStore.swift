@@ -48,6 +48,7 @@ final class SQLiteStore: Sendable {
         var migration: LightweightMigration?
         var storedVersion: String?
         if let size = existing, size > 0 {
+            try StoreFile.recoverInterruptedStage(at: path, readOnly: readOnly)
             (existingIdentifier, migration, storedVersion) = try inspect(path: path, expecting: layout, version: schemaVersion, readOnly: readOnly)
         } else if readOnly {
             throw SwiftDataError(.loadIssueModelContainer, "no store exists at \(path), and the configuration does not allow saving, so none can be created")
@@ -153,7 +154,7 @@ final class SQLiteStore: Sendable {
                 let backup = path + "-backup"
                 let backsUp = migration.rewritesTables && options.backsUpBeforeRebuilding
                 if backsUp {
-                    try? FileManager.default.removeItem(atPath: backup)
+                    StoreFile.removeDatabase(at: backup)
                     let copy = try DatabaseQueue(path: backup)
                     try copy.writeWithoutTransaction { destination in try db.backup(to: destination) }
                     try copy.close()
@@ -163,7 +164,7 @@ final class SQLiteStore: Sendable {
                     "layoutHash": layout.hash,
                     "schemaVersion": version.description,
                 ], metadataTable: metadataTable, progress: options.progress)
-                if backsUp && !options.keepsBackup { try? FileManager.default.removeItem(atPath: backup) }
+                if backsUp && !options.keepsBackup { StoreFile.removeDatabase(at: backup) }
             }
         }
     }

@@ -36,6 +36,46 @@ enum StoreFile {
         }
     }
 
+    /// The metadata key of a store in the middle of a migration stage that runs code (see
+    /// `MigrationRunner`), and the suffix of the copy made before it.
+    static let stageMarkerKey = "migrationInProgress"
+    static let stageBackupSuffix = "-stage-backup"
+
+    private static let activeLock = NSLock()
+    // Guarded by `activeLock`: the stores whose stage is running in this process right now.
+    nonisolated(unsafe) private static var activeStages: Set<String> = []
+
+    /// Marks the stage of the store at `path` as running here (its own opens must not treat
+    /// the marker as a crash), or no longer running.
+    static func setStageRunning(_ running: Bool, at path: String) {
+        activeLock.withLock {
+            if running { activeStages.insert(path) } else { activeStages.remove(path) }
+        }
+    }
+
+    /// Puts back the copy made before a stage that did not complete because the process died:
+    /// the store then is exactly at the version before that stage. Does nothing when no stage
+    /// was interrupted, or when the stage is running in this process.
+    static func recoverInterruptedStage(at path: String, readOnly: Bool) throws {
+        guard !activeLock.withLock({ activeStages.contains(path) }),
+              (try? metadata(at: path))?[stageMarkerKey] != nil
+        else { return }
+        let backup = path + stageBackupSuffix
+        if readOnly {
+            throw SwiftDataError(.loadIssueModelContainer, "the store at \(path) was left in the middle of a migration stage; open it once with allowsSave so that it can be put back")
+        }
+        guard FileManager.default.fileExists(atPath: backup) else {
+            throw SwiftDataError(.loadIssueModelContainer, "the store at \(path) was left in the middle of a migration stage and its copy \(backup) is missing; restore the store from a backup")
+        }
+        try copy(from: backup, to: path)
+        removeDatabase(at: backup)
+    }
+
+    /// Removes a database file and its write-ahead log files.
+    static func removeDatabase(at path: String) {
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+    }
+
     /// Replaces the contents of the database at `destination` with those of `source`.
     static func copy(from source: String, to destination: String) throws {
         try SQLiteStore.wrap("copying \(source) to \(destination)") {
