@@ -62,3 +62,45 @@ struct ManyContextsTests {
         #expect(check.title == "renamed")
     }
 }
+
+@ModelActor
+actor MarkerWriter {
+    func addMarker() throws {
+        modelContext.insert(Marker())
+        try modelContext.save()
+    }
+}
+
+@Suite("Live queries and save events")
+struct LiveQueryTests {
+    @Test("a live query yields at once, after saves that change its result (also values), and not after unrelated saves")
+    @MainActor
+    func liveResults() async throws {
+        let container = try ModelContainer(for: Note.self, Marker.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        var results = context.liveResults(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.title)])).makeAsyncIterator()
+        let first = try await results.next(isolation: #isolation)
+        #expect(first?.isEmpty == true)
+
+        let importer = NoteImporter(modelContainer: container)
+        let ids = try await importer.importNotes(["b", "a"])
+        #expect(try await results.next(isolation: #isolation)?.map(\.title) == ["a", "b"])
+
+        // An unrelated entity's save wakes nothing; the next value is the rename that follows it.
+        try await MarkerWriter(modelContainer: container).addMarker()
+        try await importer.rename(ids[0], to: "c")
+        let renamed = try await results.next(isolation: #isolation)
+        #expect(renamed?.map(\.title) == ["a", "c"])
+    }
+
+    @Test("saveEvents announces each committed save with its entities and identifiers")
+    func saveEvents() async throws {
+        let container = try ModelContainer(for: Note.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        var events = container.saveEvents().makeAsyncIterator()
+        let ids = try await NoteImporter(modelContainer: container).importNotes(["x", "y"])
+        let event = await events.next()
+        #expect(event?.entities == ["Note"])
+        #expect(event?.inserted == ids)
+        #expect(event?.updated.isEmpty == true && event?.deleted.isEmpty == true)
+    }
+}

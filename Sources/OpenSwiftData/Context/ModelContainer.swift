@@ -24,6 +24,8 @@ public final class ModelContainer: Equatable, @unchecked Sendable {
     /// Incremented by every save of any context of this container: a registered model read
     /// under an older generation may be stale, and is refreshed when fetched again.
     private let saveGeneration = Atomic<Int>(0)
+    /// Where saves are announced (see `saveEvents()`).
+    let broadcaster = SaveBroadcaster()
 
     /// The current save generation.
     var generation: Int { saveGeneration.load(ordering: .acquiring) }

@@ -175,6 +175,8 @@ extension ModelContext {
         changed.removeAll()
         deleted.removeAll()
 
+        let all = insertedIDs + updatedIDs + deletedIDs
+        container.broadcaster.publish(SaveEvent(entities: Set(all.map(\.entityName)), inserted: insertedIDs, updated: updatedIDs, deleted: deletedIDs))
         NotificationCenter.default.post(
             name: ModelContext.didSave, object: self,
             userInfo: [
