@@ -27,8 +27,9 @@ public final class ModelContainer: Equatable, @unchecked Sendable {
     /// Where saves are announced (see `saveEvents()`).
     let broadcaster = SaveBroadcaster()
 
-    /// The current save generation.
-    var generation: Int { saveGeneration.load(ordering: .acquiring) }
+    /// The current save generation, truncated as models store it (a wrap-around after four
+    /// billion saves at worst skips one refresh).
+    var generation: UInt32 { UInt32(truncatingIfNeeded: saveGeneration.load(ordering: .acquiring)) }
 
     /// Records that a save committed.
     func didCommitSave() {

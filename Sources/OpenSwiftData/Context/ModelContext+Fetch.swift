@@ -179,7 +179,6 @@ extension ModelContext {
     /// Runs a query and turns its rows into models, reusing instances already registered here.
     /// `columns` are the selected columns after the primary key (nil: all of them).
     func materialize<T: PersistentModel>(_ type: T.Type, layout: EntityLayout, query: SelectQuery, columns: [PropertyLayout]? = nil) throws -> [T] {
-        let storeIdentifier = container.store.identifier
         var registered = identityMap.removeValue(forKey: layout.name) ?? [:]
         // With nothing registered yet (a fresh context), no row can be a known instance: skip the
         // lookups. Registrations go straight into the table (growing it moves entries without
@@ -215,7 +214,6 @@ extension ModelContext {
                     // `_$materialize` always returns the `ModelStorage<T>` it made.
                     let storage = unsafeDowncast(created, to: AnyModelStorage.self)
                     storage.primaryKey = primaryKey
-                    storage.storeIdentifier = storeIdentifier
                     storage.state = .registered
                     storage.context = self
                     storage.container = container

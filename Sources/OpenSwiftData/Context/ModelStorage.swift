@@ -29,21 +29,33 @@ class AnyModelStorage: RowIdentified {
     /// Indexes of the properties changed since the last save.
     final var changedProperties: Set<Int> = []
     final var state: State = .unregistered
+    /// The container's save generation (truncated) when the values were last read from the
+    /// store. Declared next to `state`, it fits in that field's padding.
+    final var loadedGeneration: UInt32 = 0
     final weak var context: ModelContext?
     /// The container of the context that registered the model: relationships of a model whose
     /// context is gone still load through it.
     final var container: ModelContainer?
     final var primaryKey: Int64?
-    final var storeIdentifier: String?
+    /// The identifier of the model's store: its container's (no copy per model), or one set
+    /// on a model without a container (a placeholder for a vanished row).
+    final var storeIdentifier: String? {
+        get { container?.store.identifier ?? extras?.storeIdentifier }
+        set {
+            guard newValue != container?.store.identifier else { return }
+            if newValue == nil, extras == nil { return }
+            extensions().storeIdentifier = newValue
+        }
+    }
     /// Rarely used state, allocated on demand.
     final var extras: Extras?
-    /// The container's save generation when the values were last read from the store.
-    final var loadedGeneration = 0
 
     /// State that most models never need.
     final class Extras {
         /// The temporary identifier of a model not saved yet, once asked for.
         var temporaryID: UUID?
+        /// The store identifier of a model without a container.
+        var storeIdentifier: String?
         /// Values for key paths the layout does not know (a model type that cannot be stored).
         var looseValues: [AnyKeyPath: Any] = [:]
         /// Relationships set by the class's initializer, before the model itself could be
