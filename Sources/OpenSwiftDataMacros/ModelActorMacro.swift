@@ -6,6 +6,7 @@ import SwiftSyntaxMacros
 /// `@ModelActor`: gives an actor a model container, a serial model executor with a context of
 /// its own, `init(modelContainer:)`, and the `ModelActor` conformance.
 public struct ModelActorMacro: MemberMacro, ExtensionMacro {
+    /// The members: `modelExecutor`, `modelContainer`, `init(modelContainer:)`.
     public static func expansion(of node: AttributeSyntax, providingMembersOf declaration: some DeclGroupSyntax, conformingTo protocols: [TypeSyntax], in context: some MacroExpansionContext) throws -> [DeclSyntax] {
         guard declaration.is(ActorDeclSyntax.self) else {
             context.diagnose(Diagnostic(node: Syntax(node), message: ModelActorDiagnostic.notAnActor))
@@ -24,6 +25,7 @@ public struct ModelActorMacro: MemberMacro, ExtensionMacro {
         ]
     }
 
+    /// The `ModelActor` conformance.
     public static func expansion(of node: AttributeSyntax, attachedTo declaration: some DeclGroupSyntax, providingExtensionsOf type: some TypeSyntaxProtocol, conformingTo protocols: [TypeSyntax], in context: some MacroExpansionContext) throws -> [ExtensionDeclSyntax] {
         guard declaration.is(ActorDeclSyntax.self), !protocols.isEmpty else { return [] }
         return [try ExtensionDeclSyntax("extension \(type.trimmed): OpenSwiftData.ModelActor {}")]

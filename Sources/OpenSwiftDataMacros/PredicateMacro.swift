@@ -10,6 +10,7 @@ import SwiftSyntaxMacros
 /// static members and enum cases written with their type (`Date.now`, `Status.done`), values
 /// computed without the inputs (`Date(timeIntervalSinceNow: -60)`), `hasPrefix`/`hasSuffix`.
 public struct PredicateMacro: SwiftSyntaxMacros.ExpressionMacro {
+    /// The `Foundation.Predicate` built from the closure.
     public static func expansion(of node: some FreestandingMacroExpansionSyntax, in context: some MacroExpansionContext) throws -> ExprSyntax {
         try PredicateExpansion.expand(node, typeName: "Predicate", in: context)
     }
@@ -17,6 +18,7 @@ public struct PredicateMacro: SwiftSyntaxMacros.ExpressionMacro {
 
 /// `#Expression<Input, Output> { … }` for model inputs, built like ``PredicateMacro``.
 public struct PredicateExpressionMacro: SwiftSyntaxMacros.ExpressionMacro {
+    /// The `Foundation.Expression` built from the closure.
     public static func expansion(of node: some FreestandingMacroExpansionSyntax, in context: some MacroExpansionContext) throws -> ExprSyntax {
         try PredicateExpansion.expand(node, typeName: "Expression", in: context)
     }
