@@ -22,3 +22,12 @@ extension Duration {
     /// `123.4 ms`.
     var formatted: String { String(format: "%.1f ms", milliseconds) }
 }
+
+/// Runs `body` once and returns how long it took and what it returned.
+func timed<T>(_ body: () throws -> T) throws -> (elapsed: Duration, value: T) {
+    let clock = ContinuousClock()
+    var value: T?
+    let elapsed = try clock.measure { value = try body() }
+    guard let value else { throw BenchmarkError("no result") }
+    return (elapsed, value)
+}

@@ -55,11 +55,7 @@ enum MemoryProbe {
     /// Launches a memory child for `contender` on the store at `url` and parses its report.
     static func measure(_ contender: any Contender.Type, storeAt url: URL) throws -> Report {
         let text = try launchSelf([childFlag, contender.key, url.path])
-        var fields: [String: String] = [:]
-        for pair in text.split(whereSeparator: \.isWhitespace) {
-            let parts = pair.split(separator: "=", maxSplits: 1)
-            if parts.count == 2 { fields[String(parts[0])] = String(parts[1]) }
-        }
+        let fields = fields(of: text)
         guard let baseline = fields["baseline_kb"].flatMap({ Int($0) }),
               let peak = fields["peak_kb"].flatMap({ Int($0) }),
               let count = fields["count"].flatMap({ Int($0) }),
@@ -68,6 +64,16 @@ enum MemoryProbe {
             throw BenchmarkError("memory child \(contender.key) printed an unreadable report: \(text)")
         }
         return Report(baselineKB: baseline, peakKB: peak, count: count, checksum: checksum)
+    }
+
+    /// The `key=value` pairs of a child's report line.
+    static func fields(of report: String) -> [String: String] {
+        var fields: [String: String] = [:]
+        for pair in report.split(whereSeparator: \.isWhitespace) {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            if parts.count == 2 { fields[String(parts[0])] = String(parts[1]) }
+        }
+        return fields
     }
 
     /// Runs this executable with `arguments` and returns what it printed.

@@ -98,11 +98,7 @@ enum MigrationBenchmark {
 
     private static func child(_ url: URL, variant: String) throws -> Report {
         let text = try MemoryProbe.launchSelf([childFlag, url.path, variant])
-        var fields: [String: String] = [:]
-        for pair in text.split(whereSeparator: \.isWhitespace) {
-            let parts = pair.split(separator: "=", maxSplits: 1)
-            if parts.count == 2 { fields[String(parts[0])] = String(parts[1]) }
-        }
+        let fields = MemoryProbe.fields(of: text)
         guard let milliseconds = fields["ms"].flatMap(Double.init), let peak = fields["peak_kb"].flatMap({ Int($0) }), let count = fields["count"].flatMap({ Int($0) }) else {
             throw BenchmarkError("migration child printed an unreadable report: \(text)")
         }
@@ -131,6 +127,7 @@ enum MigrationBenchmark {
     }
 
     private static func remove(_ url: URL) {
-        for suffix in ["", "-wal", "-shm", "-backup"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+        Workbench.removeStore(url)
+        Workbench.removeStore(URL(fileURLWithPath: url.path + "-backup"))
     }
 }

@@ -45,7 +45,7 @@ enum QueryBenchmark {
 
     static func run(in directory: URL) throws -> [ComparisonRow] {
         let url = directory.appendingPathComponent("queries.sqlite")
-        defer { removeStore(url) }
+        defer { Workbench.removeStore(url) }
         try populate(url)
         let container = try ModelContainer(for: QueryItem.self, configurations: ModelConfiguration(url: url))
         let pool = try DatabasePool(path: url.path)
@@ -55,8 +55,8 @@ enum QueryBenchmark {
             var grdb = Timings()
             var osd = Timings()
             for run in 1...BenchmarkSuite.runsPerSide {
-                let handWritten = try time { try query.grdb(pool) }
-                let translated = try time { try query.osd(container) }
+                let handWritten = try timed { try query.grdb(pool) }
+                let translated = try timed { try query.osd(container) }
                 guard handWritten.value == translated.value, handWritten.value > 0 else {
                     throw BenchmarkError("\(query.name): GRDB read \(handWritten.value) results, OpenSwiftData \(translated.value)")
                 }
@@ -171,7 +171,7 @@ enum QueryBenchmark {
     }
 
     private static func populate(_ url: URL) throws {
-        removeStore(url)
+        Workbench.removeStore(url)
         let container = try ModelContainer(for: QueryItem.self, configurations: ModelConfiguration(url: url))
         let context = ModelContext(container)
         for number in 0..<itemCount {
@@ -181,19 +181,5 @@ enum QueryBenchmark {
             item.tags = [QueryTag(label: "label \(number % 500)")]
         }
         try context.save()
-    }
-
-    private static func time<T>(_ body: () throws -> T) throws -> (elapsed: Duration, value: T) {
-        let clock = ContinuousClock()
-        var value: T?
-        let elapsed = try clock.measure { value = try body() }
-        guard let value else { throw BenchmarkError("no result") }
-        return (elapsed, value)
-    }
-
-    private static func removeStore(_ url: URL) {
-        for suffix in ["", "-wal", "-shm"] {
-            try? FileManager.default.removeItem(atPath: url.path + suffix)
-        }
     }
 }

@@ -42,7 +42,7 @@ enum RelationshipBenchmark {
         let readStore = directory.appendingPathComponent("relationships-read.sqlite")
         let deleteTemplate = directory.appendingPathComponent("relationships-delete.sqlite")
         defer {
-            for url in [readStore, deleteTemplate] { removeStore(url) }
+            for url in [readStore, deleteTemplate] { Workbench.removeStore(url) }
         }
         try populate(readStore, parents: parentCount, children: childrenPerParent)
         try populate(deleteTemplate, parents: cascadeParents, children: cascadeChildren)
@@ -52,9 +52,9 @@ enum RelationshipBenchmark {
         var cascade = (grdb: Timings(), osd: Timings())
         let expected = parentCount * childrenPerParent
         for run in 1...BenchmarkSuite.runsPerSide {
-            let join = try time { try joinedChildCount(readStore) }
-            let osdLazy = try time { try childCount(readStore, prefetch: false) }
-            let osdPrefetch = try time { try childCount(readStore, prefetch: true) }
+            let join = try timed { try joinedChildCount(readStore) }
+            let osdLazy = try timed { try childCount(readStore, prefetch: false) }
+            let osdPrefetch = try timed { try childCount(readStore, prefetch: true) }
             for (label, result) in [("GRDB join", join), ("OSD lazy", osdLazy), ("OSD prefetch", osdPrefetch)] where result.value != expected {
                 throw BenchmarkError("\(label) read \(result.value) children, expected \(expected)")
             }
@@ -82,7 +82,7 @@ enum RelationshipBenchmark {
     }
 
     private static func populate(_ url: URL, parents: Int, children: Int) throws {
-        removeStore(url)
+        Workbench.removeStore(url)
         let context = ModelContext(try container(url))
         for number in 0..<parents {
             let parent = BenchParent(name: "parent \(number)", rank: number)
@@ -150,8 +150,8 @@ enum RelationshipBenchmark {
     /// Deletes every parent of a copy of the template; only the deletion and its save are timed.
     private static func timeDelete(copyOf template: URL, in directory: URL, handWritten: Bool) throws -> Duration {
         let url = directory.appendingPathComponent("relationships-delete-run.sqlite")
-        removeStore(url)
-        defer { removeStore(url) }
+        Workbench.removeStore(url)
+        defer { Workbench.removeStore(url) }
         // The template's rows may still sit in its write-ahead log: copy both files.
         for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: template.path + suffix) {
             try FileManager.default.copyItem(atPath: template.path + suffix, toPath: url.path + suffix)
@@ -184,19 +184,5 @@ enum RelationshipBenchmark {
         let left = try ModelContext(container).fetchCount(FetchDescriptor<BenchParent>()) + ModelContext(container).fetchCount(FetchDescriptor<BenchChild>())
         guard left == 0 else { throw BenchmarkError("OpenSwiftData cascade left \(left) rows") }
         return elapsed
-    }
-
-    private static func time<T>(_ body: () throws -> T) throws -> (elapsed: Duration, value: T) {
-        let clock = ContinuousClock()
-        var value: T?
-        let elapsed = try clock.measure { value = try body() }
-        guard let value else { throw BenchmarkError("no result") }
-        return (elapsed, value)
-    }
-
-    private static func removeStore(_ url: URL) {
-        for suffix in ["", "-wal", "-shm"] {
-            try? FileManager.default.removeItem(atPath: url.path + suffix)
-        }
     }
 }

@@ -43,6 +43,11 @@ final class Workbench {
 
     /// Removes a store file with its WAL and shared-memory files.
     func remove(_ url: URL) {
+        Self.removeStore(url)
+    }
+
+    /// Removes a store file with its WAL and shared-memory files.
+    static func removeStore(_ url: URL) {
         for suffix in ["", "-wal", "-shm"] {
             try? FileManager.default.removeItem(atPath: url.path + suffix)
         }

@@ -134,10 +134,10 @@ extension ModelContext {
         }
         var offset = max(descriptor.fetchOffset ?? 0, 0)
         var remaining = descriptor.fetchLimit.map { max($0, 0) }
+        let columns = fetchedColumns(descriptor, layout: layout)
         while true {
             let size = min(batchSize, remaining ?? batchSize)
             guard size > 0 else { return }
-            let columns = fetchedColumns(descriptor, layout: layout)
             let query = SelectBuilder.rows(layout.table, columns: columns?.map(\.name), filter: plan.filter, order: plan.order ?? [], limit: size, offset: offset)
             let batch = try materialize(T.self, layout: layout, query: query, columns: columns)
             prefetch(descriptor.relationshipKeyPathsForPrefetching, of: batch, layout: layout)

@@ -40,6 +40,8 @@ struct ValueCodec: @unchecked Sendable {
     /// object (numbers, strings, dates as seconds), so predicates can compare JSON elements with
     /// it; false for `Float`, `Data`, `UUID`, `Decimal` and JSON-coded values.
     let isJSONScalar: Bool
+    /// Whether values are stored as JSON text (Codable values other than the scalar types).
+    var isJSONCoded: Bool { storageName.hasPrefix("JSON(") }
     /// How values of the property's type sit in a model's value buffer.
     let slot: SlotWitness
     /// The value a property of this type holds when nothing else is known (a fetched model's

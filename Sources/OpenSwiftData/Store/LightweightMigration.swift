@@ -157,14 +157,9 @@ struct LightweightMigration {
                 Step(sql: "ALTER TABLE \(quoted(entity)) RENAME COLUMN \(quoted($0.from)) TO \(quoted($0.to))", purpose: "rename \(entity).\($0.from) to \($0.to)")
             }
             for column in additions {
-                var definition = "\(quoted(column.name)) \(column.type)"
-                if let target = column.references {
-                    definition += " REFERENCES \(quoted(target))(\(quoted(TableDescription.primaryKey))) ON DELETE SET NULL DEFERRABLE INITIALLY DEFERRED"
-                }
-                if let value = column.defaultValue, !value.isNull {
-                    definition += (column.isNullable ? "" : " NOT NULL") + " DEFAULT \(literal(value))"
-                }
-                steps.append(Step(sql: "ALTER TABLE \(quoted(entity)) ADD COLUMN \(definition)", purpose: "add \(entity).\(column.name)"))
+                // A non-optional column reaches here only with a default (checked above).
+                let value = column.defaultValue.flatMap { $0.isNull ? nil : literal($0) }
+                steps.append(Step(sql: "ALTER TABLE \(quoted(entity)) ADD COLUMN \(column.definition(defaultLiteral: value))", purpose: "add \(entity).\(column.name)"))
             }
             return (steps, false)
         }

@@ -11,19 +11,26 @@ func quoted(_ identifier: String) -> String {
     return result
 }
 
+extension ColumnDescription {
+    /// The column's definition in `CREATE TABLE` or `ALTER TABLE … ADD COLUMN`, with an optional
+    /// `DEFAULT` literal.
+    func definition(defaultLiteral: String? = nil) -> String {
+        var definition = "\(quoted(name)) \(type)\(isNullable ? "" : " NOT NULL")"
+        if let target = references {
+            // Checked at commit, so one save can write rows in any order; a row that goes
+            // away leaves NULL behind (delete rules run in the context before that).
+            definition += " REFERENCES \(quoted(target))(\(quoted(TableDescription.primaryKey))) ON DELETE SET NULL DEFERRABLE INITIALLY DEFERRED"
+        }
+        if let defaultLiteral { definition += " DEFAULT \(defaultLiteral)" }
+        return definition
+    }
+}
+
 extension TableDescription {
     /// The statements that create the table and its indexes.
     var createStatements: [String] {
         var columnsSQL = ["\(quoted(Self.primaryKey)) INTEGER PRIMARY KEY"]
-        columnsSQL += columns.map { column in
-            var definition = "\(quoted(column.name)) \(column.type)\(column.isNullable ? "" : " NOT NULL")"
-            if let target = column.references {
-                // Checked at commit, so one save can write rows in any order; a row that goes
-                // away leaves NULL behind (delete rules run in the context before that).
-                definition += " REFERENCES \(quoted(target))(\(quoted(Self.primaryKey))) ON DELETE SET NULL DEFERRABLE INITIALLY DEFERRED"
-            }
-            return definition
-        }
+        columnsSQL += columns.map { $0.definition() }
         var statements = ["CREATE TABLE \(quoted(name)) (\(columnsSQL.joined(separator: ", "))) STRICT"]
         for (number, constraint) in uniqueConstraints.enumerated() {
             let indexName = "osd_\(name)_unique_\(number)"

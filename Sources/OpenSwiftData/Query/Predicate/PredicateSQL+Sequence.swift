@@ -120,7 +120,7 @@ extension PredicateExpressions.CollectionIndexSubscript: SQLTranslatable {
         let index = try translator.translate(index)
         if collection.isConstant && index.isConstant { return try folded() }
         guard case .value(_, .stored) = collection, Wrapped.Output.self is any CollectionKeyPaths.Type,
-              translator.codec(for: Wrapped.Output.self)?.storageName.hasPrefix("JSON(") == true,
+              translator.isJSONCollection(Wrapped.Output.self),
               Index.Output.self == Int.self
         else { throw Untranslatable("subscript of \(Wrapped.Output.self) has no SQL form") }
         // Out of range, Swift traps; SQL yields NULL and the row does not match.

@@ -225,7 +225,7 @@ final class PredicateTranslator {
             if case let .constant(value) = fragment { return (value as? any _OptionalType)?._wrappedValue == nil && value is any _OptionalType }
             return false
         }
-        if codec.storageName.hasPrefix("JSON("), !isNil(left), !isNil(right) {
+        if codec.isJSONCoded, !isNil(left), !isNil(right) {
             throw Untranslatable("\(type) values are compared in memory (JSON-coded)")
         }
         for case .value(_, .jsonElement) in [left, right] where !codec.isJSONScalar {
@@ -235,7 +235,7 @@ final class PredicateTranslator {
 
     /// Whether values of `type` are stored as JSON arrays or objects SQL can iterate.
     func isJSONCollection(_ type: Any.Type) -> Bool {
-        codec(for: type)?.storageName.hasPrefix("JSON(") == true && (type is any Collection.Type || (type as? any _OptionalType.Type)?._wrappedType is any Collection.Type)
+        codec(for: type)?.isJSONCoded == true && (type is any Collection.Type || (type as? any _OptionalType.Type)?._wrappedType is any Collection.Type)
     }
 
     // MARK: Rows and joins
