@@ -63,7 +63,7 @@ extension ModelContext {
 
     /// Runs the pending batch deletions in the save's transaction and returns the identifiers of
     /// the rows they removed. Rows of models registered here are left to their own path.
-    func runBatchDeletes(_ deletes: [BatchDelete], db: Database) throws -> [PersistentIdentifier] {
+    func runBatchDeletes(_ deletes: [BatchDelete], db: Database, history: inout HistoryCapture) throws -> [PersistentIdentifier] {
         var removed: [PersistentIdentifier] = []
         let storeIdentifier = container.store.identifier
         for batch in deletes {
@@ -84,9 +84,17 @@ extension ModelContext {
                 sql += " AND \(primaryKey) NOT IN (SELECT value FROM json_each(?))"
                 arguments.append(("[" + registered.map(String.init).joined(separator: ",") + "]").databaseValue)
             }
-            sql += " RETURNING \(primaryKey)"
-            let rows = try Int64.fetchAll(db, sql: sql, arguments: StatementArguments(arguments))
-            removed += rows.map { PersistentIdentifier(storeIdentifier: storeIdentifier, entityName: batch.layout.name, key: .row($0)) }
+            // The values a tombstone keeps come back with the keys.
+            let preserved = history.preservedColumns(of: batch.layout)
+            sql += " RETURNING " + ([primaryKey] + preserved.map { quoted($0.name) }).joined(separator: ", ")
+            let rows = try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments))
+            for row in rows {
+                let key: Int64 = row[0]
+                removed.append(PersistentIdentifier(storeIdentifier: storeIdentifier, entityName: batch.layout.name, key: .row(key)))
+                history.deleted(entity: batch.layout, row: key) { property in
+                    preserved.firstIndex { $0 === property }.map { row[$0 + 1] as DatabaseValue }
+                }
+            }
         }
         return removed
     }

@@ -59,8 +59,10 @@ extension ModelContext {
     /// whether it updated an existing row).
     private func write(_ work: SaveWork, to store: SQLiteStore) throws -> (keys: [(row: Int64, upserted: Bool)], batchRemoved: [PersistentIdentifier]) {
         let (deletions, updates, insertions) = (work.deletions, work.updates, work.insertions)
+        let author = self.author
         return try store.write { db in
-            let batchRemoved = try runBatchDeletes(work.batchDeletes, db: db)
+            var history = HistoryCapture()
+            let batchRemoved = try runBatchDeletes(work.batchDeletes, db: db, history: &history)
             var writers: [String: TableWriter] = [:]
             // One writer per entity and save: each prepares its statements once.
             func writer(for layout: EntityLayout) -> TableWriter {
@@ -70,14 +72,17 @@ extension ModelContext {
                 return created
             }
             for registration in deletions {
-                guard let layout = registration.storage.layout, let row = registration.storage.primaryKey else { continue }
+                let storage = registration.storage
+                guard let layout = storage.layout, let row = storage.primaryKey else { continue }
                 try writer(for: layout).delete(primaryKey: row)
+                history.deleted(entity: layout, row: row) { try? encode(storage, $0, layout) }
             }
 
             // Inserted rows are written one by one (a model whose unique values match an
             // earlier row, also one inserted by this save, updates it). A foreign key to a model
             // inserted later in the save is written as NULL first and set once that row exists.
             var keys: [(row: Int64, upserted: Bool)] = []
+            var insertedValues: [[DatabaseValue]] = []
             var nextKeys: [String: Int64] = [:]
             var fixups: [(Registration, [Int])] = []
             for registration in insertions {
@@ -90,6 +95,7 @@ extension ModelContext {
                 }
                 let table = writer(for: layout)
                 let values = try layout.columns.map { try encode(storage, $0, layout) }
+                insertedValues.append(values)
                 let pending = layout.columns.indices.filter { column in
                     guard values[column].isNull, layout.columns[column].relationship != nil,
                           case .loaded(_?) = storage.toOneSlot(layout.columns[column]) else { return false }
@@ -106,18 +112,28 @@ extension ModelContext {
                     storage.primaryKey = existing
                     keys.append((existing, true))
                 } else {
-                    let row = try nextKeys[layout.name] ?? (table.largestPrimaryKey() + 1)
+                    let row = try nextKeys[layout.name] ?? HistoryLog.nextPrimaryKey(of: layout.name, in: db)
                     nextKeys[layout.name] = row + 1
                     try run(layout) { try table.insert(values, primaryKey: row) }
                     storage.primaryKey = row
                     keys.append((row, false))
                 }
             }
+            for (entity, next) in nextKeys { try HistoryLog.recordLargestPrimaryKey(next - 1, of: entity, in: db) }
+            var fixedValues: [ObjectIdentifier: [(column: Int, value: DatabaseValue)]] = [:]
             for (registration, columns) in fixups {
                 let storage = registration.storage
                 guard let layout = storage.layout, let row = storage.primaryKey else { continue }
                 let values = try columns.map { try encode(storage, layout.columns[$0], layout) }
                 try run(layout) { try writer(for: layout).update(primaryKey: row, columns: columns, values: values) }
+                fixedValues[ObjectIdentifier(storage)] = Array(zip(columns, values))
+            }
+            for (index, registration) in insertions.enumerated() {
+                let storage = registration.storage
+                guard let layout = storage.layout else { continue }
+                var values = insertedValues[index]
+                for (column, value) in fixedValues[ObjectIdentifier(storage)] ?? [] { values[column] = value }
+                history.inserted(storage, layout: layout, row: keys[index].row, values: values, upserted: keys[index].upserted)
             }
             for registration in updates {
                 let storage = registration.storage
@@ -125,8 +141,10 @@ extension ModelContext {
                 let changedColumns = storage.changedProperties.sorted().compactMap { layout.properties[$0].columnIndex }
                 let values = try changedColumns.map { try encode(storage, layout.columns[$0], layout) }
                 try run(layout) { try writer(for: layout).update(primaryKey: row, columns: changedColumns, values: values) }
+                history.updated(storage, layout: layout, row: row, values: Dictionary(uniqueKeysWithValues: zip(changedColumns, values)))
             }
             try writeJoinRows(insertions: insertions, updates: updates, db: db)
+            try HistoryLog.append(history.records, author: author, in: db)
             return (keys, batchRemoved)
         }
     }

@@ -23,6 +23,10 @@ public final class ModelContext: Equatable {
         didSet { if autosaveEnabled && hasChanges { scheduleAutosave() } }
     }
 
+    /// The author recorded on the history transactions of this context's saves (see
+    /// ``fetchHistory(_:)``); nil by default.
+    public var author: String?
+
     var identityMap: [String: [Int64: Registration]] = [:]
     var inserted = PendingList()
     var changed = PendingList()

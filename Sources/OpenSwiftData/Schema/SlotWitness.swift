@@ -14,6 +14,8 @@ struct SlotWitness: @unchecked Sendable {
     let destroy: (UnsafeMutableRawPointer) -> Void
     /// Initializes a slot from a boxed value; false when the value is of another type.
     let initialize: (UnsafeMutableRawPointer, Any) -> Bool
+    /// A copy of the value at a slot, boxed.
+    let box: (UnsafeRawPointer) -> Any
 
     /// The largest alignment a slot can have: a buffer's storage is 8-byte aligned.
     static let maximumAlignment = 8
@@ -33,7 +35,8 @@ struct SlotWitness: @unchecked Sendable {
                 guard let typed = value as? T else { return false }
                 pointer.initializeMemory(as: T.self, to: typed)
                 return true
-            }
+            },
+            box: { pointer in pointer.load(as: T.self) }
         )
     }
 }

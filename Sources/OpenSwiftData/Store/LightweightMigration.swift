@@ -39,7 +39,7 @@ struct LightweightMigration {
         let existingTables = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND substr(name, 1, 7) <> 'sqlite_'"))
         var steps: [Step] = []
         var rewrites = false
-        let wanted = Set(layout.tables.map(\.name) + layout.joinTables.map(\.name) + [metadataTable])
+        let wanted = Set(layout.tables.map(\.name) + layout.joinTables.map(\.name) + [metadataTable]).union(HistoryLog.tables)
 
         // Tables of entities and relationships that are gone. A relationship table whose two
         // entities are still related through a table of another name is a renamed relationship:

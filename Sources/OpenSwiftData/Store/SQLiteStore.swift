@@ -70,6 +70,11 @@ final class SQLiteStore: Sendable {
                     }
                 }
             }
+            if !readOnly {
+                try wrap("creating the history log of \(path)") {
+                    try pool.write { db in for statement in HistoryLog.createStatements { try db.execute(sql: statement) } }
+                }
+            }
             return SQLiteStore(writer: pool, identifier: existingIdentifier, layout: layout, isReadOnly: readOnly)
         }
         let identifier = UUID().uuidString
@@ -186,6 +191,7 @@ final class SQLiteStore: Sendable {
         for table in layout.joinTables {
             for statement in table.createStatements { try db.execute(sql: statement) }
         }
+        for statement in HistoryLog.createStatements { try db.execute(sql: statement) }
         let entries = [
             "storeIdentifier": identifier,
             "formatVersion": formatVersion,

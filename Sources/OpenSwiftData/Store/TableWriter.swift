@@ -32,11 +32,6 @@ final class TableWriter {
         try statement.execute()
     }
 
-    /// The largest primary key in the table (0 when it is empty).
-    func largestPrimaryKey() throws -> Int64 {
-        try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(\(quoted(TableDescription.primaryKey))), 0) FROM \(quoted(table.name))") ?? 0
-    }
-
     /// Updates the given columns (by column index) of one row.
     func update(primaryKey: Int64, columns: [Int], values: [DatabaseValue]) throws {
         guard !columns.isEmpty else { return }

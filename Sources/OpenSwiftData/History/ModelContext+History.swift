@@ -1,0 +1,171 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+
+extension ModelContext {
+    /// The history transactions that match a descriptor: every committed save of any context
+    /// of the store, with its author, time, token and changes.
+    ///
+    /// Only ``DefaultHistoryTransaction`` is available; asking for another transaction type
+    /// throws ``SwiftDataError/invalidTransactionFetchRequest``. A descriptor that compares the
+    /// token with one from before transactions removed by ``deleteHistory(_:)`` throws
+    /// ``SwiftDataError/historyTokenExpired``: changes after that token may be gone.
+    ///
+    /// ```swift
+    /// let descriptor = HistoryDescriptor<DefaultHistoryTransaction>(predicate: #Predicate { $0.token > lastToken })
+    /// for transaction in try context.fetchHistory(descriptor) {
+    ///     for change in transaction.changes { print(change.changedPersistentIdentifier) }
+    /// }
+    /// ```
+    public func fetchHistory<T: HistoryTransaction>(_ descriptor: HistoryDescriptor<T>) throws -> [T] {
+        let descriptor = try defaultDescriptor(descriptor)
+        let store = container.store
+        let transactions = try store.read { db -> [DefaultHistoryTransaction] in
+            let (condition, isComplete) = try historyCondition(descriptor.predicate, db: db)
+            let limit = descriptor.fetchLimit > 0 && isComplete && descriptor.sortBy.isEmpty ? Int(clamping: descriptor.fetchLimit) : nil
+            let entries = try HistoryLog.entries(where: condition, limit: limit, in: db)
+            let decoder = try TombstoneDecoder(db: db)
+            var transactions = try entries.map { try transaction(from: $0, decoder: decoder) }
+            if let predicate = descriptor.predicate, !isComplete {
+                do {
+                    transactions = try transactions.filter { try predicate.evaluate($0) }
+                } catch {
+                    throw SwiftDataError(.invalidTransactionFetchRequest, "evaluating the history predicate failed: \(error)")
+                }
+            }
+            return transactions
+        }
+        var result = transactions
+        if !descriptor.sortBy.isEmpty {
+            result.sort { lhs, rhs in
+                for sort in descriptor.sortBy {
+                    switch sort.compare(lhs, rhs) {
+                    case .orderedAscending: return true
+                    case .orderedDescending: return false
+                    case .orderedSame: continue
+                    }
+                }
+                return lhs.id < rhs.id
+            }
+        }
+        if descriptor.fetchLimit > 0 && result.count > descriptor.fetchLimit {
+            result = Array(result.prefix(Int(clamping: descriptor.fetchLimit)))
+        }
+        return result.compactMap { $0 as? T }
+    }
+
+    /// Deletes the history transactions that match a descriptor (typically those up to a token
+    /// every reader has processed). The data they describe stays; a later fetch with a token
+    /// from before the deleted transactions throws ``SwiftDataError/historyTokenExpired``.
+    public func deleteHistory<T: HistoryTransaction>(_ descriptor: HistoryDescriptor<T>) throws {
+        let descriptor = try defaultDescriptor(descriptor)
+        let store = container.store
+        let ids: [Int64]
+        let translated = try store.read { db in try historyCondition(descriptor.predicate, db: db) }
+        if descriptor.sortBy.isEmpty, descriptor.fetchLimit == 0, translated.isComplete {
+            let condition = translated.condition
+            ids = try store.read { db in
+                guard try HistoryLog.exists(in: db) else { return [] }
+                return try Int64.fetchAll(db, sql: "SELECT id FROM \(quoted(HistoryLog.table))" + (condition.map { " WHERE " + $0.sql } ?? ""), arguments: StatementArguments(condition?.arguments ?? []))
+            }
+        } else {
+            ids = try fetchHistory(descriptor).map(\.id)
+        }
+        guard !ids.isEmpty else { return }
+        try store.write { db in try HistoryLog.delete(ids, in: db) }
+    }
+
+    private func defaultDescriptor<T: HistoryTransaction>(_ descriptor: HistoryDescriptor<T>) throws -> HistoryDescriptor<DefaultHistoryTransaction> {
+        guard let own = descriptor as? HistoryDescriptor<DefaultHistoryTransaction> else {
+            throw SwiftDataError(.invalidTransactionFetchRequest, "history of \(T.self) is not available; use HistoryDescriptor<DefaultHistoryTransaction>")
+        }
+        return own
+    }
+
+    /// The SQL condition of a history predicate and whether it is the whole predicate; throws
+    /// when it compares a token that has expired.
+    private func historyCondition(_ predicate: Predicate<DefaultHistoryTransaction>?, db: Database) throws -> (condition: (sql: String, arguments: [DatabaseValue])?, isComplete: Bool) {
+        guard let predicate else { return (nil, true) }
+        let deletedThrough = try HistoryLog.exists(in: db) ? HistoryLog.deletedThrough(in: db) : 0
+        var scope = HistorySQLScope(storeIdentifier: container.store.identifier, deletedThrough: deletedThrough)
+        let translated = HistoryPredicateTranslator.translate(predicate, scope: &scope)
+        if let token = scope.expiredToken {
+            throw SwiftDataError(.historyTokenExpired, "the history token \(token.tokenValue ?? [:]) is older than the oldest transaction kept (transactions up to \(deletedThrough) were deleted)")
+        }
+        return translated
+    }
+
+    /// A transaction of the public API from a log entry.
+    private func transaction(from entry: HistoryEntry, decoder: TombstoneDecoder) throws -> DefaultHistoryTransaction {
+        let store = container.store.identifier
+        var changes: [HistoryChange] = []
+        changes.reserveCapacity(entry.records.count)
+        for (index, record) in entry.records.enumerated() {
+            // Changes of entities the current schema no longer has cannot be typed.
+            guard let layout = container.layout(named: record.entity) else { continue }
+            changes.append(try Self.change(layout.modelType, record: record, layout: layout, transaction: entry.id, index: Int64(index), store: store, decoder: decoder))
+        }
+        return DefaultHistoryTransaction(
+            id: entry.id, timestamp: entry.timestamp, changes: changes,
+            token: DefaultHistoryToken(storeIdentifier: store, transaction: entry.id),
+            storeIdentifier: store, bundleIdentifier: entry.bundle, processIdentifier: entry.process, author: entry.author
+        )
+    }
+
+    private static func change<Model: PersistentModel>(_ type: Model.Type, record: HistoryRecord, layout: EntityLayout, transaction: Int64, index: Int64, store: String, decoder: TombstoneDecoder) throws -> HistoryChange {
+        let identifier = PersistentIdentifier(storeIdentifier: store, entityName: layout.name, key: .row(record.primaryKey))
+        switch record.kind {
+        case .insert:
+            return .insert(DefaultHistoryInsert<Model>(changedPersistentIdentifier: identifier, changeIdentifier: index, transactionIdentifier: transaction, record: record))
+        case .update:
+            let keyPaths = record.properties.compactMap { property in
+                layout.properties.first { $0.name == property.name }.flatMap { sendableKeyPath($0.keyPath, of: Model.self) }
+            }
+            return .update(DefaultHistoryUpdate<Model>(changedPersistentIdentifier: identifier, changeIdentifier: index, transactionIdentifier: transaction, updatedAttributes: keyPaths, record: record))
+        case .delete:
+            var elements: [HistoryTombstone<Model>.Element] = []
+            for (name, value) in record.properties {
+                guard let value, let property = layout.properties.first(where: { $0.name == name }),
+                      let keyPath = sendableKeyPath(property.keyPath, of: Model.self),
+                      let decoded = try decoder.decode(value, as: property) else { continue }
+                elements.append((keyPath, decoded))
+            }
+            return .delete(DefaultHistoryDelete<Model>(changedPersistentIdentifier: identifier, changeIdentifier: index, transactionIdentifier: transaction, tombstone: HistoryTombstone(elements: elements), record: record))
+        }
+    }
+
+    /// A model's key path as the history API hands it out.
+    private static func sendableKeyPath<Model>(_ keyPath: AnyKeyPath, of type: Model.Type) -> (PartialKeyPath<Model> & Sendable)? {
+        guard let typed = keyPath as? PartialKeyPath<Model> else { return nil }
+        // Key paths of `schemaMetadata` are literals of stored properties: immutable objects
+        // without captures, which Swift 6 itself infers Sendable. The marker protocol cannot be
+        // checked by a cast, so it is stated.
+        return unsafeBitCast(typed, to: (PartialKeyPath<Model> & Sendable).self)
+    }
+}
+
+/// Decodes stored values back into Swift values through the properties' codecs (which read
+/// from an SQLite statement): each value is bound to `SELECT ?` and read as a column.
+struct TombstoneDecoder {
+    private let statement: Statement
+
+    init(db: Database) throws {
+        statement = try db.makeStatement(sql: "SELECT ?")
+    }
+
+    func decode(_ value: DatabaseValue, as property: PropertyLayout) throws -> Any? {
+        statement.setUncheckedArguments([value])
+        defer { sqlite3_reset(statement.sqliteStatement) }
+        guard sqlite3_step(statement.sqliteStatement) == SQLITE_ROW else { return nil }
+        let witness = property.codec.slot
+        let slot = UnsafeMutableRawPointer.allocate(byteCount: max(witness.size, 1), alignment: witness.alignment)
+        defer { slot.deallocate() }
+        do {
+            try property.codec.readIntoSlot(statement.sqliteStatement, 0, slot)
+        } catch {
+            return nil
+        }
+        defer { witness.destroy(slot) }
+        return witness.box(UnsafeRawPointer(slot))
+    }
+}

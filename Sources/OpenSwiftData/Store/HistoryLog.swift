@@ -1,0 +1,336 @@
+import Foundation
+import GRDB
+
+/// One row change as the history log records it: an entity's row and named stored values, no
+/// model objects.
+struct HistoryRecord: Hashable {
+    enum Kind: UInt8 {
+        case insert = 1
+        case update = 2
+        case delete = 3
+    }
+
+    var kind: Kind
+    var entity: String
+    var primaryKey: Int64
+    /// The changed properties (every stored one for an insert; the preserved ones for a
+    /// delete), each with its new stored value when it has one (a to-many relationship kept by
+    /// the other side's foreign key has none).
+    var properties: [(name: String, value: DatabaseValue?)]
+
+    static func == (lhs: HistoryRecord, rhs: HistoryRecord) -> Bool {
+        lhs.kind == rhs.kind && lhs.entity == rhs.entity && lhs.primaryKey == rhs.primaryKey
+            && lhs.properties.map(\.name) == rhs.properties.map(\.name)
+            && lhs.properties.map(\.value) == rhs.properties.map(\.value)
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(kind)
+        hasher.combine(entity)
+        hasher.combine(primaryKey)
+    }
+}
+
+/// One transaction of the history log.
+struct HistoryEntry {
+    let id: Int64
+    let timestamp: Date
+    let author: String?
+    let bundle: String
+    let process: String
+    let records: [HistoryRecord]
+}
+
+/// The history log: one row per committed save, written in the save's own transaction, with the
+/// changes of the save packed in one blob (a bulk insert costs one row, not one per model).
+///
+/// Also keeps, per entity, the largest primary key ever used, so that a deleted row's key is
+/// never given to another row: a key named in the history keeps naming one record.
+enum HistoryLog {
+    static let table = "osd_history"
+    static let sequenceTable = "osd_sequence"
+    /// The metadata key of the largest transaction number removed by `deleteHistory`.
+    static let deletedThroughKey = "historyDeletedThrough"
+
+    /// The tables the log needs, created when missing (stores made by earlier versions).
+    static let createStatements = [
+        """
+        CREATE TABLE IF NOT EXISTS \(quoted(table)) (\
+        "id" INTEGER PRIMARY KEY AUTOINCREMENT, "timestamp" REAL NOT NULL, "author" TEXT, \
+        "bundle" TEXT NOT NULL, "process" TEXT NOT NULL, "changes" BLOB NOT NULL) STRICT
+        """,
+        "CREATE TABLE IF NOT EXISTS \(quoted(sequenceTable)) (\"entity\" TEXT PRIMARY KEY NOT NULL, \"largest\" INTEGER NOT NULL) STRICT",
+    ]
+
+    /// The log's own tables, which migrations keep.
+    static let tables: Set<String> = [table, sequenceTable, "sqlite_sequence"]
+
+    /// This process, as transactions name it.
+    static let bundle: String = {
+        let arguments = ProcessInfo.processInfo.arguments
+        return arguments.first.map { URL(fileURLWithPath: $0).lastPathComponent } ?? ProcessInfo.processInfo.processName
+    }()
+    static let process = String(ProcessInfo.processInfo.processIdentifier)
+
+    /// Appends one transaction; returns its number, or nil when there is nothing to record.
+    @discardableResult
+    static func append(_ records: [HistoryRecord], author: String?, timestamp: Date = Date(), in db: Database) throws -> Int64? {
+        guard !records.isEmpty else { return nil }
+        let statement = try db.cachedStatement(sql: "INSERT INTO \(quoted(table)) (timestamp, author, bundle, process, changes) VALUES (?, ?, ?, ?, ?)")
+        try statement.execute(arguments: [timestamp.timeIntervalSince1970, author, bundle, process, HistoryCoding.encode(records)])
+        return db.lastInsertedRowID
+    }
+
+    /// The primary key the next inserted row of `entity` takes: above every key in the table and
+    /// every key the table ever held.
+    static func nextPrimaryKey(of entity: String, in db: Database) throws -> Int64 {
+        let largestNow = try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(\(quoted(TableDescription.primaryKey))), 0) FROM \(quoted(entity))") ?? 0
+        let largestEver = try Int64.fetchOne(db, sql: "SELECT largest FROM \(quoted(sequenceTable)) WHERE entity = ?", arguments: [entity]) ?? 0
+        return max(largestNow, largestEver) + 1
+    }
+
+    /// Records the largest primary key given to a row of `entity`.
+    static func recordLargestPrimaryKey(_ key: Int64, of entity: String, in db: Database) throws {
+        try db.execute(
+            sql: "INSERT INTO \(quoted(sequenceTable)) (entity, largest) VALUES (?, ?) ON CONFLICT (entity) DO UPDATE SET largest = MAX(largest, excluded.largest)",
+            arguments: [entity, key]
+        )
+    }
+
+    /// Whether the log's tables exist (a read-only store made by an earlier version lacks them).
+    static func exists(in db: Database) throws -> Bool {
+        try db.tableExists(table)
+    }
+
+    /// The transactions whose row matches `condition` (SQL over the columns `id`, `timestamp`,
+    /// `author`), in transaction order, at most `limit`.
+    static func entries(where condition: (sql: String, arguments: [DatabaseValue])?, descending: Bool = false, limit: Int?, in db: Database) throws -> [HistoryEntry] {
+        guard try exists(in: db) else { return [] }
+        var sql = "SELECT id, timestamp, author, bundle, process, changes FROM \(quoted(table))"
+        var arguments: [DatabaseValue] = []
+        if let condition {
+            sql += " WHERE " + condition.sql
+            arguments = condition.arguments
+        }
+        sql += descending ? " ORDER BY id DESC" : " ORDER BY id"
+        if let limit { sql += " LIMIT \(limit)" }
+        return try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)).map { row in
+            let id: Int64 = row[0]
+            let blob: Data = row[5]
+            guard let records = HistoryCoding.decode(blob) else {
+                throw SwiftDataError(.storeFailure, "history transaction \(id) is corrupt and cannot be read")
+            }
+            return HistoryEntry(id: id, timestamp: Date(timeIntervalSince1970: row[1]), author: row[2], bundle: row[3], process: row[4], records: records)
+        }
+    }
+
+    /// Deletes the transactions with the given numbers and remembers the largest one deleted,
+    /// so that a token from before it is known to be expired.
+    static func delete(_ ids: [Int64], in db: Database) throws {
+        guard let largest = ids.max(), try exists(in: db) else { return }
+        try db.execute(
+            sql: "DELETE FROM \(quoted(table)) WHERE id IN (SELECT value FROM json_each(?))",
+            arguments: ["[" + ids.map(String.init).joined(separator: ",") + "]"]
+        )
+        let previous = try deletedThrough(in: db)
+        if largest > previous {
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO \(quoted(SQLiteStore.metadataTable)) (key, value) VALUES (?, ?)",
+                arguments: [deletedThroughKey, String(largest)]
+            )
+        }
+    }
+
+    /// The largest transaction number `deleteHistory` removed (0 when none was).
+    static func deletedThrough(in db: Database) throws -> Int64 {
+        let value = try String.fetchOne(db, sql: "SELECT value FROM \(quoted(SQLiteStore.metadataTable)) WHERE key = ?", arguments: [deletedThroughKey])
+        return value.flatMap { Int64($0) } ?? 0
+    }
+}
+
+/// The compact binary form of a transaction's changes: a table of the names used, then each
+/// change as kind, entity, key and (name, value) pairs, with integers as variable-length
+/// numbers.
+enum HistoryCoding {
+    private static let formatVersion: UInt8 = 1
+
+    private enum Tag: UInt8 {
+        case absent = 0, null, integer, real, text, blob
+    }
+
+    static func encode(_ records: [HistoryRecord]) -> Data {
+        var names: [String: Int] = [:]
+        var nameList: [String] = []
+        func intern(_ name: String) -> Int {
+            if let index = names[name] { return index }
+            names[name] = nameList.count
+            nameList.append(name)
+            return nameList.count - 1
+        }
+        var body = ByteWriter()
+        body.unsigned(UInt64(records.count))
+        for record in records {
+            body.byte(record.kind.rawValue)
+            body.unsigned(UInt64(intern(record.entity)))
+            body.signed(record.primaryKey)
+            body.unsigned(UInt64(record.properties.count))
+            for (name, value) in record.properties {
+                body.unsigned(UInt64(intern(name)))
+                body.value(value)
+            }
+        }
+        var header = ByteWriter()
+        header.byte(formatVersion)
+        header.unsigned(UInt64(nameList.count))
+        for name in nameList { header.string(name) }
+        return Data(header.bytes + body.bytes)
+    }
+
+    /// The records of a blob, or nil when it is not a valid encoding.
+    static func decode(_ data: Data) -> [HistoryRecord]? {
+        var reader = ByteReader(bytes: [UInt8](data))
+        guard reader.byte() == formatVersion, let nameCount = reader.count() else { return nil }
+        var names: [String] = []
+        names.reserveCapacity(nameCount)
+        for _ in 0..<nameCount {
+            guard let name = reader.string() else { return nil }
+            names.append(name)
+        }
+        func name(_ index: Int?) -> String? {
+            guard let index, index < names.count else { return nil }
+            return names[index]
+        }
+        guard let count = reader.count() else { return nil }
+        var records: [HistoryRecord] = []
+        records.reserveCapacity(count)
+        for _ in 0..<count {
+            guard let kind = reader.byte().flatMap(HistoryRecord.Kind.init(rawValue:)),
+                  let entity = name(reader.count()), let key = reader.signed(),
+                  let propertyCount = reader.count() else { return nil }
+            var properties: [(name: String, value: DatabaseValue?)] = []
+            properties.reserveCapacity(propertyCount)
+            for _ in 0..<propertyCount {
+                guard let property = name(reader.count()), let value = reader.value() else { return nil }
+                properties.append((property, value))
+            }
+            records.append(HistoryRecord(kind: kind, entity: entity, primaryKey: key, properties: properties))
+        }
+        return reader.isAtEnd ? records : nil
+    }
+
+    private struct ByteWriter {
+        var bytes: [UInt8] = []
+
+        mutating func byte(_ value: UInt8) { bytes.append(value) }
+
+        mutating func unsigned(_ value: UInt64) {
+            var value = value
+            while value >= 0x80 {
+                bytes.append(UInt8(truncatingIfNeeded: value) | 0x80)
+                value >>= 7
+            }
+            bytes.append(UInt8(value))
+        }
+
+        mutating func signed(_ value: Int64) {
+            unsigned(UInt64(bitPattern: (value << 1) ^ (value >> 63)))
+        }
+
+        mutating func string(_ value: String) {
+            let utf8 = Array(value.utf8)
+            unsigned(UInt64(utf8.count))
+            bytes.append(contentsOf: utf8)
+        }
+
+        mutating func value(_ value: DatabaseValue?) {
+            guard let value else { return byte(Tag.absent.rawValue) }
+            switch value.storage {
+            case .null:
+                byte(Tag.null.rawValue)
+            case let .int64(integer):
+                byte(Tag.integer.rawValue)
+                signed(integer)
+            case let .double(double):
+                byte(Tag.real.rawValue)
+                withUnsafeBytes(of: double.bitPattern.littleEndian) { bytes.append(contentsOf: $0) }
+            case let .string(string):
+                byte(Tag.text.rawValue)
+                self.string(string)
+            case let .blob(data):
+                byte(Tag.blob.rawValue)
+                unsigned(UInt64(data.count))
+                bytes.append(contentsOf: data)
+            }
+        }
+    }
+
+    private struct ByteReader {
+        let bytes: [UInt8]
+        var position = 0
+
+        var isAtEnd: Bool { position == bytes.count }
+
+        mutating func byte() -> UInt8? {
+            guard position < bytes.count else { return nil }
+            defer { position += 1 }
+            return bytes[position]
+        }
+
+        mutating func unsigned() -> UInt64? {
+            var result: UInt64 = 0
+            var shift: UInt64 = 0
+            while let next = byte() {
+                guard shift < 64 else { return nil }
+                result |= UInt64(next & 0x7F) << shift
+                if next < 0x80 { return result }
+                shift += 7
+            }
+            return nil
+        }
+
+        /// A length or index: an unsigned number no larger than what is left to read could hold.
+        mutating func count() -> Int? {
+            guard let value = unsigned(), value <= UInt64(bytes.count) else { return nil }
+            return Int(value)
+        }
+
+        mutating func signed() -> Int64? {
+            guard let raw = unsigned() else { return nil }
+            return Int64(bitPattern: (raw >> 1) ^ (0 &- (raw & 1)))
+        }
+
+        mutating func take(_ count: Int) -> ArraySlice<UInt8>? {
+            guard count <= bytes.count - position else { return nil }
+            defer { position += count }
+            return bytes[position..<(position + count)]
+        }
+
+        mutating func string() -> String? {
+            guard let length = count(), let slice = take(length) else { return nil }
+            return String(decoding: slice, as: UTF8.self)
+        }
+
+        /// A value: `.some(nil)` for an absent one, nil when the bytes are not a value.
+        mutating func value() -> DatabaseValue?? {
+            guard let raw = byte(), let tag = Tag(rawValue: raw) else { return nil }
+            switch tag {
+            case .absent: return .some(nil)
+            case .null: return .some(DatabaseValue.null)
+            case .integer:
+                guard let integer = signed() else { return nil }
+                return .some(integer.databaseValue)
+            case .real:
+                guard let slice = take(8) else { return nil }
+                var bits: UInt64 = 0
+                for (shift, byte) in slice.enumerated() { bits |= UInt64(byte) << (8 * UInt64(shift)) }
+                return .some(Double(bitPattern: bits).databaseValue)
+            case .text:
+                guard let text = string() else { return nil }
+                return .some(text.databaseValue)
+            case .blob:
+                guard let length = count(), let slice = take(length) else { return nil }
+                return .some(Data(slice).databaseValue)
+            }
+        }
+    }
+}

@@ -1,0 +1,266 @@
+import Foundation
+import OpenSwiftData
+import Testing
+
+@Model
+final class Ledger {
+    @Attribute(.unique) var code: String
+    @Attribute(.preserveValueOnDeletion) var label: String
+    @Attribute(.preserveValueOnDeletion) var opened: Date
+    var amount: Int
+    var memo: String?
+
+    init(code: String, label: String, amount: Int = 0) {
+        self.code = code
+        self.label = label
+        self.opened = Date(timeIntervalSince1970: 1_700_000_000)
+        self.amount = amount
+    }
+}
+
+private typealias Transactions = HistoryDescriptor<DefaultHistoryTransaction>
+
+@Suite("History")
+struct HistoryTests {
+    private func inserts(_ transaction: DefaultHistoryTransaction) -> [PersistentIdentifier] {
+        transaction.changes.compactMap { if case let .insert(change) = $0 { change.changedPersistentIdentifier } else { nil } }
+    }
+
+    @Test("every save appends one transaction with its author, its inserts, updates (with the changed key paths and values) and deletes", arguments: [false, true])
+    func recordsEachSave(onDisk: Bool) throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let configuration = onDisk ? ModelConfiguration(url: directory.file("history.store")) : ModelConfiguration(isStoredInMemoryOnly: true)
+        let container = try ModelContainer(for: Ledger.self, configurations: configuration)
+        let context = ModelContext(container)
+        context.author = "importer"
+        let a = Ledger(code: "A", label: "first", amount: 1)
+        let b = Ledger(code: "B", label: "second", amount: 2)
+        context.insert(a)
+        context.insert(b)
+        try context.save()
+
+        context.author = "editor"
+        a.amount = 10
+        a.memo = "raised"
+        context.delete(b)
+        try context.save()
+        try context.save()  // nothing to save: no transaction
+
+        let history = try context.fetchHistory(Transactions())
+        try #require(history.count == 2)
+        let (first, second) = (history[0], history[1])
+        #expect(first.author == "importer" && second.author == "editor")
+        #expect(first.token < second.token && first.transactionIdentifier < second.transactionIdentifier)
+        #expect(first.storeIdentifier == second.storeIdentifier)
+        #expect(!first.processIdentifier.isEmpty && !first.bundleIdentifier.isEmpty)
+        #expect(Set(inserts(first)) == [a.persistentModelID, b.persistentModelID])
+
+        let insertion = try #require(first.changes.first { $0.changedPersistentIdentifier == a.persistentModelID })
+        #expect(insertion.storedValues["code"] == .text("A") && insertion.storedValues["amount"] == .integer(1))
+        #expect(insertion.storedValues["memo"] == .null)
+
+        var sawUpdate = false, sawDelete = false
+        for change in second.changes {
+            switch change {
+            case let .update(update):
+                sawUpdate = true
+                #expect(update.changedPersistentIdentifier == a.persistentModelID)
+                let typed = try #require(update as? DefaultHistoryUpdate<Ledger>)
+                #expect(Set(typed.updatedAttributes.map { $0 as AnyKeyPath }) == [\Ledger.amount, \Ledger.memo])
+                #expect(change.storedValues == ["amount": .integer(10), "memo": .text("raised")])
+                #expect(Set(change.changedPropertyNames) == ["amount", "memo"])
+            case let .delete(deletion):
+                sawDelete = true
+                #expect(deletion.changedPersistentIdentifier.entityName == "Ledger")
+            case .insert:
+                Issue.record("the second save inserted nothing")
+            }
+        }
+        #expect(sawUpdate && sawDelete)
+    }
+
+    @Test("a deletion's tombstone carries the values of the .preserveValueOnDeletion attributes, typed, also for batch deletes")
+    func tombstones() throws {
+        let container = try ModelContainer(for: Ledger.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        for code in ["A", "B", "C"] { context.insert(Ledger(code: code, label: "label \(code)", amount: 5)) }
+        try context.save()
+        let a = try #require(try context.fetch(FetchDescriptor<Ledger>(predicate: #Predicate { $0.code == "A" })).first)
+        context.delete(a)
+        try context.save()
+        let other = ModelContext(container)
+        try other.delete(model: Ledger.self, where: #Predicate { $0.code != "A" })
+        try other.save()
+
+        let history = try context.fetchHistory(Transactions())
+        try #require(history.count == 3)
+        var labels: [String] = []
+        for transaction in history.dropFirst() {
+            for change in transaction.changes {
+                guard case let .delete(deletion) = change, let typed = deletion as? DefaultHistoryDelete<Ledger> else {
+                    Issue.record("expected only deletions, got \(change)")
+                    continue
+                }
+                labels.append(try #require(typed.tombstone[\Ledger.label] as? String))
+                #expect(typed.tombstone[\Ledger.opened] as? Date == Date(timeIntervalSince1970: 1_700_000_000))
+                #expect(typed.tombstone[\Ledger.amount] == nil, "amount is not preserved")
+                #expect(Array(typed.tombstone).count == 2)
+            }
+        }
+        #expect(labels.sorted() == ["label A", "label B", "label C"])
+    }
+
+    @Test("tokens are Codable and Comparable; fetching after a token returns the later transactions only")
+    func tokens() throws {
+        let container = try ModelContainer(for: Ledger.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        for code in ["A", "B", "C", "D"] {
+            context.insert(Ledger(code: code, label: code))
+            try context.save()
+        }
+        let all = try context.fetchHistory(Transactions())
+        #expect(all.count == 4)
+        let data = try JSONEncoder().encode(all[1].token)
+        let token = try JSONDecoder().decode(DefaultHistoryToken.self, from: data)
+        #expect(token == all[1].token)
+        let later = try context.fetchHistory(Transactions(predicate: #Predicate { $0.token > token }))
+        #expect(later.map(\.id) == [all[2].id, all[3].id])
+        let upTo = try context.fetchHistory(Transactions(predicate: #Predicate { token >= $0.token }))
+        #expect(upTo.map(\.id) == [all[0].id, all[1].id])
+    }
+
+    @Test("author and time predicates, fetchLimit and sortBy")
+    func descriptors() throws {
+        let container = try ModelContainer(for: Ledger.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        for (index, author) in ["a", "b", "a", "c", "a"].enumerated() {
+            context.author = author
+            context.insert(Ledger(code: "\(index)", label: author))
+            try context.save()
+        }
+        let byA = try context.fetchHistory(Transactions(predicate: #Predicate { $0.author == "a" }))
+        #expect(byA.count == 3 && byA.allSatisfy { $0.author == "a" })
+        let future = Date.distantFuture
+        let notA = try context.fetchHistory(Transactions(predicate: #Predicate { $0.author != "a" && $0.timestamp <= future }))
+        #expect(notA.map(\.author) == ["b", "c"])
+        // A condition SQL cannot see (the changes) runs on the transactions SQL returns.
+        let withOneChange = try context.fetchHistory(Transactions(predicate: #Predicate { $0.author == "a" && $0.changes.count == 1 }))
+        #expect(withOneChange.count == 3)
+        var limited = Transactions(predicate: #Predicate { $0.author == "a" })
+        limited.fetchLimit = 2
+        #expect(try context.fetchHistory(limited).count == 2)
+        var newestFirst = Transactions(sortBy: [SortDescriptor(\.transactionIdentifier, order: .reverse)])
+        newestFirst.fetchLimit = 1
+        let newest = try context.fetchHistory(newestFirst)
+        #expect(newest.count == 1 && newest.first?.author == "a" && newest.first?.id == byA.last?.id)
+    }
+
+    @Test("deleteHistory removes transactions; a token from before them then fails with historyTokenExpired")
+    func deleteAndExpire() throws {
+        let container = try ModelContainer(for: Ledger.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        for code in ["A", "B", "C", "D"] {
+            context.insert(Ledger(code: code, label: code))
+            try context.save()
+        }
+        let all = try context.fetchHistory(Transactions())
+        let (old, kept) = (all[0].token, all[2].token)
+        try context.deleteHistory(Transactions(predicate: #Predicate { $0.token <= kept }))
+        #expect(try context.fetchHistory(Transactions()).map(\.id) == [all[3].id])
+        #expect(try context.fetchCount(FetchDescriptor<Ledger>()) == 4, "the data stays")
+        #expect(throws: SwiftDataError.historyTokenExpired) {
+            try context.fetchHistory(Transactions(predicate: #Predicate { $0.token > old }))
+        }
+        // The token of the last deleted transaction is still good: nothing after it is gone.
+        #expect(try context.fetchHistory(Transactions(predicate: #Predicate { $0.token > kept })).count == 1)
+        struct Other: HistoryTransaction {
+            var id: Int
+            var timestamp: Date
+            var changes: [HistoryChange]
+            var token: DefaultHistoryToken
+            var transactionIdentifier: Int
+            var storeIdentifier: String
+            var author: String?
+            static func == (lhs: Other, rhs: Other) -> Bool { lhs.id == rhs.id }
+            func hash(into hasher: inout Hasher) { hasher.combine(id) }
+        }
+        #expect(throws: SwiftDataError.invalidTransactionFetchRequest) {
+            try context.fetchHistory(HistoryDescriptor<Other>())
+        }
+    }
+
+    @Test("a save that fails writes neither its data nor its history")
+    func failedSaveRecordsNothing() throws {
+        let container = try ModelContainer(for: TodoList.self, TodoItem.self, Tag.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        let list = TodoList(name: "groceries")
+        context.insert(list)
+        let item = TodoItem(title: "milk", list: list)
+        context.insert(item)
+        try context.save()
+        let before = try context.fetchHistory(Transactions()).count
+
+        context.delete(list)  // .deny while an item belongs to it
+        #expect(throws: SwiftDataError.self) { try context.save() }
+        #expect(try context.fetchHistory(Transactions()).count == before)
+        #expect(try ModelContext(container).fetchCount(FetchDescriptor<TodoList>()) == 1)
+    }
+
+    @Test("an upsert is recorded as an update of the existing row; many-to-many changes name the relationship")
+    func upsertAndRelationships() throws {
+        let container = try ModelContainer(for: Ledger.self, TodoList.self, TodoItem.self, Tag.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        let original = Ledger(code: "A", label: "one")
+        context.insert(original)
+        try context.save()
+        context.insert(Ledger(code: "A", label: "two"))
+        try context.save()
+        let upsert = try #require(try context.fetchHistory(Transactions()).last)
+        guard case let .update(update)? = upsert.changes.first, upsert.changes.count == 1 else {
+            Issue.record("expected one update, got \(upsert.changes)")
+            return
+        }
+        #expect(update.changedPersistentIdentifier == original.persistentModelID)
+
+        let list = TodoList(name: "l")
+        let item = TodoItem(title: "t", list: list)
+        let tag = Tag(name: "urgent")
+        context.insert(item)
+        context.insert(tag)
+        try context.save()
+        item.tags.append(tag)
+        try context.save()
+        let last = try #require(try context.fetchHistory(Transactions()).last)
+        let itemChange = try #require(last.changes.first { $0.changedPersistentIdentifier == item.persistentModelID })
+        #expect(itemChange.changedPropertyNames.contains("tags"))
+        let tagKey = try #require(Int64(tag.persistentModelID.description.split(separator: "/").last.map(String.init) ?? ""))
+        #expect(itemChange.storedValues["tags"] == .text("[\(tagKey)]"))
+    }
+
+    @Test("a deleted row's key is never given to another row, so a key in the history names one record")
+    func keysAreNotReused() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let url = directory.file("keys.store")
+        var deletedID: PersistentIdentifier
+        do {
+            let container = try ModelContainer(for: Ledger.self, configurations: ModelConfiguration(url: url))
+            let context = ModelContext(container)
+            context.insert(Ledger(code: "A", label: "a"))
+            let b = Ledger(code: "B", label: "b")
+            context.insert(b)
+            try context.save()
+            deletedID = b.persistentModelID
+            context.delete(b)
+            try context.save()
+        }
+        let container = try ModelContainer(for: Ledger.self, configurations: ModelConfiguration(url: url))
+        let context = ModelContext(container)
+        let c = Ledger(code: "C", label: "c")
+        context.insert(c)
+        try context.save()
+        #expect(c.persistentModelID != deletedID)
+        #expect(try context.fetchHistory(Transactions()).count == 3, "history survives reopening")
+    }
+}
