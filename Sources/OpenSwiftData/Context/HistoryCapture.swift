@@ -6,44 +6,65 @@ import GRDB
 struct HistoryCapture {
     private(set) var records: [HistoryRecord] = []
     private var preserved: [String: [PropertyLayout]] = [:]
+    private var shapes: [ObjectIdentifier: (names: [String], joinRelationships: [PropertyLayout])] = [:]
 
     /// An inserted row with every stored value (an upsert is recorded as an update of the row it
     /// took over).
     mutating func inserted(_ storage: AnyModelStorage, layout: EntityLayout, row: Int64, values: [DatabaseValue], upserted: Bool) {
-        var properties: [(name: String, value: DatabaseValue?)] = []
-        properties.reserveCapacity(values.count)
-        for (column, value) in zip(layout.columns, values) { properties.append((column.name, value)) }
-        for property in layout.relationships {
-            guard case .joinTable? = property.relationship?.storage else { continue }
-            properties.append((property.name, joinValue(storage, property)))
+        let shape = insertShape(of: layout)
+        var record = HistoryRecord(kind: upserted ? .update : .insert, entity: layout.name, primaryKey: row, names: shape.names, values: values)
+        for property in shape.joinRelationships {
+            let value = joinValue(storage, property)
+            if value == nil { record.valueless.append(record.values.count) }
+            record.values.append(value ?? .null)
         }
-        records.append(HistoryRecord(kind: upserted ? .update : .insert, entity: layout.name, primaryKey: row, properties: properties))
+        records.append(record)
     }
 
     /// A changed row: the changed properties, with the new stored values of those that have one.
     mutating func updated(_ storage: AnyModelStorage, layout: EntityLayout, row: Int64, values: [Int: DatabaseValue]) {
-        var properties: [(name: String, value: DatabaseValue?)] = []
+        var record = HistoryRecord(kind: .update, entity: layout.name, primaryKey: row, names: [], values: [])
         for index in storage.changedProperties.sorted() {
             let property = layout.properties[index]
+            let value: DatabaseValue?
             if let column = property.columnIndex {
-                properties.append((property.name, values[column]))
+                value = values[column]
             } else if let relationship = property.relationship {
-                if case .joinTable = relationship.storage {
-                    properties.append((property.name, joinValue(storage, property)))
-                } else {
-                    properties.append((property.name, nil))
-                }
+                if case .joinTable = relationship.storage { value = joinValue(storage, property) } else { value = nil }
+            } else {
+                continue  // Ephemeral attributes are not stored, so not recorded.
             }
-            // Ephemeral attributes are not stored, so not recorded.
+            if value == nil { record.valueless.append(record.names.count) }
+            record.names.append(property.name)
+            record.values.append(value ?? .null)
         }
-        guard !properties.isEmpty else { return }
-        records.append(HistoryRecord(kind: .update, entity: layout.name, primaryKey: row, properties: properties))
+        guard !record.names.isEmpty else { return }
+        records.append(record)
+    }
+
+    /// The names an insert of `layout` records (its columns, then its many-to-many
+    /// relationships), made once per entity and shared by its records.
+    private mutating func insertShape(of layout: EntityLayout) -> (names: [String], joinRelationships: [PropertyLayout]) {
+        if let known = shapes[ObjectIdentifier(layout)] { return known }
+        let joins = layout.relationships.filter { property in
+            if case .joinTable? = property.relationship?.storage { return true }
+            return false
+        }
+        let shape = (layout.columns.map(\.name) + joins.map(\.name), joins)
+        shapes[ObjectIdentifier(layout)] = shape
+        return shape
     }
 
     /// A deleted row, with the values of its `.preserveValueOnDeletion` attributes.
     mutating func deleted(entity layout: EntityLayout, row: Int64, preservedValues: (PropertyLayout) -> DatabaseValue?) {
-        let properties = preservedColumns(of: layout).map { ($0.name, preservedValues($0)) }
-        records.append(HistoryRecord(kind: .delete, entity: layout.name, primaryKey: row, properties: properties))
+        var record = HistoryRecord(kind: .delete, entity: layout.name, primaryKey: row, names: [], values: [])
+        for property in preservedColumns(of: layout) {
+            let value = preservedValues(property)
+            if value == nil { record.valueless.append(record.names.count) }
+            record.names.append(property.name)
+            record.values.append(value ?? .null)
+        }
+        records.append(record)
     }
 
     /// The attributes whose values a deletion keeps in its tombstone.

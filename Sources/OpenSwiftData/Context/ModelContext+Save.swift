@@ -152,6 +152,15 @@ extension ModelContext {
     /// Brings the in-memory state in line with the committed store and posts `didSave`.
     private func finishSave(_ work: SaveWork, in store: SQLiteStore, keys: [(row: Int64, upserted: Bool)], batchRemoved: [PersistentIdentifier]) {
         let (deletions, updates, insertions) = (work.deletions, work.updates, work.insertions)
+        if undoManager != nil {
+            registerUndo(
+                updates: updates.compactMap { registration in
+                    registration.storage.committed.map { (registration, registration.storage.changedProperties.sorted(), $0) }
+                },
+                insertions: zip(insertions, keys).filter { !$0.1.upserted }.map(\.0),
+                deletions: deletions
+            )
+        }
         var insertedIDs: [PersistentIdentifier] = []
         var updatedIDs: [PersistentIdentifier] = []
         var deletedIDs: [PersistentIdentifier] = batchRemoved

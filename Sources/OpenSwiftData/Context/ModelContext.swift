@@ -27,6 +27,17 @@ public final class ModelContext: Equatable {
     /// ``fetchHistory(_:)``); nil by default.
     public var author: String?
 
+    /// Where each save registers the step that undoes it (nil, the default, records nothing).
+    ///
+    /// Each save is one undo step, or part of the group open in the undo manager, so a group
+    /// spanning several saves undoes them together. Undoing puts the previous values back into
+    /// the models as unsaved changes (inserted models are deleted, deleted ones inserted again);
+    /// save to keep the result. Apple's platforms group every change of a run-loop event; Linux
+    /// has no run loop, so unsaved changes are not undo steps (``rollback()`` discards them).
+    public var undoManager: UndoManager?
+    /// Set by an undo or redo until the next save, which then registers no step of its own.
+    var savesUndoneChanges = false
+
     var identityMap: [String: [Int64: Registration]] = [:]
     var inserted = PendingList()
     var changed = PendingList()

@@ -13,21 +13,18 @@ struct HistoryRecord: Hashable {
     var kind: Kind
     var entity: String
     var primaryKey: Int64
-    /// The changed properties (every stored one for an insert; the preserved ones for a
-    /// delete), each with its new stored value when it has one (a to-many relationship kept by
-    /// the other side's foreign key has none).
-    var properties: [(name: String, value: DatabaseValue?)]
+    /// The changed properties: every stored one for an insert, the preserved ones for a delete.
+    /// Inserts of one entity share one array (and the encoder its interned names).
+    var names: [String]
+    /// The new stored value of each property in `names`.
+    var values: [DatabaseValue]
+    /// Positions in `names` of properties without a stored value (a to-many relationship kept by
+    /// the other side's foreign key); their `values` entry is NULL.
+    var valueless: [Int] = []
 
-    static func == (lhs: HistoryRecord, rhs: HistoryRecord) -> Bool {
-        lhs.kind == rhs.kind && lhs.entity == rhs.entity && lhs.primaryKey == rhs.primaryKey
-            && lhs.properties.map(\.name) == rhs.properties.map(\.name)
-            && lhs.properties.map(\.value) == rhs.properties.map(\.value)
-    }
-
-    func hash(into hasher: inout Hasher) {
-        hasher.combine(kind)
-        hasher.combine(entity)
-        hasher.combine(primaryKey)
+    /// The properties with their values (nil for the valueless).
+    var properties: [(name: String, value: DatabaseValue?)] {
+        names.indices.map { index in (names[index], valueless.contains(index) ? nil : values[index]) }
     }
 }
 
@@ -168,22 +165,35 @@ enum HistoryCoding {
             return nameList.count - 1
         }
         var body = ByteWriter()
+        body.bytes.reserveCapacity(records.count * 64)
         body.unsigned(UInt64(records.count))
+        // Consecutive records usually share their names array (the inserts of one entity).
+        var lastNames: [String] = []
+        var lastIndexes: [Int] = []
         for record in records {
             body.byte(record.kind.rawValue)
             body.unsigned(UInt64(intern(record.entity)))
             body.signed(record.primaryKey)
-            body.unsigned(UInt64(record.properties.count))
-            for (name, value) in record.properties {
-                body.unsigned(UInt64(intern(name)))
-                body.value(value)
+            body.unsigned(UInt64(record.names.count))
+            if record.names != lastNames {
+                lastNames = record.names
+                lastIndexes = record.names.map(intern)
+            }
+            for index in record.names.indices {
+                body.unsigned(UInt64(lastIndexes[index]))
+                if !record.valueless.isEmpty, record.valueless.contains(index) {
+                    body.byte(Tag.absent.rawValue)
+                } else {
+                    body.value(record.values[index])
+                }
             }
         }
         var header = ByteWriter()
         header.byte(formatVersion)
         header.unsigned(UInt64(nameList.count))
         for name in nameList { header.string(name) }
-        return Data(header.bytes + body.bytes)
+        header.bytes.append(contentsOf: body.bytes)
+        return Data(header.bytes)
     }
 
     /// The records of a blob, or nil when it is not a valid encoding.
@@ -207,13 +217,16 @@ enum HistoryCoding {
             guard let kind = reader.byte().flatMap(HistoryRecord.Kind.init(rawValue:)),
                   let entity = name(reader.count()), let key = reader.signed(),
                   let propertyCount = reader.count() else { return nil }
-            var properties: [(name: String, value: DatabaseValue?)] = []
-            properties.reserveCapacity(propertyCount)
-            for _ in 0..<propertyCount {
+            var record = HistoryRecord(kind: kind, entity: entity, primaryKey: key, names: [], values: [])
+            record.names.reserveCapacity(propertyCount)
+            record.values.reserveCapacity(propertyCount)
+            for index in 0..<propertyCount {
                 guard let property = name(reader.count()), let value = reader.value() else { return nil }
-                properties.append((property, value))
+                record.names.append(property)
+                record.values.append(value ?? .null)
+                if value == nil { record.valueless.append(index) }
             }
-            records.append(HistoryRecord(kind: kind, entity: entity, primaryKey: key, properties: properties))
+            records.append(record)
         }
         return reader.isAtEnd ? records : nil
     }
@@ -237,13 +250,11 @@ enum HistoryCoding {
         }
 
         mutating func string(_ value: String) {
-            let utf8 = Array(value.utf8)
-            unsigned(UInt64(utf8.count))
-            bytes.append(contentsOf: utf8)
+            unsigned(UInt64(value.utf8.count))
+            bytes.append(contentsOf: value.utf8)
         }
 
-        mutating func value(_ value: DatabaseValue?) {
-            guard let value else { return byte(Tag.absent.rawValue) }
+        mutating func value(_ value: DatabaseValue) {
             switch value.storage {
             case .null:
                 byte(Tag.null.rawValue)

@@ -1,0 +1,87 @@
+import Foundation
+
+/// What undoing (or redoing) one save does to the context's models.
+struct UndoStep {
+    enum Entry {
+        /// Put these values back into the listed properties.
+        case values(Registration, indices: [Int], from: ValueBuffer)
+        /// Delete a model the save inserted (or that a redo re-inserted).
+        case delete(Registration)
+        /// Insert again a model the save deleted.
+        case insert(Registration)
+    }
+
+    var entries: [Entry]
+}
+
+extension ModelContext {
+    /// Registers, after a save, the step that undoes it: the changed models get their previous
+    /// values back, the inserted ones are deleted and the deleted ones inserted again, all as
+    /// unsaved changes of this context (save to make the undo durable). Upserts and deletions by
+    /// predicate are not undoable. A save that follows an undo or redo registers no step of its
+    /// own: it writes that step.
+    func registerUndo(updates: [(Registration, changed: [Int], before: ValueBuffer)], insertions: [Registration], deletions: [Registration]) {
+        // The save that writes an undo's (or redo's) changes is the same step: the undo
+        // manager already holds its reverse.
+        if savesUndoneChanges {
+            savesUndoneChanges = false
+            return
+        }
+        guard let undoManager, undoManager.isUndoRegistrationEnabled else { return }
+        var entries: [UndoStep.Entry] = deletions.map { .insert($0) }
+        entries += insertions.map { .delete($0) }
+        entries += updates.map { .values($0.0, indices: $0.changed, from: $0.before) }
+        guard !entries.isEmpty else { return }
+        register(UndoStep(entries: entries), in: undoManager)
+    }
+
+    private func register(_ step: UndoStep, in undoManager: UndoManager) {
+        undoManager.registerUndo(withTarget: self) { context in
+            let inverse = context.apply(step)
+            context.savesUndoneChanges = true
+            if let manager = context.undoManager { context.register(inverse, in: manager) }
+        }
+    }
+
+    /// Applies a step to the models and returns the step that reverses it.
+    private func apply(_ step: UndoStep) -> UndoStep {
+        var inverse: [UndoStep.Entry] = []
+        for entry in step.entries.reversed() {
+            switch entry {
+            case let .values(registration, indices, source):
+                if let undone = restore(registration, indices: indices, from: source) { inverse.append(undone) }
+            case let .delete(registration):
+                delete(registration.model)
+                inverse.append(.insert(registration))
+            case let .insert(registration):
+                insert(registration.model)
+                inverse.append(.delete(registration))
+            }
+        }
+        return UndoStep(entries: inverse)
+    }
+
+    /// Copies the listed properties' values from `source` into a model (as changes) and tells
+    /// its observers; returns the entry that puts the replaced values back.
+    private func restore(_ registration: Registration, indices: [Int], from source: ValueBuffer) -> UndoStep.Entry? {
+        let storage = registration.storage
+        guard storage.context === self, storage.state == .registered || storage.state == .inserted,
+              let layout = storage.layout, let replaced = storage.values,
+              let values = storage.writableValues() else { return nil }
+        // `replaced` keeps the buffer as it was: `writableValues()` copied it, since it is shared.
+        let witnesses = layout.slots.witnesses
+        var restored: [Int] = []
+        for index in indices where index < witnesses.count && source.isInitialized(index) {
+            let witness = witnesses[index]
+            values.withSlot(index) { destination in
+                if values.isInitialized(index) { witness.destroy(destination) }
+                source.withSlot(index) { witness.copy(UnsafeRawPointer($0), destination) }
+            }
+            values.markInitialized(index)
+            storage.noteChange(index)
+            restored.append(index)
+        }
+        for index in restored { registration.model._$notifyObservers(ofChangeTo: layout.properties[index].keyPath) }
+        return .values(registration, indices: restored, from: replaced)
+    }
+}
