@@ -115,6 +115,18 @@ enum BenchmarkSuite {
     }
 
     /// Runs `body` `runsPerSide` times for each side, alternating sides, and returns the medians.
+    /// Only the insert row (`osd-benchmarks --insert`), for quick comparisons of the save path.
+    static func runInsert() throws {
+        let workbench = try Workbench()
+        defer { workbench.removeAll() }
+        let insert = try timeBoth("insert") { contender in
+            let url = workbench.freshURL(for: contender)
+            defer { workbench.remove(url) }
+            return try contender.timeInsert(count: recordCount, at: url)
+        }
+        print("insert \(grouped(recordCount)) models, one save: GRDB \(insert.grdb.formatted), OSD \(insert.osd.formatted), ratio \(String(format: "%.2f", insert.osd / insert.grdb))")
+    }
+
     private static func timeBoth(_ label: String, _ body: (any Contender.Type) throws -> Duration) throws -> (grdb: Duration, osd: Duration) {
         var timings: [String: Timings] = [:]
         for run in 1...runsPerSide {

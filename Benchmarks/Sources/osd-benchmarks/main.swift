@@ -6,7 +6,7 @@ import Foundation
 /// probe launches, and `--prepare-store osd|grdb <store path> <count>` the one that populates its
 /// stores; neither is meant to be run by hand. `osd-benchmarks --relationships` runs only the
 /// relationship table, `osd-benchmarks --queries` only the query table, `osd-benchmarks
-/// --migration` the migration figures (not part of the full run: it writes 2.2 million rows).
+/// --migration` the migration figures, `osd-benchmarks --insert` only the insert row (not part of the full run: it writes 2.2 million rows).
 let arguments = CommandLine.arguments
 do {
     if arguments.count == 4, arguments[1] == MemoryProbe.childFlag {
@@ -25,6 +25,8 @@ do {
         let workbench = try Workbench()
         defer { workbench.removeAll() }
         try MigrationBenchmark.run(in: workbench.directory)
+    } else if arguments.count == 2, arguments[1] == "--insert" {
+        try BenchmarkSuite.runInsert()
     } else if arguments.count == 2, arguments[1] == "--queries" {
         let workbench = try Workbench()
         defer { workbench.removeAll() }

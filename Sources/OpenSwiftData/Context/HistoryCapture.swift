@@ -1,10 +1,10 @@
 import Foundation
 import GRDB
 
-/// Collects, while a save writes, the history records of what it writes: the same values, in
-/// the same transaction (see ``HistoryLog``).
+/// Collects, while a save writes, the history of what it writes: the same values, encoded
+/// into the transaction's history entry as they are written (see ``HistoryLog``).
 struct HistoryCapture {
-    private(set) var records: [HistoryRecord] = []
+    let changes = HistoryCoding.Encoder()
     private var preserved: [String: [PropertyLayout]] = [:]
     private var shapes: [ObjectIdentifier: (names: [String], joinRelationships: [PropertyLayout])] = [:]
 
@@ -12,18 +12,21 @@ struct HistoryCapture {
     /// took over).
     mutating func inserted(_ storage: AnyModelStorage, layout: EntityLayout, row: Int64, values: [DatabaseValue], upserted: Bool) {
         let shape = insertShape(of: layout)
-        var record = HistoryRecord(kind: upserted ? .update : .insert, entity: layout.name, primaryKey: row, names: shape.names, values: values)
+        var values = values
+        var valueless: [Int] = []
         for property in shape.joinRelationships {
             let value = joinValue(storage, property)
-            if value == nil { record.valueless.append(record.values.count) }
-            record.values.append(value ?? .null)
+            if value == nil { valueless.append(values.count) }
+            values.append(value ?? .null)
         }
-        records.append(record)
+        changes.append(upserted ? .update : .insert, entity: layout.name, primaryKey: row, names: shape.names, values: values, valueless: valueless)
     }
 
     /// A changed row: the changed properties, with the new stored values of those that have one.
-    mutating func updated(_ storage: AnyModelStorage, layout: EntityLayout, row: Int64, values: [Int: DatabaseValue]) {
-        var record = HistoryRecord(kind: .update, entity: layout.name, primaryKey: row, names: [], values: [])
+    func updated(_ storage: AnyModelStorage, layout: EntityLayout, row: Int64, values: [Int: DatabaseValue]) {
+        var names: [String] = []
+        var recorded: [DatabaseValue] = []
+        var valueless: [Int] = []
         for index in storage.changedProperties.sorted() {
             let property = layout.properties[index]
             let value: DatabaseValue?
@@ -34,12 +37,34 @@ struct HistoryCapture {
             } else {
                 continue  // Ephemeral attributes are not stored, so not recorded.
             }
-            if value == nil { record.valueless.append(record.names.count) }
-            record.names.append(property.name)
-            record.values.append(value ?? .null)
+            if value == nil { valueless.append(names.count) }
+            names.append(property.name)
+            recorded.append(value ?? .null)
         }
-        guard !record.names.isEmpty else { return }
-        records.append(record)
+        guard !names.isEmpty else { return }
+        changes.append(.update, entity: layout.name, primaryKey: row, names: names, values: recorded, valueless: valueless)
+    }
+
+    /// A deleted row, with the values of its `.preserveValueOnDeletion` attributes.
+    mutating func deleted(entity layout: EntityLayout, row: Int64, preservedValues: (PropertyLayout) -> DatabaseValue?) {
+        var names: [String] = []
+        var values: [DatabaseValue] = []
+        var valueless: [Int] = []
+        for property in preservedColumns(of: layout) {
+            let value = preservedValues(property)
+            if value == nil { valueless.append(names.count) }
+            names.append(property.name)
+            values.append(value ?? .null)
+        }
+        changes.append(.delete, entity: layout.name, primaryKey: row, names: names, values: values, valueless: valueless)
+    }
+
+    /// The attributes whose values a deletion keeps in its tombstone.
+    mutating func preservedColumns(of layout: EntityLayout) -> [PropertyLayout] {
+        if let known = preserved[layout.name] { return known }
+        let columns = layout.columns.filter { $0.attribute?.options.contains(.preserveValueOnDeletion) == true }
+        preserved[layout.name] = columns
+        return columns
     }
 
     /// The names an insert of `layout` records (its columns, then its many-to-many
@@ -53,26 +78,6 @@ struct HistoryCapture {
         let shape = (layout.columns.map(\.name) + joins.map(\.name), joins)
         shapes[ObjectIdentifier(layout)] = shape
         return shape
-    }
-
-    /// A deleted row, with the values of its `.preserveValueOnDeletion` attributes.
-    mutating func deleted(entity layout: EntityLayout, row: Int64, preservedValues: (PropertyLayout) -> DatabaseValue?) {
-        var record = HistoryRecord(kind: .delete, entity: layout.name, primaryKey: row, names: [], values: [])
-        for property in preservedColumns(of: layout) {
-            let value = preservedValues(property)
-            if value == nil { record.valueless.append(record.names.count) }
-            record.names.append(property.name)
-            record.values.append(value ?? .null)
-        }
-        records.append(record)
-    }
-
-    /// The attributes whose values a deletion keeps in its tombstone.
-    mutating func preservedColumns(of layout: EntityLayout) -> [PropertyLayout] {
-        if let known = preserved[layout.name] { return known }
-        let columns = layout.columns.filter { $0.attribute?.options.contains(.preserveValueOnDeletion) == true }
-        preserved[layout.name] = columns
-        return columns
     }
 
     /// A many-to-many relationship's value as recorded: the related rows' keys as a JSON array.

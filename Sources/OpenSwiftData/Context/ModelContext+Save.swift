@@ -144,7 +144,7 @@ extension ModelContext {
                 history.updated(storage, layout: layout, row: row, values: Dictionary(uniqueKeysWithValues: zip(changedColumns, values)))
             }
             try writeJoinRows(insertions: insertions, updates: updates, db: db)
-            try HistoryLog.append(history.records, author: author, in: db)
+            try HistoryLog.append(history.changes, author: author, in: db)
             return (keys, batchRemoved)
         }
     }

@@ -71,10 +71,10 @@ enum HistoryLog {
 
     /// Appends one transaction; returns its number, or nil when there is nothing to record.
     @discardableResult
-    static func append(_ records: [HistoryRecord], author: String?, timestamp: Date = Date(), in db: Database) throws -> Int64? {
-        guard !records.isEmpty else { return nil }
+    static func append(_ changes: HistoryCoding.Encoder, author: String?, timestamp: Date = Date(), in db: Database) throws -> Int64? {
+        guard changes.count > 0 else { return nil }
         let statement = try db.cachedStatement(sql: "INSERT INTO \(quoted(table)) (timestamp, author, bundle, process, changes) VALUES (?, ?, ?, ?, ?)")
-        try statement.execute(arguments: [timestamp.timeIntervalSince1970, author, bundle, process, HistoryCoding.encode(records)])
+        try statement.execute(arguments: [timestamp.timeIntervalSince1970, author, bundle, process, changes.finish()])
         return db.lastInsertedRowID
     }
 
@@ -155,45 +155,66 @@ enum HistoryCoding {
         case absent = 0, null, integer, real, text, blob
     }
 
-    static func encode(_ records: [HistoryRecord]) -> Data {
-        var names: [String: Int] = [:]
-        var nameList: [String] = []
-        func intern(_ name: String) -> Int {
-            if let index = names[name] { return index }
-            names[name] = nameList.count
-            nameList.append(name)
-            return nameList.count - 1
+    /// Encodes changes as a save writes them, straight into the blob's bytes (no record objects
+    /// in between: a bulk insert's values are encoded from the arrays bound to its statements).
+    final class Encoder {
+        private var nameIndexes: [String: Int] = [:]
+        private var names: [String] = []
+        private let body = ByteWriter(capacity: 4096)
+        /// How many changes were appended.
+        private(set) var count = 0
+        // Consecutive changes usually share their names array (the inserts of one entity) and
+        // their entity.
+        private var lastNames: [String] = []
+        private var lastIndexes: [Int] = []
+        private var lastEntity = ""
+        private var lastEntityIndex = -1
+
+        private func intern(_ name: String) -> Int {
+            if let index = nameIndexes[name] { return index }
+            nameIndexes[name] = names.count
+            names.append(name)
+            return names.count - 1
         }
-        var body = ByteWriter()
-        body.bytes.reserveCapacity(records.count * 64)
-        body.unsigned(UInt64(records.count))
-        // Consecutive records usually share their names array (the inserts of one entity).
-        var lastNames: [String] = []
-        var lastIndexes: [Int] = []
-        for record in records {
-            body.byte(record.kind.rawValue)
-            body.unsigned(UInt64(intern(record.entity)))
-            body.signed(record.primaryKey)
-            body.unsigned(UInt64(record.names.count))
-            if record.names != lastNames {
-                lastNames = record.names
-                lastIndexes = record.names.map(intern)
+
+        /// Appends one change; `values` holds a value per name (NULL at `valueless` positions,
+        /// which are recorded as having no value).
+        func append(_ kind: HistoryRecord.Kind, entity: String, primaryKey: Int64, names recordNames: [String], values: [DatabaseValue], valueless: [Int] = []) {
+            count += 1
+            body.byte(kind.rawValue)
+            if lastEntityIndex < 0 || entity != lastEntity {
+                lastEntity = entity
+                lastEntityIndex = intern(entity)
             }
-            for index in record.names.indices {
-                body.unsigned(UInt64(lastIndexes[index]))
-                if !record.valueless.isEmpty, record.valueless.contains(index) {
-                    body.byte(Tag.absent.rawValue)
-                } else {
-                    body.value(record.values[index])
+            body.unsigned(UInt64(lastEntityIndex))
+            body.signed(primaryKey)
+            body.unsigned(UInt64(recordNames.count))
+            if recordNames != lastNames {
+                lastNames = recordNames
+                lastIndexes = recordNames.map(intern)
+            }
+            values.withUnsafeBufferPointer { values in
+                for index in 0..<recordNames.count {
+                    body.unsigned(UInt64(lastIndexes[index]))
+                    if index >= values.count || (!valueless.isEmpty && valueless.contains(index)) {
+                        body.byte(Tag.absent.rawValue)
+                    } else {
+                        body.value(values[index])
+                    }
                 }
             }
         }
-        var header = ByteWriter()
-        header.byte(formatVersion)
-        header.unsigned(UInt64(nameList.count))
-        for name in nameList { header.string(name) }
-        header.bytes.append(contentsOf: body.bytes)
-        return Data(header.bytes)
+
+        /// The blob: the format version, the names used, the number of changes, the changes.
+        func finish() -> Data {
+            let blob = ByteWriter(capacity: body.count + 16 * names.count + 32)
+            blob.byte(formatVersion)
+            blob.unsigned(UInt64(names.count))
+            for name in names { blob.string(name) }
+            blob.unsigned(UInt64(count))
+            blob.append(body)
+            return blob.data
+        }
     }
 
     /// The records of a blob, or nil when it is not a valid encoding.
@@ -231,30 +252,72 @@ enum HistoryCoding {
         return reader.isAtEnd ? records : nil
     }
 
-    private struct ByteWriter {
-        var bytes: [UInt8] = []
+    /// An append-only byte buffer written through a raw pointer: encoding a bulk insert's
+    /// million values must cost little next to writing the rows.
+    private final class ByteWriter {
+        private var base: UnsafeMutableRawPointer
+        private var capacity: Int
+        private(set) var count = 0
 
-        mutating func byte(_ value: UInt8) { bytes.append(value) }
-
-        mutating func unsigned(_ value: UInt64) {
-            var value = value
-            while value >= 0x80 {
-                bytes.append(UInt8(truncatingIfNeeded: value) | 0x80)
-                value >>= 7
-            }
-            bytes.append(UInt8(value))
+        init(capacity: Int) {
+            self.capacity = max(capacity, 64)
+            base = UnsafeMutableRawPointer.allocate(byteCount: self.capacity, alignment: 8)
         }
 
-        mutating func signed(_ value: Int64) {
+        deinit { base.deallocate() }
+
+        @inline(__always)
+        private func reserve(_ extra: Int) {
+            guard count + extra > capacity else { return }
+            let newCapacity = max(capacity * 2, count + extra)
+            let grown = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 8)
+            grown.copyMemory(from: base, byteCount: count)
+            base.deallocate()
+            base = grown
+            capacity = newCapacity
+        }
+
+        @inline(__always)
+        func byte(_ value: UInt8) {
+            reserve(1)
+            base.storeBytes(of: value, toByteOffset: count, as: UInt8.self)
+            count += 1
+        }
+
+        @inline(__always)
+        func unsigned(_ value: UInt64) {
+            reserve(10)
+            var value = value
+            while value >= 0x80 {
+                base.storeBytes(of: UInt8(truncatingIfNeeded: value) | 0x80, toByteOffset: count, as: UInt8.self)
+                count += 1
+                value >>= 7
+            }
+            base.storeBytes(of: UInt8(value), toByteOffset: count, as: UInt8.self)
+            count += 1
+        }
+
+        @inline(__always)
+        func signed(_ value: Int64) {
             unsigned(UInt64(bitPattern: (value << 1) ^ (value >> 63)))
         }
 
-        mutating func string(_ value: String) {
-            unsigned(UInt64(value.utf8.count))
-            bytes.append(contentsOf: value.utf8)
+        func raw(_ bytes: UnsafeRawBufferPointer) {
+            guard let source = bytes.baseAddress, !bytes.isEmpty else { return }
+            reserve(bytes.count)
+            (base + count).copyMemory(from: source, byteCount: bytes.count)
+            count += bytes.count
         }
 
-        mutating func value(_ value: DatabaseValue) {
+        func string(_ value: String) {
+            var value = value
+            value.withUTF8 { utf8 in
+                unsigned(UInt64(utf8.count))
+                raw(UnsafeRawBufferPointer(utf8))
+            }
+        }
+
+        func value(_ value: DatabaseValue) {
             switch value.storage {
             case .null:
                 byte(Tag.null.rawValue)
@@ -263,16 +326,24 @@ enum HistoryCoding {
                 signed(integer)
             case let .double(double):
                 byte(Tag.real.rawValue)
-                withUnsafeBytes(of: double.bitPattern.littleEndian) { bytes.append(contentsOf: $0) }
+                reserve(8)
+                base.storeBytes(of: double.bitPattern.littleEndian, toByteOffset: count, as: UInt64.self)
+                count += 8
             case let .string(string):
                 byte(Tag.text.rawValue)
                 self.string(string)
             case let .blob(data):
                 byte(Tag.blob.rawValue)
                 unsigned(UInt64(data.count))
-                bytes.append(contentsOf: data)
+                data.withUnsafeBytes { raw($0) }
             }
         }
+
+        func append(_ other: ByteWriter) {
+            raw(UnsafeRawBufferPointer(start: other.base, count: other.count))
+        }
+
+        var data: Data { Data(bytes: base, count: count) }
     }
 
     private struct ByteReader {
