@@ -6,7 +6,8 @@ import Foundation
 /// probe launches, and `--prepare-store osd|grdb <store path> <count>` the one that populates its
 /// stores; neither is meant to be run by hand. `osd-benchmarks --relationships` runs only the
 /// relationship table, `osd-benchmarks --queries` only the query table, `osd-benchmarks
-/// --migration` the migration figures, `osd-benchmarks --insert` only the insert row (not part of the full run: it writes 2.2 million rows).
+/// --migration` the migration figures, `osd-benchmarks --insert` only the insert row, `osd-benchmarks --concurrency [seconds]` writer
+/// and reader actors on one store and a live query's latency (not part of the full run: it writes 2.2 million rows).
 let arguments = CommandLine.arguments
 do {
     if arguments.count == 4, arguments[1] == MemoryProbe.childFlag {
@@ -25,6 +26,10 @@ do {
         let workbench = try Workbench()
         defer { workbench.removeAll() }
         try MigrationBenchmark.run(in: workbench.directory)
+    } else if arguments.count >= 2, arguments.count <= 3, arguments[1] == "--concurrency" {
+        let workbench = try Workbench()
+        defer { workbench.removeAll() }
+        try await ConcurrencyBenchmark.run(seconds: arguments.count == 3 ? Int(arguments[2]) ?? 10 : 10, in: workbench.directory)
     } else if arguments.count == 2, arguments[1] == "--insert" {
         try BenchmarkSuite.runInsert()
     } else if arguments.count == 2, arguments[1] == "--queries" {
