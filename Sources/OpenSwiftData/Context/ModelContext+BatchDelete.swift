@@ -20,6 +20,8 @@ extension ModelContext {
     /// ``delete(_:)`` does; the statement leaves their rows alone. Otherwise the matching models
     /// are fetched and deleted one by one, with their delete rules.
     public func delete<T: PersistentModel>(model: T.Type, where predicate: Predicate<T>? = nil, includeSubclasses: Bool = true) throws {
+        let use = ExclusiveUse(self)
+        defer { use.end() }
         let layout = try container.requireLayout(for: T.self)
         let filter = predicate.map { PredicateTranslator.translate($0, layout: layout) }
         guard filter?.isComplete ?? true, deletesWithoutRules(layout) else {

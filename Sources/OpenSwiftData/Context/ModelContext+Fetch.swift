@@ -14,6 +14,8 @@ extension ModelContext {
     /// relationships named in `relationshipKeyPathsForPrefetching` are loaded for all results,
     /// one query each.
     public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [T] {
+        let use = ExclusiveUse(self)
+        defer { use.end() }
         let layout = try container.requireLayout(for: T.self)
         let results = try fetchModels(descriptor, layout: layout)
         prefetch(descriptor.relationshipKeyPathsForPrefetching, of: results, layout: layout)
@@ -86,6 +88,8 @@ extension ModelContext {
     /// The number of models that match a descriptor (`COUNT(*)` in SQL when nothing needs to be
     /// evaluated in memory).
     public func fetchCount<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> Int {
+        let use = ExclusiveUse(self)
+        defer { use.end() }
         let layout = try container.requireLayout(for: T.self)
         let plan = plan(descriptor, layout: layout)
         if plan.filtersInSQL {
@@ -102,6 +106,8 @@ extension ModelContext {
     /// The identifiers of the models that match a descriptor, without materialising models when
     /// the query can run entirely in SQL.
     public func fetchIdentifiers<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [PersistentIdentifier] {
+        let use = ExclusiveUse(self)
+        defer { use.end() }
         let layout = try container.requireLayout(for: T.self)
         let plan = plan(descriptor, layout: layout)
         if plan.runsInSQL {
@@ -126,6 +132,8 @@ extension ModelContext {
     /// true, every visited model stays registered. A fetch that needs memory (an untranslatable
     /// predicate, a sort SQL cannot do, unsaved changes of the entity) is read whole first.
     public func enumerate<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, batchSize: Int = 5000, allowEscapingMutations: Bool = false, block: (T) throws -> Void) throws {
+        let use = ExclusiveUse(self)
+        defer { use.end() }
         let layout = try container.requireLayout(for: T.self)
         let plan = plan(descriptor, layout: layout)
         guard plan.runsInSQL, batchSize > 0 else {

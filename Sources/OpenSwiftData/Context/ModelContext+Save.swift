@@ -10,6 +10,8 @@ extension ModelContext {
     /// that row instead of adding one (an upsert) and takes its identifier. Saving with no
     /// changes does no I/O.
     public func save() throws {
+        let use = ExclusiveUse(self)
+        defer { use.end() }
         guard hasChanges else { return }
         let store = container.store
         guard !store.isReadOnly else {

@@ -38,6 +38,9 @@ public final class ModelContext: Equatable {
     /// Set by an undo or redo until the next save, which then registers no step of its own.
     var savesUndoneChanges = false
 
+    /// The thread using the context now (see ``ContextUser``).
+    let user = ContextUser()
+
     var identityMap: [String: [Int64: Registration]] = [:]
     var inserted = PendingList()
     var changed = PendingList()
@@ -97,6 +100,8 @@ public final class ModelContext: Equatable {
     /// already registered here does nothing; a model that belongs to another context is left
     /// where it is.
     public func insert<T: PersistentModel>(_ model: T) {
+        let use = ExclusiveUse(self)
+        defer { use.end() }
         let storage = model.storageBase
         switch storage.state {
         case .unregistered, .removed:
@@ -118,6 +123,8 @@ public final class ModelContext: Equatable {
     /// Marks a model for deletion at the next save. A model inserted and not yet saved is simply
     /// forgotten.
     public func delete<T: PersistentModel>(_ model: T) {
+        let use = ExclusiveUse(self)
+        defer { use.end() }
         let storage = model.storageBase
         guard storage.context === self else { return }
         switch storage.state {
@@ -144,6 +151,8 @@ public final class ModelContext: Equatable {
     /// Puts every changed model back to its saved values, forgets unsaved inserts and cancels
     /// pending deletions.
     public func rollback() {
+        let use = ExclusiveUse(self)
+        defer { use.end() }
         batchDeletes.removeAll()
         for registration in inserted.all {
             registration.storage.state = .unregistered
@@ -163,6 +172,8 @@ public final class ModelContext: Equatable {
 
     /// The model registered here for an identifier, without touching the store.
     public func registeredModel<T: PersistentModel>(for persistentModelID: PersistentIdentifier) -> T? {
+        let use = ExclusiveUse(self)
+        defer { use.end() }
         if let row = persistentModelID.rowID {
             return identityMap[persistentModelID.entityName]?[row]?.model as? T
         }
@@ -174,6 +185,8 @@ public final class ModelContext: Equatable {
     /// An identifier whose row no longer exists yields an instance holding the declared default
     /// (or empty) values, registered nowhere, and a log line, as SwiftData returns a fault.
     public func model(for persistentModelID: PersistentIdentifier) -> any PersistentModel {
+        let use = ExclusiveUse(self)
+        defer { use.end() }
         if let row = persistentModelID.rowID, let registration = identityMap[persistentModelID.entityName]?[row] {
             return registration.model
         }
