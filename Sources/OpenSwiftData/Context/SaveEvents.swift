@@ -134,3 +134,49 @@ public struct LiveResults<T: PersistentModel>: AsyncSequence {
         }
     }
 }
+
+extension ModelContext {
+    /// One model over time: its current state now, then again after every committed save that
+    /// changes it, and nil once it is deleted.
+    ///
+    /// ```swift
+    /// for try await trip in context.liveModel(for: tripID, as: Trip.self) {
+    ///     print(trip?.name ?? "deleted")
+    /// }
+    /// ```
+    public func liveModel<T: PersistentModel>(for identifier: PersistentIdentifier, as type: T.Type = T.self) -> LiveModel<T> {
+        LiveModel(results: liveResults(FetchDescriptor<T>(predicate: #Predicate { $0.persistentModelID == identifier })))
+    }
+}
+
+/// One model over time; see ``ModelContext/liveModel(for:as:)``.
+public struct LiveModel<T: PersistentModel>: AsyncSequence {
+    /// The model, or nil once it is deleted (or when it does not exist).
+    public typealias Element = T?
+
+    let results: LiveResults<T>
+
+    /// Starts listening to saves now.
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(results: results.makeAsyncIterator())
+    }
+
+    /// Yields the model after each save that changes it.
+    public struct Iterator: AsyncIteratorProtocol {
+        var results: LiveResults<T>.Iterator
+        var finished = false
+
+        /// The model now, then after each save that changes or deletes it (see
+        /// ``LiveResults/Iterator/next(isolation:)``); the sequence ends after the deletion.
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws -> T?? {
+            guard !finished, let models = try await results.next(isolation: actor) else { return nil }
+            if models.isEmpty { finished = true }
+            return .some(models.first)
+        }
+
+        /// The next state (see ``next(isolation:)``), for callers without an actor.
+        public mutating func next() async throws -> T?? {
+            try await next(isolation: nil)
+        }
+    }
+}
