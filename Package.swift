@@ -47,6 +47,7 @@ let package = Package(
         .executableTarget(name: "Relationships", dependencies: ["OpenSwiftData"], path: "Examples/Relationships"),
         .executableTarget(name: "Queries", dependencies: ["OpenSwiftData"], path: "Examples/Queries"),
         .executableTarget(name: "Migrations", dependencies: ["OpenSwiftData"], path: "Examples/Migrations"),
+        .executableTarget(name: "History", dependencies: ["OpenSwiftData"], path: "Examples/History"),
         // OpenSwiftData against hand-written GRDB code: `swift run -c release osd-benchmarks`.
         // Built (in debug) by every `swift build`, so it keeps compiling as the API changes.
         .executableTarget(
