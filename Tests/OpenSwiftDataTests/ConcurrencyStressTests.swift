@@ -31,8 +31,8 @@ actor StressWriter {
     }
 }
 
-/// Reads while the writers write: no fetch ever sees a row twice or a half-written note, and
-/// the count never goes backwards by more than the deletions allow.
+/// Reads while the writers write: no fetch ever sees a row twice or a note not written by a
+/// writer.
 @ModelActor
 actor StressReader {
     func run(reads: Int) async throws -> Bool {

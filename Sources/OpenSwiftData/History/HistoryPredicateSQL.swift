@@ -151,15 +151,8 @@ extension PredicateExpressions.NotEqual: HistorySQLConvertible {
 
 extension PredicateExpressions.Comparison: HistorySQLConvertible {
     func historySQL(_ scope: inout HistorySQLScope) -> HistorySQLTerm? {
-        let symbol: String
-        switch op {
-        case .lessThan: symbol = "<"
-        case .lessThanOrEqual: symbol = "<="
-        case .greaterThan: symbol = ">"
-        case .greaterThanOrEqual: symbol = ">="
-        }
-        return HistoryPredicateTranslator.compare(
-            (lhs as? any HistorySQLConvertible)?.historySQL(&scope), symbol, (rhs as? any HistorySQLConvertible)?.historySQL(&scope), scope: &scope)
+        HistoryPredicateTranslator.compare(
+            (lhs as? any HistorySQLConvertible)?.historySQL(&scope), op.sqlSymbol, (rhs as? any HistorySQLConvertible)?.historySQL(&scope), scope: &scope)
     }
 }
 

@@ -31,14 +31,7 @@ extension PredicateExpressions.Comparison: SQLTranslatable {
         let right = try translator.translate(rhs)
         if left.isConstant && right.isConstant { return try folded() }
         try translator.requireSortable(LHS.Output.self, left, right)
-        let symbol: String
-        switch op {
-        case .lessThan: symbol = "<"
-        case .lessThanOrEqual: symbol = "<="
-        case .greaterThan: symbol = ">"
-        case .greaterThanOrEqual: symbol = ">="
-        }
-        let text: SQLText = "(\(try translator.operand(left, against: right)) \(raw: symbol) \(try translator.operand(right, against: left)))"
+        let text: SQLText = "(\(try translator.operand(left, against: right)) \(raw: op.sqlSymbol) \(try translator.operand(right, against: left)))"
         return .value(text, .stored)
     }
 }
@@ -111,4 +104,16 @@ extension ClosedRange: RangeBoundsValue {
     var lowerBoundValue: Any { lowerBound }
     var upperBoundValue: Any { upperBound }
     var isClosed: Bool { true }
+}
+
+extension PredicateExpressions.ComparisonOperator {
+    /// The SQL operator.
+    var sqlSymbol: String {
+        switch self {
+        case .lessThan: return "<"
+        case .lessThanOrEqual: return "<="
+        case .greaterThan: return ">"
+        case .greaterThanOrEqual: return ">="
+        }
+    }
 }
