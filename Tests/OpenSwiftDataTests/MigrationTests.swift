@@ -116,6 +116,31 @@ enum ContactsUniqueName {
     }
 }
 
+/// Version 1 with `Group` renamed to `Team` (and its `title` to `name`).
+enum ContactsRenamed {
+    @Model final class Contact {
+        var name: String
+        var age: Int
+        var nickname: String?
+        var group: Team?
+
+        init(name: String, age: Int) {
+            self.name = name
+            self.age = age
+        }
+    }
+
+    @Model final class Team {
+        static var originalEntityName: String? { "Group" }
+        @Attribute(originalName: "title") var name: String
+        @Relationship(inverse: \Contact.group) var members: [Contact] = []
+
+        init(name: String) {
+            self.name = name
+        }
+    }
+}
+
 @Suite("Lightweight migrations")
 struct MigrationTests {
     /// A version-1 store with two groups and three contacts (two named "Ada").
@@ -169,6 +194,36 @@ struct MigrationTests {
         // Reopening with the same schema migrates nothing.
         let again = try ModelContainer(for: ContactsV2.Contact.self, ContactsV2.Group.self, ContactsV2.Tag.self, configurations: ModelConfiguration(url: url))
         #expect(try ModelContext(again).fetchCount(FetchDescriptor<ContactsV2.Contact>()) == 3)
+    }
+
+    @Test("an entity renamed through originalEntityName keeps its rows, its relationships and its key sequence")
+    func entityRename() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let url = directory.file("contacts.store")
+        try makeV1Store(url)
+
+        let container = try ModelContainer(for: ContactsRenamed.Contact.self, ContactsRenamed.Team.self, configurations: ModelConfiguration(url: url))
+        let context = ModelContext(container)
+        let teams = try context.fetch(FetchDescriptor<ContactsRenamed.Team>())
+        #expect(teams.map(\.name) == ["friends"])
+        #expect(teams.first?.members.map(\.name).sorted() == ["Ada", "Grace"])
+        let contacts = try context.fetch(FetchDescriptor<ContactsRenamed.Contact>(predicate: #Predicate { $0.group?.name == "friends" }))
+        #expect(contacts.count == 2)
+        let tables = try container.store.read { db in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'") }
+        #expect(tables.contains("Team") && !tables.contains("Group"))
+        let violations = try container.store.read { db in try Row.fetchAll(db, sql: "PRAGMA foreign_key_check") }
+        #expect(violations.isEmpty)
+        let indexes = try container.store.read { db in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'osd_Group%'") }
+        #expect(indexes.isEmpty, "the old table's indexes were replaced by the new entity's")
+
+        // A team inserted now does not take the key of the renamed group.
+        let old = try #require(teams.first)
+        let fresh = ContactsRenamed.Team(name: "family")
+        context.insert(fresh)
+        try context.save()
+        #expect(fresh.persistentModelID != old.persistentModelID)
+        #expect(try ModelContext(container).fetchCount(FetchDescriptor<ContactsRenamed.Team>()) == 2)
     }
 
     @Test("a type change is refused with a typed error naming the property, and the store is untouched")

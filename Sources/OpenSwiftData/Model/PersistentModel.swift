@@ -24,6 +24,19 @@ public protocol PersistentModel: AnyObject, Observable, Hashable, Identifiable, 
     /// its setter (the inverse side of a relationship another model changed). `@Model`
     /// generates it.
     func _$notifyObservers(ofChangeTo keyPath: AnyKeyPath)
+    /// The entity's name in an earlier version of the schema, when the class was renamed: a
+    /// lightweight migration then renames the entity's table (with its rows) instead of
+    /// dropping the old one and creating an empty new one. An OpenSwiftData addition (SwiftData
+    /// has no way to rename an entity); nil by default.
+    ///
+    /// ```swift
+    /// @Model final class Journey {   // was `Trip`
+    ///     static var originalEntityName: String? { "Trip" }
+    ///     var name: String
+    ///     init(name: String) { self.name = name }
+    /// }
+    /// ```
+    static var originalEntityName: String? { get }
 }
 
 extension PersistentModel {
@@ -36,6 +49,9 @@ extension PersistentModel {
         )
         return (Self(backingData: storage), storage)
     }
+
+    /// The entity was not renamed.
+    public static var originalEntityName: String? { nil }
 
     /// Nothing observes a class without `@Model`'s registrar.
     public func _$notifyObservers(ofChangeTo keyPath: AnyKeyPath) {}

@@ -14,7 +14,8 @@ extension EntityLayout {
                 )
             },
             uniqueConstraints: uniquenessConstraints.map { $0.map { properties[$0].name } },
-            indexes: indices.map { $0.map { properties[$0].name } }
+            indexes: indices.map { $0.map { properties[$0].name } },
+            originalName: modelType.originalEntityName.flatMap { $0.isEmpty || $0 == name ? nil : $0 }
         )
     }
 }

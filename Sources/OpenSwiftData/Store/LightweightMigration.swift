@@ -41,10 +41,27 @@ struct LightweightMigration {
         var rewrites = false
         let wanted = Set(layout.tables.map(\.name) + layout.joinTables.map(\.name) + [metadataTable]).union(HistoryLog.tables)
 
+        // Entities renamed through `originalEntityName`: the old table is renamed first (SQLite
+        // rewrites the other tables' references to it), then migrated as the entity's own.
+        var sourceOf: [String: String] = [:]  // table -> existing table its rows are read from
+        for table in layout.tables where !existingTables.contains(table.name) {
+            guard let original = table.originalName, existingTables.contains(original), !wanted.contains(original),
+                  !sourceOf.values.contains(original) else { continue }
+            sourceOf[table.name] = original
+            steps.append(Step(sql: "ALTER TABLE \(quoted(original)) RENAME TO \(quoted(table.name))", purpose: "rename the entity \(original) to \(table.name)"))
+            if existingTables.contains(HistoryLog.sequenceTable) {
+                steps.append(Step(
+                    sql: "UPDATE \(quoted(HistoryLog.sequenceTable)) SET entity = \(literal(table.name.databaseValue)) WHERE entity = \(literal(original.databaseValue))",
+                    purpose: "carry the primary-key sequence of \(original) over to \(table.name)"
+                ))
+            }
+        }
+        let renamed = Dictionary(sourceOf.map { ($0.value, $0.key) }, uniquingKeysWith: { first, _ in first })
+
         // Tables of entities and relationships that are gone. A relationship table whose two
         // entities are still related through a table of another name is a renamed relationship:
         // dropping it would lose the links, so that is refused.
-        for table in existingTables.sorted() where !wanted.contains(table) {
+        for table in existingTables.sorted() where !wanted.contains(table) && renamed[table] == nil {
             let targets = Set(try String.fetchAll(db, sql: "SELECT \"table\" FROM pragma_foreign_key_list(?)", arguments: [table]))
             let isJoinTable = Set(try String.fetchAll(db, sql: "SELECT name FROM pragma_table_info(?)", arguments: [table])) == [JoinTableDescription.sourceColumn, JoinTableDescription.targetColumn]
             if isJoinTable, !targets.isEmpty,
@@ -56,17 +73,19 @@ struct LightweightMigration {
         }
 
         for table in layout.tables {
-            guard existingTables.contains(table.name) else {
+            guard existingTables.contains(table.name) || sourceOf[table.name] != nil else {
                 steps += table.createStatements.map { Step(sql: $0, purpose: "add the entity \(table.name)") }
                 continue
             }
-            let columns = try Row.fetchAll(db, sql: "PRAGMA table_info(\(quoted(table.name)))").map { row in
+            // Read now under the name the table has now; the steps run after any rename.
+            let source = sourceOf[table.name] ?? table.name
+            let columns = try Row.fetchAll(db, sql: "PRAGMA table_info(\(quoted(source)))").map { row in
                 ExistingColumn(name: row["name"], type: (row["type"] as String? ?? "").uppercased(), isNullable: (row["notnull"] as Int? ?? 0) == 0)
             }
-            let (tableSteps, rewritten) = try migrateColumns(of: table, existing: columns, in: db)
+            let (tableSteps, rewritten) = try migrateColumns(of: table, existing: columns, source: source, renamed: renamed, in: db)
             steps += tableSteps
             rewrites = rewrites || rewritten
-            steps += try indexSteps(for: table, in: db, rebuilt: rewritten)
+            steps += try indexSteps(for: table, source: source, in: db, rebuilt: rewritten)
         }
 
         for join in layout.joinTables where !existingTables.contains(join.name) {
@@ -78,18 +97,24 @@ struct LightweightMigration {
     /// The steps that give `table` its columns: renames and additions in place, a rebuild when a
     /// column goes away, becomes optional or non-optional (when no row holds nil), changes the
     /// table it references, or takes the name of another column.
-    private static func migrateColumns(of table: TableDescription, existing: [ExistingColumn], in db: Database) throws -> ([Step], Bool) {
+    ///
+    /// `source` is the table's name when planning (its old name, for a renamed entity), and
+    /// `renamed` maps renamed tables' old names to their new ones.
+    private static func migrateColumns(of table: TableDescription, existing: [ExistingColumn], source planningName: String, renamed: [String: String], in db: Database) throws -> ([Step], Bool) {
         let entity = table.name
         let existingByName = Dictionary(existing.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         let references = Dictionary(
-            try Row.fetchAll(db, sql: "PRAGMA foreign_key_list(\(quoted(entity)))").map { ($0["from"] as String? ?? "", $0["table"] as String? ?? "") },
+            try Row.fetchAll(db, sql: "PRAGMA foreign_key_list(\(quoted(planningName)))").map { row -> (String, String) in
+                let target = row["table"] as String? ?? ""
+                return (row["from"] as String? ?? "", renamed[target] ?? target)
+            },
             uniquingKeysWith: { first, _ in first }
         )
         func holdsValues(_ column: String) throws -> Bool {
-            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(quoted(entity)) WHERE \(quoted(column)) IS NOT NULL)") ?? true
+            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(quoted(planningName)) WHERE \(quoted(column)) IS NOT NULL)") ?? true
         }
         func holdsNil(_ column: String) throws -> Bool {
-            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(quoted(entity)) WHERE \(quoted(column)) IS NULL)") ?? true
+            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(quoted(planningName)) WHERE \(quoted(column)) IS NULL)") ?? true
         }
 
         // Which existing column each target column is read from: a declared original name
@@ -185,12 +210,12 @@ struct LightweightMigration {
 
     /// Drops the indexes the layout no longer has and creates the ones it lacks (all of them
     /// after a rebuild). A new unique index over duplicate rows fails, and the migration with it.
-    private static func indexSteps(for table: TableDescription, in db: Database, rebuilt: Bool) throws -> [Step] {
+    private static func indexSteps(for table: TableDescription, source: String, in db: Database, rebuilt: Bool) throws -> [Step] {
         let expected = table.createStatements.dropFirst().map { statement in
             (name: indexName(in: statement), sql: statement.replacingOccurrences(of: "CREATE INDEX IF NOT EXISTS", with: "CREATE INDEX"))
         }
         let existing = rebuilt ? [] : try Row.fetchAll(
-            db, sql: "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND name LIKE 'osd_%'", arguments: [table.name]
+            db, sql: "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND name LIKE 'osd_%'", arguments: [source]
         ).map { (name: $0["name"] as String? ?? "", sql: $0["sql"] as String? ?? "") }
         // Compared by name and definition: constraints are numbered, so one added before another
         // renames the latter.

@@ -25,6 +25,9 @@ struct TableDescription: Hashable, Sendable {
     let uniqueConstraints: [[String]]
     /// Indexes as column names, one array per index.
     let indexes: [[String]]
+    /// The table's name in an earlier version of the schema (a renamed entity), for a
+    /// lightweight migration to rename it. Not part of the fingerprint.
+    var originalName: String? = nil
 
     static let primaryKey = "_pk"
 
