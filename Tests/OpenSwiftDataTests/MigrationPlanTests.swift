@@ -99,6 +99,25 @@ enum HangingNotesPlan: SchemaMigrationPlan {
     }
 }
 
+/// V1 with `text` made optional: the table is rebuilt, so rows are copied with progress.
+enum NotesLoose: VersionedSchema {
+    static var versionIdentifier: Schema.Version { Schema.Version(2, 0, 0) }
+    static var models: [any PersistentModel.Type] { [Memo.self] }
+
+    @Model final class Memo {
+        var text: String?
+
+        init(text: String?) {
+            self.text = text
+        }
+    }
+}
+
+enum LoosePlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [NotesV1.self, NotesLoose.self] }
+    static var stages: [MigrationStage] { [.lightweight(fromVersion: NotesV1.self, toVersion: NotesLoose.self)] }
+}
+
 @Suite("Migration plans")
 struct MigrationPlanTests {
     private func makeV1Store(_ url: URL) throws {
@@ -126,6 +145,23 @@ struct MigrationPlanTests {
         #expect(result.map(\.2) == [13, 2, 5])
         #expect(try StoreFile.metadata(at: url.path)["schemaVersion"] == "3.0.0")
         #expect(!FileManager.default.fileExists(atPath: url.path + "-stage-backup"))
+    }
+
+    @Test("a stage that copies rows reports rows done of total, naming its stage")
+    func stageProgress() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let url = directory.file("notes.store")
+        try makeV1Store(url)
+        let log = ProgressLog()
+        var configuration = ModelConfiguration(url: url)
+        configuration.migrationOptions.progress = { log.append($0) }
+        let container = try ModelContainer(for: Schema(versionedSchema: NotesLoose.self), migrationPlan: LoosePlan.self, configurations: [configuration])
+        #expect(try ModelContext(container).fetchCount(FetchDescriptor<NotesLoose.Memo>()) == 3)
+        let last = try #require(log.all.last)
+        #expect(last.stage == "1.0.0 -> 2.0.0" && last.table == "Memo")
+        #expect(last.rowsDone == 3 && last.rowsTotal == 3)
+        #expect(log.all.allSatisfy { $0.stage == "1.0.0 -> 2.0.0" })
     }
 
     @Test("a stage that throws leaves the store at the last completed version; the next open resumes from there")

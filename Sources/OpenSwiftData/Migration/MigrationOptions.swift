@@ -8,6 +8,21 @@ public struct MigrationProgress: Sendable, Hashable {
     public let rowsDone: Int
     /// Rows to copy.
     public let rowsTotal: Int
+    /// The stage of the migration plan running (`"1.0.0 -> 2.0.0"`), or nil for a migration
+    /// without a plan.
+    public let stage: String?
+
+    init(table: String, rowsDone: Int, rowsTotal: Int, stage: String? = nil) {
+        self.table = table
+        self.rowsDone = rowsDone
+        self.rowsTotal = rowsTotal
+        self.stage = stage
+    }
+
+    /// The same progress, reported as part of a plan's stage.
+    func during(stage: String) -> MigrationProgress {
+        MigrationProgress(table: table, rowsDone: rowsDone, rowsTotal: rowsTotal, stage: stage)
+    }
 }
 
 /// How a store is migrated when its schema changed (OpenSwiftData's own options; SwiftData has

@@ -45,9 +45,15 @@ enum MigrationRunner {
         }
     }
 
-    private static func run(_ stage: MigrationStage, at path: String, configuration: ModelConfiguration) throws {
+    private static func run(_ stage: MigrationStage, at path: String, configuration given: ModelConfiguration) throws {
         let from = stage.fromVersion
         let to = stage.toVersion
+        // Progress of the rows this stage copies names the stage.
+        var configuration = given
+        if let report = given.migrationOptions.progress {
+            let name = "\(from.versionIdentifier) -> \(to.versionIdentifier)"
+            configuration.migrationOptions.progress = { report($0.during(stage: name)) }
+        }
         switch stage {
         case .lightweight:
             // Opening the container of the next version migrates the tables and records the
