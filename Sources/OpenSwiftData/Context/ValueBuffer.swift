@@ -46,11 +46,15 @@ final class ValueBuffer: ManagedBuffer<EntityLayout, UInt64> {
 
     /// Stores a value of the slot's type `V`, replacing any previous one.
     func store<V>(_ index: Int, _ value: V) {
-        let slots = header.slots
+        // Read the two offsets from the layout without copying its slot arrays (a copy retains
+        // and releases each of them on every store).
+        let layout = header
+        let offset = layout.slotInfo[index].offset
+        let flagsOffset = layout.slots.flagsOffset
         withUnsafeMutablePointerToElements { words in
             let base = UnsafeMutableRawPointer(words)
-            let slot = base + slots.offsets[index]
-            let flag = base + slots.flagsOffset + index
+            let slot = base + offset
+            let flag = base + flagsOffset + index
             if flag.load(as: UInt8.self) != 0 {
                 slot.assumingMemoryBound(to: V.self).pointee = value
             } else {
