@@ -190,6 +190,22 @@ struct HistoryTests {
         }
     }
 
+    @Test("erasing the container records a deletion for every row")
+    func eraseIsRecorded() throws {
+        let container = try ModelContainer(for: Ledger.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        let ledgers = ["A", "B"].map { Ledger(code: $0, label: $0) }
+        for ledger in ledgers { context.insert(ledger) }
+        try context.save()
+        try container.erase()
+        let last = try #require(try context.fetchHistory(Transactions()).last)
+        let deleted = last.changes.compactMap { change -> PersistentIdentifier? in
+            if case .delete = change { return change.changedPersistentIdentifier }
+            return nil
+        }
+        #expect(Set(deleted) == Set(ledgers.map(\.persistentModelID)))
+    }
+
     @Test("a save that fails writes neither its data nor its history")
     func failedSaveRecordsNothing() throws {
         let container = try ModelContainer(for: TodoList.self, TodoItem.self, Tag.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
