@@ -18,6 +18,34 @@ final class Ledger {
     }
 }
 
+/// A value whose encoding fails when negative: a save fails inside its write transaction.
+struct CheckedReading: Codable, Hashable {
+    var value: Int
+
+    init(_ value: Int) { self.value = value }
+
+    init(from decoder: any Decoder) throws {
+        value = try decoder.singleValueContainer().decode(Int.self)
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        guard value >= 0 else { throw EncodingError.invalidValue(value, .init(codingPath: [], debugDescription: "negative reading")) }
+        var container = encoder.singleValueContainer()
+        try container.encode(value)
+    }
+}
+
+@Model
+final class Meter {
+    var name: String
+    var reading: CheckedReading
+
+    init(name: String, reading: Int) {
+        self.name = name
+        self.reading = CheckedReading(reading)
+    }
+}
+
 private typealias Transactions = HistoryDescriptor<DefaultHistoryTransaction>
 
 @Suite("History")
@@ -204,6 +232,72 @@ struct HistoryTests {
             return nil
         }
         #expect(Set(deleted) == Set(ledgers.map(\.persistentModelID)))
+    }
+
+    @Test("a save that fails inside its write transaction (after deleting a row) keeps neither the deletion nor any history")
+    func failureInsideTheWrite() throws {
+        let container = try ModelContainer(for: Meter.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        let first = Meter(name: "a", reading: 1)
+        context.insert(first)
+        context.insert(Meter(name: "b", reading: 2))
+        try context.save()
+        let before = try context.fetchHistory(Transactions()).count
+
+        context.delete(first)
+        context.insert(Meter(name: "c", reading: -1))
+        #expect(throws: SwiftDataError.self) { try context.save() }
+        #expect(try context.fetchHistory(Transactions()).count == before)
+        #expect(try ModelContext(container).fetch(FetchDescriptor<Meter>()).map(\.name).sorted() == ["a", "b"])
+    }
+
+    @Test("foreign keys set to NULL by a deletion are recorded as updates, also for relationships never loaded")
+    func nullifiedReferencesAreRecorded() throws {
+        let container = try ModelContainer(for: ContactsV1.Contact.self, ContactsV1.Group.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let setup = ModelContext(container)
+        let group = ContactsV1.Group(title: "team")
+        setup.insert(group)
+        let members = ["a", "b"].map { ContactsV1.Contact(name: $0, age: 1) }
+        for member in members {
+            setup.insert(member)
+            member.group = group
+        }
+        try setup.save()
+
+        let context = ModelContext(container)
+        try context.delete(model: ContactsV1.Group.self)
+        try context.save()
+        let last = try #require(try context.fetchHistory(Transactions()).last)
+        let nullified = last.changes.filter { $0.storedValues["group"] == .null }.map(\.changedPersistentIdentifier)
+        #expect(Set(nullified) == Set(members.map(\.persistentModelID)))
+        #expect(last.changes.contains { if case .delete = $0 { $0.changedPersistentIdentifier == group.persistentModelID } else { false } })
+    }
+
+    @Test("a token behind a force unwrap, or from another store, is checked for expiry too")
+    func tokenExpiryEverywhere() throws {
+        let container = try ModelContainer(for: Ledger.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        for code in ["A", "B", "C"] {
+            context.insert(Ledger(code: code, label: code))
+            try context.save()
+        }
+        let all = try context.fetchHistory(Transactions())
+        let first: DefaultHistoryToken? = all[0].token
+        let second = all[1].token
+        try context.deleteHistory(Transactions(predicate: #Predicate { $0.token <= second }))
+        #expect(throws: SwiftDataError.historyTokenExpired) {
+            try context.fetchHistory(Transactions(predicate: #Predicate { $0.token > first! }))
+        }
+        let otherContainer = try ModelContainer(for: Ledger.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let otherContext = ModelContext(otherContainer)
+        otherContext.insert(Ledger(code: "X", label: "x"))
+        try otherContext.save()
+        let foreign = try #require(try otherContext.fetchHistory(Transactions()).first?.token)
+        #expect(throws: SwiftDataError.historyTokenExpired) {
+            try context.fetchHistory(Transactions(predicate: #Predicate { $0.token > foreign }))
+        }
+        // Trimming with an old token is harmless.
+        try context.deleteHistory(Transactions(predicate: #Predicate { $0.token <= first! }))
     }
 
     @Test("a save that fails writes neither its data nor its history")

@@ -202,6 +202,16 @@ struct MigrationTests {
         defer { directory.cleanUp() }
         let url = directory.file("contacts.store")
         try makeV1Store(url)
+        do {
+            // The group with the largest key is deleted: its key must stay used after the rename.
+            let container = try ModelContainer(for: ContactsV1.Contact.self, ContactsV1.Group.self, configurations: ModelConfiguration(url: url))
+            let context = ModelContext(container)
+            let doomed = ContactsV1.Group(title: "doomed")
+            context.insert(doomed)
+            try context.save()
+            context.delete(doomed)
+            try context.save()
+        }
 
         let container = try ModelContainer(for: ContactsRenamed.Contact.self, ContactsRenamed.Team.self, configurations: ModelConfiguration(url: url))
         let context = ModelContext(container)
@@ -223,6 +233,7 @@ struct MigrationTests {
         context.insert(fresh)
         try context.save()
         #expect(fresh.persistentModelID != old.persistentModelID)
+        #expect(fresh.persistentModelID.rowID == 3, "keys 1 (friends) and 2 (the deleted group) stay taken")
         #expect(try ModelContext(container).fetchCount(FetchDescriptor<ContactsRenamed.Team>()) == 2)
     }
 

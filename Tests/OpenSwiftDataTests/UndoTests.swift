@@ -65,6 +65,25 @@ struct UndoTests {
         #expect(try titles(context.container) == ["new"])
     }
 
+    @Test("an edit after an undo is a step of its own: it can be undone, and it clears the redo stack")
+    func editAfterUndo() throws {
+        let (context, undoManager) = try makeContext()
+        let note = Note(title: "a", count: 0, status: .pending)
+        context.insert(note)
+        try context.save()
+        note.title = "b"
+        try context.save()
+        undoManager.undo()
+        #expect(note.title == "a")
+        note.count = 5
+        try context.save()
+        #expect(!undoManager.canRedo, "the new edit cleared the redo stack")
+        undoManager.undo()
+        #expect(note.count == 0 && note.title == "b", "undoing the new step undid the edit (and the undo saved with it)")
+        context.rollback()
+        #expect(note.count == 5 && note.title == "a")
+    }
+
     @Test("an explicit group spanning two saves is undone as one step")
     func groups() throws {
         let (context, undoManager) = try makeContext()

@@ -59,6 +59,31 @@ struct HistoryCapture {
         changes.append(.delete, entity: layout.name, primaryKey: row, names: names, values: values, valueless: valueless)
     }
 
+    /// Before rows of `layout` are deleted: sets the foreign keys that point at them to NULL
+    /// (what SQLite's `ON DELETE SET NULL` would do unseen) and records those rows' updates.
+    /// `rows` is SQL selecting the deleted keys, with its arguments.
+    mutating func nullifyReferences(to layout: EntityLayout, rows: String, arguments: [DatabaseValue], referencing: [(table: String, column: String)], in db: Database) throws {
+        for (table, column) in referencing {
+            let keys = try Int64.fetchAll(
+                db, sql: "UPDATE \(quoted(table)) SET \(quoted(column)) = NULL WHERE \(quoted(column)) IN (\(rows)) RETURNING \(quoted(TableDescription.primaryKey))",
+                arguments: StatementArguments(arguments)
+            )
+            for key in keys {
+                changes.append(.update, entity: table, primaryKey: key, names: [column], values: [.null])
+            }
+        }
+    }
+
+    /// The values a tombstone of `layout`'s row keeps, read from the row (the stored values,
+    /// whatever the model holds in memory).
+    mutating func storedPreservedValues(of layout: EntityLayout, row: Int64, in db: Database) throws -> [String: DatabaseValue] {
+        let columns = preservedColumns(of: layout)
+        guard !columns.isEmpty else { return [:] }
+        let statement = try db.cachedStatement(sql: "SELECT \(columns.map { quoted($0.name) }.joined(separator: ", ")) FROM \(quoted(layout.name)) WHERE \(quoted(TableDescription.primaryKey)) = ?")
+        guard let values = try Row.fetchOne(statement, arguments: [row]) else { return [:] }
+        return Dictionary(uniqueKeysWithValues: columns.enumerated().map { ($1.name, values[$0] as DatabaseValue) })
+    }
+
     /// The attributes whose values a deletion keeps in its tombstone.
     mutating func preservedColumns(of layout: EntityLayout) -> [PropertyLayout] {
         if let known = preserved[layout.name] { return known }

@@ -72,25 +72,25 @@ extension ModelContext {
             let table = quoted(batch.layout.name)
             let primaryKey = quoted(TableDescription.primaryKey)
             let registered = (identityMap[batch.layout.name]?.keys).map(Array.init) ?? []
+            // The keys of the rows to delete, as SQL.
             var arguments: [DatabaseValue] = []
-            var sql = "DELETE FROM \(table) WHERE \(primaryKey) IN (SELECT t.\(primaryKey) FROM \(table) AS t"
+            var rows = "SELECT t.\(primaryKey) FROM \(table) AS t"
             if let filter = batch.filter {
-                sql += filter.joins
+                rows += filter.joins
                 if let condition = filter.condition {
-                    sql += " WHERE " + condition.sql
+                    rows += " WHERE " + condition.sql
                     arguments += condition.arguments
                 }
             }
-            sql += ")"
             if !registered.isEmpty {
-                sql += " AND \(primaryKey) NOT IN (SELECT value FROM json_each(?))"
+                rows += (batch.filter?.condition == nil ? " WHERE " : " AND ") + "t.\(primaryKey) NOT IN (SELECT value FROM json_each(?))"
                 arguments.append(("[" + registered.map(String.init).joined(separator: ",") + "]").databaseValue)
             }
+            try history.nullifyReferences(to: batch.layout, rows: rows, arguments: arguments, referencing: referencingColumns(of: batch.layout.name), in: db)
             // The values a tombstone keeps come back with the keys.
             let preserved = history.preservedColumns(of: batch.layout)
-            sql += " RETURNING " + ([primaryKey] + preserved.map { quoted($0.name) }).joined(separator: ", ")
-            let rows = try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments))
-            for row in rows {
+            let sql = "DELETE FROM \(table) WHERE \(primaryKey) IN (\(rows)) RETURNING " + ([primaryKey] + preserved.map { quoted($0.name) }).joined(separator: ", ")
+            for row in try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)) {
                 let key: Int64 = row[0]
                 removed.append(PersistentIdentifier(storeIdentifier: storeIdentifier, entityName: batch.layout.name, key: .row(key)))
                 history.deleted(entity: batch.layout, row: key) { property in

@@ -76,8 +76,10 @@ extension ModelContext {
             for registration in deletions {
                 let storage = registration.storage
                 guard let layout = storage.layout, let row = storage.primaryKey else { continue }
+                let preserved = try history.storedPreservedValues(of: layout, row: row, in: db)
+                try history.nullifyReferences(to: layout, rows: "?", arguments: [row.databaseValue], referencing: referencingColumns(of: layout.name), in: db)
                 try writer(for: layout).delete(primaryKey: row)
-                history.deleted(entity: layout, row: row) { try? encode(storage, $0, layout) }
+                history.deleted(entity: layout, row: row) { preserved[$0.name] }
             }
 
             // Inserted rows are written one by one (a model whose unique values match an
@@ -145,7 +147,8 @@ extension ModelContext {
                 try run(layout) { try writer(for: layout).update(primaryKey: row, columns: changedColumns, values: values) }
                 history.updated(storage, layout: layout, row: row, values: Dictionary(uniqueKeysWithValues: zip(changedColumns, values)))
             }
-            try writeJoinRows(insertions: insertions, updates: updates, db: db)
+            let upserted = Set(zip(insertions, keys).filter(\.1.upserted).map { ObjectIdentifier($0.0.storage) })
+            try writeJoinRows(insertions: insertions, updates: updates, upserted: upserted, db: db)
             try HistoryLog.append(history.changes, author: author, in: db)
             return (keys, batchRemoved)
         }
@@ -218,7 +221,8 @@ extension ModelContext {
 
     /// Rewrites the join-table rows of the many-to-many relationships that inserted and changed
     /// models hold, from the side that owns each join table.
-    private func writeJoinRows(insertions: [Registration], updates: [Registration], db: Database) throws {
+    /// An upserted insertion took over an existing row, whose links are replaced too.
+    private func writeJoinRows(insertions: [Registration], updates: [Registration], upserted: Set<ObjectIdentifier>, db: Database) throws {
         for registration in insertions + updates {
             let storage = registration.storage
             guard let layout = storage.layout, let row = storage.primaryKey else { continue }
@@ -229,7 +233,7 @@ extension ModelContext {
                 else { continue }
                 let source = quoted(JoinTableDescription.sourceColumn)
                 let target = quoted(JoinTableDescription.targetColumn)
-                if storage.state != .inserted {
+                if storage.state != .inserted || upserted.contains(ObjectIdentifier(storage)) {
                     try db.cachedStatement(sql: "DELETE FROM \(quoted(table.name)) WHERE \(source) = ?").execute(arguments: [row])
                 }
                 let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO \(quoted(table.name)) (\(source), \(target)) VALUES (?, ?)")
@@ -239,6 +243,18 @@ extension ModelContext {
                 }
             }
         }
+    }
+
+    /// The foreign-key columns (table and column) that hold keys of `entity`'s rows.
+    func referencingColumns(of entity: String) -> [(table: String, column: String)] {
+        var columns: [(table: String, column: String)] = []
+        for other in container.schema.entities {
+            guard let layout = container.layout(named: other.name) else { continue }
+            for column in layout.columns where column.relationship?.destinationName == entity {
+                columns.append((layout.name, column.name))
+            }
+        }
+        return columns
     }
 
     /// Encodes one property's value, naming the entity and property when it cannot be.

@@ -14,19 +14,29 @@ struct UndoStep {
     var entries: [Entry]
 }
 
+extension UndoStep.Entry {
+    /// The model the entry changes.
+    var registration: Registration {
+        switch self {
+        case let .values(registration, _, _), let .delete(registration), let .insert(registration): return registration
+        }
+    }
+}
+
 extension ModelContext {
     /// Registers, after a save, the step that undoes it: the changed models get their previous
     /// values back, the inserted ones are deleted and the deleted ones inserted again, all as
     /// unsaved changes of this context (save to make the undo durable). Upserts and deletions by
-    /// predicate are not undoable. A save that follows an undo or redo registers no step of its
-    /// own: it writes that step.
+    /// predicate are not undoable. A save that writes only what an undo or redo changed registers
+    /// no step of its own: it writes that step.
     func registerUndo(updates: [(Registration, changed: [Int], before: ValueBuffer)], insertions: [Registration], deletions: [Registration]) {
-        // The save that writes an undo's (or redo's) changes is the same step: the undo
-        // manager already holds its reverse.
-        if savesUndoneChanges {
-            savesUndoneChanges = false
-            return
-        }
+        // The save that writes only an undo's (or redo's) changes is that step: the undo
+        // manager already holds its reverse. A save with other changes too is a step of its own
+        // (which, as any new step, clears the redo stack).
+        let undone = undoneModels
+        undoneModels = []
+        let saved = updates.map { ObjectIdentifier($0.0.storage) } + (insertions + deletions).map { ObjectIdentifier($0.storage) }
+        if !undone.isEmpty, saved.allSatisfy(undone.contains) { return }
         guard let undoManager, undoManager.isUndoRegistrationEnabled else { return }
         var entries: [UndoStep.Entry] = deletions.map { .insert($0) }
         entries += insertions.map { .delete($0) }
@@ -38,7 +48,8 @@ extension ModelContext {
     private func register(_ step: UndoStep, in undoManager: UndoManager) {
         undoManager.registerUndo(withTarget: self) { context in
             let inverse = context.apply(step)
-            context.savesUndoneChanges = true
+            // Marked after applying: applying notes changes, which unmark.
+            for entry in step.entries { context.undoneModels.insert(ObjectIdentifier(entry.registration.storage)) }
             if let manager = context.undoManager { context.register(inverse, in: manager) }
         }
     }

@@ -35,8 +35,9 @@ public final class ModelContext: Equatable {
     /// save to keep the result. Apple's platforms group every change of a run-loop event; Linux
     /// has no run loop, so unsaved changes are not undo steps (``rollback()`` discards them).
     public var undoManager: UndoManager?
-    /// Set by an undo or redo until the next save, which then registers no step of its own.
-    var savesUndoneChanges = false
+    /// The models the last undo or redo changed and nothing changed since, until the next save
+    /// or rollback: a save of only these registers no undo step of its own.
+    var undoneModels: Set<ObjectIdentifier> = []
 
     /// The thread using the context now (see ``ContextUser``).
     let user = ContextUser()
@@ -103,6 +104,7 @@ public final class ModelContext: Equatable {
         let use = ExclusiveUse(self)
         defer { use.end() }
         let storage = model.storageBase
+        if !undoneModels.isEmpty { undoneModels.remove(ObjectIdentifier(storage)) }
         switch storage.state {
         case .unregistered, .removed:
             if storage.state == .removed { storage.primaryKey = nil }
@@ -126,6 +128,7 @@ public final class ModelContext: Equatable {
         let use = ExclusiveUse(self)
         defer { use.end() }
         let storage = model.storageBase
+        if !undoneModels.isEmpty { undoneModels.remove(ObjectIdentifier(storage)) }
         guard storage.context === self else { return }
         switch storage.state {
         case .inserted:
@@ -153,6 +156,7 @@ public final class ModelContext: Equatable {
     public func rollback() {
         let use = ExclusiveUse(self)
         defer { use.end() }
+        undoneModels.removeAll()
         batchDeletes.removeAll()
         for registration in inserted.all {
             registration.storage.state = .unregistered

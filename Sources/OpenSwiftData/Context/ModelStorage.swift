@@ -128,6 +128,8 @@ class AnyModelStorage: RowIdentified {
     /// Records a write to property `index` and tells the context the first time the model changes.
     final func noteChange(_ index: Int) {
         guard state == .registered else { return }
+        // A change after an undo is a change of its own (see `ModelContext.registerUndo`).
+        if let context, !context.undoneModels.isEmpty { context.undoneModels.remove(ObjectIdentifier(self)) }
         let first = changedProperties.isEmpty
         changedProperties.insert(index)
         if first { context?.storageDidChange(self) }

@@ -15,10 +15,6 @@ enum HistorySQLTerm {
 struct HistorySQLScope {
     /// The store whose token values count.
     let storeIdentifier: String
-    /// The largest deleted transaction: a token before it has expired.
-    let deletedThrough: Int64
-    /// Set when a token compared in the predicate has expired.
-    var expiredToken: DefaultHistoryToken?
 }
 
 /// A predicate node that can become SQL over the history table.
@@ -84,22 +80,29 @@ enum HistoryPredicateTranslator {
         switch (lhs, rhs) {
         case let (.column(name, bind)?, .value(value)?):
             guard let bound = bind(value) else { return nil }
-            noteToken(value, column: name, scope: &scope)
             return .condition("\(quoted(name)) \(op) ?", [bound])
         case let (.value(value)?, .column(name, bind)?):
             guard let bound = bind(value), let flipped = mirrored[op] else { return nil }
-            noteToken(value, column: name, scope: &scope)
             return .condition("\(quoted(name)) \(flipped) ?", [bound])
         default:
             return nil
         }
     }
 
-    /// Remembers a compared token older than the oldest retained transaction.
-    private static func noteToken(_ value: Any, column: String, scope: inout HistorySQLScope) {
-        guard let token = value as? DefaultHistoryToken, let transaction = token.transaction(in: scope.storeIdentifier),
-              transaction < scope.deletedThrough else { return }
-        scope.expiredToken = token
+    /// Every token constant anywhere in an expression tree (values, optionals, captured
+    /// arrays), found through reflection so that parts SQL does not run are checked too.
+    static func tokens(in expression: Any) -> [DefaultHistoryToken] {
+        var found: [DefaultHistoryToken] = []
+        func walk(_ value: Any, depth: Int) {
+            if let token = value as? DefaultHistoryToken {
+                found.append(token)
+                return
+            }
+            guard depth < 64 else { return }
+            for child in Mirror(reflecting: value).children { walk(child.value, depth: depth + 1) }
+        }
+        walk(expression, depth: 0)
+        return found
     }
 }
 

@@ -18,10 +18,13 @@ extension ModelContext {
     /// }
     /// ```
     public func fetchHistory<T: HistoryTransaction>(_ descriptor: HistoryDescriptor<T>) throws -> [T] {
-        let descriptor = try defaultDescriptor(descriptor)
+        try fetchHistory(defaultDescriptor(descriptor), checksExpiry: true).compactMap { $0 as? T }
+    }
+
+    private func fetchHistory(_ descriptor: HistoryDescriptor<DefaultHistoryTransaction>, checksExpiry: Bool) throws -> [DefaultHistoryTransaction] {
         let store = container.store
         let transactions = try store.read { db -> [DefaultHistoryTransaction] in
-            let (condition, isComplete) = try historyCondition(descriptor.predicate, db: db)
+            let (condition, isComplete) = try historyCondition(descriptor.predicate, db: db, checksExpiry: checksExpiry)
             let limit = descriptor.fetchLimit > 0 && isComplete && descriptor.sortBy.isEmpty ? Int(clamping: descriptor.fetchLimit) : nil
             let entries = try HistoryLog.entries(where: condition, limit: limit, in: db)
             let decoder = try TombstoneDecoder(db: db)
@@ -51,7 +54,7 @@ extension ModelContext {
         if descriptor.fetchLimit > 0 && result.count > descriptor.fetchLimit {
             result = Array(result.prefix(Int(clamping: descriptor.fetchLimit)))
         }
-        return result.compactMap { $0 as? T }
+        return result
     }
 
     /// Deletes the history transactions that match a descriptor (typically those up to a token
@@ -61,7 +64,7 @@ extension ModelContext {
         let descriptor = try defaultDescriptor(descriptor)
         let store = container.store
         let ids: [Int64]
-        let translated = try store.read { db in try historyCondition(descriptor.predicate, db: db) }
+        let translated = try store.read { db in try historyCondition(descriptor.predicate, db: db, checksExpiry: false) }
         if descriptor.sortBy.isEmpty, descriptor.fetchLimit == 0, translated.isComplete {
             let condition = translated.condition
             ids = try store.read { db in
@@ -69,7 +72,7 @@ extension ModelContext {
                 return try Int64.fetchAll(db, sql: "SELECT id FROM \(quoted(HistoryLog.table))" + (condition.map { " WHERE " + $0.sql } ?? ""), arguments: StatementArguments(condition?.arguments ?? []))
             }
         } else {
-            ids = try fetchHistory(descriptor).map(\.id)
+            ids = try fetchHistory(descriptor, checksExpiry: false).map(\.id)
         }
         guard !ids.isEmpty else { return }
         try store.write { db in try HistoryLog.delete(ids, in: db) }
@@ -84,15 +87,27 @@ extension ModelContext {
 
     /// The SQL condition of a history predicate and whether it is the whole predicate; throws
     /// when it compares a token that has expired.
-    private func historyCondition(_ predicate: Predicate<DefaultHistoryTransaction>?, db: Database) throws -> (condition: (sql: String, arguments: [DatabaseValue])?, isComplete: Bool) {
+    ///
+    /// Every token the predicate holds counts, translated or not: one older than the deleted
+    /// transactions, or one of another store (this store's transactions cannot be placed after
+    /// it), has expired. `deleteHistory` passes `checksExpiry: false`: trimming up to an old
+    /// token is harmless.
+    private func historyCondition(_ predicate: Predicate<DefaultHistoryTransaction>?, db: Database, checksExpiry: Bool = true) throws -> (condition: (sql: String, arguments: [DatabaseValue])?, isComplete: Bool) {
         guard let predicate else { return (nil, true) }
         let deletedThrough = try HistoryLog.exists(in: db) ? HistoryLog.deletedThrough(in: db) : 0
-        var scope = HistorySQLScope(storeIdentifier: container.store.identifier, deletedThrough: deletedThrough)
-        let translated = HistoryPredicateTranslator.translate(predicate, scope: &scope)
-        if let token = scope.expiredToken {
-            throw SwiftDataError(.historyTokenExpired, "the history token \(token.tokenValue ?? [:]) is older than the oldest transaction kept (transactions up to \(deletedThrough) were deleted)")
+        let store = container.store.identifier
+        if checksExpiry {
+            for token in HistoryPredicateTranslator.tokens(in: predicate.expression) {
+                guard let transaction = token.transaction(in: store) else {
+                    throw SwiftDataError(.historyTokenExpired, "the history token \(token.tokenValue ?? [:]) belongs to another store, not \(store)")
+                }
+                if transaction < deletedThrough {
+                    throw SwiftDataError(.historyTokenExpired, "the history token \(token.tokenValue ?? [:]) is older than the oldest transaction kept (transactions up to \(deletedThrough) were deleted)")
+                }
+            }
         }
-        return translated
+        var scope = HistorySQLScope(storeIdentifier: store)
+        return HistoryPredicateTranslator.translate(predicate, scope: &scope)
     }
 
     /// A transaction of the public API from a log entry.

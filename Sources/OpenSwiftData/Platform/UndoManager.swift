@@ -86,10 +86,14 @@ open class UndoManager {
     }
 
     /// Records how to undo an operation on `target`: `handler` is called with it by ``undo()``
-    /// (or ``redo()``, for a registration made while undoing).
+    /// (or ``redo()``, for a registration made while undoing). The target is not retained.
     open func registerUndo<Target: AnyObject>(withTarget target: Target, handler: @escaping (Target) -> Void) {
         guard isUndoRegistrationEnabled else { return }
-        let action = Action.call { handler(target) }
+        // The target is not retained (as Foundation's undo manager does not retain it): an
+        // action whose target is gone does nothing.
+        let action = Action.call { [weak target] in
+            if let target { handler(target) }
+        }
         if openGroups.isEmpty {
             push(Step(actions: [action], name: ""))
         } else {
@@ -131,6 +135,7 @@ open class UndoManager {
         undoStack.removeAll()
         redoStack.removeAll()
         openGroups.removeAll()
+        openGroupName = ""
     }
 
     /// Stops recording registrations until ``enableUndoRegistration()`` (calls nest).

@@ -86,6 +86,14 @@ enum HistoryLog {
         return max(largestNow, largestEver) + 1
     }
 
+    /// Records the table's largest key as used, unless the sequence already knows the entity.
+    static func seedPrimaryKeySequence(of entity: String, in db: Database) throws {
+        try db.execute(
+            sql: "INSERT OR IGNORE INTO \(quoted(sequenceTable)) (entity, largest) SELECT ?, COALESCE(MAX(\(quoted(TableDescription.primaryKey))), 0) FROM \(quoted(entity))",
+            arguments: [entity]
+        )
+    }
+
     /// Records the largest primary key given to a row of `entity`.
     static func recordLargestPrimaryKey(_ key: Int64, of entity: String, in db: Database) throws {
         try db.execute(

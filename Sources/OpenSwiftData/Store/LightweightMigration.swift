@@ -62,7 +62,8 @@ struct LightweightMigration {
         // entities are still related through a table of another name is a renamed relationship:
         // dropping it would lose the links, so that is refused.
         for table in existingTables.sorted() where !wanted.contains(table) && renamed[table] == nil {
-            let targets = Set(try String.fetchAll(db, sql: "SELECT \"table\" FROM pragma_foreign_key_list(?)", arguments: [table]))
+            // Targets under their new names: an entity renamed renames its join tables too.
+            let targets = Set(try String.fetchAll(db, sql: "SELECT \"table\" FROM pragma_foreign_key_list(?)", arguments: [table]).map { renamed[$0] ?? $0 })
             let isJoinTable = Set(try String.fetchAll(db, sql: "SELECT name FROM pragma_table_info(?)", arguments: [table])) == [JoinTableDescription.sourceColumn, JoinTableDescription.targetColumn]
             if isJoinTable, !targets.isEmpty,
                let successor = layout.joinTables.first(where: { Set([$0.sourceTable, $0.targetTable]) == targets }),

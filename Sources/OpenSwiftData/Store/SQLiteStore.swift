@@ -72,7 +72,11 @@ final class SQLiteStore: Sendable {
             }
             if !readOnly {
                 try wrap("creating the history log of \(path)") {
-                    try pool.write { db in for statement in HistoryLog.createStatements { try db.execute(sql: statement) } }
+                    try pool.write { db in
+                        for statement in HistoryLog.createStatements { try db.execute(sql: statement) }
+                        // A store made before the sequence existed: its keys so far are taken.
+                        for table in layout.tables { try HistoryLog.seedPrimaryKeySequence(of: table.name, in: db) }
+                    }
                 }
             }
             return SQLiteStore(writer: pool, identifier: existingIdentifier, layout: layout, isReadOnly: readOnly)
