@@ -141,6 +141,34 @@ enum ContactsRenamed {
     }
 }
 
+/// An entity with a many-to-many relationship, then the same entity renamed.
+enum TripsWithTags {
+    @Model final class Trip {
+        var name: String
+        var tags: [Label] = []
+        init(name: String) { self.name = name }
+    }
+
+    @Model final class Label {
+        var text: String
+        init(text: String) { self.text = text }
+    }
+}
+
+enum TripsRenamed {
+    @Model final class Journey {
+        static var originalEntityName: String? { "Trip" }
+        var name: String
+        var tags: [Label] = []
+        init(name: String) { self.name = name }
+    }
+
+    @Model final class Label {
+        var text: String
+        init(text: String) { self.text = text }
+    }
+}
+
 @Suite("Lightweight migrations")
 struct MigrationTests {
     /// A version-1 store with two groups and three contacts (two named "Ada").
@@ -235,6 +263,28 @@ struct MigrationTests {
         #expect(fresh.persistentModelID != old.persistentModelID)
         #expect(fresh.persistentModelID.rowID == 3, "keys 1 (friends) and 2 (the deleted group) stay taken")
         #expect(try ModelContext(container).fetchCount(FetchDescriptor<ContactsRenamed.Team>()) == 2)
+    }
+
+    @Test("renaming an entity whose many-to-many links are stored in a join table is refused, not silently emptied")
+    func entityRenameWithJoinTable() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let url = directory.file("trips.store")
+        do {
+            let container = try ModelContainer(for: TripsWithTags.Trip.self, TripsWithTags.Label.self, configurations: ModelConfiguration(url: url))
+            let context = ModelContext(container)
+            let trip = TripsWithTags.Trip(name: "Lisbon")
+            context.insert(trip)
+            trip.tags = [TripsWithTags.Label(text: "sunny")]
+            try context.save()
+        }
+        let error = #expect(throws: SwiftDataError.self) {
+            _ = try ModelContainer(for: TripsRenamed.Journey.self, TripsRenamed.Label.self, configurations: ModelConfiguration(url: url))
+        }
+        #expect(error?.detail.contains("now lives in") == true, "refused for the join table: \(String(describing: error))")
+        let container = try ModelContainer(for: TripsWithTags.Trip.self, TripsWithTags.Label.self, configurations: ModelConfiguration(url: url))
+        let trip = try #require(try ModelContext(container).fetch(FetchDescriptor<TripsWithTags.Trip>()).first)
+        #expect(trip.tags.map(\.text) == ["sunny"])
     }
 
     @Test("a type change is refused with a typed error naming the property, and the store is untouched")

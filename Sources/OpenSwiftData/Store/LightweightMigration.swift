@@ -68,7 +68,7 @@ struct LightweightMigration {
             if isJoinTable, !targets.isEmpty,
                let successor = layout.joinTables.first(where: { Set([$0.sourceTable, $0.targetTable]) == targets }),
                try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(quoted(table)))") == true {
-                throw SwiftDataError(.incompatibleSchema, "the relationship stored in \(table) now lives in \(successor.name) (a relationship renamed or its inverse changed); a lightweight migration would lose its links, so the store was not changed", entity: successor.sourceTable)
+                throw SwiftDataError(.incompatibleSchema, "the relationship stored in \(table) now lives in \(successor.name) (a relationship or its entity renamed, or its inverse changed); a lightweight migration would lose its links, so the store was not changed", entity: successor.sourceTable)
             }
             steps.append(Step(sql: "DROP TABLE \(quoted(table))", purpose: "remove the table \(table), whose entity or relationship is no longer in the schema"))
         }
