@@ -7,7 +7,7 @@ extension ModelContext {
     /// argument), instead of one query per model on first read.
     func prefetch<T: PersistentModel>(_ keyPaths: [PartialKeyPath<T>], of models: [T], layout: EntityLayout) {
         guard !keyPaths.isEmpty, !models.isEmpty else { return }
-        let storages = models.map(\.storageBase)
+        let storages = models.map { $0.storageBase }
         for keyPath in keyPaths {
             guard let index = layout.propertyIndex(of: keyPath), let relationship = layout.properties[index].relationship,
                   let destination = container.layout(named: relationship.destinationName)
@@ -52,7 +52,13 @@ extension ModelContext {
         }
         guard !waiting.isEmpty else { return }
         let keys = jsonArray(waiting.compactMap(\.rowKey))
-        var groups: [Int64: [RelatedRef]] = [:]
+        // The position in `waiting` of each owner's key, and each related model's owner position.
+        var positions: [Int64: Int] = [:]
+        positions.reserveCapacity(waiting.count)
+        for (position, storage) in waiting.enumerated() {
+            if let key = storage.rowKey { positions[key] = position }
+        }
+        var members: [(owner: Int, ref: RelatedRef)] = []
         switch relationship.storage {
         case .foreignKey:
             return
@@ -60,7 +66,8 @@ extension ModelContext {
             guard let inverseName = relationship.inverseName,
                   let inverse = destination.properties.first(where: { $0.name == inverseName })
             else { return }
-            let related = try materializeRefs(destination, query: SelectBuilder.rows(destination.table, column: inverseName, in: keys))
+            let related = try materializeRefs(destination, query: SelectBuilder.rows(destination.table, groupedBy: inverseName, in: keys))
+            members.reserveCapacity(related.count)
             for ref in related {
                 let owner: Int64?
                 switch ref.base.toOneSlot(inverse) {
@@ -68,7 +75,7 @@ extension ModelContext {
                 case let .loaded(target): owner = target?.base.rowKey
                 case .notLoaded: owner = nil
                 }
-                if let owner { groups[owner, default: []].append(ref) }
+                if let owner, let position = positions[owner] { members.append((position, ref)) }
             }
         case let .joinTable(table, isSource, _):
             let near = quoted(isSource ? JoinTableDescription.sourceColumn : JoinTableDescription.targetColumn)
@@ -81,17 +88,30 @@ extension ModelContext {
             if !missing.isEmpty {
                 _ = try materializeRefs(destination, query: SelectBuilder.rows(destination.table, primaryKeyIn: jsonArray(missing)))
             }
+            members.reserveCapacity(pairs.count)
             for pair in pairs {
-                if let registration = identityMap[destination.name]?[pair.far] { groups[pair.near, default: []].append(RelatedRef(registration)) }
+                if let position = positions[pair.near], let registration = identityMap[destination.name]?[pair.far] {
+                    members.append((position, RelatedRef(registration)))
+                }
             }
         }
-        for storage in waiting {
-            guard let key = storage.rowKey else { continue }
+        // Each owner's list is built at its final size, in the order the rows came.
+        var counts = [Int](repeating: 0, count: waiting.count)
+        for member in members { counts[member.owner] += 1 }
+        var groups = counts.map { count -> [RelatedRef] in
+            var group: [RelatedRef] = []
+            group.reserveCapacity(count)
+            return group
+        }
+        for member in members { groups[member.owner].append(member.ref) }
+        members = []
+        for (position, storage) in waiting.enumerated() {
             if relationship.isToMany {
-                storage.writeSlot(property, ToManySlot.loaded(groups[key] ?? []), change: false)
+                storage.writeSlot(property, ToManySlot.loaded(groups[position]), change: false)
             } else {
-                storage.writeSlot(property, ToOneSlot.loaded(groups[key]?.first), change: false)
+                storage.writeSlot(property, ToOneSlot.loaded(groups[position].first), change: false)
             }
+            groups[position] = []
         }
     }
 
