@@ -302,8 +302,8 @@ final class ModelStorage<Model: PersistentModel>: AnyModelStorage, BackingData {
 
     @usableFromInline
     func getValue<Value: RelationshipCollection>(forKey key: KeyPath<Model, Value>) -> Value {
-        let refs = relationshipProperty(for: key).flatMap { relatedMany($0) }
-        return Value(_$models: refs?.compactMap { $0.model as? Value.PersistentElement })
+        let refs = relationshipProperty(for: key).flatMap { storedMany($0) }
+        return Value(_$models: refs.map { RelatedRef.models($0, of: Value.PersistentElement.self) })
     }
 
     @usableFromInline
