@@ -121,15 +121,20 @@ struct TypedCodec<T> {
 
     /// Creates a codec. Always inlined, so that the slot closures are specialized wherever `T`
     /// is a concrete type (the scalar codecs), rather than going through generic value witnesses.
+    /// `readIntoSlot`, when given, must initialize the slot with what `read` returns.
     @inline(__always)
-    init(columnType: ColumnType, storageName: String, sortsLikeSwift: Bool = true, isJSONScalar: Bool = true, encode: @escaping (T) throws -> DatabaseValue, read: @escaping (SQLiteStatement, CInt) throws -> T) {
+    init(
+        columnType: ColumnType, storageName: String, sortsLikeSwift: Bool = true, isJSONScalar: Bool = true,
+        encode: @escaping (T) throws -> DatabaseValue, read: @escaping (SQLiteStatement, CInt) throws -> T,
+        readIntoSlot: ((SQLiteStatement, CInt, UnsafeMutableRawPointer) throws -> Void)? = nil
+    ) {
         self.columnType = columnType
         self.storageName = storageName
         self.sortsLikeSwift = sortsLikeSwift
         self.isJSONScalar = isJSONScalar
         self.encode = encode
         self.read = read
-        self.readIntoSlot = { statement, index, slot in slot.initializeMemory(as: T.self, to: try read(statement, index)) }
+        self.readIntoSlot = readIntoSlot ?? { statement, index, slot in slot.initializeMemory(as: T.self, to: try read(statement, index)) }
         self.encodeSlot = { slot in try encode(slot.load(as: T.self)) }
     }
 
@@ -187,13 +192,24 @@ struct TypedCodec<T> {
         // The closures capture only the raw codec's closures they call, not the whole codec.
         let encodeRaw = raw.encode
         let readRaw = raw.read
-        return TypedCodec<R>(columnType: raw.columnType, storageName: "\(R.self)(raw: \(raw.storageName))", sortsLikeSwift: false, isJSONScalar: raw.isJSONScalar, encode: { value in
-            try encodeRaw(value.rawValue)
-        }, read: { statement, index in
+        let read: (SQLiteStatement, CInt) throws -> R = { statement, index in
             let rawValue = try readRaw(statement, index)
             guard let value = R(rawValue: rawValue) else { throw ValueCodecError("stored raw value \(rawValue) is not a case of \(R.self)") }
             return value
-        })
+        }
+        // A stored value of a known case is copied in as bytes: generic code that is not
+        // specialized would look `Optional<R>`'s metadata up for every row.
+        let readIntoSlot: ((SQLiteStatement, CInt, UnsafeMutableRawPointer) throws -> Void)? = CaseTable.make(R.self, encode: encodeRaw).map { table in
+            { statement, index, slot in
+                if !table.copy(DatabaseValue(sqliteStatement: statement, index: index), into: slot) {
+                    slot.initializeMemory(as: R.self, to: try read(statement, index))
+                }
+            }
+        }
+        return TypedCodec<R>(
+            columnType: raw.columnType, storageName: "\(R.self)(raw: \(raw.storageName))", sortsLikeSwift: false, isJSONScalar: raw.isJSONScalar,
+            encode: { value in try encodeRaw(value.rawValue) }, read: read, readIntoSlot: readIntoSlot
+        )
     }
 
     private static func json<C: Codable>(_ type: C.Type) -> TypedCodec<C> {
