@@ -11,7 +11,7 @@ enum PrefetchProbe {
         if !FileManager.default.fileExists(atPath: store.path) {
             try RelationshipBenchmark.populate(store, parents: RelationshipBenchmark.parentCount, children: RelationshipBenchmark.childrenPerParent)
         }
-        let clock = ContinuousClock()
+        let clock = ProbeClock()
         for round in 1...5 {
             var container: ModelContainer? = nil
             let open = try clock.measure { container = try RelationshipBenchmark.container(store) }
