@@ -20,62 +20,64 @@ extension ModelContext {
     /// Runs a query and turns its rows into models, reusing instances already registered here.
     /// `columns` are the selected columns after the primary key (nil: all of them).
     func materialize<T: PersistentModel>(_ type: T.Type, layout: EntityLayout, query: SelectQuery, columns: [PropertyLayout]? = nil) throws -> [T] {
-        let registrations = try materializeRegistrations(layout: layout, query: query, columns: columns, make: Self.maker(T.self)) { $0 is T }
-        let count = registrations.count
-        guard count > 0 else { return [] }
-        return [T](unsafeUninitializedCapacity: count) { buffer, initialized in
-            guard let base = buffer.baseAddress else { return }
-            registrations.withUnsafeBufferPointer { registrations in
-                for index in 0..<count {
-                    // Every model is `T`: made by `T`'s maker, or a registered instance that
-                    // passed the `is T` check.
-                    (base + index).initialize(to: unsafeDowncast(registrations[index].model as AnyObject, to: T.self))
-                }
-            }
-            initialized = count
+        let models = ModelCollector()
+        try materializeRows(layout: layout, query: query, columns: columns, make: Self.maker(T.self), isInstance: { $0 is T }) { registration in
+            models.append(registration.model as AnyObject)
         }
+        // Every model is a `T`: made by `T`'s maker, or a registered instance that passed the
+        // `is T` check.
+        return models.take(as: T.self)
     }
 
     /// Runs a query of any entity and returns references to the (registered) models.
     func materializeRefs(_ layout: EntityLayout, query: SelectQuery) throws -> [RelatedRef] {
-        try materializeRegistrations(layout: layout, query: query).map(RelatedRef.init)
+        var refs: [RelatedRef] = []
+        try materializeRows(layout: layout, query: query) { refs.append(RelatedRef($0)) }
+        return refs
     }
 
     /// Loads one row by primary key, or returns nil when it does not exist.
     func load(layout: EntityLayout, primaryKey: Int64) throws -> (any PersistentModel)? {
-        try materializeRegistrations(layout: layout, query: SelectBuilder.row(layout.table, primaryKey: primaryKey)).first?.model
-    }
-
-    /// ``materializeRegistrations(layout:query:columns:make:isInstance:)`` for the layout's own
-    /// model type.
-    private func materializeRegistrations(layout: EntityLayout, query: SelectQuery) throws -> ContiguousArray<Registration> {
-        func open<T: PersistentModel>(_ type: T.Type) throws -> ContiguousArray<Registration> {
-            try materializeRegistrations(layout: layout, query: query, columns: nil, make: Self.maker(T.self)) { $0 is T }
+        var model: (any PersistentModel)?
+        try materializeRows(layout: layout, query: SelectBuilder.row(layout.table, primaryKey: primaryKey)) { registration in
+            if model == nil { model = registration.model }
         }
-        return try open(layout.modelType)
+        return model
     }
 
-    /// The models of a query's rows, in row order, as registrations: the instance registered here
-    /// for a row when there is one (and `isInstance` accepts it), else a new model made by `make`
-    /// and registered.
-    private func materializeRegistrations(
+    /// ``materializeRows(layout:query:columns:make:isInstance:collect:)`` for the layout's own
+    /// model type and all of its columns.
+    func materializeRows(layout: EntityLayout, query: SelectQuery, collect: (Registration) -> Void) throws {
+        func open<T: PersistentModel>(_ type: T.Type) throws {
+            try materializeRows(layout: layout, query: query, columns: nil, make: Self.maker(T.self), isInstance: { $0 is T }, collect: collect)
+        }
+        try open(layout.modelType)
+    }
+
+    /// Turns a query's rows into models and hands each to `collect`, in row order, while it is
+    /// still in the cache: the instance registered here for a row when there is one (and
+    /// `isInstance` accepts it), else a new model made by `make` and registered.
+    private func materializeRows(
         layout: EntityLayout, query: SelectQuery, columns: [PropertyLayout]?,
-        make: ModelMaker, isInstance: (any PersistentModel) -> Bool
-    ) throws -> ContiguousArray<Registration> {
-        var registered = identityMap.removeValue(forKey: layout.name) ?? [:]
+        make: ModelMaker, isInstance: (any PersistentModel) -> Bool, collect: (Registration) -> Void
+    ) throws {
+        var registered: RegistrationTable
+        if let existing = identityMap[layout.name] {
+            registered = existing
+        } else {
+            registered = RegistrationTable()
+            identityMap[layout.name] = registered
+        }
         // With nothing registered yet (a fresh context), no row can be a known instance: skip the
-        // lookups, and register the new models once the rows are read, in a table sized for all
-        // of them (growing it row by row rehashes it again and again).
+        // lookups, and append the new models without hashing them.
         let lookUp = !registered.isEmpty
-        defer { identityMap[layout.name] = registered }
         let reader = RowReader(layout: layout, columns: columns)
         let generation = container.generation
         let container = self.container
-        let results = try container.store.read { db -> ContiguousArray<Registration> in
+        try container.store.read { db in
             let statement = try db.cachedStatement(sql: query.sql)
             statement.setUncheckedArguments(query.arguments)
             let cursor = try Row.fetchCursor(statement)
-            var results = ContiguousArray<Registration>()
             try Materialization.run {
                 while try cursor.next() != nil {
                     let primaryKey = reader.primaryKey(statement)
@@ -90,7 +92,7 @@ extension ModelContext {
                             storage.loadedGeneration = generation
                             for property in changed { existing.model._$notifyObservers(ofChangeTo: property.keyPath) }
                         }
-                        results.append(existing)
+                        collect(existing)
                         continue
                     }
                     let registration = make(layout, try reader.values(statement, primaryKey: primaryKey))
@@ -100,19 +102,14 @@ extension ModelContext {
                     storage.context = self
                     storage.container = container
                     storage.loadedGeneration = generation
-                    if lookUp { registered[primaryKey] = registration }
-                    results.append(registration)
+                    collect(registration)
+                    if lookUp {
+                        registered[primaryKey] = registration
+                    } else {
+                        registered.appendNew(primaryKey, registration)
+                    }
                 }
             }
-            return results
         }
-        if !lookUp {
-            registered.reserveCapacity(results.count)
-            for registration in results {
-                // Set by the loop above for every new model.
-                if let primaryKey = registration.storage.primaryKey { registered[primaryKey] = registration }
-            }
-        }
-        return results
     }
 }

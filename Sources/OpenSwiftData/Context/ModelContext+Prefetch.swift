@@ -32,7 +32,7 @@ extension ModelContext {
             if case let .fault(key?) = storage.toOneSlot(property), identityMap[destination.name]?[key] == nil { missing.insert(key) }
         }
         if !missing.isEmpty {
-            _ = try materializeRefs(destination, query: SelectBuilder.rows(destination.table, primaryKeyIn: jsonArray(missing)))
+            try materializeRows(layout: destination, query: SelectBuilder.rows(destination.table, primaryKeyIn: jsonArray(missing))) { _ in }
         }
         for storage in storages {
             guard case let .fault(key) = storage.toOneSlot(property) else { continue }
@@ -66,16 +66,15 @@ extension ModelContext {
             guard let inverseName = relationship.inverseName,
                   let inverse = destination.properties.first(where: { $0.name == inverseName })
             else { return }
-            let related = try materializeRefs(destination, query: SelectBuilder.rows(destination.table, groupedBy: inverseName, in: keys))
-            members.reserveCapacity(related.count)
-            for ref in related {
+            // Each related model's owner is read as the model is made, while it is in the cache.
+            try materializeRows(layout: destination, query: SelectBuilder.rows(destination.table, groupedBy: inverseName, in: keys)) { registration in
                 let owner: Int64?
-                switch ref.base.toOneSlot(inverse) {
+                switch registration.storage.toOneSlot(inverse) {
                 case let .fault(key): owner = key
                 case let .loaded(target): owner = target?.base.rowKey
                 case .notLoaded: owner = nil
                 }
-                if let owner, let position = positions[owner] { members.append((position, ref)) }
+                if let owner, let position = positions[owner] { members.append((position, RelatedRef(registration))) }
             }
         case let .joinTable(table, isSource, _):
             let near = quoted(isSource ? JoinTableDescription.sourceColumn : JoinTableDescription.targetColumn)
@@ -86,7 +85,7 @@ extension ModelContext {
             }
             let missing = Set(pairs.map(\.far)).filter { identityMap[destination.name]?[$0] == nil }
             if !missing.isEmpty {
-                _ = try materializeRefs(destination, query: SelectBuilder.rows(destination.table, primaryKeyIn: jsonArray(missing)))
+                try materializeRows(layout: destination, query: SelectBuilder.rows(destination.table, primaryKeyIn: jsonArray(missing))) { _ in }
             }
             members.reserveCapacity(pairs.count)
             for pair in pairs {

@@ -23,7 +23,7 @@ public final class ModelContext: Equatable {
         didSet { if autosaveEnabled && hasChanges { scheduleAutosave() } }
     }
 
-    var identityMap: [String: [Int64: Registration]] = [:]
+    var identityMap: [String: RegistrationTable] = [:]
     var inserted = PendingList()
     var changed = PendingList()
     var deleted = PendingList()
