@@ -14,12 +14,14 @@ struct RowReader {
         /// counting); `.codec` uses `read`.
         let kind: Kind
         let read: (SQLiteStatement, CInt, UnsafeMutableRawPointer) throws -> Void
+        /// The cases of a raw-value enum (``Kind/cases``).
+        let cases: CaseTable?
     }
 
     /// The scalar types read inline, by their codec's storage name.
     private enum Kind {
         case int, optionalInt, double, optionalDouble, bool, optionalBool
-        case string, optionalString, date, optionalDate, codec
+        case string, optionalString, date, optionalDate, cases, codec
 
         init(storageName: String) {
             switch storageName {
@@ -58,7 +60,8 @@ struct RowReader {
         reads = columns.map { property in
             ColumnRead(
                 slotOffset: slots.offsets[property.index], flagOffset: slots.flagsOffset + property.index,
-                kind: Kind(storageName: property.codec.storageName), read: property.codec.readIntoSlot
+                kind: property.codec.cases == nil ? Kind(storageName: property.codec.storageName) : .cases,
+                read: property.codec.readIntoSlot, cases: property.codec.cases
             )
         }
         initialValues = layout.properties.compactMap { property in
@@ -125,6 +128,8 @@ struct RowReader {
                         slot.initializeMemory(as: Date?.self, to: Date(timeIntervalSinceReferenceDate: sqlite3_column_double(sqliteStatement, position)))
                     case (.optionalDate, SQLITE_NULL):
                         slot.initializeMemory(as: Date?.self, to: nil)
+                    case (.cases, _) where column.cases?.read(sqliteStatement, position, into: slot) == true:
+                        break
                     default:
                         do {
                             try column.read(sqliteStatement, position, slot)
