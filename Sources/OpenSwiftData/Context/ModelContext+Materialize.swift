@@ -74,6 +74,7 @@ extension ModelContext {
         let reader = RowReader(layout: layout, columns: columns)
         let generation = container.generation
         let container = self.container
+        let link = self.link
         try container.store.read { db in
             let statement = try db.cachedStatement(sql: query.sql)
             statement.setUncheckedArguments(query.arguments)
@@ -99,7 +100,7 @@ extension ModelContext {
                     let storage = registration.storage
                     storage.primaryKey = primaryKey
                     storage.state = .registered
-                    storage.context = self
+                    storage.contextLink = link
                     storage.container = container
                     storage.loadedGeneration = generation
                     collect(registration)
