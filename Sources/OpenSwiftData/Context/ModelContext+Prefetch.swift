@@ -58,7 +58,7 @@ extension ModelContext {
         for (position, storage) in waiting.enumerated() {
             if let key = storage.rowKey { positions[key] = position }
         }
-        var members: [(owner: Int, ref: RelatedRef)] = []
+        var related = RelatedGroups(owners: waiting.count)
         switch relationship.storage {
         case .foreignKey:
             return
@@ -74,7 +74,7 @@ extension ModelContext {
                 case let .loaded(target): owner = target?.base.rowKey
                 case .notLoaded: owner = nil
                 }
-                if let owner, let position = positions[owner] { members.append((position, RelatedRef(registration))) }
+                if let owner, let position = positions[owner] { related.add(RelatedRef(registration), owner: position) }
             }
         case let .joinTable(table, isSource, _):
             let near = quoted(isSource ? JoinTableDescription.sourceColumn : JoinTableDescription.targetColumn)
@@ -87,23 +87,13 @@ extension ModelContext {
             if !missing.isEmpty {
                 try materializeRows(layout: destination, query: SelectBuilder.rows(destination.table, primaryKeyIn: jsonArray(missing))) { _ in }
             }
-            members.reserveCapacity(pairs.count)
             for pair in pairs {
                 if let position = positions[pair.near], let registration = identityMap[destination.name]?[pair.far] {
-                    members.append((position, RelatedRef(registration)))
+                    related.add(RelatedRef(registration), owner: position)
                 }
             }
         }
-        // Each owner's list is built at its final size, in the order the rows came.
-        var counts = [Int](repeating: 0, count: waiting.count)
-        for member in members { counts[member.owner] += 1 }
-        var groups = counts.map { count -> [RelatedRef] in
-            var group: [RelatedRef] = []
-            group.reserveCapacity(count)
-            return group
-        }
-        for member in members { groups[member.owner].append(member.ref) }
-        members = []
+        var groups = related.finish()
         for (position, storage) in waiting.enumerated() {
             if relationship.isToMany {
                 storage.writeSlot(property, ToManySlot.loaded(groups[position]), change: false)
@@ -117,5 +107,47 @@ extension ModelContext {
     /// Keys as a JSON array, bound as one argument and read with `json_each`.
     private func jsonArray<S: Sequence>(_ keys: S) -> String where S.Element == Int64 {
         "[" + keys.map(String.init).joined(separator: ",") + "]"
+    }
+}
+
+/// The related models of each owner, gathered as they arrive. The rows come grouped by owner:
+/// a run of one owner's models is moved into its list whole (no model is copied from one array
+/// into another), and the next run starts with room for as many as the last one had.
+private struct RelatedGroups {
+    private var groups: [[RelatedRef]]
+    private var run: [RelatedRef] = []
+    private var runOwner: Int?
+
+    init(owners: Int) {
+        groups = Array(repeating: [], count: owners)
+    }
+
+    /// Adds a related model of the owner at position `owner`.
+    mutating func add(_ ref: consuming RelatedRef, owner: Int) {
+        if owner != runOwner {
+            flush()
+            runOwner = owner
+        }
+        run.append(ref)
+    }
+
+    /// Each owner's models, in the order they arrived.
+    mutating func finish() -> [[RelatedRef]] {
+        flush()
+        return groups
+    }
+
+    private mutating func flush() {
+        guard let owner = runOwner else { return }
+        let size = run.count
+        if groups[owner].isEmpty {
+            swap(&groups[owner], &run)
+        } else {
+            // The owner's models did not all come together: the run joins the earlier ones.
+            groups[owner].append(contentsOf: run)
+            run.removeAll()
+        }
+        run.reserveCapacity(size)
+        runOwner = nil
     }
 }
