@@ -8,7 +8,7 @@ enum PhaseProbe {
     static let flag = "--phases"
 
     static func run(osdStore: URL, grdbStore: URL) throws {
-        let clock = ContinuousClock()
+        let clock = ProbeClock()
         for round in 1...3 {
             let container = try OpenSwiftDataContender.openContainer(at: osdStore)
             var items: [BenchItem]? = nil

@@ -77,11 +77,11 @@ enum RelationshipBenchmark {
         ]
     }
 
-    private static func container(_ url: URL) throws -> ModelContainer {
+    static func container(_ url: URL) throws -> ModelContainer {
         try ModelContainer(for: BenchParent.self, configurations: ModelConfiguration(url: url))
     }
 
-    private static func populate(_ url: URL, parents: Int, children: Int) throws {
+    static func populate(_ url: URL, parents: Int, children: Int) throws {
         Workbench.removeStore(url)
         let context = ModelContext(try container(url))
         for number in 0..<parents {
@@ -121,7 +121,7 @@ enum RelationshipBenchmark {
     }
 
     /// Hand-written GRDB: one LEFT JOIN, rows decoded by hand into parents holding children.
-    private static func joinedChildCount(_ url: URL) throws -> Int {
+    static func joinedChildCount(_ url: URL) throws -> Int {
         let pool = try DatabasePool(path: url.path)
         let parents = try pool.read { db -> [Parent] in
             let rows = try Row.fetchCursor(db, sql: """

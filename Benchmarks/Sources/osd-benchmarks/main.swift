@@ -5,9 +5,11 @@ import Foundation
 /// `osd-benchmarks --memory-child osd|grdb <store path>` is the child process that the memory
 /// probe launches, and `--prepare-store osd|grdb <store path> <count>` the one that populates its
 /// stores; neither is meant to be run by hand. `osd-benchmarks --relationships` runs only the
-/// relationship table, `osd-benchmarks --queries` only the query table, `osd-benchmarks
-/// --migration` the migration figures, `osd-benchmarks --insert` only the insert row, `osd-benchmarks --concurrency [seconds]` writer
-/// and reader actors on one store and a live query's latency (not part of the full run: it writes 2.2 million rows).
+/// relationship table (`--prefetch-phases <store>` its prefetch row's phases), `osd-benchmarks
+/// --queries` only the query table, `osd-benchmarks --insert` only the insert row,
+/// `osd-benchmarks --concurrency [seconds]` writer and reader actors on one store and a live
+/// query's latency, `osd-benchmarks --migration` the migration figures (not part of the full
+/// run: it writes 2.2 million rows).
 let arguments = CommandLine.arguments
 do {
     if arguments.count == 4, arguments[1] == MemoryProbe.childFlag {
@@ -16,6 +18,8 @@ do {
         try contender(named: arguments[2]).populate(at: URL(fileURLWithPath: arguments[3]), count: count)
     } else if arguments.count == 4, arguments[1] == PhaseProbe.flag {
         try PhaseProbe.run(osdStore: URL(fileURLWithPath: arguments[2]), grdbStore: URL(fileURLWithPath: arguments[3]))
+    } else if arguments.count == 3, arguments[1] == PrefetchProbe.flag {
+        try PrefetchProbe.run(store: URL(fileURLWithPath: arguments[2]))
     } else if arguments.count == 2, arguments[1] == "--relationships" {
         let workbench = try Workbench()
         defer { workbench.removeAll() }

@@ -184,64 +184,6 @@ extension ModelContext {
         return columns.count == layout.columns.count ? nil : columns
     }
 
-    /// Runs a query and turns its rows into models, reusing instances already registered here.
-    /// `columns` are the selected columns after the primary key (nil: all of them).
-    func materialize<T: PersistentModel>(_ type: T.Type, layout: EntityLayout, query: SelectQuery, columns: [PropertyLayout]? = nil) throws -> [T] {
-        var registered = identityMap.removeValue(forKey: layout.name) ?? [:]
-        // With nothing registered yet (a fresh context), no row can be a known instance: skip the
-        // lookups. Registrations go straight into the table (growing it moves entries without
-        // retaining them; collecting them first and copying would retain and release each twice).
-        let lookUp = !registered.isEmpty
-        defer { identityMap[layout.name] = registered }
-        let reader = RowReader(layout: layout, columns: columns)
-        let generation = container.generation
-        return try container.store.read { db in
-            let statement = try db.cachedStatement(sql: query.sql)
-            statement.setUncheckedArguments(query.arguments)
-            let cursor = try Row.fetchCursor(statement)
-            var results: [T] = []
-            try Materialization.run {
-                while try cursor.next() != nil {
-                    let primaryKey = reader.primaryKey(statement)
-                    if lookUp, let existing = registered[primaryKey], let model = existing.model as? T {
-                        // Another context may have saved since this instance was read: an
-                        // instance without unsaved changes takes the row's values (and tells its
-                        // observers); one with unsaved changes keeps them (they win at its save).
-                        let storage = existing.storage
-                        if storage.loadedGeneration != generation, storage.state == .registered, !storage.hasChanges {
-                            let fresh = try reader.values(statement, primaryKey: primaryKey)
-                            let changed = storage.refresh(from: fresh, columns: reader.columnProperties)
-                            storage.loadedGeneration = generation
-                            for property in changed { model._$notifyObservers(ofChangeTo: property.keyPath) }
-                        }
-                        results.append(model)
-                        continue
-                    }
-                    let values = try reader.values(statement, primaryKey: primaryKey)
-                    let (model, created) = T._$materialize(layout: layout, values: values)
-                    // `_$materialize` always returns the `ModelStorage<T>` it made.
-                    let storage = unsafeDowncast(created, to: AnyModelStorage.self)
-                    storage.primaryKey = primaryKey
-                    storage.state = .registered
-                    storage.context = self
-                    storage.container = container
-                    storage.loadedGeneration = generation
-                    registered[primaryKey] = Registration(model: model, storage: storage)
-                    results.append(model)
-                }
-            }
-            return results
-        }
-    }
-
-    /// Loads one row by primary key, or returns nil when it does not exist.
-    func load(layout: EntityLayout, primaryKey: Int64) throws -> (any PersistentModel)? {
-        func open<T: PersistentModel>(_ type: T.Type) throws -> (any PersistentModel)? {
-            try materialize(T.self, layout: layout, query: SelectBuilder.row(layout.table, primaryKey: primaryKey)).first
-        }
-        return try open(layout.modelType)
-    }
-
     /// An unregistered instance for an identifier whose row is gone, holding declared defaults.
     func placeholder(layout: EntityLayout, id: PersistentIdentifier) -> any PersistentModel {
         func make<T: PersistentModel>(_ type: T.Type) -> any PersistentModel {

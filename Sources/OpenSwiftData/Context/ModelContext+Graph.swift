@@ -79,14 +79,6 @@ extension ModelContext {
         }
     }
 
-    /// Runs a query of any entity and returns references to the (registered) models.
-    func materializeRefs(_ layout: EntityLayout, query: SelectQuery) throws -> [RelatedRef] {
-        func open<T: PersistentModel>(_ type: T.Type) throws -> [RelatedRef] {
-            try materialize(T.self, layout: layout, query: query).map(RelatedRef.init)
-        }
-        return try open(layout.modelType)
-    }
-
     /// The related models a slot already holds, without loading anything.
     func loadedRefs(_ storage: AnyModelStorage, _ property: PropertyLayout) -> [RelatedRef] {
         if property.relationship?.isToMany == true {

@@ -7,7 +7,7 @@ extension ModelContext {
     /// argument), instead of one query per model on first read.
     func prefetch<T: PersistentModel>(_ keyPaths: [PartialKeyPath<T>], of models: [T], layout: EntityLayout) {
         guard !keyPaths.isEmpty, !models.isEmpty else { return }
-        let storages = models.map(\.storageBase)
+        let storages = models.map { $0.storageBase }
         for keyPath in keyPaths {
             guard let index = layout.propertyIndex(of: keyPath), let relationship = layout.properties[index].relationship,
                   let destination = container.layout(named: relationship.destinationName)
@@ -32,7 +32,7 @@ extension ModelContext {
             if case let .fault(key?) = storage.toOneSlot(property), identityMap[destination.name]?[key] == nil { missing.insert(key) }
         }
         if !missing.isEmpty {
-            _ = try materializeRefs(destination, query: SelectBuilder.rows(destination.table, primaryKeyIn: jsonArray(missing)))
+            try materializeRows(layout: destination, query: SelectBuilder.rows(destination.table, primaryKeyIn: jsonArray(missing))) { _ in }
         }
         for storage in storages {
             guard case let .fault(key) = storage.toOneSlot(property) else { continue }
@@ -52,7 +52,13 @@ extension ModelContext {
         }
         guard !waiting.isEmpty else { return }
         let keys = jsonArray(waiting.compactMap(\.rowKey))
-        var groups: [Int64: [RelatedRef]] = [:]
+        // The position in `waiting` of each owner's key, and each related model's owner position.
+        var positions: [Int64: Int] = [:]
+        positions.reserveCapacity(waiting.count)
+        for (position, storage) in waiting.enumerated() {
+            if let key = storage.rowKey { positions[key] = position }
+        }
+        var related = RelatedGroups(owners: waiting.count)
         switch relationship.storage {
         case .foreignKey:
             return
@@ -60,15 +66,15 @@ extension ModelContext {
             guard let inverseName = relationship.inverseName,
                   let inverse = destination.properties.first(where: { $0.name == inverseName })
             else { return }
-            let related = try materializeRefs(destination, query: SelectBuilder.rows(destination.table, column: inverseName, in: keys))
-            for ref in related {
+            // Each related model's owner is read as the model is made, while it is in the cache.
+            try materializeRows(layout: destination, query: SelectBuilder.rows(destination.table, groupedBy: inverseName, in: keys)) { registration in
                 let owner: Int64?
-                switch ref.base.toOneSlot(inverse) {
+                switch registration.storage.toOneSlot(inverse) {
                 case let .fault(key): owner = key
                 case let .loaded(target): owner = target?.base.rowKey
                 case .notLoaded: owner = nil
                 }
-                if let owner { groups[owner, default: []].append(ref) }
+                if let owner, let position = positions[owner] { related.add(RelatedRef(registration), owner: position) }
             }
         case let .joinTable(table, isSource, _):
             let near = quoted(isSource ? JoinTableDescription.sourceColumn : JoinTableDescription.targetColumn)
@@ -79,24 +85,69 @@ extension ModelContext {
             }
             let missing = Set(pairs.map(\.far)).filter { identityMap[destination.name]?[$0] == nil }
             if !missing.isEmpty {
-                _ = try materializeRefs(destination, query: SelectBuilder.rows(destination.table, primaryKeyIn: jsonArray(missing)))
+                try materializeRows(layout: destination, query: SelectBuilder.rows(destination.table, primaryKeyIn: jsonArray(missing))) { _ in }
             }
             for pair in pairs {
-                if let registration = identityMap[destination.name]?[pair.far] { groups[pair.near, default: []].append(RelatedRef(registration)) }
+                if let position = positions[pair.near], let registration = identityMap[destination.name]?[pair.far] {
+                    related.add(RelatedRef(registration), owner: position)
+                }
             }
         }
-        for storage in waiting {
-            guard let key = storage.rowKey else { continue }
+        var groups = related.finish()
+        for (position, storage) in waiting.enumerated() {
             if relationship.isToMany {
-                storage.writeSlot(property, ToManySlot.loaded(groups[key] ?? []), change: false)
+                storage.writeSlot(property, ToManySlot.loaded(groups[position]), change: false)
             } else {
-                storage.writeSlot(property, ToOneSlot.loaded(groups[key]?.first), change: false)
+                storage.writeSlot(property, ToOneSlot.loaded(groups[position].first), change: false)
             }
+            groups[position] = []
         }
     }
 
     /// Keys as a JSON array, bound as one argument and read with `json_each`.
     private func jsonArray<S: Sequence>(_ keys: S) -> String where S.Element == Int64 {
         "[" + keys.map(String.init).joined(separator: ",") + "]"
+    }
+}
+
+/// The related models of each owner, gathered as they arrive. The rows come grouped by owner:
+/// a run of one owner's models is moved into its list whole (no model is copied from one array
+/// into another), and the next run starts with room for as many as the last one had.
+private struct RelatedGroups {
+    private var groups: [[RelatedRef]]
+    private var run: [RelatedRef] = []
+    private var runOwner: Int?
+
+    init(owners: Int) {
+        groups = Array(repeating: [], count: owners)
+    }
+
+    /// Adds a related model of the owner at position `owner`.
+    mutating func add(_ ref: consuming RelatedRef, owner: Int) {
+        if owner != runOwner {
+            flush()
+            runOwner = owner
+        }
+        run.append(ref)
+    }
+
+    /// Each owner's models, in the order they arrived.
+    mutating func finish() -> [[RelatedRef]] {
+        flush()
+        return groups
+    }
+
+    private mutating func flush() {
+        guard let owner = runOwner else { return }
+        let size = run.count
+        if groups[owner].isEmpty {
+            swap(&groups[owner], &run)
+        } else {
+            // The owner's models did not all come together: the run joins the earlier ones.
+            groups[owner].append(contentsOf: run)
+            run.removeAll()
+        }
+        run.reserveCapacity(size)
+        runOwner = nil
     }
 }

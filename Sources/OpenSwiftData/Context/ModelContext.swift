@@ -42,7 +42,7 @@ public final class ModelContext: Equatable {
     /// The thread using the context now (see ``ContextUser``).
     let user = ContextUser()
 
-    var identityMap: [String: [Int64: Registration]] = [:]
+    var identityMap: [String: RegistrationTable] = [:]
     var inserted = PendingList()
     var changed = PendingList()
     var deleted = PendingList()
@@ -51,6 +51,8 @@ public final class ModelContext: Equatable {
     /// While a save runs: the state of every model it changed, as it was before.
     var journal: [ObjectIdentifier: StorageSnapshot]?
     let isMainContext: Bool
+    /// The weak reference to this context that its models' storages share.
+    let link = ContextLink()
     private var autosaveScheduled = false
     /// Called with the error of a failed autosave (the error is also kept in ``lastAutosaveError``).
     public var autosaveErrorHandler: ((any Error) -> Void)?
@@ -61,12 +63,14 @@ public final class ModelContext: Equatable {
     public init(_ container: ModelContainer) {
         self.container = container
         self.isMainContext = false
+        link.context = self
     }
 
     init(mainContextOf container: ModelContainer) {
         self.container = container
         self.isMainContext = true
         self.autosaveEnabled = true
+        link.context = self
     }
 
     /// Contexts are equal only to themselves.

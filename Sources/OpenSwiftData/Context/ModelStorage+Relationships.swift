@@ -60,9 +60,16 @@ extension AnyModelStorage {
     /// The related models of a to-many relationship (nil for the `nil` of an optional
     /// collection), loading them on first read. Models whose deletion has been saved are left out.
     final func relatedMany(_ property: PropertyLayout) -> [RelatedRef]? {
+        storedMany(property).map(RelatedRef.withoutRemoved)
+    }
+
+    /// The references a to-many relationship holds (nil for the `nil` of an optional
+    /// collection), loading them on first read; models whose deletion has been saved are still
+    /// in (readers leave them out).
+    final func storedMany(_ property: PropertyLayout) -> [RelatedRef]? {
         switch toManySlot(property) {
         case let .loaded(refs):
-            return refs.map(RelatedRef.withoutRemoved)
+            return refs
         case .notLoaded:
             guard let context = loadingContext() else { return [] }
             let refs = context.loadRelated(of: self, property)
@@ -236,6 +243,27 @@ extension RelatedRef {
     /// are none, so nothing is copied on the common path).
     static func withoutRemoved(_ refs: [RelatedRef]) -> [RelatedRef] {
         refs.contains { $0.base.state == .removed } ? refs.filter { $0.base.state != .removed } : refs
+    }
+
+    /// The models of references, as `Element`s, leaving out models whose deletion has been saved
+    /// (and any model of another type).
+    static func models<Element: PersistentModel>(_ refs: [RelatedRef], of type: Element.Type) -> [Element] {
+        let count = refs.count
+        guard count > 0 else { return [] }
+        return [Element](unsafeUninitializedCapacity: count) { buffer, initialized in
+            guard let base = buffer.baseAddress else { return }
+            refs.withUnsafeBufferPointer { refs in
+                for ref in refs where ref.base.state != .removed {
+                    let object = ref.model as AnyObject
+                    // The exact class is the common case: no dynamic cast.
+                    let model = ObjectIdentifier(Swift.type(of: object)) == ObjectIdentifier(Element.self)
+                        ? unsafeDowncast(object, to: Element.self) : object as? Element
+                    guard let model else { continue }
+                    (base + initialized).initialize(to: model)
+                    initialized += 1
+                }
+            }
+        }
     }
 
     /// The related model's storage (always OpenSwiftData's: only the context makes references).

@@ -32,7 +32,12 @@ class AnyModelStorage: RowIdentified {
     /// The container's save generation (truncated) when the values were last read from the
     /// store. Declared next to `state`, it fits in that field's padding.
     final var loadedGeneration: UInt32 = 0
-    final weak var context: ModelContext?
+    /// The context the model is registered in, through the link all of its models share.
+    final var context: ModelContext? {
+        get { contextLink?.context }
+        set { contextLink = newValue?.link }
+    }
+    final var contextLink: ContextLink?
     /// The container of the context that registered the model: relationships of a model whose
     /// context is gone still load through it.
     final var container: ModelContainer?
@@ -304,8 +309,8 @@ final class ModelStorage<Model: PersistentModel>: AnyModelStorage, BackingData {
 
     @usableFromInline
     func getValue<Value: RelationshipCollection>(forKey key: KeyPath<Model, Value>) -> Value {
-        let refs = relationshipProperty(for: key).flatMap { relatedMany($0) }
-        return Value(_$models: refs?.compactMap { $0.model as? Value.PersistentElement })
+        let refs = relationshipProperty(for: key).flatMap { storedMany($0) }
+        return Value(_$models: refs.map { RelatedRef.models($0, of: Value.PersistentElement.self) })
     }
 
     @usableFromInline

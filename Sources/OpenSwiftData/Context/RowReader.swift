@@ -5,21 +5,22 @@ import GRDBSQLite
 /// Decodes the current row of a `SELECT _pk, columns…` statement into a new value buffer,
 /// reading SQLite's columns straight into the model's typed slots.
 struct RowReader {
-    /// How one selected column is read: the codec's in-place reader and where its slot and
-    /// "initialized" flag sit in the buffer, resolved once per fetch.
+    /// How one selected column is read: where its slot and "initialized" flag sit in the
+    /// buffer, resolved once per fetch. Plain values: going through the columns of a row copies
+    /// no reference (a copied closure or class reference is retained and released).
     private struct ColumnRead {
         let slotOffset: Int
         let flagOffset: Int
         /// How the common scalar types are read inline (no closure call, no reference
-        /// counting); `.codec` uses `read`.
+        /// counting); `.cases` uses the column's case table and `.codec` its codec's reader
+        /// (`codecReads`).
         let kind: Kind
-        let read: (SQLiteStatement, CInt, UnsafeMutableRawPointer) throws -> Void
     }
 
     /// The scalar types read inline, by their codec's storage name.
     private enum Kind {
         case int, optionalInt, double, optionalDouble, bool, optionalBool
-        case string, optionalString, date, optionalDate, codec
+        case string, optionalString, date, optionalDate, uuid, optionalUUID, cases, codec
 
         init(storageName: String) {
             switch storageName {
@@ -33,6 +34,8 @@ struct RowReader {
             case "String?": self = .optionalString
             case "Date": self = .date
             case "Date?": self = .optionalDate
+            case "UUID": self = .uuid
+            case "UUID?": self = .optionalUUID
             default: self = .codec
             }
         }
@@ -45,6 +48,10 @@ struct RowReader {
     /// The properties of the selected columns, in order.
     var columnProperties: [PropertyLayout] { columns }
     private let reads: [ColumnRead]
+    /// Each column's codec reader, for what the inline reads do not cover.
+    private let codecReads: [(SQLiteStatement, CInt, UnsafeMutableRawPointer) throws -> Void]
+    /// Each column's case table (raw-value enums), or nil.
+    private let caseTables: [CaseTable?]
     /// Properties without a column (ephemeral), with the value a fetched model starts with.
     private let initialValues: [(slot: Int, value: Any)]
 
@@ -58,9 +65,11 @@ struct RowReader {
         reads = columns.map { property in
             ColumnRead(
                 slotOffset: slots.offsets[property.index], flagOffset: slots.flagsOffset + property.index,
-                kind: Kind(storageName: property.codec.storageName), read: property.codec.readIntoSlot
+                kind: property.codec.cases == nil ? Kind(storageName: property.codec.storageName) : .cases
             )
         }
+        codecReads = columns.map(\.codec.readIntoSlot)
+        caseTables = columns.map(\.codec.cases)
         initialValues = layout.properties.compactMap { property in
             guard property.columnIndex == nil, let value = property.fallbackValue else { return nil }
             return (property.index, value)
@@ -73,6 +82,22 @@ struct RowReader {
         guard let bytes = sqlite3_column_text(statement, index) else { return "" }
         let count = Int(sqlite3_column_bytes(statement, index))
         return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
+    }
+
+    /// Initializes a `UUID` (or `UUID?`) slot from a BLOB column (the caller checked the storage
+    /// class); false, and the slot left uninitialized, when the blob is not 16 bytes long (the
+    /// codec then reports it).
+    @inline(__always)
+    private static func readUUID(_ statement: SQLiteStatement, _ index: CInt, into slot: UnsafeMutableRawPointer, optional: Bool) -> Bool {
+        guard sqlite3_column_bytes(statement, index) == 16, let bytes = sqlite3_column_blob(statement, index) else { return false }
+        var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &value) { $0.copyMemory(from: UnsafeRawBufferPointer(start: bytes, count: 16)) }
+        if optional {
+            slot.initializeMemory(as: UUID?.self, to: UUID(uuid: value))
+        } else {
+            slot.initializeMemory(as: UUID.self, to: UUID(uuid: value))
+        }
+        return true
     }
 
     func primaryKey(_ statement: Statement) -> Int64 {
@@ -125,9 +150,16 @@ struct RowReader {
                         slot.initializeMemory(as: Date?.self, to: Date(timeIntervalSinceReferenceDate: sqlite3_column_double(sqliteStatement, position)))
                     case (.optionalDate, SQLITE_NULL):
                         slot.initializeMemory(as: Date?.self, to: nil)
+                    case (.uuid, SQLITE_BLOB) where Self.readUUID(sqliteStatement, position, into: slot, optional: false),
+                         (.optionalUUID, SQLITE_BLOB) where Self.readUUID(sqliteStatement, position, into: slot, optional: true):
+                        break
+                    case (.optionalUUID, SQLITE_NULL):
+                        slot.initializeMemory(as: UUID?.self, to: nil)
+                    case (.cases, _) where caseTables[index]?.read(sqliteStatement, position, into: slot) == true:
+                        break
                     default:
                         do {
-                            try column.read(sqliteStatement, position, slot)
+                            try codecReads[index](sqliteStatement, position, slot)
                         } catch {
                             return index
                         }

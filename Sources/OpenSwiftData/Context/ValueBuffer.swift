@@ -16,11 +16,20 @@ final class ValueBuffer: ManagedBuffer<EntityLayout, UInt64> {
     }
 
     deinit {
-        let slots = header.slots
+        let layout = header
+        let plan = layout.releasePlan
         withUnsafeMutablePointerToElements { words in
             let base = UnsafeMutableRawPointer(words)
-            for index in slots.nontrivialIndices where base.load(fromByteOffset: slots.flagsOffset + index, as: UInt8.self) != 0 {
-                slots.witnesses[index].destroy(base + slots.offsets[index])
+            for entry in UnsafeBufferPointer(start: plan, count: layout.releaseCount)
+            where base.load(fromByteOffset: entry.flagOffset, as: UInt8.self) != 0 {
+                let slot = base + entry.offset
+                switch entry.kind {
+                case .string: slot.assumingMemoryBound(to: String.self).deinitialize(count: 1)
+                case .optionalString: slot.assumingMemoryBound(to: String?.self).deinitialize(count: 1)
+                case .toOne: slot.assumingMemoryBound(to: ToOneSlot.self).deinitialize(count: 1)
+                case .toMany: slot.assumingMemoryBound(to: ToManySlot.self).deinitialize(count: 1)
+                case .witness: layout.slots.witnesses[entry.index].destroy(slot)
+                }
             }
         }
     }

@@ -40,7 +40,7 @@ extension PersistentModel {
     /// Reads a to-many relationship (used by the code `@Model` generates).
     public func _$getValue<Value: RelationshipCollection>(at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>) -> Value {
         guard let (storage, property) = relationship(at: index) else { return persistentBackingData.getValue(forKey: key()) }
-        return Value(_$models: storage.relatedMany(property)?.compactMap { $0.model as? Value.PersistentElement })
+        return Value(_$models: storage.storedMany(property).map { RelatedRef.models($0, of: Value.PersistentElement.self) })
     }
 
     /// Reads a to-many relationship of a `Codable` model type (used by the code `@Model`

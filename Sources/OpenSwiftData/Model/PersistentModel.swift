@@ -152,7 +152,9 @@ extension PersistentModel {
             // A model with no persisted property set yet still holds the shared stand-in.
             persistentBackingData = ModelStorage<Self>(for: Self.self)
         }
-        if let storage = persistentBackingData as? AnyModelStorage {
+        // Through `AnyObject`: a class cast, where a cast of the `any BackingData<Self>`
+        // existential itself would look its (extended existential) metadata up on every call.
+        if let storage = (persistentBackingData as AnyObject) as? AnyModelStorage {
             if storage.extras?.pendingInverses.isEmpty == false {
                 storage.applyPendingInverses(owner: RelatedRef(model: self, storage: storage))
             }

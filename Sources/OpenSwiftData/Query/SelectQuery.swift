@@ -106,6 +106,16 @@ enum SelectBuilder {
         )
     }
 
+    /// The rows whose foreign key `column` holds one of the keys of a JSON array, grouped by
+    /// that key and in primary-key order within each group: the order the column's index gives,
+    /// so SQLite sorts nothing (ordering all of them by primary key would sort every row).
+    static func rows(_ table: TableDescription, groupedBy column: String, in keys: String) -> SelectQuery {
+        SelectQuery(
+            sql: "SELECT \(selectColumns(table)) FROM \(quoted(table.name)) WHERE \(quoted(column)) IN (SELECT value FROM json_each(?)) ORDER BY \(quoted(column)), \(quoted(TableDescription.primaryKey))",
+            arguments: [keys]
+        )
+    }
+
     /// One row by primary key.
     static func row(_ table: TableDescription, primaryKey: Int64) -> SelectQuery {
         SelectQuery(

@@ -68,6 +68,10 @@ final class EntityLayout: @unchecked Sendable {
     /// keeps them).
     let slotInfo: UnsafeMutablePointer<SlotInfo>
     let slotCount: Int
+    /// How a value buffer destroys its values (``SlotRelease/plan(_:)``), allocated once like
+    /// `slotInfo`.
+    let releasePlan: UnsafeMutablePointer<SlotRelease>
+    let releaseCount: Int
     /// The relationship properties.
     let relationships: [PropertyLayout]
     private let keyPaths: [AnyKeyPath]
@@ -128,6 +132,10 @@ final class EntityLayout: @unchecked Sendable {
         for index in 0..<slots.count {
             (slotInfo + index).initialize(to: SlotInfo(type: ObjectIdentifier(slots.witnesses[index].type), offset: slots.offsets[index]))
         }
+        let plan = SlotRelease.plan(slots)
+        self.releaseCount = plan.count
+        self.releasePlan = UnsafeMutablePointer<SlotRelease>.allocate(capacity: max(plan.count, 1))
+        releasePlan.initialize(from: plan, count: plan.count)
 
         func resolve(_ groups: [[AnyKeyPath]], _ what: String) throws -> [[Int]] {
             try groups.map { group in
@@ -158,6 +166,7 @@ final class EntityLayout: @unchecked Sendable {
     /// literal key paths the macro generates) and equality second.
     deinit {
         slotInfo.deallocate()
+        releasePlan.deallocate()
     }
 
     @inline(__always)

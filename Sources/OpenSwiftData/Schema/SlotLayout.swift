@@ -29,3 +29,33 @@ struct SlotLayout: Sendable {
 
     var count: Int { witnesses.count }
 }
+
+/// How a ``ValueBuffer`` destroys the value of one slot that needs destruction: the common types
+/// inline (specialized code, no closure call), any other through its ``SlotWitness``.
+struct SlotRelease {
+    enum Kind: UInt8 {
+        case string, optionalString, toOne, toMany, witness
+    }
+
+    let offset: Int
+    let flagOffset: Int
+    /// The slot's index, for ``Kind/witness``.
+    let index: Int
+    let kind: Kind
+
+    /// The plan of every slot of `slots` whose values need destruction.
+    static func plan(_ slots: SlotLayout) -> [SlotRelease] {
+        slots.nontrivialIndices.map { index in
+            let type = ObjectIdentifier(slots.witnesses[index].type)
+            let kind: Kind
+            switch type {
+            case ObjectIdentifier(String.self): kind = .string
+            case ObjectIdentifier(String?.self): kind = .optionalString
+            case ObjectIdentifier(ToOneSlot.self): kind = .toOne
+            case ObjectIdentifier(ToManySlot.self): kind = .toMany
+            default: kind = .witness
+            }
+            return SlotRelease(offset: slots.offsets[index], flagOffset: slots.flagsOffset + index, index: index, kind: kind)
+        }
+    }
+}

@@ -51,6 +51,9 @@ struct ValueCodec: @unchecked Sendable {
     let encodeSlot: (UnsafeRawPointer) throws -> DatabaseValue
     /// Decodes column `index` of the statement's current row into an uninitialized slot.
     let readIntoSlot: (SQLiteStatement, CInt, UnsafeMutableRawPointer) throws -> Void
+    /// The cases of a raw-value enum, which a row reader copies into slots without
+    /// `readIntoSlot` (nil for other types).
+    let cases: CaseTable?
 
     init<T>(_ typed: TypedCodec<T>, isOptional: Bool, emptyValue: T?) {
         columnType = typed.columnType
@@ -62,6 +65,7 @@ struct ValueCodec: @unchecked Sendable {
         self.emptyValue = emptyValue.map { $0 as Any }
         encodeSlot = typed.encodeSlot
         readIntoSlot = typed.readIntoSlot
+        cases = typed.cases
     }
 
     /// The codec for a type, made once per type and shared (predicates bind constants through
@@ -118,17 +122,24 @@ struct TypedCodec<T> {
     let readIntoSlot: (SQLiteStatement, CInt, UnsafeMutableRawPointer) throws -> Void
     /// `encode`, of the value at a slot.
     let encodeSlot: (UnsafeRawPointer) throws -> DatabaseValue
+    /// The cases of a raw-value enum, which a row reader copies into slots without `read`.
+    let cases: CaseTable?
 
     /// Creates a codec. Always inlined, so that the slot closures are specialized wherever `T`
     /// is a concrete type (the scalar codecs), rather than going through generic value witnesses.
+    /// `cases`, when given, must read what `read` reads (see ``CaseTable``).
     @inline(__always)
-    init(columnType: ColumnType, storageName: String, sortsLikeSwift: Bool = true, isJSONScalar: Bool = true, encode: @escaping (T) throws -> DatabaseValue, read: @escaping (SQLiteStatement, CInt) throws -> T) {
+    init(
+        columnType: ColumnType, storageName: String, sortsLikeSwift: Bool = true, isJSONScalar: Bool = true,
+        encode: @escaping (T) throws -> DatabaseValue, read: @escaping (SQLiteStatement, CInt) throws -> T, cases: CaseTable? = nil
+    ) {
         self.columnType = columnType
         self.storageName = storageName
         self.sortsLikeSwift = sortsLikeSwift
         self.isJSONScalar = isJSONScalar
         self.encode = encode
         self.read = read
+        self.cases = cases
         self.readIntoSlot = { statement, index, slot in slot.initializeMemory(as: T.self, to: try read(statement, index)) }
         self.encodeSlot = { slot in try encode(slot.load(as: T.self)) }
     }
@@ -187,13 +198,17 @@ struct TypedCodec<T> {
         // The closures capture only the raw codec's closures they call, not the whole codec.
         let encodeRaw = raw.encode
         let readRaw = raw.read
-        return TypedCodec<R>(columnType: raw.columnType, storageName: "\(R.self)(raw: \(raw.storageName))", sortsLikeSwift: false, isJSONScalar: raw.isJSONScalar, encode: { value in
-            try encodeRaw(value.rawValue)
-        }, read: { statement, index in
+        let read: (SQLiteStatement, CInt) throws -> R = { statement, index in
             let rawValue = try readRaw(statement, index)
             guard let value = R(rawValue: rawValue) else { throw ValueCodecError("stored raw value \(rawValue) is not a case of \(R.self)") }
             return value
-        })
+        }
+        // A stored value of a known case is copied in as bytes by the row reader: `read`, generic
+        // code that is not specialized, looks `Optional<R>`'s metadata up for every row.
+        return TypedCodec<R>(
+            columnType: raw.columnType, storageName: "\(R.self)(raw: \(raw.storageName))", sortsLikeSwift: false, isJSONScalar: raw.isJSONScalar,
+            encode: { value in try encodeRaw(value.rawValue) }, read: read, cases: CaseTable.make(R.self, encode: encodeRaw)
+        )
     }
 
     private static func json<C: Codable>(_ type: C.Type) -> TypedCodec<C> {
