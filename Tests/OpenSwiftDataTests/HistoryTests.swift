@@ -85,8 +85,7 @@ struct HistoryTests {
         #expect(Set(inserts(first)) == [a.persistentModelID, b.persistentModelID])
 
         let insertion = try #require(first.changes.first { $0.changedPersistentIdentifier == a.persistentModelID })
-        #expect(insertion.storedValues["code"] == .text("A") && insertion.storedValues["amount"] == .integer(1))
-        #expect(insertion.storedValues["memo"] == .null)
+        #expect(insertion.storedValues.isEmpty, "an insert is recorded by its key; the row holds its values")
 
         var sawUpdate = false, sawDelete = false
         for change in second.changes {

@@ -8,9 +8,15 @@ struct HistoryCapture {
     private var preserved: [String: [PropertyLayout]] = [:]
     private var shapes: [ObjectIdentifier: (names: [String], joinRelationships: [PropertyLayout])] = [:]
 
-    /// An inserted row with every stored value (an upsert is recorded as an update of the row it
-    /// took over).
+    /// An inserted row. A new row is recorded by its key alone: its values are the row's, which
+    /// the table already holds, and a bulk insert must not write them twice (later changes are
+    /// recorded with their values). An upsert is recorded as an update of the row it took over,
+    /// with every stored value.
     mutating func inserted(_ storage: AnyModelStorage, layout: EntityLayout, row: Int64, values: [DatabaseValue], upserted: Bool) {
+        guard upserted else {
+            changes.append(.insert, entity: layout.name, primaryKey: row, names: [], values: [])
+            return
+        }
         let shape = insertShape(of: layout)
         var values = values
         var valueless: [Int] = []
@@ -19,7 +25,7 @@ struct HistoryCapture {
             if value == nil { valueless.append(values.count) }
             values.append(value ?? .null)
         }
-        changes.append(upserted ? .update : .insert, entity: layout.name, primaryKey: row, names: shape.names, values: values, valueless: valueless)
+        changes.append(.update, entity: layout.name, primaryKey: row, names: shape.names, values: values, valueless: valueless)
     }
 
     /// A changed row: the changed properties, with the new stored values of those that have one.

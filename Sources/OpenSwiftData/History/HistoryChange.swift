@@ -27,13 +27,15 @@ public enum HistoryChange: Sendable {
         }
     }
 
-    /// The names of the properties the change wrote: every stored property for an insert, the
-    /// changed ones for an update, the `.preserveValueOnDeletion` ones for a delete.
+    /// The names of the properties the change wrote: the changed ones for an update, the
+    /// `.preserveValueOnDeletion` ones for a delete; none for an insert, which wrote every
+    /// stored property (read the row, or the later changes, for its values).
     public var changedPropertyNames: [String] { stored?.record.properties.map(\.name) ?? [] }
 
     /// The stored form of the values the change wrote, by property name (see
-    /// ``HistoryValue``): the new values of an insert or update, the preserved values of a
-    /// delete. A to-many relationship kept by the other side's foreign key has a name in
+    /// ``HistoryValue``): the new values of an update, the preserved values of a delete. An
+    /// insert records none: the inserted row holds them, and a bulk insert does not write them
+    /// twice. A to-many relationship kept by the other side's foreign key has a name in
     /// ``changedPropertyNames`` and no value here (the other side's change carries it).
     public var storedValues: [String: HistoryValue] {
         var values: [String: HistoryValue] = [:]
