@@ -7,16 +7,18 @@ struct HistoryCapture {
     let changes = HistoryCoding.Encoder()
     private var preserved: [String: [PropertyLayout]] = [:]
     private var shapes: [ObjectIdentifier: (names: [String], joinRelationships: [PropertyLayout])] = [:]
+    private var referencing: [String: [(table: String, column: String)]] = [:]
 
-    /// An inserted row. A new row is recorded by its key alone: its values are the row's, which
-    /// the table already holds, and a bulk insert must not write them twice (later changes are
-    /// recorded with their values). An upsert is recorded as an update of the row it took over,
-    /// with every stored value.
-    mutating func inserted(_ storage: AnyModelStorage, layout: EntityLayout, row: Int64, values: [DatabaseValue], upserted: Bool) {
-        guard upserted else {
-            changes.append(.insert, entity: layout.name, primaryKey: row, names: [], values: [])
-            return
-        }
+    /// A new row, recorded by its key alone: its values are the row's, which the table already
+    /// holds, and a bulk insert must not write them twice (later changes are recorded with
+    /// their values).
+    func inserted(entity: String, row: Int64) {
+        changes.append(.insert, entity: entity, primaryKey: row, names: [], values: [])
+    }
+
+    /// An inserted model that took over an existing row with its unique values: recorded as an
+    /// update of that row, with every stored value.
+    mutating func upserted(_ storage: AnyModelStorage, layout: EntityLayout, row: Int64, values: [DatabaseValue]) {
         let shape = insertShape(of: layout)
         var values = values
         var valueless: [Int] = []
@@ -68,8 +70,8 @@ struct HistoryCapture {
     /// Before rows of `layout` are deleted: sets the foreign keys that point at them to NULL
     /// (what SQLite's `ON DELETE SET NULL` would do unseen) and records those rows' updates.
     /// `rows` is SQL selecting the deleted keys, with its arguments.
-    mutating func nullifyReferences(to layout: EntityLayout, rows: String, arguments: [DatabaseValue], referencing: [(table: String, column: String)], in db: Database) throws {
-        for (table, column) in referencing {
+    mutating func nullifyReferences(to layout: EntityLayout, rows: String, arguments: [DatabaseValue], in container: ModelContainer, db: Database) throws {
+        for (table, column) in referencingColumns(of: layout.name, in: container) {
             let keys = try Int64.fetchAll(
                 db, sql: "UPDATE \(quoted(table)) SET \(quoted(column)) = NULL WHERE \(quoted(column)) IN (\(rows)) RETURNING \(quoted(TableDescription.primaryKey))",
                 arguments: StatementArguments(arguments)
@@ -78,6 +80,21 @@ struct HistoryCapture {
                 changes.append(.update, entity: table, primaryKey: key, names: [column], values: [.null])
             }
         }
+    }
+
+    /// The foreign-key columns (table and column) that hold keys of `entity`'s rows, found once
+    /// per entity and save.
+    private mutating func referencingColumns(of entity: String, in container: ModelContainer) -> [(table: String, column: String)] {
+        if let known = referencing[entity] { return known }
+        var columns: [(table: String, column: String)] = []
+        for other in container.schema.entities {
+            guard let layout = container.layout(named: other.name) else { continue }
+            for column in layout.columns where column.relationship?.destinationName == entity {
+                columns.append((layout.name, column.name))
+            }
+        }
+        referencing[entity] = columns
+        return columns
     }
 
     /// The values a tombstone of `layout`'s row keeps, read from the row (the stored values,
@@ -98,7 +115,7 @@ struct HistoryCapture {
         return columns
     }
 
-    /// The names an insert of `layout` records (its columns, then its many-to-many
+    /// The names an upsert of `layout` records (its columns, then its many-to-many
     /// relationships), made once per entity and shared by its records.
     private mutating func insertShape(of layout: EntityLayout) -> (names: [String], joinRelationships: [PropertyLayout]) {
         if let known = shapes[ObjectIdentifier(layout)] { return known }

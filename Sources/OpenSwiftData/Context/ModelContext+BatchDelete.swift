@@ -86,7 +86,7 @@ extension ModelContext {
                 rows += (batch.filter?.condition == nil ? " WHERE " : " AND ") + "t.\(primaryKey) NOT IN (SELECT value FROM json_each(?))"
                 arguments.append(("[" + registered.map(String.init).joined(separator: ",") + "]").databaseValue)
             }
-            try history.nullifyReferences(to: batch.layout, rows: rows, arguments: arguments, referencing: referencingColumns(of: batch.layout.name), in: db)
+            try history.nullifyReferences(to: batch.layout, rows: rows, arguments: arguments, in: container, db: db)
             // The values a tombstone keeps come back with the keys.
             let preserved = history.preservedColumns(of: batch.layout)
             let sql = "DELETE FROM \(table) WHERE \(primaryKey) IN (\(rows)) RETURNING " + ([primaryKey] + preserved.map { quoted($0.name) }).joined(separator: ", ")

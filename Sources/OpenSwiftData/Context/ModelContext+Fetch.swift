@@ -199,7 +199,8 @@ extension ModelContext {
         return make(layout.modelType)
     }
 
-    private func stableSorted<T>(_ models: [T], using descriptors: [SortDescriptor<T>]) -> [T] {
+    /// `models` sorted by `descriptors`, ties kept in their order.
+    func stableSorted<T>(_ models: [T], using descriptors: [SortDescriptor<T>]) -> [T] {
         models.enumerated().sorted { lhs, rhs in
             for descriptor in descriptors {
                 switch descriptor.compare(lhs.element, rhs.element) {

@@ -77,7 +77,7 @@ extension ModelContext {
                 let storage = registration.storage
                 guard let layout = storage.layout, let row = storage.primaryKey else { continue }
                 let preserved = try history.storedPreservedValues(of: layout, row: row, in: db)
-                try history.nullifyReferences(to: layout, rows: "?", arguments: [row.databaseValue], referencing: referencingColumns(of: layout.name), in: db)
+                try history.nullifyReferences(to: layout, rows: "?", arguments: [row.databaseValue], in: container, db: db)
                 try writer(for: layout).delete(primaryKey: row)
                 history.deleted(entity: layout, row: row) { preserved[$0.name] }
             }
@@ -86,7 +86,8 @@ extension ModelContext {
             // earlier row, also one inserted by this save, updates it). A foreign key to a model
             // inserted later in the save is written as NULL first and set once that row exists.
             var keys: [(row: Int64, upserted: Bool)] = []
-            var insertedValues: [[DatabaseValue]] = []
+            // Upserts are recorded with their values, once foreign keys are fixed up.
+            var upserts: [(Registration, row: Int64, values: [DatabaseValue])] = []
             var nextKeys: [String: Int64] = [:]
             var fixups: [(Registration, [Int])] = []
             for registration in insertions {
@@ -99,7 +100,6 @@ extension ModelContext {
                 }
                 let table = writer(for: layout)
                 let values = try layout.columns.map { try encode(storage, $0, layout) }
-                insertedValues.append(values)
                 let pending = layout.columns.indices.filter { column in
                     guard values[column].isNull, layout.columns[column].relationship != nil,
                           case .loaded(_?) = storage.toOneSlot(layout.columns[column]) else { return false }
@@ -115,16 +115,18 @@ extension ModelContext {
                     try run(layout) { try table.update(primaryKey: existing, columns: Array(layout.columns.indices), values: values) }
                     storage.primaryKey = existing
                     keys.append((existing, true))
+                    upserts.append((registration, existing, values))
                 } else {
                     let row = try nextKeys[layout.name] ?? HistoryLog.nextPrimaryKey(of: layout.name, in: db)
                     nextKeys[layout.name] = row + 1
                     try run(layout) { try table.insert(values, primaryKey: row) }
                     storage.primaryKey = row
                     keys.append((row, false))
+                    history.inserted(entity: layout.name, row: row)
                 }
             }
             for (entity, next) in nextKeys { try HistoryLog.recordLargestPrimaryKey(next - 1, of: entity, in: db) }
-            var fixedValues: [ObjectIdentifier: [(column: Int, value: DatabaseValue)]] = [:]
+            var fixedValues: [ObjectIdentifier: [(column: Int, value: DatabaseValue)]] = [:]  // for upserts
             for (registration, columns) in fixups {
                 let storage = registration.storage
                 guard let layout = storage.layout, let row = storage.primaryKey else { continue }
@@ -132,12 +134,12 @@ extension ModelContext {
                 try run(layout) { try writer(for: layout).update(primaryKey: row, columns: columns, values: values) }
                 fixedValues[ObjectIdentifier(storage)] = Array(zip(columns, values))
             }
-            for (index, registration) in insertions.enumerated() {
+            for (registration, row, values) in upserts {
                 let storage = registration.storage
                 guard let layout = storage.layout else { continue }
-                var values = insertedValues[index]
+                var values = values
                 for (column, value) in fixedValues[ObjectIdentifier(storage)] ?? [] { values[column] = value }
-                history.inserted(storage, layout: layout, row: keys[index].row, values: values, upserted: keys[index].upserted)
+                history.upserted(storage, layout: layout, row: row, values: values)
             }
             for registration in updates {
                 let storage = registration.storage
@@ -243,18 +245,6 @@ extension ModelContext {
                 }
             }
         }
-    }
-
-    /// The foreign-key columns (table and column) that hold keys of `entity`'s rows.
-    func referencingColumns(of entity: String) -> [(table: String, column: String)] {
-        var columns: [(table: String, column: String)] = []
-        for other in container.schema.entities {
-            guard let layout = container.layout(named: other.name) else { continue }
-            for column in layout.columns where column.relationship?.destinationName == entity {
-                columns.append((layout.name, column.name))
-            }
-        }
-        return columns
     }
 
     /// Encodes one property's value, naming the entity and property when it cannot be.

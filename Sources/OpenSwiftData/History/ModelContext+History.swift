@@ -38,19 +38,8 @@ extension ModelContext {
             }
             return transactions
         }
-        var result = transactions
-        if !descriptor.sortBy.isEmpty {
-            result.sort { lhs, rhs in
-                for sort in descriptor.sortBy {
-                    switch sort.compare(lhs, rhs) {
-                    case .orderedAscending: return true
-                    case .orderedDescending: return false
-                    case .orderedSame: continue
-                    }
-                }
-                return lhs.id < rhs.id
-            }
-        }
+        // In transaction order from the log, so ties stay in transaction order.
+        var result = descriptor.sortBy.isEmpty ? transactions : stableSorted(transactions, using: descriptor.sortBy)
         if descriptor.fetchLimit > 0 && result.count > descriptor.fetchLimit {
             result = Array(result.prefix(Int(clamping: descriptor.fetchLimit)))
         }
@@ -67,10 +56,7 @@ extension ModelContext {
         let translated = try store.read { db in try historyCondition(descriptor.predicate, db: db, checksExpiry: false) }
         if descriptor.sortBy.isEmpty, descriptor.fetchLimit == 0, translated.isComplete {
             let condition = translated.condition
-            ids = try store.read { db in
-                guard try HistoryLog.exists(in: db) else { return [] }
-                return try Int64.fetchAll(db, sql: "SELECT id FROM \(quoted(HistoryLog.table))" + (condition.map { " WHERE " + $0.sql } ?? ""), arguments: StatementArguments(condition?.arguments ?? []))
-            }
+            ids = try store.read { db in try HistoryLog.transactionIDs(where: condition, in: db) }
         } else {
             ids = try fetchHistory(descriptor, checksExpiry: false).map(\.id)
         }

@@ -109,17 +109,10 @@ enum HistoryLog {
 
     /// The transactions whose row matches `condition` (SQL over the columns `id`, `timestamp`,
     /// `author`), in transaction order, at most `limit`.
-    static func entries(where condition: (sql: String, arguments: [DatabaseValue])?, descending: Bool = false, limit: Int?, in db: Database) throws -> [HistoryEntry] {
+    static func entries(where condition: (sql: String, arguments: [DatabaseValue])?, limit: Int?, in db: Database) throws -> [HistoryEntry] {
         guard try exists(in: db) else { return [] }
-        var sql = "SELECT id, timestamp, author, bundle, process, changes FROM \(quoted(table))"
-        var arguments: [DatabaseValue] = []
-        if let condition {
-            sql += " WHERE " + condition.sql
-            arguments = condition.arguments
-        }
-        sql += descending ? " ORDER BY id DESC" : " ORDER BY id"
-        if let limit { sql += " LIMIT \(limit)" }
-        return try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)).map { row in
+        let (sql, arguments) = select("id, timestamp, author, bundle, process, changes", where: condition, limit: limit)
+        return try Row.fetchAll(db, sql: sql, arguments: arguments).map { row in
             let id: Int64 = row[0]
             let blob: Data = row[5]
             guard let records = HistoryCoding.decode(blob) else {
@@ -127,6 +120,22 @@ enum HistoryLog {
             }
             return HistoryEntry(id: id, timestamp: Date(timeIntervalSince1970: row[1]), author: row[2], bundle: row[3], process: row[4], records: records)
         }
+    }
+
+    /// The numbers of the transactions whose row matches `condition`, in order.
+    static func transactionIDs(where condition: (sql: String, arguments: [DatabaseValue])?, in db: Database) throws -> [Int64] {
+        guard try exists(in: db) else { return [] }
+        let (sql, arguments) = select("id", where: condition, limit: nil)
+        return try Int64.fetchAll(db, sql: sql, arguments: arguments)
+    }
+
+    /// A query of the log's rows, in transaction order.
+    private static func select(_ columns: String, where condition: (sql: String, arguments: [DatabaseValue])?, limit: Int?) -> (String, StatementArguments) {
+        var sql = "SELECT \(columns) FROM \(quoted(table))"
+        if let condition { sql += " WHERE " + condition.sql }
+        sql += " ORDER BY id"
+        if let limit { sql += " LIMIT \(limit)" }
+        return (sql, StatementArguments(condition?.arguments ?? []))
     }
 
     /// Deletes the transactions with the given numbers and remembers the largest one deleted,

@@ -70,11 +70,11 @@ final class SQLiteStore: Sendable {
                     }
                 }
             }
-            if !readOnly {
+            // A store made before the history log existed gets it, with its keys so far taken.
+            if !readOnly, try wrap("reading \(path)", { try pool.read { db in try !HistoryLog.exists(in: db) } }) {
                 try wrap("creating the history log of \(path)") {
                     try pool.write { db in
                         for statement in HistoryLog.createStatements { try db.execute(sql: statement) }
-                        // A store made before the sequence existed: its keys so far are taken.
                         for table in layout.tables { try HistoryLog.seedPrimaryKeySequence(of: table.name, in: db) }
                     }
                 }
