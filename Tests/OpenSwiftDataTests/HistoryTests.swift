@@ -85,7 +85,12 @@ struct HistoryTests {
         #expect(Set(inserts(first)) == [a.persistentModelID, b.persistentModelID])
 
         let insertion = try #require(first.changes.first { $0.changedPersistentIdentifier == a.persistentModelID })
-        #expect(insertion.storedValues.isEmpty, "an insert is recorded by its key; the row holds its values")
+        // An insertion's values are the row's when the history is fetched: `a` was raised since.
+        #expect(Set(insertion.changedPropertyNames) == ["code", "label", "opened", "amount", "memo"])
+        #expect(insertion.storedValues["code"] == .text("A") && insertion.storedValues["amount"] == .integer(10))
+        #expect(insertion.storedValues["memo"] == .text("raised"))
+        let gone = try #require(first.changes.first { $0.changedPersistentIdentifier == b.persistentModelID })
+        #expect(gone.storedValues.isEmpty && gone.changedPropertyNames.isEmpty, "b's row was deleted; its deletion follows")
 
         var sawUpdate = false, sawDelete = false
         for change in second.changes {
@@ -345,6 +350,40 @@ struct HistoryTests {
         #expect(itemChange.changedPropertyNames.contains("tags"))
         let tagKey = try #require(Int64(tag.persistentModelID.description.split(separator: "/").last.map(String.init) ?? ""))
         #expect(itemChange.storedValues["tags"] == .text("[\(tagKey)]"))
+    }
+
+    @Test("an insertion carries every stored value of its row, foreign keys and many-to-many keys included, for a bulk insert too")
+    func insertionValues() throws {
+        let container = try ModelContainer(for: TodoList.self, TodoItem.self, Tag.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        let list = TodoList(name: "errands")
+        let tags = [Tag(name: "home"), Tag(name: "work")]
+        let item = TodoItem(title: "milk", list: list)
+        item.tags = tags
+        context.insert(item)
+        let bulk = (0..<300).map { TodoItem(title: "bulk \($0)", list: list) }
+        for model in bulk { context.insert(model) }
+        try context.save()
+
+        func key(_ model: some PersistentModel) throws -> Int64 {
+            try #require(Int64(model.persistentModelID.description.split(separator: "/").last.map(String.init) ?? ""))
+        }
+        let transaction = try #require(try context.fetchHistory(Transactions()).last)
+        let insertions = transaction.changes.filter { if case .insert = $0 { true } else { false } }
+        #expect(insertions.count == 304)
+        let itemInsert = try #require(insertions.first { $0.changedPersistentIdentifier == item.persistentModelID })
+        #expect(itemInsert.storedValues["title"] == .text("milk"))
+        #expect(itemInsert.storedValues["list"] == .integer(try key(list)))
+        let tagKeys = try tags.map(key).sorted()
+        #expect(itemInsert.storedValues["tags"] == .text("[\(tagKeys.map(String.init).joined(separator: ","))]"))
+        let listInsert = try #require(insertions.first { $0.changedPersistentIdentifier == list.persistentModelID })
+        #expect(listInsert.storedValues["name"] == .text("errands"))
+        let tagInsert = try #require(insertions.first { $0.changedPersistentIdentifier == tags[0].persistentModelID })
+        #expect(tagInsert.storedValues["items"] == .text("[\(try key(item))]"), "the other side of a many-to-many relationship")
+        for model in bulk {
+            let change = try #require(insertions.first { $0.changedPersistentIdentifier == model.persistentModelID })
+            #expect(change.storedValues["title"] == .text(model.title))
+        }
     }
 
     @Test("a deleted row's key is never given to another row, so a key in the history names one record")

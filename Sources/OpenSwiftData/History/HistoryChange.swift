@@ -27,16 +27,22 @@ public enum HistoryChange: Sendable {
         }
     }
 
-    /// The names of the properties the change wrote: the changed ones for an update, the
-    /// `.preserveValueOnDeletion` ones for a delete; none for an insert, which wrote every
-    /// stored property (read the row, or the later changes, for its values).
+    /// The names of the properties the change wrote: every stored property for an insert
+    /// (columns, then many-to-many relationships), the changed ones for an update, the
+    /// `.preserveValueOnDeletion` ones for a delete. An insert whose row has been deleted
+    /// since has none (its deletion follows in a later transaction).
     public var changedPropertyNames: [String] { stored?.record.properties.map(\.name) ?? [] }
 
     /// The stored form of the values the change wrote, by property name (see
-    /// ``HistoryValue``): the new values of an update, the preserved values of a delete. An
-    /// insert records none: the inserted row holds them, and a bulk insert does not write them
-    /// twice. A to-many relationship kept by the other side's foreign key has a name in
-    /// ``changedPropertyNames`` and no value here (the other side's change carries it).
+    /// ``HistoryValue``): the new values of an update, the preserved values of a delete.
+    ///
+    /// An insert's values are read from its row when the history is fetched (a save does not
+    /// write them twice, so a bulk insert costs no more than the rows): they are the values the
+    /// row holds at that moment. Changes made after the insertion follow as their own
+    /// transactions, so applying the changes in order ends at the same values. A to-many
+    /// relationship kept by the other side's foreign key has a name in
+    /// ``changedPropertyNames`` of an update and no value here (the other side's change
+    /// carries it); a many-to-many relationship's value is a JSON array of the related keys.
     public var storedValues: [String: HistoryValue] {
         var values: [String: HistoryValue] = [:]
         for (name, value) in stored?.record.properties ?? [] {

@@ -26,7 +26,8 @@ extension ModelContext {
         let transactions = try store.read { db -> [DefaultHistoryTransaction] in
             let (condition, isComplete) = try historyCondition(descriptor.predicate, db: db, checksExpiry: checksExpiry)
             let limit = descriptor.fetchLimit > 0 && isComplete && descriptor.sortBy.isEmpty ? Int(clamping: descriptor.fetchLimit) : nil
-            let entries = try HistoryLog.entries(where: condition, limit: limit, in: db)
+            var entries = try HistoryLog.entries(where: condition, limit: limit, in: db)
+            try InsertedValues.fill(&entries, container: container, db: db)
             let decoder = try TombstoneDecoder(db: db)
             var transactions = try entries.map { try transaction(from: $0, decoder: decoder) }
             if let predicate = descriptor.predicate, !isComplete {

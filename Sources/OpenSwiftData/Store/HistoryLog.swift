@@ -35,7 +35,7 @@ struct HistoryEntry {
     let author: String?
     let bundle: String
     let process: String
-    let records: [HistoryRecord]
+    var records: [HistoryRecord]
 }
 
 /// The history log: one row per committed save, written in the save's own transaction, with the
