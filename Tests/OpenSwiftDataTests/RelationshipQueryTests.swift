@@ -121,6 +121,58 @@ struct RelationshipQueryTests {
         #expect(fetchedItems.map { $0.tags.map(\.name).sorted() } == [["a", "b"], ["a"], ["a", "b"], ["a"]])
         #expect(counter.selects.isEmpty)
     }
+
+    @Test("prefetching for a whole table reads the related table in one pass: children interleaved, orphans, already loaded sides and unsaved changes stay right")
+    func prefetchingWholeTable() throws {
+        let container = try ModelContainer(for: Conversation.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let setup = ModelContext(container)
+        let chats = (0..<4).map { Conversation(title: "chat \($0)") }
+        for chat in chats { setup.insert(chat) }
+        try setup.save()
+        // Rows of different conversations interleave in the table, and one has none.
+        for round in 0..<3 {
+            for (number, chat) in chats.enumerated() where number != 3 {
+                chat.messages.append(ChatMessage(text: "\(number).\(round)"))
+            }
+            try setup.save()
+        }
+        setup.insert(ChatMessage(text: "orphan"))
+        try setup.save()
+        let counter = try StatementCounter(container)
+
+        // One conversation's messages are loaded, and changed without saving, before the fetch.
+        let context = ModelContext(container)
+        let early = try #require(try context.fetch(FetchDescriptor<Conversation>(predicate: #Predicate { $0.title == "chat 1" })).first)
+        early.messages.append(ChatMessage(text: "1.unsaved"))
+
+        var descriptor = FetchDescriptor<Conversation>(sortBy: [SortDescriptor(\.title)])
+        descriptor.relationshipKeyPathsForPrefetching = [\.messages]
+        counter.reset()
+        let conversations = try context.fetch(descriptor)
+        let selects = counter.selects
+        #expect(selects.count == 2, "\(selects)")
+        #expect(selects.last?.contains("IS NOT NULL") == true && selects.last?.contains("json_each") == false, "one pass over the messages: \(selects)")
+        counter.reset()
+        let texts = conversations.map { $0.messages.map(\.text) }
+        #expect(texts[0] == ["0.0", "0.1", "0.2"])
+        #expect(texts[1].sorted() == ["1.0", "1.1", "1.2", "1.unsaved"], "the loaded side keeps its unsaved change")
+        #expect(texts[2] == ["2.0", "2.1", "2.2"])
+        #expect(texts[3].isEmpty)
+        #expect(conversations.allSatisfy { chat in chat.messages.allSatisfy { $0.conversation === chat } })
+        #expect(counter.selects.isEmpty, "\(counter.selects)")
+
+        // The same order as lazy loading, which reads a conversation's messages by key.
+        let lazy = try ModelContext(container).fetch(FetchDescriptor<Conversation>(sortBy: [SortDescriptor(\.title)]))
+        #expect(lazy.map { $0.messages.map(\.text) } == [texts[0], ["1.0", "1.1", "1.2"], texts[2], []])
+
+        // A filtered fetch looks the messages up by key instead.
+        var filtered = FetchDescriptor<Conversation>(predicate: #Predicate { $0.title != "chat 0" })
+        filtered.relationshipKeyPathsForPrefetching = [\.messages]
+        counter.reset()
+        let some = try ModelContext(container).fetch(filtered)
+        #expect(counter.selects.last?.contains("json_each") == true, "\(counter.selects)")
+        #expect(some.map(\.messages.count).sorted() == [0, 3, 3])
+    }
 }
 
 @Suite("Relationship observation")

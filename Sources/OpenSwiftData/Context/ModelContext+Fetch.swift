@@ -18,7 +18,8 @@ extension ModelContext {
         defer { use.end() }
         let layout = try container.requireLayout(for: T.self)
         let results = try fetchModels(descriptor, layout: layout)
-        prefetch(descriptor.relationshipKeyPathsForPrefetching, of: results, layout: layout)
+        let wholeTable = descriptor.predicate == nil && descriptor.fetchLimit == nil && (descriptor.fetchOffset ?? 0) == 0
+        prefetch(descriptor.relationshipKeyPathsForPrefetching, of: results, layout: layout, wholeTable: wholeTable)
         return results
     }
 

@@ -5,7 +5,12 @@ extension ModelContext {
     /// Loads the relationships a descriptor names in `relationshipKeyPathsForPrefetching` for
     /// every fetched model, with one query per relationship (the keys travel as one JSON array
     /// argument), instead of one query per model on first read.
-    func prefetch<T: PersistentModel>(_ keyPaths: [PartialKeyPath<T>], of models: [T], layout: EntityLayout) {
+    ///
+    /// `wholeTable` says that `models` are every row of the entity (a fetch without predicate,
+    /// limit or offset): a to-many relationship kept by the other side's foreign key is then
+    /// read in one pass over the related table, in storage order, instead of one index lookup
+    /// per model (SQLite reads 50,000 children of 10,000 parents about four times faster so).
+    func prefetch<T: PersistentModel>(_ keyPaths: [PartialKeyPath<T>], of models: [T], layout: EntityLayout, wholeTable: Bool = false) {
         guard !keyPaths.isEmpty, !models.isEmpty else { return }
         let storages = models.map { $0.storageBase }
         for keyPath in keyPaths {
@@ -15,7 +20,7 @@ extension ModelContext {
             let property = layout.properties[index]
             do {
                 if relationship.isToMany || relationship.storage != .foreignKey {
-                    try prefetchCollections(property, relationship, of: storages, destination: destination)
+                    try prefetchCollections(property, relationship, of: storages, destination: destination, wholeTable: wholeTable)
                 } else {
                     try prefetchTargets(property, of: storages, destination: destination)
                 }
@@ -43,7 +48,7 @@ extension ModelContext {
 
     /// To-many relationships and to-one relationships stored on the other side: loads the related
     /// rows of every model whose side is not loaded yet, and fills each model's slot.
-    private func prefetchCollections(_ property: PropertyLayout, _ relationship: RelationshipLayout, of storages: [AnyModelStorage], destination: EntityLayout) throws {
+    private func prefetchCollections(_ property: PropertyLayout, _ relationship: RelationshipLayout, of storages: [AnyModelStorage], destination: EntityLayout, wholeTable: Bool) throws {
         let waiting = storages.filter { storage in
             guard storage.rowKey != nil else { return false }
             if relationship.isToMany, case .notLoaded = storage.toManySlot(property) { return true }
@@ -51,7 +56,10 @@ extension ModelContext {
             return false
         }
         guard !waiting.isEmpty else { return }
-        let keys = jsonArray(waiting.compactMap(\.rowKey))
+        // Scanning is worth it when most of the table's rows wait for their related rows; the
+        // related rows of the others are read and skipped.
+        let scans = wholeTable && waiting.count * 2 >= storages.count
+        let keys = { self.jsonArray(waiting.compactMap(\.rowKey)) }
         // The position in `waiting` of each owner's key, and each related model's owner position.
         var positions: [Int64: Int] = [:]
         positions.reserveCapacity(waiting.count)
@@ -67,7 +75,8 @@ extension ModelContext {
                   let inverse = destination.properties.first(where: { $0.name == inverseName })
             else { return }
             // Each related model's owner is read as the model is made, while it is in the cache.
-            try materializeRows(layout: destination, query: SelectBuilder.rows(destination.table, groupedBy: inverseName, in: keys)) { registration in
+            let query = scans ? SelectBuilder.rows(destination.table, referencing: inverseName) : SelectBuilder.rows(destination.table, groupedBy: inverseName, in: keys())
+            try materializeRows(layout: destination, query: query) { registration in
                 let owner: Int64?
                 switch registration.storage.toOneSlot(inverse) {
                 case let .fault(key): owner = key
@@ -80,7 +89,7 @@ extension ModelContext {
             let near = quoted(isSource ? JoinTableDescription.sourceColumn : JoinTableDescription.targetColumn)
             let far = quoted(isSource ? JoinTableDescription.targetColumn : JoinTableDescription.sourceColumn)
             let pairs = try container.store.read { db in
-                try Row.fetchAll(db, sql: "SELECT \(near), \(far) FROM \(quoted(table.name)) WHERE \(near) IN (SELECT value FROM json_each(?)) ORDER BY \(far)", arguments: [keys])
+                try Row.fetchAll(db, sql: "SELECT \(near), \(far) FROM \(quoted(table.name)) WHERE \(near) IN (SELECT value FROM json_each(?)) ORDER BY \(far)", arguments: [keys()])
                     .map { (near: $0[0] as Int64, far: $0[1] as Int64) }
             }
             let missing = Set(pairs.map(\.far)).filter { identityMap[destination.name]?[$0] == nil }

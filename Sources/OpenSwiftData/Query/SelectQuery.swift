@@ -116,6 +116,15 @@ enum SelectBuilder {
         )
     }
 
+    /// Every row whose foreign key `column` is set, in primary-key order (storage order: one
+    /// pass over the table, no index lookups): the related rows of a whole table's models.
+    static func rows(_ table: TableDescription, referencing column: String) -> SelectQuery {
+        SelectQuery(
+            sql: "SELECT \(selectColumns(table)) FROM \(quoted(table.name)) WHERE \(quoted(column)) IS NOT NULL ORDER BY \(quoted(TableDescription.primaryKey))",
+            arguments: []
+        )
+    }
+
     /// One row by primary key.
     static func row(_ table: TableDescription, primaryKey: Int64) -> SelectQuery {
         SelectQuery(
