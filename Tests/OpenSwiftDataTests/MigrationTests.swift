@@ -237,6 +237,8 @@ struct MigrationTests {
             let doomed = ContactsV1.Group(title: "doomed")
             context.insert(doomed)
             try context.save()
+            doomed.title = "doomed!"
+            try context.save()
             context.delete(doomed)
             try context.save()
         }
@@ -254,6 +256,21 @@ struct MigrationTests {
         #expect(violations.isEmpty)
         let indexes = try container.store.read { db in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'osd_Group%'") }
         #expect(indexes.isEmpty, "the old table's indexes were replaced by the new entity's")
+
+        // History written before the rename reads under the new names: nothing recorded for
+        // the old entity is lost to a reader such as the sync outbox.
+        let history = try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>())
+        let teamChanges = history.flatMap(\.changes).filter { $0.changedPersistentIdentifier.entityName == "Team" }
+        let inserted = teamChanges.compactMap { change -> [String: HistoryValue]? in
+            if case .insert = change { return change.storedValues } else { return nil }
+        }
+        #expect(inserted.contains { $0["name"] == .text("friends") }, "\(inserted)")
+        let updates = teamChanges.compactMap { change -> (any HistoryUpdate)? in if case let .update(update) = change { update } else { nil } }
+        let rename = try #require(updates.first)
+        #expect(teamChanges.first { if case .update = $0 { true } else { false } }?.storedValues == ["name": .text("doomed!")])
+        let typed = try #require(rename as? DefaultHistoryUpdate<ContactsRenamed.Team>)
+        #expect(typed.updatedAttributes.map { $0 as AnyKeyPath } == [\ContactsRenamed.Team.name])
+        #expect(teamChanges.contains { if case .delete = $0 { true } else { false } })
 
         // A team inserted now does not take the key of the renamed group.
         let old = try #require(teams.first)

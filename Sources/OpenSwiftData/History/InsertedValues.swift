@@ -24,7 +24,7 @@ enum InsertedValues {
 
         var filled: [String: (names: [String], rows: [Int64: [DatabaseValue]])] = [:]
         for (entity, keys) in keysByEntity {
-            guard let layout = container.layout(named: entity) else { continue }
+            guard let layout = container.historyLayout(named: entity) else { continue }
             filled[entity] = try values(of: layout, keys: keys, in: db)
         }
         for index in entries.indices {

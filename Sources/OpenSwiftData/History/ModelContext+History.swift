@@ -29,7 +29,8 @@ extension ModelContext {
             var entries = try HistoryLog.entries(where: condition, limit: limit, in: db)
             try InsertedValues.fill(&entries, container: container, db: db)
             let decoder = try TombstoneDecoder(db: db)
-            var transactions = try entries.map { try transaction(from: $0, decoder: decoder) }
+            var names = RecordedNames(container)
+            var transactions = try entries.map { try transaction(from: $0, decoder: decoder, names: &names) }
             if let predicate = descriptor.predicate, !isComplete {
                 do {
                     transactions = try transactions.filter { try predicate.evaluate($0) }
@@ -98,13 +99,14 @@ extension ModelContext {
     }
 
     /// A transaction of the public API from a log entry.
-    private func transaction(from entry: HistoryEntry, decoder: TombstoneDecoder) throws -> DefaultHistoryTransaction {
+    private func transaction(from entry: HistoryEntry, decoder: TombstoneDecoder, names: inout RecordedNames) throws -> DefaultHistoryTransaction {
         let store = container.store.identifier
         var changes: [HistoryChange] = []
         changes.reserveCapacity(entry.records.count)
-        for (index, record) in entry.records.enumerated() {
-            // Changes of entities the current schema no longer has cannot be typed.
-            guard let layout = container.layout(named: record.entity) else { continue }
+        for (index, recorded) in entry.records.enumerated() {
+            // Changes of entities the current schema no longer has cannot be typed; those of
+            // renamed entities and properties are read under the new names.
+            guard let (layout, record) = names.current(recorded) else { continue }
             changes.append(try Self.change(layout.modelType, record: record, layout: layout, transaction: entry.id, index: Int64(index), store: store, decoder: decoder))
         }
         return DefaultHistoryTransaction(
