@@ -277,6 +277,46 @@ struct HistoryTests {
         #expect(last.changes.contains { if case .delete = $0 { $0.changedPersistentIdentifier == group.persistentModelID } else { false } })
     }
 
+    @Test("a save that deletes a row records cleared foreign keys only for the rows that stay; rows deleted with it are recorded as deleted, once")
+    func deletionsInOneSave() throws {
+        let container = try ModelContainer(for: ContactsV1.Contact.self, ContactsV1.Group.self, Conversation.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let setup = ModelContext(container)
+        let group = ContactsV1.Group(title: "team")
+        setup.insert(group)
+        let members = ["stays", "goes"].map { ContactsV1.Contact(name: $0, age: 1) }
+        for member in members {
+            setup.insert(member)
+            member.group = group
+        }
+        let chat = Conversation(title: "chat")
+        setup.insert(chat)
+        for index in 0..<3 { chat.messages.append(ChatMessage(text: "\(index)")) }
+        try setup.save()
+        let messageIDs = chat.messages.map(\.persistentModelID)
+
+        let context = ModelContext(container)
+        let ids = [group.persistentModelID, members[1].persistentModelID, chat.persistentModelID]
+        context.delete(try #require(context.model(for: ids[0]) as? ContactsV1.Group))
+        context.delete(try #require(context.model(for: ids[1]) as? ContactsV1.Contact))
+        context.delete(try #require(context.model(for: ids[2]) as? Conversation))
+        try context.save()
+
+        let last = try #require(try context.fetchHistory(Transactions()).last)
+        let updated = last.changes.compactMap { change -> PersistentIdentifier? in
+            if case .update = change { change.changedPersistentIdentifier } else { nil }
+        }
+        #expect(updated == [members[0].persistentModelID], "only the member that stays has its group cleared: \(updated)")
+        let deleted = last.changes.compactMap { change -> PersistentIdentifier? in
+            if case .delete = change { change.changedPersistentIdentifier } else { nil }
+        }
+        #expect(deleted.count == Set(deleted).count)
+        #expect(Set(deleted) == Set(ids + messageIDs), "the cascade deletes the messages")
+        let reader = ModelContext(container)
+        let stays = try #require(try reader.fetch(FetchDescriptor<ContactsV1.Contact>()).first)
+        #expect(stays.name == "stays" && stays.group == nil)
+        #expect(try reader.fetchCount(FetchDescriptor<ChatMessage>()) == 0)
+    }
+
     @Test("a token behind a force unwrap, or from another store, is checked for expiry too")
     func tokenExpiryEverywhere() throws {
         let container = try ModelContainer(for: Ledger.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))

@@ -169,8 +169,58 @@ enum TripsRenamed {
     }
 }
 
+/// A property renamed, and a new property given the old name.
+enum MemosV1 {
+    @Model final class Memo {
+        var title: String
+        init(title: String) { self.title = title }
+    }
+}
+
+enum MemosV2 {
+    @Model final class Memo {
+        @Attribute(originalName: "title") var name: String
+        var title: String?
+        init(name: String) { self.name = name }
+    }
+}
+
 @Suite("Lightweight migrations")
 struct MigrationTests {
+    @Test("history from before a rename reads under the new name; a new property with the old name keeps its own changes")
+    func historyAcrossRenamedProperty() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let url = directory.file("memos.store")
+        do {
+            let container = try ModelContainer(for: MemosV1.Memo.self, configurations: ModelConfiguration(url: url))
+            let context = ModelContext(container)
+            let memo = MemosV1.Memo(title: "a")
+            context.insert(memo)
+            try context.save()
+            memo.title = "b"
+            try context.save()
+        }
+        let container = try ModelContainer(for: MemosV2.Memo.self, configurations: ModelConfiguration(url: url))
+        let context = ModelContext(container)
+        let memo = try #require(try context.fetch(FetchDescriptor<MemosV2.Memo>()).first)
+        #expect(memo.name == "b" && memo.title == nil)
+        memo.title = "new"
+        try context.save()
+
+        let changes = try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>()).flatMap(\.changes)
+        let updates = changes.filter { if case .update = $0 { true } else { false } }
+        try #require(updates.count == 2)
+        #expect(updates[0].changedPropertyNames == ["name"] && updates[0].storedValues == ["name": .text("b")], "written as title before the rename")
+        #expect(updates[1].changedPropertyNames == ["title"] && updates[1].storedValues == ["title": .text("new")], "the new title")
+        guard case let .update(typed)? = updates.first, let update = typed as? DefaultHistoryUpdate<MemosV2.Memo> else {
+            Issue.record("expected a typed update")
+            return
+        }
+        #expect(update.updatedAttributes.map { $0 as AnyKeyPath } == [\MemosV2.Memo.name])
+        let insertion = try #require(changes.first)
+        #expect(insertion.storedValues["name"] == .text("b") && insertion.storedValues["title"] == .text("new"), "the row's values now, under the current names")
+    }
     /// A version-1 store with two groups and three contacts (two named "Ada").
     private func makeV1Store(_ url: URL) throws {
         let container = try ModelContainer(for: ContactsV1.Contact.self, ContactsV1.Group.self, configurations: ModelConfiguration(url: url))

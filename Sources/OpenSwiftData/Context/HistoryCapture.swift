@@ -69,13 +69,19 @@ struct HistoryCapture {
 
     /// Before rows of `layout` are deleted: sets the foreign keys that point at them to NULL
     /// (what SQLite's `ON DELETE SET NULL` would do unseen) and records those rows' updates.
-    /// `rows` is SQL selecting the deleted keys, with its arguments.
-    mutating func nullifyReferences(to layout: EntityLayout, rows: String, arguments: [DatabaseValue], in container: ModelContainer, db: Database) throws {
+    /// `rows` is SQL selecting the deleted keys, with its arguments. `sparing` names, per table,
+    /// the keys (a JSON array) of rows the same save deletes: their deletion is their record, so
+    /// they are neither updated nor recorded as updated first.
+    mutating func nullifyReferences(to layout: EntityLayout, rows: String, arguments: [DatabaseValue], sparing: [String: String] = [:], in container: ModelContainer, db: Database) throws {
+        let primaryKey = quoted(TableDescription.primaryKey)
         for (table, column) in referencingColumns(of: layout.name, in: container) {
-            let keys = try Int64.fetchAll(
-                db, sql: "UPDATE \(quoted(table)) SET \(quoted(column)) = NULL WHERE \(quoted(column)) IN (\(rows)) RETURNING \(quoted(TableDescription.primaryKey))",
-                arguments: StatementArguments(arguments)
-            )
+            var sql = "UPDATE \(quoted(table)) SET \(quoted(column)) = NULL WHERE \(quoted(column)) IN (\(rows))"
+            var values = arguments
+            if let spared = sparing[table] {
+                sql += " AND \(primaryKey) NOT IN (SELECT value FROM json_each(?))"
+                values.append(spared.databaseValue)
+            }
+            let keys = try Int64.fetchAll(db, sql: sql + " RETURNING \(primaryKey)", arguments: StatementArguments(values))
             for key in keys {
                 changes.append(.update, entity: table, primaryKey: key, names: [column], values: [.null])
             }

@@ -73,13 +73,37 @@ extension ModelContext {
                 writers[layout.name] = created
                 return created
             }
+            // Deletions by entity, in three passes: the values tombstones keep (read before any
+            // row changes), the foreign keys of rows that stay (one statement per entity and
+            // referencing column, sparing the rows this save deletes too), then the rows.
+            var deleted: [(layout: EntityLayout, rows: [Int64])] = []
+            var groupOf: [String: Int] = [:]
             for registration in deletions {
                 let storage = registration.storage
                 guard let layout = storage.layout, let row = storage.primaryKey else { continue }
-                let preserved = try history.storedPreservedValues(of: layout, row: row, in: db)
-                try history.nullifyReferences(to: layout, rows: "?", arguments: [row.databaseValue], in: container, db: db)
-                try writer(for: layout).delete(primaryKey: row)
-                history.deleted(entity: layout, row: row) { preserved[$0.name] }
+                if let group = groupOf[layout.name] {
+                    deleted[group].rows.append(row)
+                } else {
+                    groupOf[layout.name] = deleted.count
+                    deleted.append((layout, [row]))
+                }
+            }
+            var preserved: [[String: DatabaseValue]] = []
+            for (layout, rows) in deleted where !history.preservedColumns(of: layout).isEmpty {
+                for row in rows { preserved.append(try history.storedPreservedValues(of: layout, row: row, in: db)) }
+            }
+            let sparing = Dictionary(uniqueKeysWithValues: deleted.map { ($0.layout.name, jsonArray($0.rows)) })
+            for (layout, rows) in deleted {
+                try history.nullifyReferences(to: layout, rows: "SELECT value FROM json_each(?)", arguments: [jsonArray(rows).databaseValue], sparing: sparing, in: container, db: db)
+            }
+            var nextPreserved = preserved.makeIterator()
+            for (layout, rows) in deleted {
+                let keeps = !history.preservedColumns(of: layout).isEmpty
+                for row in rows {
+                    try writer(for: layout).delete(primaryKey: row)
+                    let values = keeps ? nextPreserved.next() ?? [:] : [:]
+                    history.deleted(entity: layout, row: row) { values[$0.name] }
+                }
             }
 
             // Inserted rows are written one by one (a model whose unique values match an

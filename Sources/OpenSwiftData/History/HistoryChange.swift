@@ -38,11 +38,15 @@ public enum HistoryChange: Sendable {
     ///
     /// An insert's values are read from its row when the history is fetched (a save does not
     /// write them twice, so a bulk insert costs no more than the rows): they are the values the
-    /// row holds at that moment. Changes made after the insertion follow as their own
-    /// transactions, so applying the changes in order ends at the same values. A to-many
+    /// row holds at that moment, not at the insertion. Changes made after the insertion follow
+    /// as their own transactions, so applying all the fetched changes in order ends at the
+    /// store's values; the steps in between need not be states the store was in (an insertion
+    /// may already name a row inserted later, or a unique value another row held then), so a
+    /// replica should apply them with constraint checks deferred to the end. A to-many
     /// relationship kept by the other side's foreign key has a name in
     /// ``changedPropertyNames`` of an update and no value here (the other side's change
-    /// carries it); a many-to-many relationship's value is a JSON array of the related keys.
+    /// carries it). A many-to-many relationship's value is a JSON array of the related keys:
+    /// in key order for an insert, in the model's order for an update.
     public var storedValues: [String: HistoryValue] {
         var values: [String: HistoryValue] = [:]
         for (name, value) in stored?.record.properties ?? [] {

@@ -8,23 +8,26 @@ import GRDB
 /// must not write them twice); a fetch fills in the stored values the row holds *now*: every
 /// column, and each many-to-many relationship as a JSON array of the related keys, named as an
 /// update records them. Changes after the insertion follow as their own entries, so replaying
-/// the entries in order ends at the same values. A row deleted since keeps no values (its
-/// deletion follows); primary keys are never reused, so a row with the key is the inserted one.
+/// all of them in order ends at the store's values (the states in between need not be ones the
+/// store was in). A row deleted since keeps no values (its deletion follows); primary keys are
+/// never reused, so a row with the key is the inserted one. Only the transactions a fetch
+/// returns are filled, after its predicate, sort and limit.
 enum InsertedValues {
     /// Fills in the names and values of every key-only insertion in `entries`, with one query
-    /// per entity and one per many-to-many relationship.
-    static func fill(_ entries: inout [HistoryEntry], container: ModelContainer, db: Database) throws {
+    /// per entity and one per many-to-many relationship; false when there was none to fill.
+    @discardableResult
+    static func fill(_ entries: inout [HistoryEntry], container: ModelContainer, db: Database) throws -> Bool {
         var keysByEntity: [String: [Int64]] = [:]
         for entry in entries {
             for record in entry.records where record.kind == .insert && record.names.isEmpty {
                 keysByEntity[record.entity, default: []].append(record.primaryKey)
             }
         }
-        guard !keysByEntity.isEmpty else { return }
+        guard !keysByEntity.isEmpty else { return false }
 
         var filled: [String: (names: [String], rows: [Int64: [DatabaseValue]])] = [:]
         for (entity, keys) in keysByEntity {
-            guard let layout = container.historyLayout(named: entity) else { continue }
+            guard let layout = container.layout(named: entity) else { continue }
             filled[entity] = try values(of: layout, keys: keys, in: db)
         }
         for index in entries.indices {
@@ -39,6 +42,7 @@ enum InsertedValues {
             }
             if changed { entries[index].records = records }
         }
+        return true
     }
 
     /// The recorded names of `layout` (its columns, then its many-to-many relationships) and,

@@ -6,6 +6,10 @@ extension ModelContext {
     /// The history transactions that match a descriptor: every committed save of any context
     /// of the store, with its author, time, token and changes.
     ///
+    /// Insertions carry their rows' current values (``HistoryChange/storedValues``), filled in
+    /// for the transactions returned; a predicate evaluated in memory sees them without.
+    /// Entries written before a migration renamed an entity or a property name the new ones.
+    ///
     /// Only ``DefaultHistoryTransaction`` is available; asking for another transaction type
     /// throws ``SwiftDataError/invalidTransactionFetchRequest``. A descriptor that compares the
     /// token with one from before transactions removed by ``deleteHistory(_:)`` throws
@@ -21,16 +25,18 @@ extension ModelContext {
         try fetchHistory(defaultDescriptor(descriptor), checksExpiry: true).compactMap { $0 as? T }
     }
 
-    private func fetchHistory(_ descriptor: HistoryDescriptor<DefaultHistoryTransaction>, checksExpiry: Bool) throws -> [DefaultHistoryTransaction] {
-        let store = container.store
-        let transactions = try store.read { db -> [DefaultHistoryTransaction] in
+    /// The matching transactions, in order and within the limit. With `fillsInserts`, the
+    /// insertions of the transactions returned carry their rows' values (see
+    /// ``InsertedValues``); `deleteHistory`, which needs only their numbers, skips that.
+    private func fetchHistory(_ descriptor: HistoryDescriptor<DefaultHistoryTransaction>, checksExpiry: Bool, fillsInserts: Bool = true) throws -> [DefaultHistoryTransaction] {
+        try container.store.read { db -> [DefaultHistoryTransaction] in
             let (condition, isComplete) = try historyCondition(descriptor.predicate, db: db, checksExpiry: checksExpiry)
             let limit = descriptor.fetchLimit > 0 && isComplete && descriptor.sortBy.isEmpty ? Int(clamping: descriptor.fetchLimit) : nil
             var entries = try HistoryLog.entries(where: condition, limit: limit, in: db)
-            try InsertedValues.fill(&entries, container: container, db: db)
+            // Entries written before a migration renamed entities or properties, under the new names.
+            HistoryRenames.apply(try HistoryRenames.all(in: db), to: &entries)
             let decoder = try TombstoneDecoder(db: db)
-            var names = RecordedNames(container)
-            var transactions = try entries.map { try transaction(from: $0, decoder: decoder, names: &names) }
+            var transactions = try entries.map { try transaction(from: $0, decoder: decoder) }
             if let predicate = descriptor.predicate, !isComplete {
                 do {
                     transactions = try transactions.filter { try predicate.evaluate($0) }
@@ -38,14 +44,18 @@ extension ModelContext {
                     throw SwiftDataError(.invalidTransactionFetchRequest, "evaluating the history predicate failed: \(error)")
                 }
             }
-            return transactions
+            // In transaction order from the log, so ties stay in transaction order.
+            if !descriptor.sortBy.isEmpty { transactions = stableSorted(transactions, using: descriptor.sortBy) }
+            if descriptor.fetchLimit > 0 && transactions.count > descriptor.fetchLimit {
+                transactions = Array(transactions.prefix(Int(clamping: descriptor.fetchLimit)))
+            }
+            guard fillsInserts else { return transactions }
+            // The values of the insertions of the transactions kept, read from their rows.
+            let positions = Dictionary(uniqueKeysWithValues: entries.enumerated().map { ($1.id, $0) })
+            var kept = transactions.compactMap { positions[$0.id].map { entries[$0] } }
+            guard try InsertedValues.fill(&kept, container: container, db: db) else { return transactions }
+            return try kept.map { try transaction(from: $0, decoder: decoder) }
         }
-        // In transaction order from the log, so ties stay in transaction order.
-        var result = descriptor.sortBy.isEmpty ? transactions : stableSorted(transactions, using: descriptor.sortBy)
-        if descriptor.fetchLimit > 0 && result.count > descriptor.fetchLimit {
-            result = Array(result.prefix(Int(clamping: descriptor.fetchLimit)))
-        }
-        return result
     }
 
     /// Deletes the history transactions that match a descriptor (typically those up to a token
@@ -60,7 +70,7 @@ extension ModelContext {
             let condition = translated.condition
             ids = try store.read { db in try HistoryLog.transactionIDs(where: condition, in: db) }
         } else {
-            ids = try fetchHistory(descriptor, checksExpiry: false).map(\.id)
+            ids = try fetchHistory(descriptor, checksExpiry: false, fillsInserts: false).map(\.id)
         }
         guard !ids.isEmpty else { return }
         try store.write { db in try HistoryLog.delete(ids, in: db) }
@@ -99,14 +109,13 @@ extension ModelContext {
     }
 
     /// A transaction of the public API from a log entry.
-    private func transaction(from entry: HistoryEntry, decoder: TombstoneDecoder, names: inout RecordedNames) throws -> DefaultHistoryTransaction {
+    private func transaction(from entry: HistoryEntry, decoder: TombstoneDecoder) throws -> DefaultHistoryTransaction {
         let store = container.store.identifier
         var changes: [HistoryChange] = []
         changes.reserveCapacity(entry.records.count)
-        for (index, recorded) in entry.records.enumerated() {
-            // Changes of entities the current schema no longer has cannot be typed; those of
-            // renamed entities and properties are read under the new names.
-            guard let (layout, record) = names.current(recorded) else { continue }
+        for (index, record) in entry.records.enumerated() {
+            // Changes of entities the current schema no longer has cannot be typed.
+            guard let layout = container.layout(named: record.entity) else { continue }
             changes.append(try Self.change(layout.modelType, record: record, layout: layout, transaction: entry.id, index: Int64(index), store: store, decoder: decoder))
         }
         return DefaultHistoryTransaction(

@@ -26,6 +26,8 @@ struct LightweightMigration {
     let steps: [Step]
     /// Whether a table is copied into a new one (the store is backed up first).
     let rewritesTables: Bool
+    /// The entities and columns the plan renames, recorded for reading older history.
+    var renames = HistoryRenames(through: 0)
 
     private struct ExistingColumn {
         let name: String
@@ -57,6 +59,7 @@ struct LightweightMigration {
             }
         }
         let renamed = Dictionary(sourceOf.map { ($0.value, $0.key) }, uniquingKeysWith: { first, _ in first })
+        var renames = HistoryRenames(through: 0, entities: renamed)
 
         // Tables of entities and relationships that are gone. A relationship table whose two
         // entities are still related through a table of another name is a renamed relationship:
@@ -83,7 +86,8 @@ struct LightweightMigration {
             let columns = try Row.fetchAll(db, sql: "PRAGMA table_info(\(quoted(source)))").map { row in
                 ExistingColumn(name: row["name"], type: (row["type"] as String? ?? "").uppercased(), isNullable: (row["notnull"] as Int? ?? 0) == 0)
             }
-            let (tableSteps, rewritten) = try migrateColumns(of: table, existing: columns, source: source, renamed: renamed, in: db)
+            let (tableSteps, rewritten, columnRenames) = try migrateColumns(of: table, existing: columns, source: source, renamed: renamed, in: db)
+            if !columnRenames.isEmpty { renames.properties[table.name] = columnRenames }
             steps += tableSteps
             rewrites = rewrites || rewritten
             steps += try indexSteps(for: table, source: source, in: db, rebuilt: rewritten)
@@ -92,7 +96,7 @@ struct LightweightMigration {
         for join in layout.joinTables where !existingTables.contains(join.name) {
             steps += join.createStatements.map { Step(sql: $0, purpose: "add the relationship table \(join.name)") }
         }
-        return LightweightMigration(steps: steps, rewritesTables: rewrites)
+        return LightweightMigration(steps: steps, rewritesTables: rewrites, renames: renames)
     }
 
     /// The steps that give `table` its columns: renames and additions in place, a rebuild when a
@@ -101,7 +105,7 @@ struct LightweightMigration {
     ///
     /// `source` is the table's name when planning (its old name, for a renamed entity), and
     /// `renamed` maps renamed tables' old names to their new ones.
-    private static func migrateColumns(of table: TableDescription, existing: [ExistingColumn], source planningName: String, renamed: [String: String], in db: Database) throws -> ([Step], Bool) {
+    private static func migrateColumns(of table: TableDescription, existing: [ExistingColumn], source planningName: String, renamed: [String: String], in db: Database) throws -> ([Step], Bool, renames: [String: String]) {
         let entity = table.name
         let existingByName = Dictionary(existing.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         let references = Dictionary(
@@ -177,6 +181,7 @@ struct LightweightMigration {
         }
         let kept = Set(sources.values)
         if existing.contains(where: { !kept.contains($0.name) }) { needsRebuild = true }
+        let columnRenames = Dictionary(renames.map { ($0.from, $0.to) }, uniquingKeysWith: { first, _ in first })
 
         guard needsRebuild else {
             var steps = renames.map {
@@ -187,13 +192,13 @@ struct LightweightMigration {
                 let value = column.defaultValue.flatMap { $0.isNull ? nil : literal($0) }
                 steps.append(Step(sql: "ALTER TABLE \(quoted(entity)) ADD COLUMN \(column.definition(defaultLiteral: value))", purpose: "add \(entity).\(column.name)"))
             }
-            return (steps, false)
+            return (steps, false, columnRenames)
         }
 
         // Rebuild: a new table with the target definition, filled from the old one.
         let temporary = "_osd_migrating_\(entity)"
         let definition = TableDescription(name: temporary, columns: table.columns, uniqueConstraints: [], indexes: [])
-        guard let create = definition.createStatements.first else { return ([], false) }
+        guard let create = definition.createStatements.first else { return ([], false, [:]) }
         let primaryKey = quoted(TableDescription.primaryKey)
         let targets = [primaryKey] + table.columns.map { quoted($0.name) }
         let values = [primaryKey] + table.columns.map { column -> String in
@@ -206,7 +211,7 @@ struct LightweightMigration {
             Step(sql: "DROP TABLE \(quoted(entity))", purpose: "replace \(entity)"),
             Step(sql: "ALTER TABLE \(quoted(temporary)) RENAME TO \(quoted(entity))", purpose: "replace \(entity)"),
         ]
-        return (steps, true)
+        return (steps, true, columnRenames)
     }
 
     /// Drops the indexes the layout no longer has and creates the ones it lacks (all of them
@@ -299,6 +304,7 @@ struct LightweightMigration {
             for (key, value) in metadata {
                 try db.execute(sql: "INSERT OR REPLACE INTO \(quoted(metadataTable)) (key, value) VALUES (?, ?)", arguments: [key, value])
             }
+            if !renames.isEmpty { try renames.append(in: db) }
             return .commit
         }
     }
