@@ -68,7 +68,7 @@ extension ModelContext {
         for (position, storage) in waiting.enumerated() {
             if let key = storage.rowKey { positions[key] = position }
         }
-        var related = RelatedGroups(owners: waiting.count, interleaved: scans)
+        var related = RelatedGroups(owners: waiting.count)
         switch relationship.storage {
         case .foreignKey:
             return
@@ -121,28 +121,23 @@ extension ModelContext {
     }
 }
 
-/// The related models of each owner, gathered as they arrive. Rows read through the foreign
-/// key's index come grouped by owner: a run of one owner's models is moved into its list whole
-/// (no model is copied from one array into another), and the next run starts with room for as
-/// many as the last one had. Rows read by a scan (`interleaved`) come in key order, owners
-/// mixed: each model goes straight into its owner's list.
+/// The related models of each owner, gathered as they arrive, in runs of one owner's models:
+/// an owner's first run is moved into its list whole (no model is copied from one array into
+/// another), and the next run starts with room for as many as the last one had. Rows read
+/// through the foreign key's index come grouped by owner, one run each; rows read by a scan
+/// come in key order, often one owner's in a row, and a later run of an owner joins its list
+/// (the run's buffer is kept for the next).
 private struct RelatedGroups {
     private var groups: [[RelatedRef]]
     private var run: [RelatedRef] = []
     private var runOwner: Int?
-    private let interleaved: Bool
 
-    init(owners: Int, interleaved: Bool = false) {
+    init(owners: Int) {
         groups = Array(repeating: [], count: owners)
-        self.interleaved = interleaved
     }
 
     /// Adds a related model of the owner at position `owner`.
     mutating func add(_ ref: consuming RelatedRef, owner: Int) {
-        if interleaved {
-            groups[owner].append(ref)
-            return
-        }
         if owner != runOwner {
             flush()
             runOwner = owner
@@ -158,15 +153,15 @@ private struct RelatedGroups {
 
     private mutating func flush() {
         guard let owner = runOwner else { return }
-        let size = run.count
         if groups[owner].isEmpty {
+            let size = run.count
             swap(&groups[owner], &run)
+            run.reserveCapacity(size)
         } else {
             // The owner's models did not all come together: the run joins the earlier ones.
             groups[owner].append(contentsOf: run)
-            run.removeAll()
+            run.removeAll(keepingCapacity: true)
         }
-        run.reserveCapacity(size)
         runOwner = nil
     }
 }
