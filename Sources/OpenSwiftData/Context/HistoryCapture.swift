@@ -30,16 +30,21 @@ struct HistoryCapture {
         changes.append(.update, entity: layout.name, primaryKey: row, names: shape.names, values: values, valueless: valueless)
     }
 
-    /// A changed row: the changed properties, with the new stored values of those that have one.
-    func updated(_ storage: AnyModelStorage, layout: EntityLayout, row: Int64, values: [Int: DatabaseValue]) {
+    /// A changed row: the changed properties (`changed`, sorted indexes), with the new stored
+    /// values of those that have one. `columnValues` holds the values written, in the order of
+    /// the changed properties that are columns.
+    func updated(_ storage: AnyModelStorage, layout: EntityLayout, row: Int64, changed: [Int], columnValues: [DatabaseValue]) {
         var names: [String] = []
         var recorded: [DatabaseValue] = []
         var valueless: [Int] = []
-        for index in storage.changedProperties.sorted() {
+        names.reserveCapacity(changed.count)
+        recorded.reserveCapacity(changed.count)
+        var nextColumnValue = columnValues.makeIterator()
+        for index in changed {
             let property = layout.properties[index]
             let value: DatabaseValue?
-            if let column = property.columnIndex {
-                value = values[column]
+            if property.columnIndex != nil {
+                value = nextColumnValue.next()
             } else if let relationship = property.relationship {
                 if case .joinTable = relationship.storage { value = joinValue(storage, property) } else { value = nil }
             } else {

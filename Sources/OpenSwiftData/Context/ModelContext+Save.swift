@@ -168,10 +168,11 @@ extension ModelContext {
             for registration in updates {
                 let storage = registration.storage
                 guard let layout = storage.layout, let row = storage.primaryKey else { continue }
-                let changedColumns = storage.changedProperties.sorted().compactMap { layout.properties[$0].columnIndex }
+                let changed = storage.changedProperties.sorted()
+                let changedColumns = changed.compactMap { layout.properties[$0].columnIndex }
                 let values = try changedColumns.map { try encode(storage, layout.columns[$0], layout) }
                 try run(layout) { try writer(for: layout).update(primaryKey: row, columns: changedColumns, values: values) }
-                history.updated(storage, layout: layout, row: row, values: Dictionary(uniqueKeysWithValues: zip(changedColumns, values)))
+                history.updated(storage, layout: layout, row: row, changed: changed, columnValues: values)
             }
             let upserted = Set(zip(insertions, keys).filter(\.1.upserted).map { ObjectIdentifier($0.0.storage) })
             try writeJoinRows(insertions: insertions, updates: updates, upserted: upserted, db: db)
