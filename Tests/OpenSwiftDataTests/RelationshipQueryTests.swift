@@ -122,6 +122,28 @@ struct RelationshipQueryTests {
         #expect(counter.selects.isEmpty)
     }
 
+    @Test("deleting many models applies their cascade rules with one query per relationship and wave, not one per model")
+    func cascadeLoadsInBatches() throws {
+        let container = try ModelContainer(for: Conversation.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        try chats(ModelContext(container), count: 30, messagesEach: 4)
+        let context = ModelContext(container)
+        let conversations = try context.fetch(FetchDescriptor<Conversation>())
+        // One conversation's messages are loaded and changed first: the rules use what it holds.
+        let first = try #require(conversations.first)
+        first.messages.append(ChatMessage(text: "unsaved"))
+        let counter = try StatementCounter(container)
+        for conversation in conversations.dropLast(5) { context.delete(conversation) }
+        counter.reset()
+        try context.save()
+        #expect(counter.selects.count <= 3, "the messages of 25 conversations in one query: \(counter.selects)")
+        let reader = ModelContext(container)
+        #expect(try reader.fetchCount(FetchDescriptor<Conversation>()) == 5)
+        let left = try reader.fetch(FetchDescriptor<ChatMessage>())
+        #expect(left.count == 20, "the cascade deleted exactly the deleted conversations' messages")
+        #expect(left.allSatisfy { $0.conversation != nil })
+        #expect(Set(left.compactMap { $0.conversation?.title }) == Set(conversations.suffix(5).map(\.title)))
+    }
+
     @Test("prefetching for a whole table reads the related table in one pass: children interleaved, orphans, already loaded sides and unsaved changes stay right")
     func prefetchingWholeTable() throws {
         let container = try ModelContainer(for: Conversation.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))

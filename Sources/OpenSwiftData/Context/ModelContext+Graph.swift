@@ -141,22 +141,28 @@ extension ModelContext {
         var nullified: [(Registration, PropertyLayout)] = []
         var position = 0
         while position < closure.count {
-            let registration = closure[position]
-            position += 1
-            guard let layout = registration.storage.layout else { continue }
-            for property in layout.relationships {
-                guard let relationship = property.relationship else { continue }
-                switch relationship.deleteRule {
-                case .cascade:
-                    for ref in currentRefs(registration.storage, property) where members.insert(ObjectIdentifier(ref.storage)).inserted {
-                        closure.append(ref.registration)
+            // Wave by wave: the relationships the rules read are loaded for the whole wave with
+            // one query each, not one per model.
+            let waveEnd = closure.count
+            preloadDeleteRuleRelationships(closure[position..<waveEnd])
+            while position < waveEnd {
+                let registration = closure[position]
+                position += 1
+                guard let layout = registration.storage.layout else { continue }
+                for property in layout.relationships {
+                    guard let relationship = property.relationship else { continue }
+                    switch relationship.deleteRule {
+                    case .cascade:
+                        for ref in currentRefs(registration.storage, property) where members.insert(ObjectIdentifier(ref.storage)).inserted {
+                            closure.append(ref.registration)
+                        }
+                    case .deny:
+                        denials.append((registration, property, currentRefs(registration.storage, property)))
+                    case .nullify:
+                        nullified.append((registration, property))
+                    case .noAction:
+                        break
                     }
-                case .deny:
-                    denials.append((registration, property, currentRefs(registration.storage, property)))
-                case .nullify:
-                    nullified.append((registration, property))
-                case .noAction:
-                    break
                 }
             }
         }
@@ -186,6 +192,24 @@ extension ModelContext {
                     target.writeSlot(inverse, ToOneSlot.loaded(nil), change: true)
                 }
             }
+        }
+    }
+
+    /// Loads, per entity, the `.cascade` and `.deny` relationships of the models of a wave of
+    /// deletions, one query per relationship.
+    private func preloadDeleteRuleRelationships(_ wave: ArraySlice<Registration>) {
+        guard wave.count > 1 else { return }
+        var groups: [String: (layout: EntityLayout, storages: [AnyModelStorage])] = [:]
+        for registration in wave {
+            guard let layout = registration.storage.layout else { continue }
+            groups[layout.name, default: (layout, [])].storages.append(registration.storage)
+        }
+        for (layout, storages) in groups.values {
+            let read = layout.relationships.filter { property in
+                guard let rule = property.relationship?.deleteRule else { return false }
+                return rule == .cascade || rule == .deny
+            }
+            if !read.isEmpty { preload(read, of: storages) }
         }
     }
 

@@ -32,6 +32,26 @@ extension ModelContext {
         }
     }
 
+    /// Loads, with one query per relationship, the relationships `properties` name of models of
+    /// one entity that are not loaded yet, models marked for deletion included: what applying
+    /// delete rules to many models reads, instead of one query per model. A failure is logged,
+    /// and the models then load their relationships one by one.
+    func preload(_ properties: [PropertyLayout], of storages: [AnyModelStorage]) {
+        guard storages.count > 1 else { return }
+        for property in properties {
+            guard let relationship = property.relationship, let destination = container.layout(named: relationship.destinationName) else { continue }
+            do {
+                if relationship.isToMany || relationship.storage != .foreignKey {
+                    try prefetchCollections(property, relationship, of: storages, destination: destination, wholeTable: false, includingDeleted: true)
+                } else {
+                    try prefetchTargets(property, of: storages, destination: destination)
+                }
+            } catch {
+                log("loading \(property.name) of \(storages.count) models at once failed: \(error)")
+            }
+        }
+    }
+
     /// To-one relationships stored as foreign keys: loads every referenced row not registered yet.
     private func prefetchTargets(_ property: PropertyLayout, of storages: [AnyModelStorage], destination: EntityLayout) throws {
         var missing = Set<Int64>()
@@ -49,10 +69,16 @@ extension ModelContext {
     }
 
     /// To-many relationships and to-one relationships stored on the other side: loads the related
-    /// rows of every model whose side is not loaded yet, and fills each model's slot.
-    private func prefetchCollections(_ property: PropertyLayout, _ relationship: RelationshipLayout, of storages: [AnyModelStorage], destination: EntityLayout, wholeTable: Bool) throws {
+    /// rows of every model whose side is not loaded yet, and fills each model's slot. With
+    /// `includingDeleted`, models marked for deletion (whose rows still exist) count too.
+    private func prefetchCollections(_ property: PropertyLayout, _ relationship: RelationshipLayout, of storages: [AnyModelStorage], destination: EntityLayout, wholeTable: Bool, includingDeleted: Bool = false) throws {
+        // The key a model's row has in the store.
+        func key(_ storage: AnyModelStorage) -> Int64? {
+            guard includingDeleted else { return storage.rowKey }
+            return storage.state == .removed ? nil : storage.primaryKey
+        }
         let waiting = storages.filter { storage in
-            guard storage.rowKey != nil else { return false }
+            guard key(storage) != nil else { return false }
             if relationship.isToMany, case .notLoaded = storage.toManySlot(property) { return true }
             if !relationship.isToMany, case .notLoaded = storage.toOneSlot(property) { return true }
             return false
@@ -61,12 +87,12 @@ extension ModelContext {
         // Scanning is worth it when most of the table's rows wait for their related rows; the
         // related rows of the others are read and skipped.
         let scans = wholeTable && waiting.count * 2 >= storages.count
-        let keys = { self.jsonArray(waiting.compactMap(\.rowKey)) }
+        let keys = { self.jsonArray(waiting.compactMap(key)) }
         // The position in `waiting` of each owner's key, and each related model's owner position.
         var positions: [Int64: Int] = [:]
         positions.reserveCapacity(waiting.count)
         for (position, storage) in waiting.enumerated() {
-            if let key = storage.rowKey { positions[key] = position }
+            if let key = key(storage) { positions[key] = position }
         }
         var related = RelatedGroups(owners: waiting.count)
         switch relationship.storage {
@@ -82,7 +108,7 @@ extension ModelContext {
                 let owner: Int64?
                 switch registration.storage.toOneSlot(inverse) {
                 case let .fault(key): owner = key
-                case let .loaded(target): owner = target?.base.rowKey
+                case let .loaded(target): owner = target.flatMap { key($0.base) }
                 case .notLoaded: owner = nil
                 }
                 if let owner, let position = positions[owner] { related.add(RelatedRef(registration), owner: position) }
