@@ -143,6 +143,6 @@ struct HistoryCapture {
     private func joinValue(_ storage: AnyModelStorage, _ property: PropertyLayout) -> DatabaseValue? {
         guard case let .loaded(refs) = storage.toManySlot(property) else { return nil }
         let keys = (refs ?? []).compactMap { $0.base.rowKey }
-        return ("[" + keys.map(String.init).joined(separator: ",") + "]").databaseValue
+        return jsonKeyArray(keys).databaseValue
     }
 }

@@ -84,7 +84,7 @@ extension ModelContext {
             }
             if !registered.isEmpty {
                 rows += (batch.filter?.condition == nil ? " WHERE " : " AND ") + "t.\(primaryKey) NOT IN (SELECT value FROM json_each(?))"
-                arguments.append(("[" + registered.map(String.init).joined(separator: ",") + "]").databaseValue)
+                arguments.append(jsonKeyArray(registered).databaseValue)
             }
             try history.nullifyReferences(to: batch.layout, rows: rows, arguments: arguments, in: container, db: db)
             // The values a tombstone keeps come back with the keys.

@@ -59,7 +59,7 @@ extension ModelContext {
             if case let .fault(key?) = storage.toOneSlot(property), identityMap[destination.name]?[key] == nil { missing.insert(key) }
         }
         if !missing.isEmpty {
-            try materializeRows(layout: destination, query: SelectBuilder.rows(destination.table, primaryKeyIn: jsonArray(missing))) { _ in }
+            try materializeRows(layout: destination, query: SelectBuilder.rows(destination.table, primaryKeyIn: jsonKeyArray(missing))) { _ in }
         }
         for storage in storages {
             guard case let .fault(key) = storage.toOneSlot(property) else { continue }
@@ -87,7 +87,7 @@ extension ModelContext {
         // Scanning is worth it when most of the table's rows wait for their related rows; the
         // related rows of the others are read and skipped.
         let scans = wholeTable && waiting.count * 2 >= storages.count
-        let keys = { self.jsonArray(waiting.compactMap(key)) }
+        let keys = { jsonKeyArray(waiting.compactMap(key)) }
         // The position in `waiting` of each owner's key, and each related model's owner position.
         var positions: [Int64: Int] = [:]
         positions.reserveCapacity(waiting.count)
@@ -122,7 +122,7 @@ extension ModelContext {
             }
             let missing = Set(pairs.map(\.far)).filter { identityMap[destination.name]?[$0] == nil }
             if !missing.isEmpty {
-                try materializeRows(layout: destination, query: SelectBuilder.rows(destination.table, primaryKeyIn: jsonArray(missing))) { _ in }
+                try materializeRows(layout: destination, query: SelectBuilder.rows(destination.table, primaryKeyIn: jsonKeyArray(missing))) { _ in }
             }
             for pair in pairs {
                 if let position = positions[pair.near], let registration = identityMap[destination.name]?[pair.far] {
@@ -139,11 +139,6 @@ extension ModelContext {
             }
             groups[position] = []
         }
-    }
-
-    /// Keys as a JSON array, bound as one argument and read with `json_each`.
-    func jsonArray<S: Sequence>(_ keys: S) -> String where S.Element == Int64 {
-        "[" + keys.map(String.init).joined(separator: ",") + "]"
     }
 }
 

@@ -92,9 +92,9 @@ extension ModelContext {
             for (layout, rows) in deleted where !history.preservedColumns(of: layout).isEmpty {
                 for row in rows { preserved.append(try history.storedPreservedValues(of: layout, row: row, in: db)) }
             }
-            let sparing = Dictionary(uniqueKeysWithValues: deleted.map { ($0.layout.name, jsonArray($0.rows)) })
+            let sparing = Dictionary(uniqueKeysWithValues: deleted.map { ($0.layout.name, jsonKeyArray($0.rows)) })
             for (layout, rows) in deleted {
-                try history.nullifyReferences(to: layout, rows: "SELECT value FROM json_each(?)", arguments: [jsonArray(rows).databaseValue], sparing: sparing, in: container, db: db)
+                try history.nullifyReferences(to: layout, rows: "SELECT value FROM json_each(?)", arguments: [jsonKeyArray(rows).databaseValue], sparing: sparing, in: container, db: db)
             }
             var nextPreserved = preserved.makeIterator()
             for (layout, rows) in deleted {

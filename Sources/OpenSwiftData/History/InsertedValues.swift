@@ -48,7 +48,7 @@ enum InsertedValues {
     /// The recorded names of `layout` (its columns, then its many-to-many relationships) and,
     /// for each of `keys` whose row exists, its values in that order.
     private static func values(of layout: EntityLayout, keys: [Int64], in db: Database) throws -> (names: [String], rows: [Int64: [DatabaseValue]]) {
-        let keyArray = "[" + keys.map(String.init).joined(separator: ",") + "]"
+        let keyArray = jsonKeyArray(keys)
         let primaryKey = quoted(TableDescription.primaryKey)
         let columns = layout.columns
         let selected = ([primaryKey] + columns.map { quoted($0.name) }).joined(separator: ", ")
@@ -72,7 +72,7 @@ enum InsertedValues {
             }
             for key in rows.keys {
                 let farKeys = related[key] ?? []
-                rows[key]?.append(("[" + farKeys.map(String.init).joined(separator: ",") + "]").databaseValue)
+                rows[key]?.append(jsonKeyArray(farKeys).databaseValue)
             }
         }
         return (names, rows)

@@ -144,7 +144,7 @@ enum HistoryLog {
         guard let largest = ids.max(), try exists(in: db) else { return }
         try db.execute(
             sql: "DELETE FROM \(quoted(table)) WHERE id IN (SELECT value FROM json_each(?))",
-            arguments: ["[" + ids.map(String.init).joined(separator: ",") + "]"]
+            arguments: [jsonKeyArray(ids)]
         )
         let previous = try deletedThrough(in: db)
         if largest > previous {

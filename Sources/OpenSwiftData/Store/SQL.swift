@@ -11,6 +11,12 @@ func quoted(_ identifier: String) -> String {
     return result
 }
 
+/// Primary keys as a JSON array (`[1,2,3]`): one statement argument however many keys, read in
+/// SQL with `SELECT value FROM json_each(?)`.
+func jsonKeyArray<S: Sequence>(_ keys: S) -> String where S.Element == Int64 {
+    "[" + keys.map(String.init).joined(separator: ",") + "]"
+}
+
 extension ColumnDescription {
     /// The column's definition in `CREATE TABLE` or `ALTER TABLE … ADD COLUMN`, with an optional
     /// `DEFAULT` literal.
