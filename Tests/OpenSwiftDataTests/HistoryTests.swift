@@ -48,6 +48,36 @@ final class Meter {
 
 private typealias Transactions = HistoryDescriptor<DefaultHistoryTransaction>
 
+/// A to-many relationship kept by the other side's foreign key, then renamed (no column
+/// changes, so no migration runs).
+enum ShelvesV1 {
+    @Model final class Shelf {
+        var name: String
+        @Relationship(inverse: \Book.shelf) var books: [Book] = []
+        init(name: String) { self.name = name }
+    }
+
+    @Model final class Book {
+        var title: String
+        var shelf: Shelf?
+        init(title: String) { self.title = title }
+    }
+}
+
+enum ShelvesV2 {
+    @Model final class Shelf {
+        var name: String
+        @Relationship(originalName: "books", inverse: \Book.shelf) var volumes: [Book] = []
+        init(name: String) { self.name = name }
+    }
+
+    @Model final class Book {
+        var title: String
+        var shelf: Shelf?
+        init(title: String) { self.title = title }
+    }
+}
+
 @Suite("History")
 struct HistoryTests {
     private func inserts(_ transaction: DefaultHistoryTransaction) -> [PersistentIdentifier] {
@@ -315,6 +345,33 @@ struct HistoryTests {
         let stays = try #require(try reader.fetch(FetchDescriptor<ContactsV1.Contact>()).first)
         #expect(stays.name == "stays" && stays.group == nil)
         #expect(try reader.fetchCount(FetchDescriptor<ChatMessage>()) == 0)
+    }
+
+    @Test("a relationship renamed without a column change is read under its new name in older entries")
+    func renamedRelationshipInHistory() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let url = directory.file("shelves.store")
+        do {
+            let container = try ModelContainer(for: ShelvesV1.Shelf.self, ShelvesV1.Book.self, configurations: ModelConfiguration(url: url))
+            let context = ModelContext(container)
+            let shelf = ShelvesV1.Shelf(name: "fiction")
+            context.insert(shelf)
+            try context.save()
+            shelf.books.append(ShelvesV1.Book(title: "Dune"))
+            try context.save()
+        }
+        let container = try ModelContainer(for: ShelvesV2.Shelf.self, ShelvesV2.Book.self, configurations: ModelConfiguration(url: url))
+        let context = ModelContext(container)
+        let shelfUpdate = try #require(try context.fetchHistory(Transactions()).last?.changes.first {
+            if case .update = $0 { $0.changedPersistentIdentifier.entityName == "Shelf" } else { false }
+        })
+        #expect(shelfUpdate.changedPropertyNames == ["volumes"])
+        guard case let .update(update) = shelfUpdate, let typed = update as? DefaultHistoryUpdate<ShelvesV2.Shelf> else {
+            Issue.record("expected a typed update of Shelf")
+            return
+        }
+        #expect(typed.updatedAttributes.map { $0 as AnyKeyPath } == [\ShelvesV2.Shelf.volumes])
     }
 
     @Test("a token behind a force unwrap, or from another store, is checked for expiry too")

@@ -35,6 +35,8 @@ extension ModelContext {
             var entries = try HistoryLog.entries(where: condition, limit: limit, in: db)
             // Entries written before a migration renamed entities or properties, under the new names.
             HistoryRenames.apply(try HistoryRenames.all(in: db), to: &entries)
+            var names = DeclaredRenames(container)
+            names.apply(to: &entries)
             let decoder = try TombstoneDecoder(db: db)
             var transactions = try entries.map { try transaction(from: $0, decoder: decoder) }
             if let predicate = descriptor.predicate, !isComplete {
@@ -52,9 +54,18 @@ extension ModelContext {
             guard fillsInserts else { return transactions }
             // The values of the insertions of the transactions kept, read from their rows.
             let positions = Dictionary(uniqueKeysWithValues: entries.enumerated().map { ($1.id, $0) })
-            var kept = transactions.compactMap { positions[$0.id].map { entries[$0] } }
+            let holdsInserts = transactions.map { transaction in
+                transaction.changes.contains { if case .insert = $0 { true } else { false } }
+            }
+            var kept = zip(transactions, holdsInserts).compactMap { transaction, inserts in
+                inserts ? positions[transaction.id].map { entries[$0] } : nil
+            }
             guard try InsertedValues.fill(&kept, container: container, db: db) else { return transactions }
-            return try kept.map { try transaction(from: $0, decoder: decoder) }
+            // Only the transactions with insertions are made again, with their values.
+            var filled = try kept.map { try transaction(from: $0, decoder: decoder) }.makeIterator()
+            return zip(transactions, holdsInserts).map { transaction, inserts in
+                inserts ? filled.next() ?? transaction : transaction
+            }
         }
     }
 

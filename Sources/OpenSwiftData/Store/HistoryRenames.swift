@@ -21,11 +21,16 @@ struct HistoryRenames: Codable, Equatable {
 
     var isEmpty: Bool { entities.isEmpty && properties.isEmpty }
 
-    /// The renames recorded by earlier migrations, oldest first; none for a store without any
-    /// (or with an unreadable record, which then renames nothing).
+    /// The renames recorded by earlier migrations, in the order they ran; none for a store
+    /// without any. An unreadable record is a typed error (`storeFailure`), never skipped:
+    /// reading older entries under the wrong names, or writing over the record, would lose them.
     static func all(in db: Database) throws -> [HistoryRenames] {
         guard let json = try String.fetchOne(db, sql: "SELECT value FROM \(quoted(SQLiteStore.metadataTable)) WHERE key = ?", arguments: [metadataKey]) else { return [] }
-        return ((try? JSONDecoder().decode([HistoryRenames].self, from: Data(json.utf8))) ?? []).sorted { $0.through < $1.through }
+        do {
+            return try JSONDecoder().decode([HistoryRenames].self, from: Data(json.utf8))
+        } catch {
+            throw SwiftDataError(.storeFailure, "the store's record of renamed entities and properties (metadata \(metadataKey)) cannot be read: \(error)")
+        }
     }
 
     /// Appends these renames, placed after the log's last transaction, to the store's record.
