@@ -16,19 +16,8 @@ extension ModelContext {
         guard !keyPaths.isEmpty, !models.isEmpty else { return }
         let storages = models.map { $0.storageBase }
         for keyPath in keyPaths {
-            guard let index = layout.propertyIndex(of: keyPath), let relationship = layout.properties[index].relationship,
-                  let destination = container.layout(named: relationship.destinationName)
-            else { continue }
-            let property = layout.properties[index]
-            do {
-                if relationship.isToMany || relationship.storage != .foreignKey {
-                    try prefetchCollections(property, relationship, of: storages, destination: destination, wholeTable: wholeTable)
-                } else {
-                    try prefetchTargets(property, of: storages, destination: destination)
-                }
-            } catch {
-                log("prefetching \(layout.name).\(property.name) failed: \(error)")
-            }
+            guard let index = layout.propertyIndex(of: keyPath) else { continue }
+            load(layout.properties[index], of: storages, wholeTable: wholeTable, includingDeleted: false)
         }
     }
 
@@ -39,16 +28,22 @@ extension ModelContext {
     func preload(_ properties: [PropertyLayout], of storages: [AnyModelStorage]) {
         guard storages.count > 1 else { return }
         for property in properties {
-            guard let relationship = property.relationship, let destination = container.layout(named: relationship.destinationName) else { continue }
-            do {
-                if relationship.isToMany || relationship.storage != .foreignKey {
-                    try prefetchCollections(property, relationship, of: storages, destination: destination, wholeTable: false, includingDeleted: true)
-                } else {
-                    try prefetchTargets(property, of: storages, destination: destination)
-                }
-            } catch {
-                log("loading \(property.name) of \(storages.count) models at once failed: \(error)")
+            load(property, of: storages, wholeTable: false, includingDeleted: true)
+        }
+    }
+
+    /// Loads one relationship for all `storages` with one query (see `prefetch(_:of:layout:wholeTable:)`
+    /// and `preload(_:of:)`); a failure is logged, and the models then load it one by one.
+    private func load(_ property: PropertyLayout, of storages: [AnyModelStorage], wholeTable: Bool, includingDeleted: Bool) {
+        guard let relationship = property.relationship, let destination = container.layout(named: relationship.destinationName) else { return }
+        do {
+            if relationship.isToMany || relationship.storage != .foreignKey {
+                try prefetchCollections(property, relationship, of: storages, destination: destination, wholeTable: wholeTable, includingDeleted: includingDeleted)
+            } else {
+                try prefetchTargets(property, of: storages, destination: destination)
             }
+        } catch {
+            log("loading \(storages.first?.entityName ?? "?").\(property.name) for \(storages.count) models at once failed: \(error)")
         }
     }
 
@@ -71,7 +66,7 @@ extension ModelContext {
     /// To-many relationships and to-one relationships stored on the other side: loads the related
     /// rows of every model whose side is not loaded yet, and fills each model's slot. With
     /// `includingDeleted`, models marked for deletion (whose rows still exist) count too.
-    private func prefetchCollections(_ property: PropertyLayout, _ relationship: RelationshipLayout, of storages: [AnyModelStorage], destination: EntityLayout, wholeTable: Bool, includingDeleted: Bool = false) throws {
+    private func prefetchCollections(_ property: PropertyLayout, _ relationship: RelationshipLayout, of storages: [AnyModelStorage], destination: EntityLayout, wholeTable: Bool, includingDeleted: Bool) throws {
         // The key a model's row has in the store.
         func key(_ storage: AnyModelStorage) -> Int64? {
             guard includingDeleted else { return storage.rowKey }
@@ -114,10 +109,9 @@ extension ModelContext {
                 if let owner, let position = positions[owner] { related.add(RelatedRef(registration), owner: position) }
             }
         case let .joinTable(table, isSource, _):
-            let near = quoted(isSource ? JoinTableDescription.sourceColumn : JoinTableDescription.targetColumn)
-            let far = quoted(isSource ? JoinTableDescription.targetColumn : JoinTableDescription.sourceColumn)
+            let query = SelectBuilder.joinPairs(table, fromSource: isSource, in: keys())
             let pairs = try container.store.read { db in
-                try Row.fetchAll(db, sql: "SELECT \(near), \(far) FROM \(quoted(table.name)) WHERE \(near) IN (SELECT value FROM json_each(?)) ORDER BY \(far)", arguments: [keys()])
+                try Row.fetchAll(db, sql: query.sql, arguments: query.arguments)
                     .map { (near: $0[0] as Int64, far: $0[1] as Int64) }
             }
             let missing = Set(pairs.map(\.far)).filter { identityMap[destination.name]?[$0] == nil }

@@ -88,21 +88,18 @@ extension ModelContext {
                     deleted.append((layout, [row]))
                 }
             }
-            var preserved: [[String: DatabaseValue]] = []
-            for (layout, rows) in deleted where !history.preservedColumns(of: layout).isEmpty {
-                for row in rows { preserved.append(try history.storedPreservedValues(of: layout, row: row, in: db)) }
+            // Per group, each row's tombstone values (none read for an entity that keeps none).
+            let tombstones = try deleted.map { layout, rows in
+                try rows.map { row in try history.storedPreservedValues(of: layout, row: row, in: db) }
             }
             let sparing = Dictionary(uniqueKeysWithValues: deleted.map { ($0.layout.name, jsonKeyArray($0.rows)) })
             for (layout, rows) in deleted {
                 try history.nullifyReferences(to: layout, rows: "SELECT value FROM json_each(?)", arguments: [jsonKeyArray(rows).databaseValue], sparing: sparing, in: container, db: db)
             }
-            var nextPreserved = preserved.makeIterator()
-            for (layout, rows) in deleted {
-                let keeps = !history.preservedColumns(of: layout).isEmpty
-                for row in rows {
+            for ((layout, rows), values) in zip(deleted, tombstones) {
+                for (row, preserved) in zip(rows, values) {
                     try writer(for: layout).delete(primaryKey: row)
-                    let values = keeps ? nextPreserved.next() ?? [:] : [:]
-                    history.deleted(entity: layout, row: row) { values[$0.name] }
+                    history.deleted(entity: layout, row: row) { preserved[$0.name] }
                 }
             }
 

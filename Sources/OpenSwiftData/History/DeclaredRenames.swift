@@ -51,8 +51,7 @@ struct DeclaredRenames {
         if let layout = container.layout(named: entity) {
             let current = Set(layout.properties.map(\.name))
             for property in layout.properties {
-                guard let original = property.attribute?.declaredOriginalName ?? property.relationship?.description.declaredOriginalName,
-                      !original.isEmpty, !current.contains(original) else { continue }
+                guard let original = property.declaredOriginalName, !current.contains(original) else { continue }
                 renames[original] = property.name
             }
         }

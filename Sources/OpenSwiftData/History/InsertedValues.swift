@@ -63,10 +63,9 @@ enum InsertedValues {
         for property in layout.relationships {
             guard case let .joinTable(table, isSource, _)? = property.relationship?.storage else { continue }
             names.append(property.name)
-            let near = quoted(isSource ? JoinTableDescription.sourceColumn : JoinTableDescription.targetColumn)
-            let far = quoted(isSource ? JoinTableDescription.targetColumn : JoinTableDescription.sourceColumn)
             var related: [Int64: [Int64]] = [:]
-            let pairs = try Row.fetchCursor(db, sql: "SELECT \(near), \(far) FROM \(quoted(table.name)) WHERE \(near) IN (SELECT value FROM json_each(?)) ORDER BY \(far)", arguments: [keyArray])
+            let query = SelectBuilder.joinPairs(table, fromSource: isSource, in: keyArray)
+            let pairs = try Row.fetchCursor(db, sql: query.sql, arguments: query.arguments)
             while let pair = try pairs.next() {
                 related[pair[0] as Int64, default: []].append(pair[1] as Int64)
             }

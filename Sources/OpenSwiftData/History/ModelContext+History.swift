@@ -54,18 +54,14 @@ extension ModelContext {
             guard fillsInserts else { return transactions }
             // The values of the insertions of the transactions kept, read from their rows.
             let positions = Dictionary(uniqueKeysWithValues: entries.enumerated().map { ($1.id, $0) })
-            let holdsInserts = transactions.map { transaction in
-                transaction.changes.contains { if case .insert = $0 { true } else { false } }
-            }
-            var kept = zip(transactions, holdsInserts).compactMap { transaction, inserts in
-                inserts ? positions[transaction.id].map { entries[$0] } : nil
+            var kept = transactions.compactMap { transaction -> HistoryEntry? in
+                guard transaction.changes.contains(where: { if case .insert = $0 { true } else { false } }) else { return nil }
+                return positions[transaction.id].map { entries[$0] }
             }
             guard try InsertedValues.fill(&kept, container: container, db: db) else { return transactions }
             // Only the transactions with insertions are made again, with their values.
-            var filled = try kept.map { try transaction(from: $0, decoder: decoder) }.makeIterator()
-            return zip(transactions, holdsInserts).map { transaction, inserts in
-                inserts ? filled.next() ?? transaction : transaction
-            }
+            let filled = Dictionary(uniqueKeysWithValues: try kept.map { ($0.id, try transaction(from: $0, decoder: decoder)) })
+            return transactions.map { filled[$0.id] ?? $0 }
         }
     }
 

@@ -155,6 +155,18 @@ enum SelectBuilder {
         )
     }
 
+    /// `SELECT near, far FROM join WHERE near IN (json_each(?)) ORDER BY far`: the links of the
+    /// models whose keys the JSON array argument holds, each as (own key, related key), in the
+    /// related keys' order. `fromSource` says which column holds the models' own keys.
+    static func joinPairs(_ join: JoinTableDescription, fromSource: Bool, in keys: String) -> SelectQuery {
+        let near = quoted(fromSource ? JoinTableDescription.sourceColumn : JoinTableDescription.targetColumn)
+        let far = quoted(fromSource ? JoinTableDescription.targetColumn : JoinTableDescription.sourceColumn)
+        return SelectQuery(
+            sql: "SELECT \(near), \(far) FROM \(quoted(join.name)) WHERE \(near) IN (SELECT value FROM json_each(?)) ORDER BY \(far)",
+            arguments: [keys]
+        )
+    }
+
     /// `SELECT COUNT(*) FROM table [joins] [WHERE …]`.
     static func count(_ table: TableDescription, filter: PredicateSQL? = nil) -> SelectQuery {
         guard let filter else { return SelectQuery(sql: "SELECT COUNT(*) FROM \(quoted(table.name))", arguments: []) }

@@ -9,7 +9,7 @@ extension EntityLayout {
                 ColumnDescription(
                     name: property.name, type: property.codec.columnType.rawValue, isNullable: property.codec.isOptional,
                     references: property.relationship?.destinationName,
-                    originalName: (property.attribute?.declaredOriginalName ?? property.relationship?.description.declaredOriginalName).flatMap { $0.isEmpty ? nil : $0 },
+                    originalName: property.declaredOriginalName,
                     defaultValue: property.defaultValue.flatMap { storedDefault($0, codec: property.codec) }
                 )
             },
@@ -17,6 +17,14 @@ extension EntityLayout {
             indexes: indices.map { $0.map { properties[$0].name } },
             originalName: modelType.originalEntityName.flatMap { $0.isEmpty || $0 == name ? nil : $0 }
         )
+    }
+}
+
+extension PropertyLayout {
+    /// The name the property had in an earlier version, as declared with `originalName:` (nil
+    /// when none, or empty, is declared).
+    var declaredOriginalName: String? {
+        (attribute?.declaredOriginalName ?? relationship?.description.declaredOriginalName).flatMap { $0.isEmpty ? nil : $0 }
     }
 }
 
