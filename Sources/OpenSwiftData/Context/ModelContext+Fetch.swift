@@ -188,11 +188,10 @@ extension ModelContext {
     /// An unregistered instance for an identifier whose row is gone, holding declared defaults.
     func placeholder(layout: EntityLayout, id: PersistentIdentifier) -> any PersistentModel {
         func make<T: PersistentModel>(_ type: T.Type) -> any PersistentModel {
-            let values = ValueBuffer.make(layout)
+            let storage = ModelStorage<T>.fetched(layout)
             for property in layout.properties {
-                if let value = property.fallbackValue { values.storeBoxed(property.index, value) }
+                if let value = property.fallbackValue { storage.storeBoxed(property.index, value) }
             }
-            let storage = ModelStorage<T>(layout: layout, values: values)
             storage.primaryKey = id.rowID
             storage.storeIdentifier = id.storeIdentifier
             return T(backingData: storage)

@@ -4,7 +4,10 @@ import Foundation
 /// leaves the context exactly as it was.
 struct StorageSnapshot {
     let storage: AnyModelStorage
+    /// A copy of the current values (nil for a storage without values).
     let values: ValueBuffer?
+    let committedIsCurrent: Bool
+    let committedCopy: ValueBuffer?
     let changedProperties: Set<Int>
     let state: AnyModelStorage.State
     let primaryKey: Int64?
@@ -12,7 +15,9 @@ struct StorageSnapshot {
 
     init(_ storage: AnyModelStorage) {
         self.storage = storage
-        values = storage.values
+        values = storage.values?.copyValues()
+        committedIsCurrent = storage.committedIsCurrent
+        committedCopy = storage.committedCopy
         changedProperties = storage.changedProperties
         state = storage.state
         primaryKey = storage.primaryKey
@@ -20,7 +25,9 @@ struct StorageSnapshot {
     }
 
     func restore() {
-        storage.values = values
+        if let values { storage.values?.assignValues(from: values) }
+        storage.committedIsCurrent = committedIsCurrent
+        storage.committedCopy = committedCopy
         storage.changedProperties = changedProperties
         storage.state = state
         storage.primaryKey = primaryKey

@@ -2,17 +2,17 @@ import Foundation
 import GRDB
 
 extension ModelContext {
-    /// Makes the model of a fetched row around its values: the model type's
-    /// ``PersistentModel/_$materialize(layout:values:)``, erased.
-    typealias ModelMaker = (EntityLayout, ValueBuffer) -> Registration
+    /// Makes the model of a fetched row: its storage, filled by the second argument, then the
+    /// model around it (the model type's ``PersistentModel/_$materialize(layout:fill:)``), erased.
+    typealias ModelMaker = (EntityLayout, (AnyModelStorage) throws -> Void) throws -> Registration
 
     /// The maker of `T`'s models. The one generic step of a row's materialisation: the rest runs
     /// in non-generic code (generic code that is not specialized would look type metadata up
     /// for every row).
     static func maker<T: PersistentModel>(_ type: T.Type) -> ModelMaker {
-        { layout, values in
-            let (model, storage) = T._$materialize(layout: layout, values: values)
-            // `_$materialize` always returns the `ModelStorage<T>` it made.
+        { layout, fill in
+            // `_$materialize` hands `fill` the `ModelStorage<T>` it makes, and returns it.
+            let (model, storage) = try T._$materialize(layout: layout) { try fill(unsafeDowncast($0, to: AnyModelStorage.self)) }
             return Registration(model: model, storage: unsafeDowncast(storage, to: AnyModelStorage.self))
         }
     }
@@ -96,7 +96,7 @@ extension ModelContext {
                         collect(existing)
                         continue
                     }
-                    let registration = make(layout, try reader.values(statement, primaryKey: primaryKey))
+                    let registration = try make(layout) { try reader.read(statement, primaryKey: primaryKey, into: $0) }
                     let storage = registration.storage
                     storage.primaryKey = primaryKey
                     storage.state = .registered

@@ -184,7 +184,7 @@ extension ModelContext {
         if undoManager != nil {
             registerUndo(
                 updates: updates.compactMap { registration in
-                    registration.storage.committed.map { (registration, registration.storage.changedProperties.sorted(), $0) }
+                    registration.storage.committedBefore.map { (registration, registration.storage.changedProperties.sorted(), $0) }
                 },
                 insertions: zip(insertions, keys).filter { !$0.1.upserted }.map(\.0),
                 deletions: deletions
@@ -209,7 +209,7 @@ extension ModelContext {
             let storage = registration.storage
             if let previous = identityMap[storage.entityName]?[row], previous.storage !== storage {
                 // The row already had an instance here: the inserted model replaces it.
-                previous.storage.values = storage.values
+                if let values = storage.values { previous.storage.values?.assignValues(from: values) }
                 previous.storage.commit()
                 previous.storage.state = .unregistered
                 previous.storage.context = nil

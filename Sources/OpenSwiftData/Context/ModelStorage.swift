@@ -1,12 +1,36 @@
 import Foundation
 import GRDB
 
+/// The registration state and bookkeeping of one model's storage, kept in the header of the
+/// storage object (whose tail holds the model's values).
+@usableFromInline
+struct StorageHeader {
+    /// The entity layout (nil for a placeholder or a model type that cannot be stored).
+    @usableFromInline let layout: EntityLayout?
+    /// The values last read from or written to the store, when they differ from the current
+    /// ones (see ``AnyModelStorage/committedIsCurrent``).
+    var committedCopy: ValueBuffer?
+    var changedProperties: Set<Int> = []
+    var contextLink: ContextLink?
+    var container: ModelContainer?
+    var primaryKey: Int64?
+    var extras: AnyModelStorage.Extras?
+    var loadedGeneration: UInt32 = 0
+    var state: AnyModelStorage.State = .unregistered
+    var committedIsCurrent = false
+    let isPlaceholder: Bool
+}
+
 /// The backing data of one model instance: its persisted values, the values last read from or
 /// written to the store (for rollback and change tracking), and its registration state.
 ///
+/// One allocation per model: the state sits in the header of a managed buffer, the current
+/// values in its tail, laid out by the entity's ``SlotLayout``. (A subclass of a managed buffer
+/// cannot add stored properties: everything lives in ``StorageHeader``.)
+///
 /// Not `Sendable`: like the model that owns it, it is confined to its context's isolation.
 @usableFromInline
-class AnyModelStorage: RowIdentified {
+class AnyModelStorage: ManagedBuffer<StorageHeader, UInt64>, RowIdentified, SlotBuffer {
     enum State: UInt8 {
         /// Created, not inserted in any context.
         case unregistered
@@ -20,28 +44,129 @@ class AnyModelStorage: RowIdentified {
         case removed
     }
 
+    /// The header, through its address: stable while the storage lives, and reached without
+    /// the exclusivity bookkeeping of the `header` property.
+    @inline(__always)
+    private final var state_: UnsafeMutablePointer<StorageHeader> {
+        withUnsafeMutablePointerToHeader { $0 }
+    }
+
     /// The entity layout (nil for a placeholder or a model type that cannot be stored).
-    final let layout: EntityLayout?
-    /// Current values (nil for a placeholder or a model type that cannot be stored).
-    final var values: ValueBuffer?
-    /// The values last read from or written to the store; shares `values` until the first change.
-    final var committed: ValueBuffer?
+    final var layout: EntityLayout? { state_.pointee.layout }
+
+    /// Whether this is the shared stand-in a model holds before its first value is set.
+    final var isPlaceholder: Bool { state_.pointee.isPlaceholder }
+
+    /// The current values: this storage's own slots (nil for a placeholder or a model type that
+    /// cannot be stored).
+    final var values: AnyModelStorage? { layout == nil ? nil : self }
+
+    /// Whether the values last read from or written to the store are the current ones (no
+    /// change since); otherwise they are ``committedCopy``, or there are none (never saved).
+    final var committedIsCurrent: Bool {
+        get { state_.pointee.committedIsCurrent }
+        set { state_.pointee.committedIsCurrent = newValue }
+    }
+
+    /// A copy of the values last read from or written to the store, once the model changed since.
+    final var committedCopy: ValueBuffer? {
+        get { state_.pointee.committedCopy }
+        set { state_.pointee.committedCopy = newValue }
+    }
+
+    /// The values last read from or written to the store, as they were before the current
+    /// changes (nil when there are none, or when they are the current values).
+    final var committedBefore: ValueBuffer? { committedIsCurrent ? nil : committedCopy }
+
     /// Indexes of the properties changed since the last save.
-    final var changedProperties: Set<Int> = []
-    final var state: State = .unregistered
-    /// The container's save generation (truncated) when the values were last read from the
-    /// store. Declared next to `state`, it fits in that field's padding.
-    final var loadedGeneration: UInt32 = 0
+    final var changedProperties: Set<Int> {
+        get { state_.pointee.changedProperties }
+        _modify { yield &state_.pointee.changedProperties }
+    }
+
+    final var state: State {
+        get { state_.pointee.state }
+        set { state_.pointee.state = newValue }
+    }
+
+    /// The container's save generation (truncated) when the values were last read from the store.
+    final var loadedGeneration: UInt32 {
+        get { state_.pointee.loadedGeneration }
+        set { state_.pointee.loadedGeneration = newValue }
+    }
+
+    final var contextLink: ContextLink? {
+        get { state_.pointee.contextLink }
+        set { state_.pointee.contextLink = newValue }
+    }
+
+    /// The container of the context that registered the model: relationships of a model whose
+    /// context is gone still load through it.
+    final var container: ModelContainer? {
+        get { state_.pointee.container }
+        set { state_.pointee.container = newValue }
+    }
+
+    final var primaryKey: Int64? {
+        get { state_.pointee.primaryKey }
+        set { state_.pointee.primaryKey = newValue }
+    }
+
+    /// Rarely used state, allocated on demand.
+    final var extras: Extras? {
+        get { state_.pointee.extras }
+        _modify { yield &state_.pointee.extras }
+    }
+
+    /// A storage of the dynamic class `self` with every slot empty: `committedIsCurrent` for a
+    /// fetched row (what it is about to read is what the store holds).
+    static func makeStorage(layout: EntityLayout?, placeholder: Bool = false, committedIsCurrent: Bool = false) -> Self {
+        let made = create(minimumCapacity: layout?.slots.wordCount ?? 0) { _ in
+            StorageHeader(layout: layout, isPlaceholder: placeholder)
+        }
+        // `create` makes an instance of the class it is called on.
+        let storage = unsafeDowncast(made, to: self)
+        if let layout { storage.withSlotBase { SlotMemory.clearFlags($0, layout) } }
+        storage.committedIsCurrent = committedIsCurrent
+        return storage
+    }
+
+    deinit {
+        if let layout { withSlotBase { SlotMemory.destroyValues($0, layout) } }
+    }
+
+    /// The address of the value in slot `index` when the slot holds a value of the type
+    /// `type` identifies. Inlined into the model's module: with no call in between, reading a
+    /// property does not retain the storage (the model holds it).
+    @inlinable @inline(__always)
+    final func slotAddress(at index: Int, type: ObjectIdentifier) -> UnsafeRawPointer? {
+        guard let layout = withUnsafeMutablePointerToHeader({ $0.pointee.layout }),
+              index >= 0, index < layout.slotCount else { return nil }
+        let slot = layout.slotInfo[index]
+        let flagsOffset = layout.flagsOffset
+        return withUnsafeMutablePointerToElements { elements -> UnsafeRawPointer? in
+            let base = UnsafeRawPointer(elements)
+            guard slot.type == type, base.load(fromByteOffset: flagsOffset + index, as: UInt8.self) != 0 else { return nil }
+            return base + slot.offset
+        }
+    }
+
+    /// The layout of the slots; only reached through ``values``, which exists with a layout.
+    final var slotLayout: EntityLayout {
+        // `values` is nil without a layout, so no slot operation reaches this without one.
+        layout.unsafelyUnwrapped
+    }
+
+    @inline(__always)
+    final func withSlotBase<R>(_ body: (UnsafeMutableRawPointer) throws -> R) rethrows -> R {
+        try withUnsafeMutablePointerToElements { try body(UnsafeMutableRawPointer($0)) }
+    }
+
     /// The context the model is registered in, through the link all of its models share.
     final var context: ModelContext? {
         get { contextLink?.context }
         set { contextLink = newValue?.link }
     }
-    final var contextLink: ContextLink?
-    /// The container of the context that registered the model: relationships of a model whose
-    /// context is gone still load through it.
-    final var container: ModelContainer?
-    final var primaryKey: Int64?
     /// The identifier of the model's store: its container's (no copy per model), or one set
     /// on a model without a container (a placeholder for a vanished row).
     final var storeIdentifier: String? {
@@ -52,9 +177,6 @@ class AnyModelStorage: RowIdentified {
             extensions().storeIdentifier = newValue
         }
     }
-    /// Rarely used state, allocated on demand.
-    final var extras: Extras?
-
     /// State that most models never need.
     final class Extras {
         /// The temporary identifier of a model not saved yet, once asked for.
@@ -88,11 +210,6 @@ class AnyModelStorage: RowIdentified {
         case .deleted, .removed: return nil
         case .unregistered, .inserted, .registered: return primaryKey
         }
-    }
-
-    init(layout: EntityLayout?, values: ValueBuffer?) {
-        self.layout = layout
-        self.values = values
     }
 
     final var entityName: String { layout?.name ?? "" }
@@ -140,15 +257,25 @@ class AnyModelStorage: RowIdentified {
         if first { context?.storageDidChange(self) }
     }
 
-    /// The value buffer, copied first if it is shared with the committed values.
-    final func writableValues() -> ValueBuffer? {
-        if !isKnownUniquelyReferenced(&values) { values = values?.copy() }
+    /// The values, ready for a write: the first write since the values were last read from or
+    /// written to the store keeps a copy of them first (for rollback, undo and the save's
+    /// change tracking).
+    final func writableValues() -> AnyModelStorage? {
+        guard let values else { return nil }
+        if committedIsCurrent {
+            committedCopy = copyValues()
+            committedIsCurrent = false
+        }
         return values
     }
 
     /// Puts back the values last read from or written to the store.
     final func revert() {
-        if let committed { values = committed }
+        if let values, let committed = committedBefore {
+            values.assignValues(from: committed)
+            committedCopy = nil
+            committedIsCurrent = true
+        }
         changedProperties.removeAll()
     }
 
@@ -160,7 +287,8 @@ class AnyModelStorage: RowIdentified {
         let missing = layout.columns.filter { !values.isInitialized($0.index) }
         guard !missing.isEmpty else { return false }
         let query = SelectBuilder.columns(missing.map(\.name), of: layout.table, primaryKey: primaryKey)
-        let buffers = committed.map { $0 === values ? [values] : [values, $0] } ?? [values]
+        var buffers: [any SlotBuffer] = [values]
+        if let committed = committedBefore { buffers.append(committed) }
         do {
             return try container.store.read { db in
                 let statement = try db.makeStatement(sql: query.sql)
@@ -213,45 +341,41 @@ class AnyModelStorage: RowIdentified {
                 changed.append(property)
             }
         }
-        committed = values
+        committedCopy = nil
+        committedIsCurrent = true
         return changed
     }
 
     /// Makes the current values the committed ones after a successful save.
     final func commit() {
-        committed = values
+        committedCopy = nil
+        committedIsCurrent = values != nil
         changedProperties.removeAll()
     }
 }
 
 /// The ``BackingData`` implementation of OpenSwiftData.
 @usableFromInline
-final class ModelStorage<Model: PersistentModel>: AnyModelStorage, BackingData {
-    /// The shared stand-in a model holds before its first value is set: writes are ignored.
-    private let isPlaceholder: Bool
-
+final class ModelStorage<Model: PersistentModel>: AnyModelStorage, BackingData, MadeByFactory {
     @usableFromInline
     var _isInert: Bool { isPlaceholder }
 
+    /// Storage for a new model, with every value empty (``BackingData/init(for:)`` makes it).
     @usableFromInline
-    init(for modelType: Model.Type) {
-        isPlaceholder = false
-        let layout = try? EntityLayout.of(Model.self)
-        super.init(layout: layout, values: layout.map(ValueBuffer.make))
+    static func make(for modelType: Model.Type) -> ModelStorage<Model> {
+        makeStorage(layout: try? EntityLayout.of(Model.self))
     }
 
     /// The shared stand-in (see ``PersistentModel/_$makeInertBackingData()``).
-    init(inertFor modelType: Model.Type) {
-        isPlaceholder = true
-        super.init(layout: nil, values: nil)
+    static func inert(for modelType: Model.Type) -> ModelStorage<Model> {
+        makeStorage(layout: nil, placeholder: true)
     }
 
-    /// The storage of a fetched row.
+    /// The storage of a fetched row, before its values are read into it: what it will hold is
+    /// what the store holds.
     @usableFromInline
-    init(layout: EntityLayout, values: ValueBuffer) {
-        isPlaceholder = false
-        super.init(layout: layout, values: values)
-        committed = values
+    static func fetched(_ layout: EntityLayout) -> ModelStorage<Model> {
+        makeStorage(layout: layout, committedIsCurrent: true)
     }
 
     @usableFromInline
@@ -345,26 +469,13 @@ final class ModelStorage<Model: PersistentModel>: AnyModelStorage, BackingData {
 
     @usableFromInline
     func _getValue<Value: Decodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value>) -> Value {
-        if let values, let layout, let slot = slot(index, of: Value.self),
-           values.isInitialized(index, flagsOffset: layout.slots.flagsOffset) {
-            return values.load(offset: slot.offset, as: Value.self)
-        }
+        let type = ObjectIdentifier(Value.self)
+        if let address = slotAddress(at: index, type: type) { return address.load(as: Value.self) }
         // A model fetched with `propertiesToFetch`: read the columns it lacks, then the slot.
-        if let layout, let slot = slot(index, of: Value.self), loadMissingColumns(), let values,
-           values.isInitialized(index, flagsOffset: layout.slots.flagsOffset) {
-            return values.load(offset: slot.offset, as: Value.self)
+        if slot(index, of: Value.self) != nil, loadMissingColumns(), let address = slotAddress(at: index, type: type) {
+            return address.load(as: Value.self)
         }
         return slowValue(forKey: key(), at: index)
-    }
-
-    @usableFromInline
-    func _slotAddress(at index: Int, type: ObjectIdentifier) -> UnsafeRawPointer? {
-        guard let values, let layout, index >= 0, index < layout.slotCount else { return nil }
-        let slot = layout.slotInfo[index]
-        guard slot.type == type, values.isInitialized(index, flagsOffset: layout.slots.flagsOffset) else { return nil }
-        // A managed buffer's elements never move while it lives; `values` keeps it alive until
-        // the next write, which replaces or mutates it (the protocol's stated validity).
-        return values.withUnsafeMutablePointerToElements { UnsafeRawPointer($0) + slot.offset }
     }
 
     @usableFromInline
@@ -389,5 +500,23 @@ final class ModelStorage<Model: PersistentModel>: AnyModelStorage, BackingData {
         // Swift's definite initialization runs every property's init accessor before the model
         // can be read, and fetched models get every value decoded, so no read reaches this line.
         fatalError("OpenSwiftData: \(Model.self).\(key) was read before it was given a value")
+    }
+}
+
+/// A class whose instances are made by a factory method. A managed buffer's subclass has no
+/// initializer of its own to write, so ``BackingData/init(for:)`` is this protocol's: an
+/// initializer of a protocol extension may assign `self`.
+@usableFromInline
+protocol MadeByFactory {
+    associatedtype Model: PersistentModel
+    /// A new instance for a model type.
+    static func make(for modelType: Model.Type) -> Self
+}
+
+extension MadeByFactory {
+    /// A new instance for a model type, from ``make(for:)``.
+    @usableFromInline
+    init(for modelType: Model.Type) {
+        self = Self.make(for: modelType)
     }
 }

@@ -104,12 +104,18 @@ struct RowReader {
         Int64(sqliteStatement: statement.sqliteStatement, index: 0)
     }
 
-    /// The values of the current row, with a typed error naming the property that cannot be read.
+    /// The values of the current row in a buffer of their own.
     func values(_ statement: Statement, primaryKey: Int64) throws -> ValueBuffer {
         let buffer = ValueBuffer.make(layout)
+        try read(statement, primaryKey: primaryKey, into: buffer)
+        return buffer
+    }
+
+    /// Reads the values of the current row into the empty slots of `buffer`, with a typed error
+    /// naming the property that cannot be read.
+    func read(_ statement: Statement, primaryKey: Int64, into buffer: some SlotBuffer) throws {
         let sqliteStatement = statement.sqliteStatement
-        let failed: Int? = buffer.withUnsafeMutablePointerToElements { words in
-            let base = UnsafeMutableRawPointer(words)
+        let failed: Int? = buffer.withSlotBase { base in
             return reads.withUnsafeBufferPointer { reads in
                 for index in reads.indices {
                     let column = reads[index]
@@ -181,6 +187,5 @@ struct RowReader {
             throw SwiftDataError(.valueDecodingFailure, "\(layout.name).\(property.name) of row \(primaryKey) could not be read", entity: layout.name, property: property.name)
         }
         for (slot, value) in initialValues { buffer.storeBoxed(slot, value) }
-        return buffer
     }
 }

@@ -38,18 +38,11 @@ public protocol BackingData<Model>: AnyObject {
     func _setValue<Value: Encodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value>, to newValue: Value)
     /// Whether this is the shared, inert stand-in a model holds before its first value is set.
     var _isInert: Bool { get }
-    /// The address of the value at a position in `Model.schemaMetadata`, when it is stored in
-    /// place with the type `type` identifies; nil otherwise. The address is valid until the backing
-    /// data is next written or released. Defaults to nil (the generic path).
-    func _slotAddress(at index: Int, type: ObjectIdentifier) -> UnsafeRawPointer?
 }
 
 extension BackingData {
     /// Backing data is real unless it says otherwise.
     public var _isInert: Bool { false }
-
-    /// No value is stored in place.
-    public func _slotAddress(at index: Int, type: ObjectIdentifier) -> UnsafeRawPointer? { nil }
 
     /// Reads through ``getValue(forKey:)``.
     public func _getValue<Value: Decodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value>) -> Value {

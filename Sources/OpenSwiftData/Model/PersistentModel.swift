@@ -19,7 +19,7 @@ public protocol PersistentModel: AnyObject, Observable, Hashable, Identifiable, 
     static var _$indices: [[AnyKeyPath]] { get }
     /// Builds an instance around the storage of a fetched row. A requirement with an inlinable
     /// default, so that each model module gets a copy specialized for its class.
-    static func _$materialize(layout: AnyObject, values: AnyObject) -> (Self, AnyObject)
+    static func _$materialize(layout: AnyObject, fill: (AnyObject) throws -> Void) throws -> (Self, AnyObject)
     /// Tells the model's observers that the property at `keyPath` changed without going through
     /// its setter (the inverse side of a relationship another model changed). `@Model`
     /// generates it.
@@ -40,13 +40,12 @@ public protocol PersistentModel: AnyObject, Observable, Hashable, Identifiable, 
 }
 
 extension PersistentModel {
-    /// Builds an instance around new storage holding a fetched row's values.
+    /// Makes the storage of a fetched row, has `fill` read the row's values into it, and builds
+    /// an instance around it.
     @inlinable
-    public static func _$materialize(layout: AnyObject, values: AnyObject) -> (Self, AnyObject) {
-        let storage = ModelStorage<Self>(
-            layout: unsafeDowncast(layout, to: EntityLayout.self),
-            values: unsafeDowncast(values, to: ValueBuffer.self)
-        )
+    public static func _$materialize(layout: AnyObject, fill: (AnyObject) throws -> Void) throws -> (Self, AnyObject) {
+        let storage = ModelStorage<Self>.fetched(unsafeDowncast(layout, to: EntityLayout.self))
+        try fill(storage)
         return (Self(backingData: storage), storage)
     }
 
@@ -70,7 +69,7 @@ extension PersistentModel {
     /// generates, which keeps one per model class). It stores nothing; the first value written
     /// through ``_$prepareBackingData(_:)`` replaces it with real storage.
     public static func _$makeInertBackingData() -> any BackingData<Self> {
-        ModelStorage<Self>(inertFor: Self.self)
+        ModelStorage<Self>.inert(for: Self.self)
     }
 
     /// Makes `data` real storage before an init accessor writes the first value, and returns
@@ -80,7 +79,7 @@ extension PersistentModel {
     public static func _$prepareBackingData(_ data: inout any BackingData<Self>) -> Bool {
         guard data._isInert else { return true }
         if Materialization.isInProgress { return false }
-        data = ModelStorage<Self>(for: Self.self)
+        data = ModelStorage<Self>.make(for: Self.self)
         return true
     }
 
@@ -125,8 +124,10 @@ extension PersistentModel {
     @inlinable
     public func _$getValue<Value: Decodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>) -> Value {
         let data = persistentBackingData
-        // `data` keeps the storage alive, and nothing writes to it before the load.
-        if let address = data._slotAddress(at: index, type: ObjectIdentifier(Value.self)) {
+        // OpenSwiftData's own storage, read in place; `data` keeps it alive, and nothing writes
+        // to it before the load.
+        if ObjectIdentifier(type(of: data)) == ObjectIdentifier(ModelStorage<Self>.self),
+           let address = unsafeDowncast(data, to: ModelStorage<Self>.self).slotAddress(at: index, type: ObjectIdentifier(Value.self)) {
             return address.load(as: Value.self)
         }
         return data._getValue(at: index, forKey: key())

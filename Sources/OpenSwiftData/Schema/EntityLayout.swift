@@ -41,9 +41,10 @@ final class PropertyLayout: @unchecked Sendable {
 }
 
 /// The type and byte offset of one value slot.
+@usableFromInline
 struct SlotInfo {
-    let type: ObjectIdentifier
-    let offset: Int
+    @usableFromInline let type: ObjectIdentifier
+    @usableFromInline let offset: Int
 }
 
 /// The runtime description of one model type: its persisted properties with their codecs, its
@@ -66,8 +67,10 @@ final class EntityLayout: @unchecked Sendable {
     /// The type and offset of each slot, as plain values that a property read can use without
     /// retaining anything. Allocated once; layouts live as long as the process (the registry
     /// keeps them).
-    let slotInfo: UnsafeMutablePointer<SlotInfo>
-    let slotCount: Int
+    @usableFromInline let slotInfo: UnsafeMutablePointer<SlotInfo>
+    @usableFromInline let slotCount: Int
+    /// The offset of the first "initialized" flag byte (``SlotLayout/flagsOffset``).
+    @usableFromInline let flagsOffset: Int
     /// How a value buffer destroys its values (``SlotRelease/plan(_:)``), allocated once like
     /// `slotInfo`.
     let releasePlan: UnsafeMutablePointer<SlotRelease>
@@ -128,6 +131,7 @@ final class EntityLayout: @unchecked Sendable {
         self.keyPaths = properties.map(\.keyPath)
         self.slots = SlotLayout(witnesses: properties.map(\.codec.slot))
         self.slotCount = slots.count
+        self.flagsOffset = slots.flagsOffset
         self.slotInfo = UnsafeMutablePointer<SlotInfo>.allocate(capacity: max(slots.count, 1))
         for index in 0..<slots.count {
             (slotInfo + index).initialize(to: SlotInfo(type: ObjectIdentifier(slots.witnesses[index].type), offset: slots.offsets[index]))
