@@ -204,7 +204,9 @@ struct ContextTests {
     func encodingFailure() throws {
         let container = try inMemoryContainer(Everything.self, Note.self)
         let context = ModelContext(container)
-        context.insert(Note(title: "would be written"))
+        let note = Note(title: "would be written")
+        context.insert(note)
+        let temporaryID = note.persistentModelID
         let bad = Everything(seed: 1)
         bad.uint64 = UInt64.max
         context.insert(bad)
@@ -220,6 +222,13 @@ struct ContextTests {
         let other = ModelContext(container)
         #expect(try other.fetchCount(FetchDescriptor<Note>()) == 0, "nothing of the failed save was written")
         #expect(try other.fetchCount(FetchDescriptor<Everything>()) == 0)
+        #expect(note.persistentModelID == temporaryID, "the note written before the failure is unsaved again")
+
+        bad.uint64 = 1
+        try context.save()
+        #expect(note.persistentModelID != temporaryID)
+        #expect(try other.fetchCount(FetchDescriptor<Note>()) == 1)
+        #expect(try other.fetchCount(FetchDescriptor<Everything>()) == 1)
     }
 }
 

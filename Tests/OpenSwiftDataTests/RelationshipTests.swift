@@ -862,6 +862,33 @@ struct RelationshipTests {
         #expect(try fetchOne(Conversation.self, reread) { _ in true }.messages.map(\.text) == ["stray"])
     }
 
+    @Test("a failed save puts back the relationships its delete rules cleared, and the unsaved changes made before it")
+    func failedSaveRestoresNullifiedValues() throws {
+        let store = try RelationshipStore(.inMemory)
+        defer { store.cleanUp() }
+        let context = ModelContext(store.container)
+        let team = Team(name: "red")
+        let kept = Player(name: "kept")
+        team.members = [kept, Player(name: "other")]
+        context.insert(team)
+        try context.save()
+
+        kept.name = "renamed" // an unsaved change the failed save must keep
+        context.delete(team) // .nullify: the save clears the players' `team`
+        let emptyTeam = Team(name: "nobody") // violates minimumModelCount
+        context.insert(emptyTeam)
+        #expect(throws: SwiftDataError.modelValidationFailure) { try context.save() }
+        #expect(kept.team === team, "the cleared relationship is back")
+        #expect(kept.name == "renamed")
+        #expect(kept.hasChanges)
+        #expect(context.changedModelsArray.count == 1)
+
+        context.rollback()
+        #expect(kept.name == "kept", "rollback still reaches the values last saved")
+        #expect(kept.team === team)
+        #expect(!kept.hasChanges)
+    }
+
     @Test("a failed save restores every model: cascaded deletions are undone and the pending changes kept", arguments: StoreKind.allCases)
     func failedSaveRestoresState(kind: StoreKind) throws {
         let store = try RelationshipStore(kind)

@@ -4,8 +4,9 @@ import Foundation
 /// leaves the context exactly as it was.
 struct StorageSnapshot {
     let storage: AnyModelStorage
-    /// A copy of the current values (nil for a storage without values).
-    let values: ValueBuffer?
+    /// A copy of the values, taken before the save first writes one (nil while it has not, and
+    /// for a storage without values): most models a save touches only change state.
+    private(set) var values: ValueBuffer?
     let committedIsCurrent: Bool
     let committedCopy: ValueBuffer?
     let changedProperties: Set<Int>
@@ -15,13 +16,17 @@ struct StorageSnapshot {
 
     init(_ storage: AnyModelStorage) {
         self.storage = storage
-        values = storage.values?.copyValues()
         committedIsCurrent = storage.committedIsCurrent
         committedCopy = storage.committedCopy
         changedProperties = storage.changedProperties
         state = storage.state
         primaryKey = storage.primaryKey
         context = storage.context
+    }
+
+    /// Copies the values, unless they were copied already.
+    mutating func captureValues() {
+        if values == nil { values = storage.values?.copyValues() }
     }
 
     func restore() {
@@ -38,11 +43,13 @@ struct StorageSnapshot {
 extension ModelContext {
     // MARK: The save journal
 
-    /// Records a model's state before a save changes it (only while a save runs).
-    func journalWillChange(_ storage: AnyModelStorage) {
+    /// Records a model's state before a save changes it (only while a save runs), and its
+    /// values too when the save is about to write one of them.
+    func journalWillChange(_ storage: AnyModelStorage, values: Bool = false) {
         guard journal != nil else { return }
         let key = ObjectIdentifier(storage)
         if journal?[key] == nil { journal?[key] = StorageSnapshot(storage) }
+        if values { journal?[key]?.captureValues() }
     }
 
     // MARK: Loading related models

@@ -23,7 +23,11 @@ extension ModelContext {
         // model and every pending list back as it was.
         let lists = (inserted, changed, deleted)
         journal = [:]
-        defer { journal = nil }
+        journaledKeys = []
+        defer {
+            journal = nil
+            journaledKeys = []
+        }
         let work: SaveWork
         let keys: [(row: Int64, upserted: Bool)]
         let batchRemoved: [PersistentIdentifier]
@@ -39,6 +43,7 @@ extension ModelContext {
             )
             (keys, batchRemoved) = try write(work, to: store)
         } catch {
+            for (storage, key) in journaledKeys.reversed() { storage.primaryKey = key }
             for snapshot in (journal ?? [:]).values { snapshot.restore() }
             (inserted, changed, deleted) = lists
             throw error
@@ -131,7 +136,7 @@ extension ModelContext {
                 if conflicts.count > 1 {
                     throw SwiftDataError(.modelValidationFailure, "an inserted \(layout.name) matches \(conflicts.count) different existing rows on its unique properties", entity: layout.name)
                 }
-                journalWillChange(storage)
+                journaledKeys.append((storage, storage.primaryKey))
                 if let existing = conflicts.first {
                     try run(layout) { try table.update(primaryKey: existing, columns: Array(layout.columns.indices), values: values) }
                     storage.primaryKey = existing

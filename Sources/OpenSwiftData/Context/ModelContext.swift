@@ -50,6 +50,10 @@ public final class ModelContext: Equatable {
     var batchDeletes: [BatchDelete] = []
     /// While a save runs: the state of every model it changed, as it was before.
     var journal: [ObjectIdentifier: StorageSnapshot]?
+    /// While a save runs: the primary key each inserted model had before the save gave it one
+    /// (a list, not the journal: a save of many inserts changes nothing else of theirs, and
+    /// hashing each into the journal was a tenth of the save).
+    var journaledKeys: [(storage: AnyModelStorage, key: Int64?)] = []
     let isMainContext: Bool
     /// The weak reference to this context that its models' storages share.
     let link = ContextLink()

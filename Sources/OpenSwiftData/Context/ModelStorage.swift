@@ -259,9 +259,10 @@ class AnyModelStorage: ManagedBuffer<StorageHeader, UInt64>, RowIdentified, Slot
 
     /// The values, ready for a write: the first write since the values were last read from or
     /// written to the store keeps a copy of them first (for rollback, undo and the save's
-    /// change tracking).
+    /// change tracking), and a write while a save runs has the save's journal copy them.
     final func writableValues() -> AnyModelStorage? {
         guard let values else { return nil }
+        if let context = contextLink?.context, context.journal != nil { context.journalWillChange(self, values: true) }
         if committedIsCurrent {
             committedCopy = copyValues()
             committedIsCurrent = false

@@ -14,7 +14,7 @@ protocol SlotBuffer: AnyObject {
 extension SlotBuffer {
     /// Whether slot `index` holds a value.
     func isInitialized(_ index: Int) -> Bool {
-        isInitialized(index, flagsOffset: slotLayout.slots.flagsOffset)
+        isInitialized(index, flagsOffset: slotLayout.flagsOffset)
     }
 
     /// Whether slot `index` holds a value, given the layout's flags offset (the per-read fast path).
@@ -31,11 +31,11 @@ extension SlotBuffer {
 
     /// Stores a value of the slot's type `V`, replacing any previous one.
     func store<V>(_ index: Int, _ value: V) {
-        // Read the two offsets from the layout without copying its slot arrays (a copy retains
-        // and releases each of them on every store).
+        // Plain values from the layout, not its slot arrays (a copy retains and releases each of
+        // them on every store).
         let layout = slotLayout
         let offset = layout.slotInfo[index].offset
-        let flagsOffset = layout.slots.flagsOffset
+        let flagsOffset = layout.flagsOffset
         withSlotBase { base in
             let slot = base + offset
             let flag = base + flagsOffset + index
@@ -68,13 +68,13 @@ extension SlotBuffer {
 
     /// Runs `body` with the address of slot `index` (for codecs reading and writing in place).
     func withSlot<R>(_ index: Int, _ body: (UnsafeMutableRawPointer) throws -> R) rethrows -> R {
-        let offset = slotLayout.slots.offsets[index]
+        let offset = slotLayout.slotInfo[index].offset
         return try withSlotBase { try body($0 + offset) }
     }
 
     /// Marks slot `index` initialized after a codec wrote it in place.
     func markInitialized(_ index: Int) {
-        let flags = slotLayout.slots.flagsOffset
+        let flags = slotLayout.flagsOffset
         withSlotBase { $0.storeBytes(of: 1, toByteOffset: flags + index, as: UInt8.self) }
     }
 
