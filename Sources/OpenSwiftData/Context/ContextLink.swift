@@ -9,6 +9,9 @@
 final class ContextLink {
     /// The context, while it exists.
     weak var context: ModelContext?
+    /// Whether the context is saving (its save journal records what the save changes): a
+    /// model's write checks this before reaching for the context.
+    var isSaving = false
 
     init() {}
 }

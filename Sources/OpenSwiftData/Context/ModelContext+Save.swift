@@ -24,9 +24,11 @@ extension ModelContext {
         let lists = (inserted, changed, deleted)
         journal = [:]
         journaledKeys = []
+        link.isSaving = true
         defer {
             journal = nil
             journaledKeys = []
+            link.isSaving = false
         }
         let work: SaveWork
         let keys: [(row: Int64, upserted: Bool)]

@@ -250,6 +250,7 @@ class AnyModelStorage: ManagedBuffer<StorageHeader, UInt64>, RowIdentified, Slot
     /// Records a write to property `index` and tells the context the first time the model changes.
     final func noteChange(_ index: Int) {
         guard state == .registered else { return }
+        let context = self.context
         // A change after an undo is a change of its own (see `ModelContext.registerUndo`).
         if let context, !context.undoneModels.isEmpty { context.undoneModels.remove(ObjectIdentifier(self)) }
         let first = changedProperties.isEmpty
@@ -262,7 +263,7 @@ class AnyModelStorage: ManagedBuffer<StorageHeader, UInt64>, RowIdentified, Slot
     /// change tracking), and a write while a save runs has the save's journal copy them.
     final func writableValues() -> AnyModelStorage? {
         guard let values else { return nil }
-        if let context = contextLink?.context, context.journal != nil { context.journalWillChange(self, values: true) }
+        if let link = contextLink, link.isSaving { link.context?.journalWillChange(self, values: true) }
         if committedIsCurrent {
             committedCopy = copyValues()
             committedIsCurrent = false
@@ -488,6 +489,18 @@ final class ModelStorage<Model: PersistentModel>: AnyModelStorage, BackingData, 
         }
         values.store(index, newValue)
         noteChange(index)
+    }
+
+    /// Writes the value of a slot of type `Value` (the fast path of the code `@Model`
+    /// generates, called without going through the protocol); false, with nothing written,
+    /// when the slot does not hold `Value`s.
+    @usableFromInline
+    func setSlot<Value>(at index: Int, to newValue: Value) -> Bool {
+        guard !isPlaceholder else { return true }
+        guard slot(index, of: Value.self) != nil, let values = writableValues() else { return false }
+        values.store(index, newValue)
+        noteChange(index)
+        return true
     }
 
     /// A value that is not in its slot: a loose value, the declared default, or nil.

@@ -137,7 +137,13 @@ extension PersistentModel {
     /// generates).
     @inlinable
     public func _$setValue<Value: Encodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>, to newValue: Value) {
-        persistentBackingData._setValue(at: index, forKey: key(), to: newValue)
+        let data = persistentBackingData
+        // OpenSwiftData's own storage, written without a protocol witness.
+        if ObjectIdentifier(type(of: data)) == ObjectIdentifier(ModelStorage<Self>.self),
+           unsafeDowncast(data, to: ModelStorage<Self>.self).setSlot(at: index, to: newValue) {
+            return
+        }
+        data._setValue(at: index, forKey: key(), to: newValue)
     }
 
     /// Writes a persisted value (used by the code `@Model` generates).
