@@ -50,6 +50,11 @@ extension ModelContext {
             (inserted, changed, deleted) = lists
             throw error
         }
+        // Written: nothing is put back from here on, so writes made while the save finishes
+        // (by `didSave` observers, say) need no journal.
+        journal = nil
+        journaledKeys = []
+        link.isSaving = false
         container.didCommitSave()
         finishSave(work, in: store, keys: keys, batchRemoved: batchRemoved)
     }

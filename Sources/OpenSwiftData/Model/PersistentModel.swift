@@ -124,11 +124,13 @@ extension PersistentModel {
     @inlinable
     public func _$getValue<Value: Decodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>) -> Value {
         let data = persistentBackingData
-        // OpenSwiftData's own storage, read in place; `data` keeps it alive, and nothing writes
-        // to it before the load.
+        // OpenSwiftData's own storage, read in place; nothing writes to it before the load,
+        // and `data` is kept alive until after it.
         if ObjectIdentifier(type(of: data)) == ObjectIdentifier(ModelStorage<Self>.self),
            let address = unsafeDowncast(data, to: ModelStorage<Self>.self).slotAddress(at: index, type: ObjectIdentifier(Value.self)) {
-            return address.load(as: Value.self)
+            let value = address.load(as: Value.self)
+            _fixLifetime(data)
+            return value
         }
         return data._getValue(at: index, forKey: key())
     }
