@@ -54,6 +54,25 @@ struct UniqueTests {
         #expect(original.name == "new", "the replaced instance sees the row's new values")
     }
 
+    @Test("an upsert over a registered instance with unsaved changes: the inserted model's values win in the store as in memory")
+    func upsertOverChangedInstance() throws {
+        let container = try inMemoryContainer(Account.self)
+        let context = ModelContext(container)
+        let original = Account(email: "a@b", name: "old")
+        context.insert(original)
+        try context.save()
+        original.logins = 7
+        original.name = "changed"
+        let replacement = Account(email: "a@b", name: "new")
+        context.insert(replacement)
+        try context.save()
+        #expect(original.name == "new")
+        #expect(original.logins == replacement.logins)
+        let stored = try ModelContext(container).fetch(FetchDescriptor<Account>())
+        #expect(stored.map(\.name) == ["new"])
+        #expect(stored.map(\.logins) == [replacement.logins], "the store holds what the models hold")
+    }
+
     @Test("#Unique compound constraints upsert on the whole tuple only")
     func compoundUnique() throws {
         let container = try inMemoryContainer(Person.self)

@@ -174,9 +174,15 @@ extension ModelContext {
                 for (column, value) in fixedValues[ObjectIdentifier(storage)] ?? [] { values[column] = value }
                 history.upserted(storage, layout: layout, row: row, values: values)
             }
+            // A row an inserted model upserted onto takes that model's values, in memory too (the
+            // instance registered for the row gets them in `finishSave`): that instance's own
+            // pending changes are not written over them.
+            var upsertedRows: [String: Set<Int64>] = [:]
+            for (registration, row, _) in upserts { upsertedRows[registration.storage.entityName, default: []].insert(row) }
             for registration in updates {
                 let storage = registration.storage
-                guard let layout = storage.layout, let row = storage.primaryKey else { continue }
+                guard let layout = storage.layout, let row = storage.primaryKey,
+                      upsertedRows[layout.name]?.contains(row) != true else { continue }
                 let changed = storage.changedProperties.sorted()
                 let changedColumns = changed.compactMap { layout.properties[$0].columnIndex }
                 let values = try changedColumns.map { try encode(storage, layout.columns[$0], layout) }
