@@ -17,6 +17,24 @@ struct UndoTests {
         try ModelContext(context).fetch(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.title)])).map(\.title)
     }
 
+    @Test("undoing a save of a partially fetched model puts back a property it had not read")
+    func undoPartiallyFetched() throws {
+        let (context, undoManager) = try makeContext()
+        context.insert(Note(title: "draft", count: 1, status: .pending))
+        try context.save()
+        var descriptor = FetchDescriptor<Note>()
+        descriptor.propertiesToFetch = [\.title]
+        let fetching = ModelContext(context.container)
+        fetching.undoManager = undoManager
+        let note = try #require(try fetching.fetch(descriptor).first)
+        note.count = 5 // never read before this write
+        try fetching.save()
+        undoManager.undo()
+        #expect(note.count == 1)
+        try fetching.save()
+        #expect(try ModelContext(context.container).fetch(FetchDescriptor<Note>()).map(\.count) == [1])
+    }
+
     @Test("undoing a save puts the previous values back as unsaved changes, tells observers, and redo replays it")
     func undoRedoValues() throws {
         let (context, undoManager) = try makeContext()

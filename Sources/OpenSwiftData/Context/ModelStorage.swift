@@ -263,6 +263,11 @@ class AnyModelStorage: ManagedBuffer<StorageHeader, UInt64>, RowIdentified, Slot
     /// change tracking), and a write while a save runs has the save's journal copy them.
     final func writableValues() -> AnyModelStorage? {
         guard let values else { return nil }
+        if committedIsCurrent, let layout, layout.columns.contains(where: { !values.isInitialized($0.index) }) {
+            // A model fetched with `propertiesToFetch`: read the columns it lacks before the copy,
+            // so that rollback and undo know every value the store held.
+            _ = loadMissingColumns()
+        }
         if let link = contextLink, link.isSaving { link.context?.journalWillChange(self, values: true) }
         if committedIsCurrent {
             committedCopy = copyValues()
