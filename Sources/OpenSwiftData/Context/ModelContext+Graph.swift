@@ -7,8 +7,7 @@ struct StorageSnapshot {
     /// A copy of the values, taken before the save first writes one (nil while it has not, and
     /// for a storage without values): most models a save touches only change state.
     private(set) var values: ValueBuffer?
-    let committedIsCurrent: Bool
-    let committedCopy: ValueBuffer?
+    let committed: AnyModelStorage.Committed
     let changedProperties: Set<Int>
     let state: AnyModelStorage.State
     let primaryKey: Int64?
@@ -16,8 +15,7 @@ struct StorageSnapshot {
 
     init(_ storage: AnyModelStorage) {
         self.storage = storage
-        committedIsCurrent = storage.committedIsCurrent
-        committedCopy = storage.committedCopy
+        committed = storage.committed
         changedProperties = storage.changedProperties
         state = storage.state
         primaryKey = storage.primaryKey
@@ -31,8 +29,7 @@ struct StorageSnapshot {
 
     func restore() {
         if let values { storage.values?.assignValues(from: values) }
-        storage.committedIsCurrent = committedIsCurrent
-        storage.committedCopy = committedCopy
+        storage.committed = committed
         storage.changedProperties = changedProperties
         storage.state = state
         storage.primaryKey = primaryKey

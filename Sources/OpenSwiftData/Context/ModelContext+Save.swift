@@ -25,7 +25,7 @@ extension ModelContext {
         journal = [:]
         journaledKeys = []
         link.isSaving = true
-        defer {
+        func endJournal() {
             journal = nil
             journaledKeys = []
             link.isSaving = false
@@ -48,13 +48,12 @@ extension ModelContext {
             for (storage, key) in journaledKeys.reversed() { storage.primaryKey = key }
             for snapshot in (journal ?? [:]).values { snapshot.restore() }
             (inserted, changed, deleted) = lists
+            endJournal()
             throw error
         }
         // Written: nothing is put back from here on, so writes made while the save finishes
         // (by `didSave` observers, say) need no journal.
-        journal = nil
-        journaledKeys = []
-        link.isSaving = false
+        endJournal()
         container.didCommitSave()
         finishSave(work, in: store, keys: keys, batchRemoved: batchRemoved)
     }
@@ -202,7 +201,7 @@ extension ModelContext {
         if undoManager != nil {
             registerUndo(
                 updates: updates.compactMap { registration in
-                    registration.storage.committedBefore.map { (registration, registration.storage.changedProperties.sorted(), $0) }
+                    registration.storage.committedCopy.map { (registration, registration.storage.changedProperties.sorted(), $0) }
                 },
                 insertions: zip(insertions, keys).filter { !$0.1.upserted }.map(\.0),
                 deletions: deletions

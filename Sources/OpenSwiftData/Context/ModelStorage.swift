@@ -7,9 +7,8 @@ import GRDB
 struct StorageHeader {
     /// The entity layout (nil for a placeholder or a model type that cannot be stored).
     @usableFromInline let layout: EntityLayout?
-    /// The values last read from or written to the store, when they differ from the current
-    /// ones (see ``AnyModelStorage/committedIsCurrent``).
-    var committedCopy: ValueBuffer?
+    /// Where the values last read from or written to the store are.
+    var committed: AnyModelStorage.Committed
     var changedProperties: Set<Int> = []
     var contextLink: ContextLink?
     var container: ModelContainer?
@@ -17,7 +16,6 @@ struct StorageHeader {
     var extras: AnyModelStorage.Extras?
     var loadedGeneration: UInt32 = 0
     var state: AnyModelStorage.State = .unregistered
-    var committedIsCurrent = false
     let isPlaceholder: Bool
 }
 
@@ -61,22 +59,28 @@ class AnyModelStorage: ManagedBuffer<StorageHeader, UInt64>, RowIdentified, Slot
     /// cannot be stored).
     final var values: AnyModelStorage? { layout == nil ? nil : self }
 
-    /// Whether the values last read from or written to the store are the current ones (no
-    /// change since); otherwise they are ``committedCopy``, or there are none (never saved).
-    final var committedIsCurrent: Bool {
-        get { state_.pointee.committedIsCurrent }
-        set { state_.pointee.committedIsCurrent = newValue }
+    /// Where the values last read from or written to the store are.
+    enum Committed {
+        /// Nowhere: the model has not been saved.
+        case none
+        /// In the current slots: nothing changed since.
+        case current
+        /// In a copy, made by the first write since (``writableValues()``).
+        case copy(ValueBuffer)
     }
 
-    /// A copy of the values last read from or written to the store, once the model changed since.
-    final var committedCopy: ValueBuffer? {
-        get { state_.pointee.committedCopy }
-        set { state_.pointee.committedCopy = newValue }
+    /// Where the values last read from or written to the store are.
+    final var committed: Committed {
+        get { state_.pointee.committed }
+        set { state_.pointee.committed = newValue }
     }
 
     /// The values last read from or written to the store, as they were before the current
     /// changes (nil when there are none, or when they are the current values).
-    final var committedBefore: ValueBuffer? { committedIsCurrent ? nil : committedCopy }
+    final var committedCopy: ValueBuffer? {
+        if case let .copy(saved) = committed { return saved }
+        return nil
+    }
 
     /// Indexes of the properties changed since the last save.
     final var changedProperties: Set<Int> {
@@ -118,16 +122,15 @@ class AnyModelStorage: ManagedBuffer<StorageHeader, UInt64>, RowIdentified, Slot
         _modify { yield &state_.pointee.extras }
     }
 
-    /// A storage of the dynamic class `self` with every slot empty: `committedIsCurrent` for a
-    /// fetched row (what it is about to read is what the store holds).
-    static func makeStorage(layout: EntityLayout?, placeholder: Bool = false, committedIsCurrent: Bool = false) -> Self {
+    /// A storage of the dynamic class `self` with every slot empty (`committed` is `.current`
+    /// for a fetched row: what it is about to read is what the store holds).
+    static func makeStorage(layout: EntityLayout?, placeholder: Bool = false, committed: Committed = .none) -> Self {
         let made = create(minimumCapacity: layout?.slots.wordCount ?? 0) { _ in
-            StorageHeader(layout: layout, isPlaceholder: placeholder)
+            StorageHeader(layout: layout, committed: committed, isPlaceholder: placeholder)
         }
         // `create` makes an instance of the class it is called on.
         let storage = unsafeDowncast(made, to: self)
         if let layout { storage.withSlotBase { SlotMemory.clearFlags($0, layout) } }
-        storage.committedIsCurrent = committedIsCurrent
         return storage
     }
 
@@ -263,25 +266,19 @@ class AnyModelStorage: ManagedBuffer<StorageHeader, UInt64>, RowIdentified, Slot
     /// change tracking), and a write while a save runs has the save's journal copy them.
     final func writableValues() -> AnyModelStorage? {
         guard let values else { return nil }
-        if committedIsCurrent, let layout, layout.columns.contains(where: { !values.isInitialized($0.index) }) {
-            // A model fetched with `propertiesToFetch`: read the columns it lacks before the copy,
-            // so that rollback and undo know every value the store held.
-            _ = loadMissingColumns()
-        }
+        // A model fetched with `propertiesToFetch` reads the columns it lacks before the copy,
+        // so that rollback and undo know every value the store held.
+        if case .current = committed { _ = loadMissingColumns() }
         if let link = contextLink, link.isSaving { link.context?.journalWillChange(self, values: true) }
-        if committedIsCurrent {
-            committedCopy = copyValues()
-            committedIsCurrent = false
-        }
+        if case .current = committed { committed = .copy(copyValues()) }
         return values
     }
 
     /// Puts back the values last read from or written to the store.
     final func revert() {
-        if let values, let committed = committedBefore {
-            values.assignValues(from: committed)
-            committedCopy = nil
-            committedIsCurrent = true
+        if let values, let saved = committedCopy {
+            values.assignValues(from: saved)
+            committed = .current
         }
         changedProperties.removeAll()
     }
@@ -295,7 +292,7 @@ class AnyModelStorage: ManagedBuffer<StorageHeader, UInt64>, RowIdentified, Slot
         guard !missing.isEmpty else { return false }
         let query = SelectBuilder.columns(missing.map(\.name), of: layout.table, primaryKey: primaryKey)
         var buffers: [any SlotBuffer] = [values]
-        if let committed = committedBefore { buffers.append(committed) }
+        if let saved = committedCopy { buffers.append(saved) }
         do {
             return try container.store.read { db in
                 let statement = try db.makeStatement(sql: query.sql)
@@ -348,15 +345,13 @@ class AnyModelStorage: ManagedBuffer<StorageHeader, UInt64>, RowIdentified, Slot
                 changed.append(property)
             }
         }
-        committedCopy = nil
-        committedIsCurrent = true
+        committed = .current
         return changed
     }
 
     /// Makes the current values the committed ones after a successful save.
     final func commit() {
-        committedCopy = nil
-        committedIsCurrent = values != nil
+        committed = values == nil ? .none : .current
         changedProperties.removeAll()
     }
 }
@@ -382,7 +377,7 @@ final class ModelStorage<Model: PersistentModel>: AnyModelStorage, BackingData, 
     /// what the store holds.
     @usableFromInline
     static func fetched(_ layout: EntityLayout) -> ModelStorage<Model> {
-        makeStorage(layout: layout, committedIsCurrent: true)
+        makeStorage(layout: layout, committed: .current)
     }
 
     @usableFromInline
@@ -487,13 +482,7 @@ final class ModelStorage<Model: PersistentModel>: AnyModelStorage, BackingData, 
 
     @usableFromInline
     func _setValue<Value: Encodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value>, to newValue: Value) {
-        guard !isPlaceholder else { return }
-        guard slot(index, of: Value.self) != nil, let values = writableValues() else {
-            extensions().looseValues[key()] = newValue
-            return
-        }
-        values.store(index, newValue)
-        noteChange(index)
+        if !setSlot(at: index, to: newValue) { extensions().looseValues[key()] = newValue }
     }
 
     /// Writes the value of a slot of type `Value` (the fast path of the code `@Model`
