@@ -195,6 +195,45 @@ struct RelationshipQueryTests {
         #expect(counter.selects.last?.contains("json_each") == true, "\(counter.selects)")
         #expect(some.map(\.messages.count).sorted() == [0, 3, 3])
     }
+
+    @Test("prefetching finds each model's related models when the fetched keys are far apart (most rows deleted), on disk and in memory", arguments: [false, true])
+    func prefetchingSparseKeys(onDisk: Bool) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("osd-sparse-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let configuration = onDisk
+            ? ModelConfiguration(url: directory.appendingPathComponent("store.sqlite"))
+            : ModelConfiguration(isStoredInMemoryOnly: true)
+        let container = try ModelContainer(for: Conversation.self, configurations: configuration)
+        let setup = ModelContext(container)
+        let chats = (0..<300).map { Conversation(title: String(format: "chat %03d", $0)) }
+        for (number, chat) in chats.enumerated() {
+            setup.insert(chat)
+            chat.messages = [ChatMessage(text: "\(number).a"), ChatMessage(text: "\(number).b")]
+        }
+        try setup.save()
+        // Five conversations stay, their keys spread over the whole range.
+        let kept = [0, 97, 150, 211, 299]
+        for (number, chat) in chats.enumerated() where !kept.contains(number) { setup.delete(chat) }
+        try setup.save()
+
+        for filtered in [false, true] {
+            var descriptor = FetchDescriptor<Conversation>(sortBy: [SortDescriptor(\.title)])
+            // A predicate makes the prefetch look the messages up by key instead of scanning.
+            if filtered { descriptor.predicate = #Predicate { $0.title != "none" } }
+            descriptor.relationshipKeyPathsForPrefetching = [\.messages]
+            let context = ModelContext(container)
+            let counter = try StatementCounter(container)
+            let conversations = try context.fetch(descriptor)
+            // The counter traces the writer's connection, which an in-memory store reads through
+            // too (a file store reads through a pool of other connections).
+            if !onDisk { #expect(counter.selects.count == 2, "\(counter.selects)") }
+            counter.reset()
+            let texts = conversations.map { $0.messages.map(\.text).sorted() }
+            #expect(texts == kept.map { ["\($0).a", "\($0).b"] }, "filtered: \(filtered)")
+            if !onDisk { #expect(counter.selects.isEmpty, "the messages were loaded by the fetch: \(counter.selects)") }
+        }
+    }
 }
 
 @Suite("Relationship observation")

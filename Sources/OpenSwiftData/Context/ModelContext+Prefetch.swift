@@ -84,11 +84,7 @@ extension ModelContext {
         let scans = wholeTable && waiting.count * 2 >= storages.count
         let keys = { jsonKeyArray(waiting.compactMap(key)) }
         // The position in `waiting` of each owner's key, and each related model's owner position.
-        var positions: [Int64: Int] = [:]
-        positions.reserveCapacity(waiting.count)
-        for (position, storage) in waiting.enumerated() {
-            if let key = key(storage) { positions[key] = position }
-        }
+        let positions = OwnerPositions(keys: waiting.map(key))
         var related = RelatedGroups(owners: waiting.count)
         switch relationship.storage {
         case .foreignKey:
@@ -133,6 +129,47 @@ extension ModelContext {
             }
             groups[position] = []
         }
+    }
+}
+
+/// The position of each owner in a list of models, by the owner's primary key: one lookup per
+/// related row. Keys of one table are usually dense (a whole table's are, less what was deleted),
+/// so they index an array directly; sparse keys go through a dictionary.
+private struct OwnerPositions {
+    /// Position + 1 by `key - base` (0: no owner with that key), when the keys are dense.
+    private var table: [Int32] = []
+    private var base: Int64 = 0
+    private var dictionary: [Int64: Int]?
+
+    /// The positions of `keys` (nil: a model without a row, which owns nothing).
+    init(keys: [Int64?]) {
+        let present = keys.compactMap { $0 }
+        guard let low = present.min(), let high = present.max() else { return }
+        // A table at most a few times longer than the keys, and positions that fit in 32 bits.
+        let (span, overflow) = high.subtractingReportingOverflow(low)
+        if !overflow, span < Int64(present.count) * 4 + 64, keys.count < Int(Int32.max) {
+            base = low
+            table = [Int32](repeating: 0, count: Int(span) + 1)
+            for (position, key) in keys.enumerated() {
+                if let key { table[Int(key - low)] = Int32(position + 1) }
+            }
+        } else {
+            var positions: [Int64: Int] = [:]
+            positions.reserveCapacity(present.count)
+            for (position, key) in keys.enumerated() {
+                if let key { positions[key] = position }
+            }
+            dictionary = positions
+        }
+    }
+
+    /// The position of the owner whose key is `key`, if any.
+    subscript(key: Int64) -> Int? {
+        if let dictionary { return dictionary[key] }
+        let (offset, overflow) = key.subtractingReportingOverflow(base)
+        guard !overflow, offset >= 0, offset < Int64(table.count) else { return nil }
+        let stored = table[Int(offset)]
+        return stored == 0 ? nil : Int(stored) - 1
     }
 }
 

@@ -21,6 +21,8 @@ struct RowReader {
     private enum Kind {
         case int, optionalInt, double, optionalDouble, bool, optionalBool
         case string, optionalString, date, optionalDate, uuid, optionalUUID, cases, codec
+        /// A to-one relationship's foreign key, read into a ``ToOneSlot/fault(_:)``.
+        case reference
 
         init(storageName: String) {
             switch storageName {
@@ -36,6 +38,7 @@ struct RowReader {
             case "Date?": self = .optionalDate
             case "UUID": self = .uuid
             case "UUID?": self = .optionalUUID
+            case ValueCodec.foreignKeyStorageName: self = .reference
             default: self = .codec
             }
         }
@@ -161,6 +164,10 @@ struct RowReader {
                         break
                     case (.optionalUUID, SQLITE_NULL):
                         slot.initializeMemory(as: UUID?.self, to: nil)
+                    case (.reference, SQLITE_INTEGER):
+                        slot.initializeMemory(as: ToOneSlot.self, to: .fault(sqlite3_column_int64(sqliteStatement, position)))
+                    case (.reference, SQLITE_NULL):
+                        slot.initializeMemory(as: ToOneSlot.self, to: .fault(nil))
                     case (.cases, _) where caseTables[index]?.read(sqliteStatement, position, into: slot) == true:
                         break
                     default:

@@ -38,9 +38,36 @@ extension PersistentModel {
     }
 
     /// Reads a to-many relationship (used by the code `@Model` generates).
+    ///
+    /// Inlined into the model's module, so that the array of related models is made by code
+    /// specialized for their type (generic code looks the array's type metadata up on every
+    /// read).
+    @inlinable
     public func _$getValue<Value: RelationshipCollection>(at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>) -> Value {
-        guard let (storage, property) = relationship(at: index) else { return persistentBackingData.getValue(forKey: key()) }
-        return Value(_$models: storage.storedMany(property).map { RelatedRef.models($0, of: Value.PersistentElement.self) })
+        guard let refs = _$relatedModels(at: index) else { return persistentBackingData.getValue(forKey: key()) }
+        guard let refs else { return Value(_$models: nil) }
+        typealias Element = Value.PersistentElement
+        let models = [Element](unsafeUninitializedCapacity: refs.count) { buffer, initialized in
+            for ref in refs {
+                let object = ref.model as AnyObject
+                // The exact class is the common case: no dynamic cast.
+                let isElement = ObjectIdentifier(Swift.type(of: object)) == ObjectIdentifier(Element.self)
+                guard let model = isElement ? unsafeDowncast(object, to: Element.self) : object as? Element else { continue }
+                buffer.initializeElement(at: initialized, to: model)
+                initialized += 1
+            }
+        }
+        return Value(_$models: models)
+    }
+
+    /// The models of the to-many relationship at a `schemaMetadata` position, loading them on
+    /// first read and leaving out those whose deletion has been saved: nil when the position is
+    /// not one of OpenSwiftData's relationships, `.some(nil)` for the `nil` of an optional
+    /// collection.
+    @usableFromInline
+    func _$relatedModels(at index: Int) -> [RelatedRef]?? {
+        guard let (storage, property) = relationship(at: index) else { return nil }
+        return .some(storage.relatedMany(property))
     }
 
     /// Reads a to-many relationship of a `Codable` model type (used by the code `@Model`

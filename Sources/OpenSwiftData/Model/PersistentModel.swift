@@ -157,18 +157,28 @@ extension PersistentModel {
     /// hand-written `BackingData`) gets a detached, empty storage: inserting it then fails at
     /// save with a typed error instead of silently dropping its values.
     var storageBase: AnyModelStorage {
-        if persistentBackingData._isInert {
+        let storage = ownStorage
+        if storage.extras?.pendingInverses.isEmpty == false {
+            storage.applyPendingInverses(owner: RelatedRef(model: self, storage: storage))
+        }
+        return storage
+    }
+
+    /// The storage itself (see ``storageBase``), made real if the model still holds the shared
+    /// stand-in.
+    private var ownStorage: AnyModelStorage {
+        let data = persistentBackingData
+        // OpenSwiftData's own storage, the common case: a class cast and a look at its header,
+        // without the protocol witness the stand-in check below costs (this runs on every
+        // relationship read and for every model a prefetch fills). Through `AnyObject`: a cast
+        // of the `any BackingData<Self>` existential itself would look its (extended
+        // existential) metadata up on every call.
+        if let storage = (data as AnyObject) as? AnyModelStorage, !storage.isPlaceholder { return storage }
+        if data._isInert {
             // A model with no persisted property set yet still holds the shared stand-in.
             persistentBackingData = ModelStorage<Self>(for: Self.self)
         }
-        // Through `AnyObject`: a class cast, where a cast of the `any BackingData<Self>`
-        // existential itself would look its (extended existential) metadata up on every call.
-        if let storage = (persistentBackingData as AnyObject) as? AnyModelStorage {
-            if storage.extras?.pendingInverses.isEmpty == false {
-                storage.applyPendingInverses(owner: RelatedRef(model: self, storage: storage))
-            }
-            return storage
-        }
+        if let storage = (persistentBackingData as AnyObject) as? AnyModelStorage { return storage }
         return ModelStorage<Self>(for: Self.self)
     }
 }

@@ -9,8 +9,9 @@ protocol RowIdentified: AnyObject {
 }
 
 /// A related model and its storage, as a relationship slot holds it.
+@usableFromInline
 struct RelatedRef {
-    let model: any PersistentModel
+    @usableFromInline let model: any PersistentModel
     let storage: any RowIdentified
 
     /// Whether two references name the same model instance.
@@ -37,11 +38,14 @@ enum ToManySlot {
 }
 
 extension ValueCodec {
+    /// The storage name of a foreign-key column's codec.
+    static let foreignKeyStorageName = "reference"
+
     /// The codec of a foreign-key column: an `INTEGER` (NULL for no related model) read into a
     /// ``ToOneSlot/fault(_:)`` and written from the related storage's primary key.
     static func foreignKey() -> ValueCodec {
         let typed = TypedCodec<ToOneSlot>(
-            columnType: .integer, storageName: "reference", sortsLikeSwift: false,
+            columnType: .integer, storageName: foreignKeyStorageName, sortsLikeSwift: false,
             encode: { slot in
                 switch slot {
                 case let .fault(key): return key?.databaseValue ?? .null
