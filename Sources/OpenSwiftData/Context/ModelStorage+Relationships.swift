@@ -245,23 +245,19 @@ extension RelatedRef {
         refs.contains { $0.base.state == .removed } ? refs.filter { $0.base.state != .removed } : refs
     }
 
-    /// The models of references, as `Element`s, leaving out models whose deletion has been saved
-    /// (and any model of another type).
+    /// The models of references, as `Element`s (any model of another type left out). Inlined
+    /// into the model's module from the to-many getter, so that the array is made by code
+    /// specialized for `Element` (generic code looks the array's type metadata up on every call).
+    @inlinable
     static func models<Element: PersistentModel>(_ refs: [RelatedRef], of type: Element.Type) -> [Element] {
-        let count = refs.count
-        guard count > 0 else { return [] }
-        return [Element](unsafeUninitializedCapacity: count) { buffer, initialized in
-            guard let base = buffer.baseAddress else { return }
-            refs.withUnsafeBufferPointer { refs in
-                for ref in refs where ref.base.state != .removed {
-                    let object = ref.model as AnyObject
-                    // The exact class is the common case: no dynamic cast.
-                    let model = ObjectIdentifier(Swift.type(of: object)) == ObjectIdentifier(Element.self)
-                        ? unsafeDowncast(object, to: Element.self) : object as? Element
-                    guard let model else { continue }
-                    (base + initialized).initialize(to: model)
-                    initialized += 1
-                }
+        [Element](unsafeUninitializedCapacity: refs.count) { buffer, initialized in
+            for ref in refs {
+                let object = ref.model as AnyObject
+                // The exact class is the common case: no dynamic cast.
+                let isElement = ObjectIdentifier(Swift.type(of: object)) == ObjectIdentifier(Element.self)
+                guard let model = isElement ? unsafeDowncast(object, to: Element.self) : object as? Element else { continue }
+                buffer.initializeElement(at: initialized, to: model)
+                initialized += 1
             }
         }
     }

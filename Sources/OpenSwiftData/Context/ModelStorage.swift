@@ -435,7 +435,7 @@ final class ModelStorage<Model: PersistentModel>: AnyModelStorage, BackingData, 
 
     @usableFromInline
     func getValue<Value: RelationshipCollection>(forKey key: KeyPath<Model, Value>) -> Value {
-        let refs = relationshipProperty(for: key).flatMap { storedMany($0) }
+        let refs = relationshipProperty(for: key).flatMap { relatedMany($0) }
         return Value(_$models: refs.map { RelatedRef.models($0, of: Value.PersistentElement.self) })
     }
 

@@ -40,24 +40,11 @@ extension PersistentModel {
     /// Reads a to-many relationship (used by the code `@Model` generates).
     ///
     /// Inlined into the model's module, so that the array of related models is made by code
-    /// specialized for their type (generic code looks the array's type metadata up on every
-    /// read).
+    /// specialized for their type (``RelatedRef/models(_:of:)``).
     @inlinable
     public func _$getValue<Value: RelationshipCollection>(at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>) -> Value {
         guard let refs = _$relatedModels(at: index) else { return persistentBackingData.getValue(forKey: key()) }
-        guard let refs else { return Value(_$models: nil) }
-        typealias Element = Value.PersistentElement
-        let models = [Element](unsafeUninitializedCapacity: refs.count) { buffer, initialized in
-            for ref in refs {
-                let object = ref.model as AnyObject
-                // The exact class is the common case: no dynamic cast.
-                let isElement = ObjectIdentifier(Swift.type(of: object)) == ObjectIdentifier(Element.self)
-                guard let model = isElement ? unsafeDowncast(object, to: Element.self) : object as? Element else { continue }
-                buffer.initializeElement(at: initialized, to: model)
-                initialized += 1
-            }
-        }
-        return Value(_$models: models)
+        return Value(_$models: refs.map { RelatedRef.models($0, of: Value.PersistentElement.self) })
     }
 
     /// The models of the to-many relationship at a `schemaMetadata` position, loading them on
