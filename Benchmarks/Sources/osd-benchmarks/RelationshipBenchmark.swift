@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Observation
 import OpenSwiftData
 
 /// A parent of the relationship benchmark: owns its children (cascade).
@@ -32,6 +33,11 @@ final class BenchChild {
 /// Relationship operations, OpenSwiftData against hand-written GRDB on the same store file:
 /// reading a to-many relationship of every parent (lazily, and with prefetching) against one
 /// hand-written `LEFT JOIN`, and a cascading delete against hand-written deletes.
+///
+/// Every model holds its own `ObservationRegistrar` (SwiftData's models are observable, and
+/// Observation offers no way to register a read without one). One more row shows what that
+/// costs on its own: Observation's registrars alone (one per model the prefetched read makes,
+/// created and freed, no SQL) against the same JOIN.
 enum RelationshipBenchmark {
     static let parentCount = 10_000
     static let childrenPerParent = 5
@@ -49,12 +55,15 @@ enum RelationshipBenchmark {
 
         var lazy = (grdb: Timings(), osd: Timings())
         var prefetched = (grdb: Timings(), osd: Timings())
+        var registrars = (grdb: Timings(), osd: Timings())
         var cascade = (grdb: Timings(), osd: Timings())
         let expected = parentCount * childrenPerParent
         for run in 1...BenchmarkSuite.runsPerSide {
             let join = try timed { try joinedChildCount(readStore) }
             let osdLazy = try timed { try childCount(readStore, prefetch: false) }
             let osdPrefetch = try timed { try childCount(readStore, prefetch: true) }
+            let registrarsOnly = try timed { registrarCycle(parentCount + expected) }
+            guard registrarsOnly.value == parentCount + expected else { throw BenchmarkError("made \(registrarsOnly.value) registrars") }
             for (label, result) in [("GRDB join", join), ("OSD lazy", osdLazy), ("OSD prefetch", osdPrefetch)] where result.value != expected {
                 throw BenchmarkError("\(label) read \(result.value) children, expected \(expected)")
             }
@@ -62,23 +71,37 @@ enum RelationshipBenchmark {
             lazy.osd.append(osdLazy.elapsed)
             prefetched.grdb.append(join.elapsed)
             prefetched.osd.append(osdPrefetch.elapsed)
+            registrars.grdb.append(join.elapsed)
+            registrars.osd.append(registrarsOnly.elapsed)
 
             let grdbDelete = try timeDelete(copyOf: deleteTemplate, in: directory, handWritten: true)
             let osdDelete = try timeDelete(copyOf: deleteTemplate, in: directory, handWritten: false)
             cascade.grdb.append(grdbDelete)
             cascade.osd.append(osdDelete)
-            print("relationships run \(run)/\(BenchmarkSuite.runsPerSide): join \(join.elapsed.formatted), lazy \(osdLazy.elapsed.formatted), prefetch \(osdPrefetch.elapsed.formatted), cascade GRDB \(grdbDelete.formatted) OSD \(osdDelete.formatted)")
+            print("relationships run \(run)/\(BenchmarkSuite.runsPerSide): join \(join.elapsed.formatted), lazy \(osdLazy.elapsed.formatted), prefetch \(osdPrefetch.elapsed.formatted), registrars alone \(registrarsOnly.elapsed.formatted), cascade GRDB \(grdbDelete.formatted) OSD \(osdDelete.formatted)")
         }
         let parents = grouped(parentCount)
         return [
             ComparisonRow("fetch \(parents) parents, read their children, lazily (vs one JOIN)", grdb: lazy.grdb.median, openSwiftData: lazy.osd.median, judged: false),
             ComparisonRow("fetch \(parents) parents, read their children, prefetched (vs one JOIN)", grdb: prefetched.grdb.median, openSwiftData: prefetched.osd.median),
+            ComparisonRow("Observation alone: \(grouped(parentCount + expected)) ObservationRegistrar made and freed, no SQL (vs one JOIN)", grdb: registrars.grdb.median, openSwiftData: registrars.osd.median, judged: false),
             ComparisonRow("cascade-delete \(grouped(cascadeParents)) parents with \(cascadeChildren) children each", grdb: cascade.grdb.median, openSwiftData: cascade.osd.median, judged: false),
         ]
     }
 
     static func container(_ url: URL) throws -> ModelContainer {
         try ModelContainer(for: BenchParent.self, configurations: ModelConfiguration(url: url))
+    }
+
+    /// Makes and frees `count` observation registrars, as many as the models of the prefetched
+    /// read hold, and returns how many were made.
+    private static func registrarCycle(_ count: Int) -> Int {
+        var registrars: [ObservationRegistrar] = []
+        registrars.reserveCapacity(count)
+        for _ in 0..<count { registrars.append(ObservationRegistrar()) }
+        let made = registrars.count
+        registrars = []
+        return made
     }
 
     static func populate(_ url: URL, parents: Int, children: Int) throws {

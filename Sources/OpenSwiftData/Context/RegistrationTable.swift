@@ -49,13 +49,19 @@ final class RegistrationStore {
     /// The registered models in insertion order; nil where one was removed. Only the model is
     /// held (it holds its storage): a context that goes releases one reference per model, not
     /// two, and models that have left the cache are fetched from memory once, not twice.
-    private var entries: [(any PersistentModel)?] = []
-    private var entryKeys: [Int64] = []
+    ///
+    /// The properties are `@exclusivity(unchecked)`: the runtime's exclusivity check cost two
+    /// calls per property per registered row, and no access here can overlap another: the
+    /// store is confined to its context's isolation (not `Sendable`), no method calls a
+    /// closure while it modifies a property, and what a modification can run (the deinit of a
+    /// model it releases) never reaches the store.
+    @exclusivity(unchecked) private var entries: [(any PersistentModel)?] = []
+    @exclusivity(unchecked) private var entryKeys: [Int64] = []
     /// Position + 1 in `entries`, by open addressing on the key (0: empty). Covers the first
     /// `indexed` entries; nil until the first lookup.
-    private var index: [Int32]?
-    private var indexed = 0
-    private var live = 0
+    @exclusivity(unchecked) private var index: [Int32]?
+    @exclusivity(unchecked) private var indexed = 0
+    @exclusivity(unchecked) private var live = 0
 
     init() {}
 
