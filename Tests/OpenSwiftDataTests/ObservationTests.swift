@@ -18,12 +18,12 @@ struct ObservationTests {
 
         let context = ModelContext(container)
         let note = try #require(try context.fetch(FetchDescriptor<Note>()).first)
-        note.count = 3  // a write before any read: nothing can be observing yet
+        note.count = 3  // a write before any read or observation
         let fired = LockedFlag()
         withObservationTracking { _ = note.count } onChange: { fired.set() }
         #expect(!fired.value)
         note.count = 4
-        #expect(fired.value, "the first read made the registrar the tracking registered with")
+        #expect(fired.value, "a change after the tracked read reaches the observer")
         try context.save()
         #expect(try ModelContext(container).fetch(FetchDescriptor<Note>()).map(\.count) == [4])
     }
