@@ -12,13 +12,16 @@ public struct ModelActorMacro: MemberMacro, ExtensionMacro {
             context.diagnose(Diagnostic(node: Syntax(node), message: ModelActorDiagnostic.notAnActor))
             return []
         }
+        // Library names only in type positions: an actor's member named `OpenSwiftData` would
+        // shadow the module in an expression.
         return [
             "public nonisolated let modelExecutor: any OpenSwiftData.ModelExecutor",
             "public nonisolated let modelContainer: OpenSwiftData.ModelContainer",
             """
             public init(modelContainer: OpenSwiftData.ModelContainer) {
-                let modelContext = OpenSwiftData.ModelContext(modelContainer)
-                self.modelExecutor = OpenSwiftData.DefaultSerialModelExecutor(modelContext: modelContext)
+                let _$modelContext: OpenSwiftData.ModelContext = .init(modelContainer)
+                let _$modelExecutor: OpenSwiftData.DefaultSerialModelExecutor = .init(modelContext: _$modelContext)
+                self.modelExecutor = _$modelExecutor
                 self.modelContainer = modelContainer
             }
             """,

@@ -53,10 +53,15 @@ extension ModelMacro: MemberMacro {
         }
         guard valid else { return [] }
 
+        // Hygiene: a model may declare members with any name (`type`, `Swift`, `OpenSwiftData`,
+        // `value`, …), and a member shadows a module name in an expression (not in a type). So
+        // the generated code names library and standard-library declarations in type positions
+        // only (`let x: OpenSwiftData.T = .init(…)`, local type aliases), reaches everything else
+        // through `_$`-prefixed members, and names the class itself as the base of its statics.
         var decls: [DeclSyntax] = []
         decls.append(
             """
-            @Transient
+            @OpenSwiftData.Transient
             private var _$backingData: any OpenSwiftData.BackingData<\(raw: className)> = \(raw: className)._$inertBackingData
             """
         )
@@ -69,27 +74,30 @@ extension ModelMacro: MemberMacro {
             """
             public var persistentBackingData: any OpenSwiftData.BackingData<\(raw: className)> {
                 get {
-                    _$backingData
+                    self._$backingData
                 }
                 set {
-                    _$backingData = newValue
+                    self._$backingData = newValue
                 }
             }
             """
         )
         let metadataEntries = properties.map { property in
-            "OpenSwiftData.Schema.PropertyMetadata(name: \"\(property.plainName)\", keypath: \\\(className).\(property.name), defaultValue: \(property.defaultValueExpression), metadata: \(property.metadataExpression))"
+            "_$PropertyMetadata(name: \"\(property.plainName)\", keypath: \\\(className).\(property.name), defaultValue: \(property.defaultValueExpression), metadata: \(property.metadataExpression))"
         }
-        let metadataBody = metadataEntries.isEmpty ? "[]" : "[\n" + metadataEntries.map { "    " + $0 }.joined(separator: ",\n") + "\n]"
+        let metadataBody = metadataEntries.isEmpty ? "    return []" : "    return [\n" + metadataEntries.map { "        " + $0 }.joined(separator: ",\n") + "\n    ]"
         decls.append(
             """
             public static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
+                typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
+                typealias _$Attribute = OpenSwiftData.Schema.Attribute
+                typealias _$Relationship = OpenSwiftData.Schema.Relationship
             \(raw: metadataBody)
             }
             """
         )
-        let placeholders = properties.map { "_\($0.plainName) = _SwiftDataNoType()" }
-        let initBody = (placeholders + ["_$backingData = backingData"]).map { "    " + $0 }.joined(separator: "\n")
+        let placeholders = properties.map { "self._\($0.plainName) = _SwiftDataNoType()" }
+        let initBody = (placeholders + ["self._$backingData = backingData"]).map { "    " + $0 }.joined(separator: "\n")
         decls.append(
             """
             public required init(backingData: any OpenSwiftData.BackingData<\(raw: className)>) {
@@ -99,37 +107,32 @@ extension ModelMacro: MemberMacro {
         )
         decls.append(
             """
-            @Transient
-            private let _$observationRegistrar = Observation.ObservationRegistrar()
+            @OpenSwiftData.Transient
+            private let _$observationRegistrar: Observation.ObservationRegistrar = .init()
             """
         )
         decls.append(
             """
-            internal nonisolated func access<_M>(keyPath: KeyPath<\(raw: className), _M>) {
-                _$observationRegistrar.access(self, keyPath: keyPath)
+            internal nonisolated func access<_M>(keyPath: Swift.KeyPath<\(raw: className), _M>) {
+                self._$observationRegistrar.access(self, keyPath: keyPath)
             }
             """
         )
         decls.append(
             """
-            internal nonisolated func withMutation<_M, _MR>(keyPath: KeyPath<\(raw: className), _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
-                try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+            internal nonisolated func withMutation<_M, _MR>(keyPath: Swift.KeyPath<\(raw: className), _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
+                try self._$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
             }
             """
         )
         decls.append(
             """
-            public nonisolated func _$notifyObservers(ofChangeTo keyPath: AnyKeyPath) {
-                func notify<_M>(_ member: _M.Type) {
-                    guard let keyPath = keyPath as? KeyPath<\(raw: className), _M> else { return }
-                    _$observationRegistrar.willSet(self, keyPath: keyPath)
-                    _$observationRegistrar.didSet(self, keyPath: keyPath)
-                }
-                _openExistential(type(of: keyPath).valueType, do: notify)
+            public nonisolated func _$notifyObservers(ofChangeTo keyPath: Swift.AnyKeyPath) {
+                self._$observationRegistrar._$notifyChange(of: self, at: keyPath)
             }
             """
         )
-        decls.append("public struct _SwiftDataNoType: Sendable {}")
+        decls.append("public struct _SwiftDataNoType: Swift.Sendable {}")
 
         decls += keyPathGroups(of: members, macro: "Unique", schemaType: "Unique", member: "_$uniquenessConstraints", className: className)
         decls += keyPathGroups(of: members, macro: "Index", schemaType: "Index", member: "_$indices", className: className)
@@ -141,12 +144,13 @@ extension ModelMacro: MemberMacro {
     private static func keyPathGroups(of members: [DeclSyntax], macro: String, schemaType: String, member: String, className: String) -> [DeclSyntax] {
         let invocations = members.compactMap { freestanding($0, named: macro) }
         guard !invocations.isEmpty else { return [] }
-        let sum = invocations.map { "OpenSwiftData.Schema.\(schemaType)<\(className)>(\($0.trimmedDescription))._keyPathGroups" }
+        let sum = invocations.map { "_$\(schemaType)(\($0.trimmedDescription))._keyPathGroups" }
             .joined(separator: " + ")
         return [
             """
-            public static var \(raw: member): [[AnyKeyPath]] {
-                \(raw: sum)
+            public static var \(raw: member): [[Swift.AnyKeyPath]] {
+                typealias _$\(raw: schemaType) = OpenSwiftData.Schema.\(raw: schemaType)<\(raw: className)>
+                return \(raw: sum)
             }
             """,
         ]
@@ -234,7 +238,7 @@ extension ModelMacro: MemberAttributeMacro {
             item.decl.as(VariableDeclSyntax.self).flatMap(PersistedProperty.init)
         }
         guard let index = persisted.firstIndex(where: { $0.name == property.name }) else { return [] }
-        return ["@_PersistedProperty(index: \(raw: index))"]
+        return ["@OpenSwiftData._PersistedProperty(index: \(raw: index))"]
     }
 }
 
@@ -250,8 +254,18 @@ extension ModelMacro: ExtensionMacro {
         guard declaration.is(ClassDeclSyntax.self) else { return [] }
         return protocols.map { proto in
             ExtensionDeclSyntax(extendedType: type.trimmed, inheritanceClause: InheritanceClauseSyntax {
-                InheritedTypeSyntax(type: proto.trimmed)
+                InheritedTypeSyntax(type: qualified(proto.trimmed))
             }) {}
+        }
+    }
+
+    /// The conformance the compiler asks for, named through its module (as the macro's
+    /// declaration spells it, unqualified, a type of the user's could be found instead).
+    private static func qualified(_ proto: TypeSyntax) -> TypeSyntax {
+        switch proto.trimmedDescription {
+        case "PersistentModel": return "OpenSwiftData.PersistentModel"
+        case "Observable": return "Observation.Observable"
+        default: return proto
         }
     }
 }

@@ -121,11 +121,11 @@ extension PersistedProperty {
     /// The `metadata:` argument for `Schema.PropertyMetadata`.
     var metadataExpression: String {
         if hasRelationship {
-            return "OpenSwiftData.Schema.Relationship(\(relationshipArguments?.trimmedDescription ?? ""))"
+            return "_$Relationship(\(relationshipArguments?.trimmedDescription ?? ""))"
         }
         guard hasAttribute else { return "nil" }
         let arguments = attributeArguments?.trimmedDescription ?? ""
-        return "OpenSwiftData.Schema.Attribute(\(arguments))"
+        return "_$Attribute(\(arguments))"
     }
 }
 

@@ -35,13 +35,13 @@ extension PersistedPropertyMacro: AccessorMacro {
             """,
             """
             get {
-                access(keyPath: \(raw: keyPath))
+                self.access(keyPath: \(raw: keyPath))
                 return self._$getValue(at: \(raw: index), forKey: \(raw: keyPath))
             }
             """,
             """
             set {
-                withMutation(keyPath: \(raw: keyPath)) {
+                self.withMutation(keyPath: \(raw: keyPath)) {
                     self._$setValue(at: \(raw: index), forKey: \(raw: keyPath), to: newValue)
                 }
             }
@@ -77,7 +77,7 @@ extension PersistedPropertyMacro: PeerMacro {
         else { return [] }
         let owner = ownerName(in: context)
         return [
-            "@Transient private var _\(raw: property.plainName): _SwiftDataNoType",
+            "@OpenSwiftData.Transient private var _\(raw: property.plainName): _SwiftDataNoType",
             // A key-path literal is inferred `Sendable`, so a plain static constant is safe.
             "private static let _$keyPath_\(raw: property.plainName) = \\\(raw: owner).\(raw: property.name)",
         ]

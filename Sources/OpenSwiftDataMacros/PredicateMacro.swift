@@ -59,7 +59,10 @@ enum PredicateExpansion {
             let body = try translator.body(of: closure)
             let generics = node.genericArgumentClause.map { "\($0.trimmed)" } ?? ""
             let signature = closure.signature.map { " \($0.trimmed)" } ?? ""
-            return "Foundation.\(raw: typeName)\(raw: generics)({\(raw: signature)\n\(body)\n})"
+            // `_$Predicate`/`_$Expression`, OpenSwiftData's aliases of Foundation's types: a
+            // module name in an expression (`Foundation.Predicate`) is shadowed by any member or
+            // local of that name where the predicate is written.
+            return "_$\(raw: typeName)\(raw: generics)({\(raw: signature)\n\(body)\n})"
         } catch let error as PredicateExpansionError {
             throw DiagnosticsError(diagnostics: [error.diagnostic])
         }
@@ -152,7 +155,8 @@ struct PredicateTranslatorSyntax {
         self.variables = variables
     }
 
-    static let builders = "PredicateExpressions"
+    /// OpenSwiftData's alias of `Foundation.PredicateExpressions` (see `expand`).
+    static let builders = "_$PredicateExpressions"
 
     /// The single expression of a closure body (`return` allowed), translated.
     mutating func body(of closure: ClosureExprSyntax) throws -> ExprSyntax {

@@ -28,8 +28,9 @@ struct ModelActorMacroExpansionTests {
                 public nonisolated let modelContainer: OpenSwiftData.ModelContainer
 
                 public init(modelContainer: OpenSwiftData.ModelContainer) {
-                    let modelContext = OpenSwiftData.ModelContext(modelContainer)
-                    self.modelExecutor = OpenSwiftData.DefaultSerialModelExecutor(modelContext: modelContext)
+                    let _$modelContext: OpenSwiftData.ModelContext = .init(modelContainer)
+                    let _$modelExecutor: OpenSwiftData.DefaultSerialModelExecutor = .init(modelContext: _$modelContext)
+                    self.modelExecutor = _$modelExecutor
                     self.modelContainer = modelContainer
                 }
             }

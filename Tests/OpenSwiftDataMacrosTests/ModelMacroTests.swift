@@ -41,109 +41,69 @@ struct ModelMacroExpansionTests {
         } expansion: {
             #"""
             final class Person {
-                var name: String {
-                    @storageRestrictions(accesses: _$backingData, initializes: _name)
-                    init(initialValue) {
-                        if Person._$prepareBackingData(&_$backingData) {
-                            _$backingData._setValue(at: 0, forKey: \.name, to: initialValue)
-                        }
-                        _name = _SwiftDataNoType()
-                    }
-                    get {
-                        access(keyPath: Person._$keyPath_name)
-                        return self._$getValue(at: 0, forKey: Person._$keyPath_name)
-                    }
-                    set {
-                        withMutation(keyPath: Person._$keyPath_name) {
-                            self._$setValue(at: 0, forKey: Person._$keyPath_name, to: newValue)
-                        }
-                    }
-                }
-
-                private var _name: _SwiftDataNoType
-
-                private static let _$keyPath_name = \Person.name
-                var age: Int {
-                    @storageRestrictions(accesses: _$backingData, initializes: _age)
-                    init(initialValue) {
-                        if Person._$prepareBackingData(&_$backingData) {
-                            _$backingData._setValue(at: 1, forKey: \.age, to: initialValue)
-                        }
-                        _age = _SwiftDataNoType()
-                    }
-                    get {
-                        access(keyPath: Person._$keyPath_age)
-                        return self._$getValue(at: 1, forKey: Person._$keyPath_age)
-                    }
-                    set {
-                        withMutation(keyPath: Person._$keyPath_age) {
-                            self._$setValue(at: 1, forKey: Person._$keyPath_age, to: newValue)
-                        }
-                    }
-                }
-
-                private var _age: _SwiftDataNoType
-
-                private static let _$keyPath_age = \Person.age
+                @OpenSwiftData._PersistedProperty(index: 0)
+                var name: String
+                @OpenSwiftData._PersistedProperty(index: 1)
+                var age: Int
 
                 init(name: String, age: Int) {
                     self.name = name
                     self.age = age
                 }
+
+                @OpenSwiftData.Transient
                 private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$inertBackingData
 
                 nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Person> = Person._$makeInertBackingData()
 
                 public var persistentBackingData: any OpenSwiftData.BackingData<Person> {
                     get {
-                        _$backingData
+                        self._$backingData
                     }
                     set {
-                        _$backingData = newValue
+                        self._$backingData = newValue
                     }
                 }
 
                 public static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
-                    [
-                        OpenSwiftData.Schema.PropertyMetadata(name: "name", keypath: \Person.name, defaultValue: nil, metadata: nil),
-                        OpenSwiftData.Schema.PropertyMetadata(name: "age", keypath: \Person.age, defaultValue: nil, metadata: nil)
+                    typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
+                    typealias _$Attribute = OpenSwiftData.Schema.Attribute
+                    typealias _$Relationship = OpenSwiftData.Schema.Relationship
+                    return [
+                        _$PropertyMetadata(name: "name", keypath: \Person.name, defaultValue: nil, metadata: nil),
+                        _$PropertyMetadata(name: "age", keypath: \Person.age, defaultValue: nil, metadata: nil)
                     ]
                 }
 
                 public required init(backingData: any OpenSwiftData.BackingData<Person>) {
-                    _name = _SwiftDataNoType()
-                    _age = _SwiftDataNoType()
-                    _$backingData = backingData
-                }
-                private let _$observationRegistrar = Observation.ObservationRegistrar()
-
-                internal nonisolated func access<_M>(keyPath: KeyPath<Person, _M>) {
-                    _$observationRegistrar.access(self, keyPath: keyPath)
+                    self._name = _SwiftDataNoType()
+                    self._age = _SwiftDataNoType()
+                    self._$backingData = backingData
                 }
 
-                internal nonisolated func withMutation<_M, _MR>(keyPath: KeyPath<Person, _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
-                    try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                @OpenSwiftData.Transient
+                private let _$observationRegistrar: Observation.ObservationRegistrar = .init()
+
+                internal nonisolated func access<_M>(keyPath: Swift.KeyPath<Person, _M>) {
+                    self._$observationRegistrar.access(self, keyPath: keyPath)
                 }
 
-                public nonisolated func _$notifyObservers(ofChangeTo keyPath: AnyKeyPath) {
-                    func notify<_M>(_ member: _M.Type) {
-                        guard let keyPath = keyPath as? KeyPath<Person, _M> else {
-                            return
-                        }
-                        _$observationRegistrar.willSet(self, keyPath: keyPath)
-                        _$observationRegistrar.didSet(self, keyPath: keyPath)
-                    }
-                    _openExistential(type(of: keyPath).valueType, do: notify)
+                internal nonisolated func withMutation<_M, _MR>(keyPath: Swift.KeyPath<Person, _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
+                    try self._$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
                 }
 
-                public struct _SwiftDataNoType: Sendable {
+                public nonisolated func _$notifyObservers(ofChangeTo keyPath: Swift.AnyKeyPath) {
+                    self._$observationRegistrar._$notifyChange(of: self, at: keyPath)
+                }
+
+                public struct _SwiftDataNoType: Swift.Sendable {
                 }
             }
 
-            extension Person: Observable {
+            extension Person: Observation.Observable {
             }
 
-            extension Person: PersistentModel {
+            extension Person: OpenSwiftData.PersistentModel {
             }
             """#
         }
@@ -165,82 +125,62 @@ struct ModelMacroExpansionTests {
         } expansion: {
             #"""
             final class Counter {
-                var count {
-                    @storageRestrictions(accesses: _$backingData, initializes: _count)
-                    init(initialValue) {
-                        if Counter._$prepareBackingData(&_$backingData) {
-                            _$backingData._setValue(at: 0, forKey: \.count, to: initialValue)
-                        }
-                        _count = _SwiftDataNoType()
-                    }
-                    get {
-                        access(keyPath: Counter._$keyPath_count)
-                        return self._$getValue(at: 0, forKey: Counter._$keyPath_count)
-                    }
-                    set {
-                        withMutation(keyPath: Counter._$keyPath_count) {
-                            self._$setValue(at: 0, forKey: Counter._$keyPath_count, to: newValue)
-                        }
-                    }
-                }
-
-                private var _count: _SwiftDataNoType
-
-                private static let _$keyPath_count = \Counter.count
+                @OpenSwiftData._PersistedProperty(index: 0)
+                var count = 0
 
                 init() {}
+
+                @OpenSwiftData.Transient
                 private var _$backingData: any OpenSwiftData.BackingData<Counter> = Counter._$inertBackingData
 
                 nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Counter> = Counter._$makeInertBackingData()
 
                 public var persistentBackingData: any OpenSwiftData.BackingData<Counter> {
                     get {
-                        _$backingData
+                        self._$backingData
                     }
                     set {
-                        _$backingData = newValue
+                        self._$backingData = newValue
                     }
                 }
 
                 public static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
-                    [
-                        OpenSwiftData.Schema.PropertyMetadata(name: "count", keypath: \Counter.count, defaultValue: 0, metadata: nil)
+                    typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
+                    typealias _$Attribute = OpenSwiftData.Schema.Attribute
+                    typealias _$Relationship = OpenSwiftData.Schema.Relationship
+                    return [
+                        _$PropertyMetadata(name: "count", keypath: \Counter.count, defaultValue: 0, metadata: nil)
                     ]
                 }
 
                 public required init(backingData: any OpenSwiftData.BackingData<Counter>) {
-                    _count = _SwiftDataNoType()
-                    _$backingData = backingData
-                }
-                private let _$observationRegistrar = Observation.ObservationRegistrar()
-
-                internal nonisolated func access<_M>(keyPath: KeyPath<Counter, _M>) {
-                    _$observationRegistrar.access(self, keyPath: keyPath)
+                    self._count = _SwiftDataNoType()
+                    self._$backingData = backingData
                 }
 
-                internal nonisolated func withMutation<_M, _MR>(keyPath: KeyPath<Counter, _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
-                    try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                @OpenSwiftData.Transient
+                private let _$observationRegistrar: Observation.ObservationRegistrar = .init()
+
+                internal nonisolated func access<_M>(keyPath: Swift.KeyPath<Counter, _M>) {
+                    self._$observationRegistrar.access(self, keyPath: keyPath)
                 }
 
-                public nonisolated func _$notifyObservers(ofChangeTo keyPath: AnyKeyPath) {
-                    func notify<_M>(_ member: _M.Type) {
-                        guard let keyPath = keyPath as? KeyPath<Counter, _M> else {
-                            return
-                        }
-                        _$observationRegistrar.willSet(self, keyPath: keyPath)
-                        _$observationRegistrar.didSet(self, keyPath: keyPath)
-                    }
-                    _openExistential(type(of: keyPath).valueType, do: notify)
+                internal nonisolated func withMutation<_M, _MR>(keyPath: Swift.KeyPath<Counter, _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
+                    try self._$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
                 }
 
-                public struct _SwiftDataNoType: Sendable {
+                public nonisolated func _$notifyObservers(ofChangeTo keyPath: Swift.AnyKeyPath) {
+                    self._$observationRegistrar._$notifyChange(of: self, at: keyPath)
+                }
+
+                public struct _SwiftDataNoType: Swift.Sendable {
                 }
             }
 
-            extension Counter: Observable {
+            extension Counter: Observation.Observable {
             }
 
-            extension Counter: PersistentModel {
+            extension Counter: OpenSwiftData.PersistentModel {
             }
             """#
         }
@@ -259,82 +199,62 @@ struct ModelMacroExpansionTests {
         } expansion: {
             #"""
             final class Order {
-                var status: Status {
-                    @storageRestrictions(accesses: _$backingData, initializes: _status)
-                    init(initialValue) {
-                        if Order._$prepareBackingData(&_$backingData) {
-                            _$backingData._setValue(at: 0, forKey: \.status, to: initialValue)
-                        }
-                        _status = _SwiftDataNoType()
-                    }
-                    get {
-                        access(keyPath: Order._$keyPath_status)
-                        return self._$getValue(at: 0, forKey: Order._$keyPath_status)
-                    }
-                    set {
-                        withMutation(keyPath: Order._$keyPath_status) {
-                            self._$setValue(at: 0, forKey: Order._$keyPath_status, to: newValue)
-                        }
-                    }
-                }
-
-                private var _status: _SwiftDataNoType
-
-                private static let _$keyPath_status = \Order.status
+                @OpenSwiftData._PersistedProperty(index: 0)
+                var status: Status = .pending
 
                 init() {}
+
+                @OpenSwiftData.Transient
                 private var _$backingData: any OpenSwiftData.BackingData<Order> = Order._$inertBackingData
 
                 nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Order> = Order._$makeInertBackingData()
 
                 public var persistentBackingData: any OpenSwiftData.BackingData<Order> {
                     get {
-                        _$backingData
+                        self._$backingData
                     }
                     set {
-                        _$backingData = newValue
+                        self._$backingData = newValue
                     }
                 }
 
                 public static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
-                    [
-                        OpenSwiftData.Schema.PropertyMetadata(name: "status", keypath: \Order.status, defaultValue: (.pending as Status), metadata: nil)
+                    typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
+                    typealias _$Attribute = OpenSwiftData.Schema.Attribute
+                    typealias _$Relationship = OpenSwiftData.Schema.Relationship
+                    return [
+                        _$PropertyMetadata(name: "status", keypath: \Order.status, defaultValue: (.pending as Status), metadata: nil)
                     ]
                 }
 
                 public required init(backingData: any OpenSwiftData.BackingData<Order>) {
-                    _status = _SwiftDataNoType()
-                    _$backingData = backingData
-                }
-                private let _$observationRegistrar = Observation.ObservationRegistrar()
-
-                internal nonisolated func access<_M>(keyPath: KeyPath<Order, _M>) {
-                    _$observationRegistrar.access(self, keyPath: keyPath)
+                    self._status = _SwiftDataNoType()
+                    self._$backingData = backingData
                 }
 
-                internal nonisolated func withMutation<_M, _MR>(keyPath: KeyPath<Order, _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
-                    try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                @OpenSwiftData.Transient
+                private let _$observationRegistrar: Observation.ObservationRegistrar = .init()
+
+                internal nonisolated func access<_M>(keyPath: Swift.KeyPath<Order, _M>) {
+                    self._$observationRegistrar.access(self, keyPath: keyPath)
                 }
 
-                public nonisolated func _$notifyObservers(ofChangeTo keyPath: AnyKeyPath) {
-                    func notify<_M>(_ member: _M.Type) {
-                        guard let keyPath = keyPath as? KeyPath<Order, _M> else {
-                            return
-                        }
-                        _$observationRegistrar.willSet(self, keyPath: keyPath)
-                        _$observationRegistrar.didSet(self, keyPath: keyPath)
-                    }
-                    _openExistential(type(of: keyPath).valueType, do: notify)
+                internal nonisolated func withMutation<_M, _MR>(keyPath: Swift.KeyPath<Order, _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
+                    try self._$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
                 }
 
-                public struct _SwiftDataNoType: Sendable {
+                public nonisolated func _$notifyObservers(ofChangeTo keyPath: Swift.AnyKeyPath) {
+                    self._$observationRegistrar._$notifyChange(of: self, at: keyPath)
+                }
+
+                public struct _SwiftDataNoType: Swift.Sendable {
                 }
             }
 
-            extension Order: Observable {
+            extension Order: Observation.Observable {
             }
 
-            extension Order: PersistentModel {
+            extension Order: OpenSwiftData.PersistentModel {
             }
             """#
         }
@@ -355,84 +275,64 @@ struct ModelMacroExpansionTests {
         } expansion: {
             #"""
             final class Person {
-                var nickname: String? {
-                    @storageRestrictions(accesses: _$backingData, initializes: _nickname)
-                    init(initialValue) {
-                        if Person._$prepareBackingData(&_$backingData) {
-                            _$backingData._setValue(at: 0, forKey: \.nickname, to: initialValue)
-                        }
-                        _nickname = _SwiftDataNoType()
-                    }
-                    get {
-                        access(keyPath: Person._$keyPath_nickname)
-                        return self._$getValue(at: 0, forKey: Person._$keyPath_nickname)
-                    }
-                    set {
-                        withMutation(keyPath: Person._$keyPath_nickname) {
-                            self._$setValue(at: 0, forKey: Person._$keyPath_nickname, to: newValue)
-                        }
-                    }
-                }
-
-                private var _nickname: _SwiftDataNoType
-
-                private static let _$keyPath_nickname = \Person.nickname
+                @OpenSwiftData._PersistedProperty(index: 0)
+                var nickname: String?
 
                 init(nickname: String? = nil) {
                     self.nickname = nickname
                 }
+
+                @OpenSwiftData.Transient
                 private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$inertBackingData
 
                 nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Person> = Person._$makeInertBackingData()
 
                 public var persistentBackingData: any OpenSwiftData.BackingData<Person> {
                     get {
-                        _$backingData
+                        self._$backingData
                     }
                     set {
-                        _$backingData = newValue
+                        self._$backingData = newValue
                     }
                 }
 
                 public static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
-                    [
-                        OpenSwiftData.Schema.PropertyMetadata(name: "nickname", keypath: \Person.nickname, defaultValue: nil, metadata: nil)
+                    typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
+                    typealias _$Attribute = OpenSwiftData.Schema.Attribute
+                    typealias _$Relationship = OpenSwiftData.Schema.Relationship
+                    return [
+                        _$PropertyMetadata(name: "nickname", keypath: \Person.nickname, defaultValue: nil, metadata: nil)
                     ]
                 }
 
                 public required init(backingData: any OpenSwiftData.BackingData<Person>) {
-                    _nickname = _SwiftDataNoType()
-                    _$backingData = backingData
-                }
-                private let _$observationRegistrar = Observation.ObservationRegistrar()
-
-                internal nonisolated func access<_M>(keyPath: KeyPath<Person, _M>) {
-                    _$observationRegistrar.access(self, keyPath: keyPath)
+                    self._nickname = _SwiftDataNoType()
+                    self._$backingData = backingData
                 }
 
-                internal nonisolated func withMutation<_M, _MR>(keyPath: KeyPath<Person, _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
-                    try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                @OpenSwiftData.Transient
+                private let _$observationRegistrar: Observation.ObservationRegistrar = .init()
+
+                internal nonisolated func access<_M>(keyPath: Swift.KeyPath<Person, _M>) {
+                    self._$observationRegistrar.access(self, keyPath: keyPath)
                 }
 
-                public nonisolated func _$notifyObservers(ofChangeTo keyPath: AnyKeyPath) {
-                    func notify<_M>(_ member: _M.Type) {
-                        guard let keyPath = keyPath as? KeyPath<Person, _M> else {
-                            return
-                        }
-                        _$observationRegistrar.willSet(self, keyPath: keyPath)
-                        _$observationRegistrar.didSet(self, keyPath: keyPath)
-                    }
-                    _openExistential(type(of: keyPath).valueType, do: notify)
+                internal nonisolated func withMutation<_M, _MR>(keyPath: Swift.KeyPath<Person, _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
+                    try self._$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
                 }
 
-                public struct _SwiftDataNoType: Sendable {
+                public nonisolated func _$notifyObservers(ofChangeTo keyPath: Swift.AnyKeyPath) {
+                    self._$observationRegistrar._$notifyChange(of: self, at: keyPath)
+                }
+
+                public struct _SwiftDataNoType: Swift.Sendable {
                 }
             }
 
-            extension Person: Observable {
+            extension Person: Observation.Observable {
             }
 
-            extension Person: PersistentModel {
+            extension Person: OpenSwiftData.PersistentModel {
             }
             """#
         }
@@ -453,84 +353,63 @@ struct ModelMacroExpansionTests {
         } expansion: {
             #"""
             final class Person {
-                var email: String {
-                    @storageRestrictions(accesses: _$backingData, initializes: _email)
-                    init(initialValue) {
-                        if Person._$prepareBackingData(&_$backingData) {
-                            _$backingData._setValue(at: 0, forKey: \.email, to: initialValue)
-                        }
-                        _email = _SwiftDataNoType()
-                    }
-                    get {
-                        access(keyPath: Person._$keyPath_email)
-                        return self._$getValue(at: 0, forKey: Person._$keyPath_email)
-                    }
-                    set {
-                        withMutation(keyPath: Person._$keyPath_email) {
-                            self._$setValue(at: 0, forKey: Person._$keyPath_email, to: newValue)
-                        }
-                    }
-                }
-
-                private var _email: _SwiftDataNoType
-
-                private static let _$keyPath_email = \Person.email
+                @OpenSwiftData._PersistedProperty(index: 0) var email: String
 
                 init(email: String) {
                     self.email = email
                 }
+
+                @OpenSwiftData.Transient
                 private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$inertBackingData
 
                 nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Person> = Person._$makeInertBackingData()
 
                 public var persistentBackingData: any OpenSwiftData.BackingData<Person> {
                     get {
-                        _$backingData
+                        self._$backingData
                     }
                     set {
-                        _$backingData = newValue
+                        self._$backingData = newValue
                     }
                 }
 
                 public static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
-                    [
-                        OpenSwiftData.Schema.PropertyMetadata(name: "email", keypath: \Person.email, defaultValue: nil, metadata: OpenSwiftData.Schema.Attribute(.unique, originalName: "old"))
+                    typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
+                    typealias _$Attribute = OpenSwiftData.Schema.Attribute
+                    typealias _$Relationship = OpenSwiftData.Schema.Relationship
+                    return [
+                        _$PropertyMetadata(name: "email", keypath: \Person.email, defaultValue: nil, metadata: _$Attribute(.unique, originalName: "old"))
                     ]
                 }
 
                 public required init(backingData: any OpenSwiftData.BackingData<Person>) {
-                    _email = _SwiftDataNoType()
-                    _$backingData = backingData
-                }
-                private let _$observationRegistrar = Observation.ObservationRegistrar()
-
-                internal nonisolated func access<_M>(keyPath: KeyPath<Person, _M>) {
-                    _$observationRegistrar.access(self, keyPath: keyPath)
+                    self._email = _SwiftDataNoType()
+                    self._$backingData = backingData
                 }
 
-                internal nonisolated func withMutation<_M, _MR>(keyPath: KeyPath<Person, _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
-                    try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                @OpenSwiftData.Transient
+                private let _$observationRegistrar: Observation.ObservationRegistrar = .init()
+
+                internal nonisolated func access<_M>(keyPath: Swift.KeyPath<Person, _M>) {
+                    self._$observationRegistrar.access(self, keyPath: keyPath)
                 }
 
-                public nonisolated func _$notifyObservers(ofChangeTo keyPath: AnyKeyPath) {
-                    func notify<_M>(_ member: _M.Type) {
-                        guard let keyPath = keyPath as? KeyPath<Person, _M> else {
-                            return
-                        }
-                        _$observationRegistrar.willSet(self, keyPath: keyPath)
-                        _$observationRegistrar.didSet(self, keyPath: keyPath)
-                    }
-                    _openExistential(type(of: keyPath).valueType, do: notify)
+                internal nonisolated func withMutation<_M, _MR>(keyPath: Swift.KeyPath<Person, _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
+                    try self._$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
                 }
 
-                public struct _SwiftDataNoType: Sendable {
+                public nonisolated func _$notifyObservers(ofChangeTo keyPath: Swift.AnyKeyPath) {
+                    self._$observationRegistrar._$notifyChange(of: self, at: keyPath)
+                }
+
+                public struct _SwiftDataNoType: Swift.Sendable {
                 }
             }
 
-            extension Person: Observable {
+            extension Person: Observation.Observable {
             }
 
-            extension Person: PersistentModel {
+            extension Person: OpenSwiftData.PersistentModel {
             }
             """#
         }
@@ -552,85 +431,65 @@ struct ModelMacroExpansionTests {
         } expansion: {
             #"""
             final class Person {
-                var name: String {
-                    @storageRestrictions(accesses: _$backingData, initializes: _name)
-                    init(initialValue) {
-                        if Person._$prepareBackingData(&_$backingData) {
-                            _$backingData._setValue(at: 0, forKey: \.name, to: initialValue)
-                        }
-                        _name = _SwiftDataNoType()
-                    }
-                    get {
-                        access(keyPath: Person._$keyPath_name)
-                        return self._$getValue(at: 0, forKey: Person._$keyPath_name)
-                    }
-                    set {
-                        withMutation(keyPath: Person._$keyPath_name) {
-                            self._$setValue(at: 0, forKey: Person._$keyPath_name, to: newValue)
-                        }
-                    }
-                }
-
-                private var _name: _SwiftDataNoType
-
-                private static let _$keyPath_name = \Person.name
+                @OpenSwiftData._PersistedProperty(index: 0)
+                var name: String
                 var cache = 0
 
                 init(name: String) {
                     self.name = name
                 }
+
+                @OpenSwiftData.Transient
                 private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$inertBackingData
 
                 nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Person> = Person._$makeInertBackingData()
 
                 public var persistentBackingData: any OpenSwiftData.BackingData<Person> {
                     get {
-                        _$backingData
+                        self._$backingData
                     }
                     set {
-                        _$backingData = newValue
+                        self._$backingData = newValue
                     }
                 }
 
                 public static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
-                    [
-                        OpenSwiftData.Schema.PropertyMetadata(name: "name", keypath: \Person.name, defaultValue: nil, metadata: nil)
+                    typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
+                    typealias _$Attribute = OpenSwiftData.Schema.Attribute
+                    typealias _$Relationship = OpenSwiftData.Schema.Relationship
+                    return [
+                        _$PropertyMetadata(name: "name", keypath: \Person.name, defaultValue: nil, metadata: nil)
                     ]
                 }
 
                 public required init(backingData: any OpenSwiftData.BackingData<Person>) {
-                    _name = _SwiftDataNoType()
-                    _$backingData = backingData
-                }
-                private let _$observationRegistrar = Observation.ObservationRegistrar()
-
-                internal nonisolated func access<_M>(keyPath: KeyPath<Person, _M>) {
-                    _$observationRegistrar.access(self, keyPath: keyPath)
+                    self._name = _SwiftDataNoType()
+                    self._$backingData = backingData
                 }
 
-                internal nonisolated func withMutation<_M, _MR>(keyPath: KeyPath<Person, _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
-                    try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                @OpenSwiftData.Transient
+                private let _$observationRegistrar: Observation.ObservationRegistrar = .init()
+
+                internal nonisolated func access<_M>(keyPath: Swift.KeyPath<Person, _M>) {
+                    self._$observationRegistrar.access(self, keyPath: keyPath)
                 }
 
-                public nonisolated func _$notifyObservers(ofChangeTo keyPath: AnyKeyPath) {
-                    func notify<_M>(_ member: _M.Type) {
-                        guard let keyPath = keyPath as? KeyPath<Person, _M> else {
-                            return
-                        }
-                        _$observationRegistrar.willSet(self, keyPath: keyPath)
-                        _$observationRegistrar.didSet(self, keyPath: keyPath)
-                    }
-                    _openExistential(type(of: keyPath).valueType, do: notify)
+                internal nonisolated func withMutation<_M, _MR>(keyPath: Swift.KeyPath<Person, _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
+                    try self._$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
                 }
 
-                public struct _SwiftDataNoType: Sendable {
+                public nonisolated func _$notifyObservers(ofChangeTo keyPath: Swift.AnyKeyPath) {
+                    self._$observationRegistrar._$notifyChange(of: self, at: keyPath)
+                }
+
+                public struct _SwiftDataNoType: Swift.Sendable {
                 }
             }
 
-            extension Person: Observable {
+            extension Person: Observation.Observable {
             }
 
-            extension Person: PersistentModel {
+            extension Person: OpenSwiftData.PersistentModel {
             }
             """#
         }
@@ -660,95 +519,15 @@ struct ModelMacroExpansionTests {
         } expansion: {
             #"""
             final class Person {
+                @OpenSwiftData._PersistedProperty(index: 0)
 
-                var email: String {
-                    @storageRestrictions(accesses: _$backingData, initializes: _email)
-                    init(initialValue) {
-                        if Person._$prepareBackingData(&_$backingData) {
-                            _$backingData._setValue(at: 0, forKey: \.email, to: initialValue)
-                        }
-                        _email = _SwiftDataNoType()
-                    }
-                    get {
-                        access(keyPath: Person._$keyPath_email)
-                        return self._$getValue(at: 0, forKey: Person._$keyPath_email)
-                    }
-                    set {
-                        withMutation(keyPath: Person._$keyPath_email) {
-                            self._$setValue(at: 0, forKey: Person._$keyPath_email, to: newValue)
-                        }
-                    }
-                }
-
-                private var _email: _SwiftDataNoType
-
-                private static let _$keyPath_email = \Person.email
-                var first: String {
-                    @storageRestrictions(accesses: _$backingData, initializes: _first)
-                    init(initialValue) {
-                        if Person._$prepareBackingData(&_$backingData) {
-                            _$backingData._setValue(at: 1, forKey: \.first, to: initialValue)
-                        }
-                        _first = _SwiftDataNoType()
-                    }
-                    get {
-                        access(keyPath: Person._$keyPath_first)
-                        return self._$getValue(at: 1, forKey: Person._$keyPath_first)
-                    }
-                    set {
-                        withMutation(keyPath: Person._$keyPath_first) {
-                            self._$setValue(at: 1, forKey: Person._$keyPath_first, to: newValue)
-                        }
-                    }
-                }
-
-                private var _first: _SwiftDataNoType
-
-                private static let _$keyPath_first = \Person.first
-                var last: String {
-                    @storageRestrictions(accesses: _$backingData, initializes: _last)
-                    init(initialValue) {
-                        if Person._$prepareBackingData(&_$backingData) {
-                            _$backingData._setValue(at: 2, forKey: \.last, to: initialValue)
-                        }
-                        _last = _SwiftDataNoType()
-                    }
-                    get {
-                        access(keyPath: Person._$keyPath_last)
-                        return self._$getValue(at: 2, forKey: Person._$keyPath_last)
-                    }
-                    set {
-                        withMutation(keyPath: Person._$keyPath_last) {
-                            self._$setValue(at: 2, forKey: Person._$keyPath_last, to: newValue)
-                        }
-                    }
-                }
-
-                private var _last: _SwiftDataNoType
-
-                private static let _$keyPath_last = \Person.last
-                var name: String {
-                    @storageRestrictions(accesses: _$backingData, initializes: _name)
-                    init(initialValue) {
-                        if Person._$prepareBackingData(&_$backingData) {
-                            _$backingData._setValue(at: 3, forKey: \.name, to: initialValue)
-                        }
-                        _name = _SwiftDataNoType()
-                    }
-                    get {
-                        access(keyPath: Person._$keyPath_name)
-                        return self._$getValue(at: 3, forKey: Person._$keyPath_name)
-                    }
-                    set {
-                        withMutation(keyPath: Person._$keyPath_name) {
-                            self._$setValue(at: 3, forKey: Person._$keyPath_name, to: newValue)
-                        }
-                    }
-                }
-
-                private var _name: _SwiftDataNoType
-
-                private static let _$keyPath_name = \Person.name
+                var email: String
+                @OpenSwiftData._PersistedProperty(index: 1)
+                var first: String
+                @OpenSwiftData._PersistedProperty(index: 2)
+                var last: String
+                @OpenSwiftData._PersistedProperty(index: 3)
+                var name: String
 
                 init(email: String, first: String, last: String, name: String) {
                     self.email = email
@@ -756,72 +535,74 @@ struct ModelMacroExpansionTests {
                     self.last = last
                     self.name = name
                 }
+
+                @OpenSwiftData.Transient
                 private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$inertBackingData
 
                 nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Person> = Person._$makeInertBackingData()
 
                 public var persistentBackingData: any OpenSwiftData.BackingData<Person> {
                     get {
-                        _$backingData
+                        self._$backingData
                     }
                     set {
-                        _$backingData = newValue
+                        self._$backingData = newValue
                     }
                 }
 
                 public static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
-                    [
-                        OpenSwiftData.Schema.PropertyMetadata(name: "email", keypath: \Person.email, defaultValue: nil, metadata: nil),
-                        OpenSwiftData.Schema.PropertyMetadata(name: "first", keypath: \Person.first, defaultValue: nil, metadata: nil),
-                        OpenSwiftData.Schema.PropertyMetadata(name: "last", keypath: \Person.last, defaultValue: nil, metadata: nil),
-                        OpenSwiftData.Schema.PropertyMetadata(name: "name", keypath: \Person.name, defaultValue: nil, metadata: nil)
+                    typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
+                    typealias _$Attribute = OpenSwiftData.Schema.Attribute
+                    typealias _$Relationship = OpenSwiftData.Schema.Relationship
+                    return [
+                        _$PropertyMetadata(name: "email", keypath: \Person.email, defaultValue: nil, metadata: nil),
+                        _$PropertyMetadata(name: "first", keypath: \Person.first, defaultValue: nil, metadata: nil),
+                        _$PropertyMetadata(name: "last", keypath: \Person.last, defaultValue: nil, metadata: nil),
+                        _$PropertyMetadata(name: "name", keypath: \Person.name, defaultValue: nil, metadata: nil)
                     ]
                 }
 
                 public required init(backingData: any OpenSwiftData.BackingData<Person>) {
-                    _email = _SwiftDataNoType()
-                    _first = _SwiftDataNoType()
-                    _last = _SwiftDataNoType()
-                    _name = _SwiftDataNoType()
-                    _$backingData = backingData
-                }
-                private let _$observationRegistrar = Observation.ObservationRegistrar()
-
-                internal nonisolated func access<_M>(keyPath: KeyPath<Person, _M>) {
-                    _$observationRegistrar.access(self, keyPath: keyPath)
+                    self._email = _SwiftDataNoType()
+                    self._first = _SwiftDataNoType()
+                    self._last = _SwiftDataNoType()
+                    self._name = _SwiftDataNoType()
+                    self._$backingData = backingData
                 }
 
-                internal nonisolated func withMutation<_M, _MR>(keyPath: KeyPath<Person, _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
-                    try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                @OpenSwiftData.Transient
+                private let _$observationRegistrar: Observation.ObservationRegistrar = .init()
+
+                internal nonisolated func access<_M>(keyPath: Swift.KeyPath<Person, _M>) {
+                    self._$observationRegistrar.access(self, keyPath: keyPath)
                 }
 
-                public nonisolated func _$notifyObservers(ofChangeTo keyPath: AnyKeyPath) {
-                    func notify<_M>(_ member: _M.Type) {
-                        guard let keyPath = keyPath as? KeyPath<Person, _M> else {
-                            return
-                        }
-                        _$observationRegistrar.willSet(self, keyPath: keyPath)
-                        _$observationRegistrar.didSet(self, keyPath: keyPath)
-                    }
-                    _openExistential(type(of: keyPath).valueType, do: notify)
+                internal nonisolated func withMutation<_M, _MR>(keyPath: Swift.KeyPath<Person, _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
+                    try self._$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
                 }
 
-                public struct _SwiftDataNoType: Sendable {
+                public nonisolated func _$notifyObservers(ofChangeTo keyPath: Swift.AnyKeyPath) {
+                    self._$observationRegistrar._$notifyChange(of: self, at: keyPath)
                 }
 
-                public static var _$uniquenessConstraints: [[AnyKeyPath]] {
-                    OpenSwiftData.Schema.Unique<Person>([\.email], [\.first, \.last])._keyPathGroups
+                public struct _SwiftDataNoType: Swift.Sendable {
                 }
 
-                public static var _$indices: [[AnyKeyPath]] {
-                    OpenSwiftData.Schema.Index<Person>([\.name])._keyPathGroups
+                public static var _$uniquenessConstraints: [[Swift.AnyKeyPath]] {
+                    typealias _$Unique = OpenSwiftData.Schema.Unique<Person>
+                    return _$Unique([\.email], [\.first, \.last])._keyPathGroups
+                }
+
+                public static var _$indices: [[Swift.AnyKeyPath]] {
+                    typealias _$Index = OpenSwiftData.Schema.Index<Person>
+                    return _$Index([\.name])._keyPathGroups
                 }
             }
 
-            extension Person: Observable {
+            extension Person: Observation.Observable {
             }
 
-            extension Person: PersistentModel {
+            extension Person: OpenSwiftData.PersistentModel {
             }
             """#
         }
@@ -842,84 +623,281 @@ struct ModelMacroExpansionTests {
         } expansion: {
             #"""
             public final class Person {
-                public var name: String {
-                    @storageRestrictions(accesses: _$backingData, initializes: _name)
-                    init(initialValue) {
-                        if Person._$prepareBackingData(&_$backingData) {
-                            _$backingData._setValue(at: 0, forKey: \.name, to: initialValue)
-                        }
-                        _name = _SwiftDataNoType()
-                    }
-                    get {
-                        access(keyPath: Person._$keyPath_name)
-                        return self._$getValue(at: 0, forKey: Person._$keyPath_name)
-                    }
-                    set {
-                        withMutation(keyPath: Person._$keyPath_name) {
-                            self._$setValue(at: 0, forKey: Person._$keyPath_name, to: newValue)
-                        }
-                    }
-                }
-
-                private var _name: _SwiftDataNoType
-
-                private static let _$keyPath_name = \Person.name
+                @OpenSwiftData._PersistedProperty(index: 0)
+                public var name: String
 
                 public init(name: String) {
                     self.name = name
                 }
+
+                @OpenSwiftData.Transient
                 private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$inertBackingData
 
                 nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Person> = Person._$makeInertBackingData()
 
                 public var persistentBackingData: any OpenSwiftData.BackingData<Person> {
                     get {
-                        _$backingData
+                        self._$backingData
                     }
                     set {
-                        _$backingData = newValue
+                        self._$backingData = newValue
                     }
                 }
 
                 public static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
-                    [
-                        OpenSwiftData.Schema.PropertyMetadata(name: "name", keypath: \Person.name, defaultValue: nil, metadata: nil)
+                    typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
+                    typealias _$Attribute = OpenSwiftData.Schema.Attribute
+                    typealias _$Relationship = OpenSwiftData.Schema.Relationship
+                    return [
+                        _$PropertyMetadata(name: "name", keypath: \Person.name, defaultValue: nil, metadata: nil)
                     ]
                 }
 
                 public required init(backingData: any OpenSwiftData.BackingData<Person>) {
-                    _name = _SwiftDataNoType()
-                    _$backingData = backingData
-                }
-                private let _$observationRegistrar = Observation.ObservationRegistrar()
-
-                internal nonisolated func access<_M>(keyPath: KeyPath<Person, _M>) {
-                    _$observationRegistrar.access(self, keyPath: keyPath)
+                    self._name = _SwiftDataNoType()
+                    self._$backingData = backingData
                 }
 
-                internal nonisolated func withMutation<_M, _MR>(keyPath: KeyPath<Person, _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
-                    try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                @OpenSwiftData.Transient
+                private let _$observationRegistrar: Observation.ObservationRegistrar = .init()
+
+                internal nonisolated func access<_M>(keyPath: Swift.KeyPath<Person, _M>) {
+                    self._$observationRegistrar.access(self, keyPath: keyPath)
                 }
 
-                public nonisolated func _$notifyObservers(ofChangeTo keyPath: AnyKeyPath) {
-                    func notify<_M>(_ member: _M.Type) {
-                        guard let keyPath = keyPath as? KeyPath<Person, _M> else {
-                            return
+                internal nonisolated func withMutation<_M, _MR>(keyPath: Swift.KeyPath<Person, _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
+                    try self._$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                }
+
+                public nonisolated func _$notifyObservers(ofChangeTo keyPath: Swift.AnyKeyPath) {
+                    self._$observationRegistrar._$notifyChange(of: self, at: keyPath)
+                }
+
+                public struct _SwiftDataNoType: Swift.Sendable {
+                }
+            }
+
+            extension Person: Observation.Observable {
+            }
+
+            extension Person: OpenSwiftData.PersistentModel {
+            }
+            """#
+        }
+    }
+}
+
+/// The hostile-names model (see `HostileNamesTests` in OpenSwiftDataTests): members named like
+/// the generated code's locals, parameters, helpers and modules, and nested types named like
+/// the standard-library types it uses. Every library and standard-library name in the expansion
+/// is a type position qualified by its module, a `_$` name, or a member reached through the
+/// class.
+///
+/// `@Model` names its peer macros through the module (`@OpenSwiftData._PersistedProperty`,
+/// `@OpenSwiftData.Transient`), which swift-syntax's test expansion does not resolve (it looks
+/// attached macros up by a plain identifier only); the compiler does. So the accessors of a
+/// hostile property are checked by expanding `@_PersistedProperty` itself below.
+@Suite(.macros(macroSpecs, record: .never))
+struct ModelMacroHygieneTests {
+    @Test func hostilePropertyAccessors() {
+        assertMacro {
+            """
+            final class HostileNames {
+                struct KeyPath {}
+                func type(of value: Int) -> String { "" }
+                @_PersistedProperty(index: 0)
+                var type: Element
+                @_PersistedProperty(index: 1)
+                var Swift: Int
+            }
+            """
+        } expansion: {
+            #"""
+            final class HostileNames {
+                struct KeyPath {}
+                func type(of value: Int) -> String { "" }
+                var type: Element {
+                    @storageRestrictions(accesses: _$backingData, initializes: _type)
+                    init(initialValue) {
+                        if HostileNames._$prepareBackingData(&_$backingData) {
+                            _$backingData._setValue(at: 0, forKey: \.type, to: initialValue)
                         }
-                        _$observationRegistrar.willSet(self, keyPath: keyPath)
-                        _$observationRegistrar.didSet(self, keyPath: keyPath)
+                        _type = _SwiftDataNoType()
                     }
-                    _openExistential(type(of: keyPath).valueType, do: notify)
+                    get {
+                        self.access(keyPath: HostileNames._$keyPath_type)
+                        return self._$getValue(at: 0, forKey: HostileNames._$keyPath_type)
+                    }
+                    set {
+                        self.withMutation(keyPath: HostileNames._$keyPath_type) {
+                            self._$setValue(at: 0, forKey: HostileNames._$keyPath_type, to: newValue)
+                        }
+                    }
                 }
 
-                public struct _SwiftDataNoType: Sendable {
+                @OpenSwiftData.Transient private var _type: _SwiftDataNoType
+
+                private static let _$keyPath_type = \HostileNames.type
+                var Swift: Int {
+                    @storageRestrictions(accesses: _$backingData, initializes: _Swift)
+                    init(initialValue) {
+                        if HostileNames._$prepareBackingData(&_$backingData) {
+                            _$backingData._setValue(at: 1, forKey: \.Swift, to: initialValue)
+                        }
+                        _Swift = _SwiftDataNoType()
+                    }
+                    get {
+                        self.access(keyPath: HostileNames._$keyPath_Swift)
+                        return self._$getValue(at: 1, forKey: HostileNames._$keyPath_Swift)
+                    }
+                    set {
+                        self.withMutation(keyPath: HostileNames._$keyPath_Swift) {
+                            self._$setValue(at: 1, forKey: HostileNames._$keyPath_Swift, to: newValue)
+                        }
+                    }
+                }
+
+                @OpenSwiftData.Transient private var _Swift: _SwiftDataNoType
+
+                private static let _$keyPath_Swift = \HostileNames.Swift
+            }
+            """#
+        }
+    }
+
+    @Test func hostileNames() {
+        assertMacro {
+            #"""
+            @Model
+            final class HostileNames {
+                #Unique<HostileNames>([\.key])
+                #Index<HostileNames>([\.type])
+
+                var type: Element
+                var Swift: Int
+                var OpenSwiftData: Bool = false
+                var value: Int
+                @Attribute(.unique) var key: String
+                @Relationship(deleteRule: .cascade) var children: [Child] = []
+
+                struct KeyPath {}
+                struct Sendable {}
+                enum Element: String, Codable {
+                    case type, Swift
+                }
+
+                func type(of value: Int) -> String { "" }
+
+                init(type: Element, key: String) {
+                    self.type = type
+                    self.Swift = 0
+                    self.value = 0
+                    self.key = key
+                }
+            }
+            """#
+        } expansion: {
+            #"""
+            final class HostileNames {
+                @OpenSwiftData._PersistedProperty(index: 0)
+
+                var type: Element
+                @OpenSwiftData._PersistedProperty(index: 1)
+                var Swift: Int
+                @OpenSwiftData._PersistedProperty(index: 2)
+                var OpenSwiftData: Bool = false
+                @OpenSwiftData._PersistedProperty(index: 3)
+                var value: Int
+                @OpenSwiftData._PersistedProperty(index: 4) var key: String
+                @Relationship(deleteRule: .cascade)
+                @OpenSwiftData._PersistedProperty(index: 5) var children: [Child] = []
+
+                struct KeyPath {}
+                struct Sendable {}
+                enum Element: String, Codable {
+                    case type, Swift
+                }
+
+                func type(of value: Int) -> String { "" }
+
+                init(type: Element, key: String) {
+                    self.type = type
+                    self.Swift = 0
+                    self.value = 0
+                    self.key = key
+                }
+
+                @OpenSwiftData.Transient
+                private var _$backingData: any OpenSwiftData.BackingData<HostileNames> = HostileNames._$inertBackingData
+
+                nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<HostileNames> = HostileNames._$makeInertBackingData()
+
+                public var persistentBackingData: any OpenSwiftData.BackingData<HostileNames> {
+                    get {
+                        self._$backingData
+                    }
+                    set {
+                        self._$backingData = newValue
+                    }
+                }
+
+                public static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
+                    typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
+                    typealias _$Attribute = OpenSwiftData.Schema.Attribute
+                    typealias _$Relationship = OpenSwiftData.Schema.Relationship
+                    return [
+                        _$PropertyMetadata(name: "type", keypath: \HostileNames.type, defaultValue: nil, metadata: nil),
+                        _$PropertyMetadata(name: "Swift", keypath: \HostileNames.Swift, defaultValue: nil, metadata: nil),
+                        _$PropertyMetadata(name: "OpenSwiftData", keypath: \HostileNames.OpenSwiftData, defaultValue: (false as Bool), metadata: nil),
+                        _$PropertyMetadata(name: "value", keypath: \HostileNames.value, defaultValue: nil, metadata: nil),
+                        _$PropertyMetadata(name: "key", keypath: \HostileNames.key, defaultValue: nil, metadata: _$Attribute(.unique)),
+                        _$PropertyMetadata(name: "children", keypath: \HostileNames.children, defaultValue: ([] as [Child]), metadata: _$Relationship(deleteRule: .cascade))
+                    ]
+                }
+
+                public required init(backingData: any OpenSwiftData.BackingData<HostileNames>) {
+                    self._type = _SwiftDataNoType()
+                    self._Swift = _SwiftDataNoType()
+                    self._OpenSwiftData = _SwiftDataNoType()
+                    self._value = _SwiftDataNoType()
+                    self._key = _SwiftDataNoType()
+                    self._children = _SwiftDataNoType()
+                    self._$backingData = backingData
+                }
+
+                @OpenSwiftData.Transient
+                private let _$observationRegistrar: Observation.ObservationRegistrar = .init()
+
+                internal nonisolated func access<_M>(keyPath: Swift.KeyPath<HostileNames, _M>) {
+                    self._$observationRegistrar.access(self, keyPath: keyPath)
+                }
+
+                internal nonisolated func withMutation<_M, _MR>(keyPath: Swift.KeyPath<HostileNames, _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
+                    try self._$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                }
+
+                public nonisolated func _$notifyObservers(ofChangeTo keyPath: Swift.AnyKeyPath) {
+                    self._$observationRegistrar._$notifyChange(of: self, at: keyPath)
+                }
+
+                public struct _SwiftDataNoType: Swift.Sendable {
+                }
+
+                public static var _$uniquenessConstraints: [[Swift.AnyKeyPath]] {
+                    typealias _$Unique = OpenSwiftData.Schema.Unique<HostileNames>
+                    return _$Unique([\.key])._keyPathGroups
+                }
+
+                public static var _$indices: [[Swift.AnyKeyPath]] {
+                    typealias _$Index = OpenSwiftData.Schema.Index<HostileNames>
+                    return _$Index([\.type])._keyPathGroups
                 }
             }
 
-            extension Person: Observable {
+            extension HostileNames: Observation.Observable {
             }
 
-            extension Person: PersistentModel {
+            extension HostileNames: OpenSwiftData.PersistentModel {
             }
             """#
         }
@@ -1056,84 +1034,64 @@ struct ModelMacroDiagnosticTests {
         } expansion: {
             #"""
             final class Person {
-                var name: String {
-                    @storageRestrictions(accesses: _$backingData, initializes: _name)
-                    init(initialValue) {
-                        if Self._$prepareBackingData(&_$backingData) {
-                            _$backingData._setValue(at: 0, forKey: \.name, to: initialValue)
-                        }
-                        _name = _SwiftDataNoType()
-                    }
-                    get {
-                        access(keyPath: Self._$keyPath_name)
-                        return self._$getValue(at: 0, forKey: Self._$keyPath_name)
-                    }
-                    set {
-                        withMutation(keyPath: Self._$keyPath_name) {
-                            self._$setValue(at: 0, forKey: Self._$keyPath_name, to: newValue)
-                        }
-                    }
-                }
-
-                private var _name: _SwiftDataNoType
-
-                private static let _$keyPath_name = \Self.name
+                @OpenSwiftData._PersistedProperty(index: 0)
+                var name: String
 
                 init(name: String) {
                     self.name = name
                 }
+
+                @OpenSwiftData.Transient
                 private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$inertBackingData
 
                 nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Person> = Person._$makeInertBackingData()
 
                 public var persistentBackingData: any OpenSwiftData.BackingData<Person> {
                     get {
-                        _$backingData
+                        self._$backingData
                     }
                     set {
-                        _$backingData = newValue
+                        self._$backingData = newValue
                     }
                 }
 
                 public static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
-                    [
-                        OpenSwiftData.Schema.PropertyMetadata(name: "name", keypath: \Person.name, defaultValue: nil, metadata: nil)
+                    typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
+                    typealias _$Attribute = OpenSwiftData.Schema.Attribute
+                    typealias _$Relationship = OpenSwiftData.Schema.Relationship
+                    return [
+                        _$PropertyMetadata(name: "name", keypath: \Person.name, defaultValue: nil, metadata: nil)
                     ]
                 }
 
                 public required init(backingData: any OpenSwiftData.BackingData<Person>) {
-                    _name = _SwiftDataNoType()
-                    _$backingData = backingData
-                }
-                private let _$observationRegistrar = Observation.ObservationRegistrar()
-
-                internal nonisolated func access<_M>(keyPath: KeyPath<Person, _M>) {
-                    _$observationRegistrar.access(self, keyPath: keyPath)
+                    self._name = _SwiftDataNoType()
+                    self._$backingData = backingData
                 }
 
-                internal nonisolated func withMutation<_M, _MR>(keyPath: KeyPath<Person, _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
-                    try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                @OpenSwiftData.Transient
+                private let _$observationRegistrar: Observation.ObservationRegistrar = .init()
+
+                internal nonisolated func access<_M>(keyPath: Swift.KeyPath<Person, _M>) {
+                    self._$observationRegistrar.access(self, keyPath: keyPath)
                 }
 
-                public nonisolated func _$notifyObservers(ofChangeTo keyPath: AnyKeyPath) {
-                    func notify<_M>(_ member: _M.Type) {
-                        guard let keyPath = keyPath as? KeyPath<Person, _M> else {
-                            return
-                        }
-                        _$observationRegistrar.willSet(self, keyPath: keyPath)
-                        _$observationRegistrar.didSet(self, keyPath: keyPath)
-                    }
-                    _openExistential(type(of: keyPath).valueType, do: notify)
+                internal nonisolated func withMutation<_M, _MR>(keyPath: Swift.KeyPath<Person, _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
+                    try self._$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
                 }
 
-                public struct _SwiftDataNoType: Sendable {
+                public nonisolated func _$notifyObservers(ofChangeTo keyPath: Swift.AnyKeyPath) {
+                    self._$observationRegistrar._$notifyChange(of: self, at: keyPath)
+                }
+
+                public struct _SwiftDataNoType: Swift.Sendable {
                 }
             }
 
-            extension Person: Observable {
+            extension Person: Observation.Observable {
             }
 
-            extension Person: PersistentModel {
+            extension Person: OpenSwiftData.PersistentModel {
             }
             """#
         }

@@ -13,8 +13,8 @@ struct PredicateMacroExpansionTests {
             """
         } expansion: {
             #"""
-            Foundation.Predicate<Message>({ message in
-                    PredicateExpressions.build_Disjunction(lhs: PredicateExpressions.build_Equal(lhs: PredicateExpressions.build_KeyPath(root: PredicateExpressions.build_Arg(message), keyPath: \.syncStatus), rhs: PredicateExpressions.build_Arg(.pending)), rhs: PredicateExpressions.build_Conjunction(lhs: PredicateExpressions.build_Equal(lhs: PredicateExpressions.build_KeyPath(root: PredicateExpressions.build_Arg(message), keyPath: \.syncStatus), rhs: PredicateExpressions.build_Arg(.failed)), rhs: PredicateExpressions.build_Comparison(lhs: PredicateExpressions.build_KeyPath(root: PredicateExpressions.build_Arg(message), keyPath: \.retryCount), rhs: PredicateExpressions.build_Arg(limit), op: .lessThan)))
+            _$Predicate<Message>({ message in
+                    _$PredicateExpressions.build_Disjunction(lhs: _$PredicateExpressions.build_Equal(lhs: _$PredicateExpressions.build_KeyPath(root: _$PredicateExpressions.build_Arg(message), keyPath: \.syncStatus), rhs: _$PredicateExpressions.build_Arg(.pending)), rhs: _$PredicateExpressions.build_Conjunction(lhs: _$PredicateExpressions.build_Equal(lhs: _$PredicateExpressions.build_KeyPath(root: _$PredicateExpressions.build_Arg(message), keyPath: \.syncStatus), rhs: _$PredicateExpressions.build_Arg(.failed)), rhs: _$PredicateExpressions.build_Comparison(lhs: _$PredicateExpressions.build_KeyPath(root: _$PredicateExpressions.build_Arg(message), keyPath: \.retryCount), rhs: _$PredicateExpressions.build_Arg(limit), op: .lessThan)))
                 })
             """#
         }
@@ -27,8 +27,8 @@ struct PredicateMacroExpansionTests {
             """
         } expansion: {
             #"""
-            Foundation.Predicate<Message>({
-                    PredicateExpressions.build_Conjunction(lhs: PredicateExpressions.build_Conjunction(lhs: PredicateExpressions.build_Comparison(lhs: PredicateExpressions.build_KeyPath(root: PredicateExpressions.build_Arg($0), keyPath: \.createdAt), rhs: PredicateExpressions.build_Arg(Date.now), op: .lessThan), rhs: PredicateExpressions.build_NotEqual(lhs: PredicateExpressions.build_KeyPath(root: PredicateExpressions.build_Arg($0), keyPath: \.status), rhs: PredicateExpressions.build_Arg(Status.done))), rhs: PredicateExpressions.build_Comparison(lhs: PredicateExpressions.build_NilCoalesce(lhs: PredicateExpressions.build_KeyPath(root: PredicateExpressions.build_Arg($0), keyPath: \.sentAt), rhs: PredicateExpressions.build_Arg(Date.distantPast)), rhs: PredicateExpressions.build_Arg(Date(timeIntervalSinceNow: -60)), op: .greaterThan))
+            _$Predicate<Message>({
+                    _$PredicateExpressions.build_Conjunction(lhs: _$PredicateExpressions.build_Conjunction(lhs: _$PredicateExpressions.build_Comparison(lhs: _$PredicateExpressions.build_KeyPath(root: _$PredicateExpressions.build_Arg($0), keyPath: \.createdAt), rhs: _$PredicateExpressions.build_Arg(Date.now), op: .lessThan), rhs: _$PredicateExpressions.build_NotEqual(lhs: _$PredicateExpressions.build_KeyPath(root: _$PredicateExpressions.build_Arg($0), keyPath: \.status), rhs: _$PredicateExpressions.build_Arg(Status.done))), rhs: _$PredicateExpressions.build_Comparison(lhs: _$PredicateExpressions.build_NilCoalesce(lhs: _$PredicateExpressions.build_KeyPath(root: _$PredicateExpressions.build_Arg($0), keyPath: \.sentAt), rhs: _$PredicateExpressions.build_Arg(Date.distantPast)), rhs: _$PredicateExpressions.build_Arg(Date(timeIntervalSinceNow: -60)), op: .greaterThan))
                 })
             """#
         }
@@ -41,14 +41,14 @@ struct PredicateMacroExpansionTests {
             """
         } expansion: {
             #"""
-            Foundation.Predicate<Chat>({ chat in
-                    PredicateExpressions.build_Conjunction(lhs: PredicateExpressions.build_Conjunction(lhs: PredicateExpressions.build_contains(PredicateExpressions.build_KeyPath(root: PredicateExpressions.build_Arg(chat), keyPath: \.messages)) {
-                                PredicateExpressions.build_Conjunction(lhs: PredicateExpressions.build_KeyPath(root: PredicateExpressions.build_Arg($0), keyPath: \.isUnread), rhs: PredicateExpressions.build_Equal(lhs: PredicateExpressions.build_KeyPath(root: PredicateExpressions.build_Arg($0), keyPath: \.author), rhs: PredicateExpressions.build_KeyPath(root: PredicateExpressions.build_Arg(chat), keyPath: \.owner)))
-                            }, rhs: PredicateExpressions.build_allSatisfy(PredicateExpressions.build_KeyPath(root: PredicateExpressions.build_Arg(chat), keyPath: \.tags)) {
-                                PredicateExpressions.build_NotEqual(lhs: PredicateExpressions.build_Arg($0), rhs: PredicateExpressions.build_Arg("spam"))
-                            }), rhs: PredicateExpressions.build_Comparison(lhs: PredicateExpressions.build_KeyPath(root: PredicateExpressions.build_filter(PredicateExpressions.build_KeyPath(root: PredicateExpressions.build_Arg(chat), keyPath: \.messages)) {
-                                    PredicateExpressions.build_KeyPath(root: PredicateExpressions.build_Arg($0), keyPath: \.isUnread)
-                                }, keyPath: \.count), rhs: PredicateExpressions.build_Arg(2), op: .greaterThan))
+            _$Predicate<Chat>({ chat in
+                    _$PredicateExpressions.build_Conjunction(lhs: _$PredicateExpressions.build_Conjunction(lhs: _$PredicateExpressions.build_contains(_$PredicateExpressions.build_KeyPath(root: _$PredicateExpressions.build_Arg(chat), keyPath: \.messages)) {
+                                _$PredicateExpressions.build_Conjunction(lhs: _$PredicateExpressions.build_KeyPath(root: _$PredicateExpressions.build_Arg($0), keyPath: \.isUnread), rhs: _$PredicateExpressions.build_Equal(lhs: _$PredicateExpressions.build_KeyPath(root: _$PredicateExpressions.build_Arg($0), keyPath: \.author), rhs: _$PredicateExpressions.build_KeyPath(root: _$PredicateExpressions.build_Arg(chat), keyPath: \.owner)))
+                            }, rhs: _$PredicateExpressions.build_allSatisfy(_$PredicateExpressions.build_KeyPath(root: _$PredicateExpressions.build_Arg(chat), keyPath: \.tags)) {
+                                _$PredicateExpressions.build_NotEqual(lhs: _$PredicateExpressions.build_Arg($0), rhs: _$PredicateExpressions.build_Arg("spam"))
+                            }), rhs: _$PredicateExpressions.build_Comparison(lhs: _$PredicateExpressions.build_KeyPath(root: _$PredicateExpressions.build_filter(_$PredicateExpressions.build_KeyPath(root: _$PredicateExpressions.build_Arg(chat), keyPath: \.messages)) {
+                                    _$PredicateExpressions.build_KeyPath(root: _$PredicateExpressions.build_Arg($0), keyPath: \.isUnread)
+                                }, keyPath: \.count), rhs: _$PredicateExpressions.build_Arg(2), op: .greaterThan))
                 })
             """#
         }
@@ -61,14 +61,14 @@ struct PredicateMacroExpansionTests {
             """
         } expansion: {
             #"""
-            Foundation.Predicate<Message>({
-                    PredicateExpressions.build_Conjunction(lhs: PredicateExpressions.build_Equal(lhs: PredicateExpressions.build_flatMap(PredicateExpressions.build_KeyPath(root: PredicateExpressions.build_Arg($0), keyPath: \.conversation)) { _osd_wrapped0 in
-                                PredicateExpressions.build_starts(PredicateExpressions.build_KeyPath(root: PredicateExpressions.build_Arg(_osd_wrapped0), keyPath: \.title), with: PredicateExpressions.build_Arg("Re:"))
-                            }, rhs: PredicateExpressions.build_Arg(true)), rhs: PredicateExpressions.build_NilCoalesce(lhs: PredicateExpressions.build_flatMap(PredicateExpressions.build_KeyPath(root: PredicateExpressions.build_Arg($0), keyPath: \.attachments)) { _osd_wrapped1 in
-                                PredicateExpressions.build_contains(PredicateExpressions.build_Arg(_osd_wrapped1)) {
-                                    PredicateExpressions.build_Comparison(lhs: PredicateExpressions.build_KeyPath(root: PredicateExpressions.build_Arg($0), keyPath: \.size), rhs: PredicateExpressions.build_Arg(10), op: .greaterThan)
+            _$Predicate<Message>({
+                    _$PredicateExpressions.build_Conjunction(lhs: _$PredicateExpressions.build_Equal(lhs: _$PredicateExpressions.build_flatMap(_$PredicateExpressions.build_KeyPath(root: _$PredicateExpressions.build_Arg($0), keyPath: \.conversation)) { _osd_wrapped0 in
+                                _$PredicateExpressions.build_starts(_$PredicateExpressions.build_KeyPath(root: _$PredicateExpressions.build_Arg(_osd_wrapped0), keyPath: \.title), with: _$PredicateExpressions.build_Arg("Re:"))
+                            }, rhs: _$PredicateExpressions.build_Arg(true)), rhs: _$PredicateExpressions.build_NilCoalesce(lhs: _$PredicateExpressions.build_flatMap(_$PredicateExpressions.build_KeyPath(root: _$PredicateExpressions.build_Arg($0), keyPath: \.attachments)) { _osd_wrapped1 in
+                                _$PredicateExpressions.build_contains(_$PredicateExpressions.build_Arg(_osd_wrapped1)) {
+                                    _$PredicateExpressions.build_Comparison(lhs: _$PredicateExpressions.build_KeyPath(root: _$PredicateExpressions.build_Arg($0), keyPath: \.size), rhs: _$PredicateExpressions.build_Arg(10), op: .greaterThan)
                                 }
-                            }, rhs: PredicateExpressions.build_Arg(false)))
+                            }, rhs: _$PredicateExpressions.build_Arg(false)))
                 })
             """#
         }
@@ -81,10 +81,10 @@ struct PredicateMacroExpansionTests {
             """
         } expansion: {
             #"""
-            Foundation.Predicate<Message>({
-                    PredicateExpressions.build_Conjunction(lhs: PredicateExpressions.build_Conjunction(lhs: PredicateExpressions.build_NilCoalesce(lhs: PredicateExpressions.build_flatMap(PredicateExpressions.build_KeyPath(root: PredicateExpressions.build_Arg($0), keyPath: \.sentAt)) { date in
-                                    PredicateExpressions.build_Comparison(lhs: PredicateExpressions.build_Arg(date), rhs: PredicateExpressions.build_Arg(cutoff), op: .greaterThan)
-                                }, rhs: PredicateExpressions.build_KeyPath(root: PredicateExpressions.build_Arg($0), keyPath: \.isDraft)), rhs: PredicateExpressions.build_Comparison(lhs: PredicateExpressions.build_Conditional(PredicateExpressions.build_KeyPath(root: PredicateExpressions.build_Arg($0), keyPath: \.isPinned), PredicateExpressions.build_KeyPath(root: PredicateExpressions.build_Arg($0), keyPath: \.score), PredicateExpressions.build_Arg(0)), rhs: PredicateExpressions.build_Arg(2), op: .greaterThan)), rhs: PredicateExpressions.build_Equal(lhs: PredicateExpressions.build_KeyPath(root: PredicateExpressions.build_ForcedUnwrap(PredicateExpressions.build_KeyPath(root: PredicateExpressions.build_Arg($0), keyPath: \.conversation)), keyPath: \.isMuted), rhs: PredicateExpressions.build_Arg(false)))
+            _$Predicate<Message>({
+                    _$PredicateExpressions.build_Conjunction(lhs: _$PredicateExpressions.build_Conjunction(lhs: _$PredicateExpressions.build_NilCoalesce(lhs: _$PredicateExpressions.build_flatMap(_$PredicateExpressions.build_KeyPath(root: _$PredicateExpressions.build_Arg($0), keyPath: \.sentAt)) { date in
+                                    _$PredicateExpressions.build_Comparison(lhs: _$PredicateExpressions.build_Arg(date), rhs: _$PredicateExpressions.build_Arg(cutoff), op: .greaterThan)
+                                }, rhs: _$PredicateExpressions.build_KeyPath(root: _$PredicateExpressions.build_Arg($0), keyPath: \.isDraft)), rhs: _$PredicateExpressions.build_Comparison(lhs: _$PredicateExpressions.build_Conditional(_$PredicateExpressions.build_KeyPath(root: _$PredicateExpressions.build_Arg($0), keyPath: \.isPinned), _$PredicateExpressions.build_KeyPath(root: _$PredicateExpressions.build_Arg($0), keyPath: \.score), _$PredicateExpressions.build_Arg(0)), rhs: _$PredicateExpressions.build_Arg(2), op: .greaterThan)), rhs: _$PredicateExpressions.build_Equal(lhs: _$PredicateExpressions.build_KeyPath(root: _$PredicateExpressions.build_ForcedUnwrap(_$PredicateExpressions.build_KeyPath(root: _$PredicateExpressions.build_Arg($0), keyPath: \.conversation)), keyPath: \.isMuted), rhs: _$PredicateExpressions.build_Arg(false)))
                 })
             """#
         }
@@ -97,8 +97,8 @@ struct PredicateMacroExpansionTests {
             """
         } expansion: {
             #"""
-            Foundation.Predicate<Message>({
-                    PredicateExpressions.build_Conjunction(lhs: PredicateExpressions.build_Conjunction(lhs: PredicateExpressions.build_Conjunction(lhs: PredicateExpressions.build_Conjunction(lhs: PredicateExpressions.build_Conjunction(lhs: PredicateExpressions.build_localizedStandardContains(PredicateExpressions.build_KeyPath(root: PredicateExpressions.build_Arg($0), keyPath: \.text), PredicateExpressions.build_Arg(query)), rhs: PredicateExpressions.build_hasSuffix(PredicateExpressions.build_KeyPath(root: PredicateExpressions.build_Arg($0), keyPath: \.text), PredicateExpressions.build_Arg("!"))), rhs: PredicateExpressions.build_Negation(PredicateExpressions.build_KeyPath(root: PredicateExpressions.build_KeyPath(root: PredicateExpressions.build_Arg($0), keyPath: \.tags), keyPath: \.isEmpty))), rhs: PredicateExpressions.build_contains(PredicateExpressions.build_Arg(ids), PredicateExpressions.build_KeyPath(root: PredicateExpressions.build_Arg($0), keyPath: \.id))), rhs: PredicateExpressions.build_Comparison(lhs: PredicateExpressions.build_NilCoalesce(lhs: PredicateExpressions.build_max(PredicateExpressions.build_KeyPath(root: PredicateExpressions.build_Arg($0), keyPath: \.scores)), rhs: PredicateExpressions.build_Arg(0)), rhs: PredicateExpressions.build_Arg(-1), op: .greaterThan)), rhs: PredicateExpressions.build_Equal(lhs: PredicateExpressions.build_Remainder(lhs: PredicateExpressions.build_subscript(PredicateExpressions.build_KeyPath(root: PredicateExpressions.build_Arg($0), keyPath: \.counts), PredicateExpressions.build_Arg("a"), default: PredicateExpressions.build_Arg(0)), rhs: PredicateExpressions.build_Arg(2)), rhs: PredicateExpressions.build_Arg(0)))
+            _$Predicate<Message>({
+                    _$PredicateExpressions.build_Conjunction(lhs: _$PredicateExpressions.build_Conjunction(lhs: _$PredicateExpressions.build_Conjunction(lhs: _$PredicateExpressions.build_Conjunction(lhs: _$PredicateExpressions.build_Conjunction(lhs: _$PredicateExpressions.build_localizedStandardContains(_$PredicateExpressions.build_KeyPath(root: _$PredicateExpressions.build_Arg($0), keyPath: \.text), _$PredicateExpressions.build_Arg(query)), rhs: _$PredicateExpressions.build_hasSuffix(_$PredicateExpressions.build_KeyPath(root: _$PredicateExpressions.build_Arg($0), keyPath: \.text), _$PredicateExpressions.build_Arg("!"))), rhs: _$PredicateExpressions.build_Negation(_$PredicateExpressions.build_KeyPath(root: _$PredicateExpressions.build_KeyPath(root: _$PredicateExpressions.build_Arg($0), keyPath: \.tags), keyPath: \.isEmpty))), rhs: _$PredicateExpressions.build_contains(_$PredicateExpressions.build_Arg(ids), _$PredicateExpressions.build_KeyPath(root: _$PredicateExpressions.build_Arg($0), keyPath: \.id))), rhs: _$PredicateExpressions.build_Comparison(lhs: _$PredicateExpressions.build_NilCoalesce(lhs: _$PredicateExpressions.build_max(_$PredicateExpressions.build_KeyPath(root: _$PredicateExpressions.build_Arg($0), keyPath: \.scores)), rhs: _$PredicateExpressions.build_Arg(0)), rhs: _$PredicateExpressions.build_Arg(-1), op: .greaterThan)), rhs: _$PredicateExpressions.build_Equal(lhs: _$PredicateExpressions.build_Remainder(lhs: _$PredicateExpressions.build_subscript(_$PredicateExpressions.build_KeyPath(root: _$PredicateExpressions.build_Arg($0), keyPath: \.counts), _$PredicateExpressions.build_Arg("a"), default: _$PredicateExpressions.build_Arg(0)), rhs: _$PredicateExpressions.build_Arg(2)), rhs: _$PredicateExpressions.build_Arg(0)))
                 })
             """#
         }
@@ -111,8 +111,8 @@ struct PredicateMacroExpansionTests {
             """
         } expansion: {
             #"""
-            Foundation.Expression<Message, Int>({
-                    PredicateExpressions.build_Arithmetic(lhs: PredicateExpressions.build_Arithmetic(lhs: PredicateExpressions.build_KeyPath(root: PredicateExpressions.build_Arg($0), keyPath: \.retryCount), rhs: PredicateExpressions.build_Arg(2), op: .multiply), rhs: PredicateExpressions.build_Arg(1), op: .add)
+            _$Expression<Message, Int>({
+                    _$PredicateExpressions.build_Arithmetic(lhs: _$PredicateExpressions.build_Arithmetic(lhs: _$PredicateExpressions.build_KeyPath(root: _$PredicateExpressions.build_Arg($0), keyPath: \.retryCount), rhs: _$PredicateExpressions.build_Arg(2), op: .multiply), rhs: _$PredicateExpressions.build_Arg(1), op: .add)
                 })
             """#
         }
@@ -136,8 +136,8 @@ struct PredicateMacroExpansionTests {
             """
         } expansion: {
             #"""
-            Foundation.Predicate<Message>({
-                    PredicateExpressions.build_localizedStandardContains(PredicateExpressions.build_KeyPath(root: PredicateExpressions.build_Arg($0), keyPath: \.text), PredicateExpressions.build_Arg("x"))
+            _$Predicate<Message>({
+                    _$PredicateExpressions.build_localizedStandardContains(_$PredicateExpressions.build_KeyPath(root: _$PredicateExpressions.build_Arg($0), keyPath: \.text), _$PredicateExpressions.build_Arg("x"))
                 })
             """#
         }

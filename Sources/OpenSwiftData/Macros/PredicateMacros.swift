@@ -26,3 +26,14 @@ public macro Predicate<each Input: PersistentModel>(_ body: (repeat each Input) 
 @freestanding(expression)
 public macro Expression<each Input: PersistentModel, Output>(_ body: (repeat each Input) -> Output) -> Foundation.Expression<repeat each Input, Output> =
     #externalMacro(module: "OpenSwiftDataMacros", type: "PredicateExpressionMacro")
+
+/// `Foundation.Predicate`, under a name the code ``Predicate(_:)`` generates can use where a
+/// member or local named `Foundation` would shadow the module; not for direct use.
+public typealias _$Predicate<each Input> = Foundation.Predicate<repeat each Input>
+
+/// `Foundation.Expression`, for the code ``Expression(_:)`` generates; not for direct use.
+public typealias _$Expression<each Input, Output> = Foundation.Expression<repeat each Input, Output>
+
+/// `Foundation.PredicateExpressions`, for the code ``Predicate(_:)`` generates; not for direct
+/// use.
+public typealias _$PredicateExpressions = Foundation.PredicateExpressions
