@@ -765,6 +765,86 @@ struct ModelMacroHygieneTests {
         }
     }
 
+    /// A non-final class (as SwiftData's templates write models) expands as a final one: nothing
+    /// generated needs `final` (`init(backingData:)` is `required`).
+    @Test func nonFinalClass() {
+        assertMacro {
+            """
+            @Model
+            class Message {
+                var text: String
+
+                init(text: String) {
+                    self.text = text
+                }
+            }
+            """
+        } expansion: {
+            #"""
+            class Message {
+                @OpenSwiftData._PersistedProperty(index: 0)
+                var text: String
+
+                init(text: String) {
+                    self.text = text
+                }
+
+                @OpenSwiftData.Transient
+                private var _$backingData: any OpenSwiftData.BackingData<Message> = Message._$inertBackingData
+
+                nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Message> = Message._$makeInertBackingData()
+
+                public var persistentBackingData: any OpenSwiftData.BackingData<Message> {
+                    get {
+                        self._$backingData
+                    }
+                    set {
+                        self._$backingData = newValue
+                    }
+                }
+
+                public static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
+                    typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
+                    typealias _$Attribute = OpenSwiftData.Schema.Attribute
+                    typealias _$Relationship = OpenSwiftData.Schema.Relationship
+                    return [
+                        _$PropertyMetadata(name: "text", keypath: \Message.text, defaultValue: nil, metadata: nil)
+                    ]
+                }
+
+                public required init(backingData: any OpenSwiftData.BackingData<Message>) {
+                    self._text = _SwiftDataNoType()
+                    self._$backingData = backingData
+                }
+
+                @OpenSwiftData.Transient
+                private let _$observationRegistrar: Observation.ObservationRegistrar = .init()
+
+                internal nonisolated func access<_M>(keyPath: Swift.KeyPath<Message, _M>) {
+                    self._$observationRegistrar.access(self, keyPath: keyPath)
+                }
+
+                internal nonisolated func withMutation<_M, _MR>(keyPath: Swift.KeyPath<Message, _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
+                    try self._$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                }
+
+                public nonisolated func _$notifyObservers(ofChangeTo keyPath: Swift.AnyKeyPath) {
+                    self._$observationRegistrar._$notifyChange(of: self, at: keyPath)
+                }
+
+                public struct _SwiftDataNoType: Swift.Sendable {
+                }
+            }
+
+            extension Message: Observation.Observable {
+            }
+
+            extension Message: OpenSwiftData.PersistentModel {
+            }
+            """#
+        }
+    }
+
     @Test func hostileNames() {
         assertMacro {
             #"""

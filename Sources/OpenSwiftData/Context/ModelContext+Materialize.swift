@@ -2,18 +2,28 @@ import Foundation
 import GRDB
 
 extension ModelContext {
-    /// Makes the model of a fetched row: its storage, filled by the second argument, then the
-    /// model around it (the model type's ``PersistentModel/_$materialize(layout:fill:)``), erased.
-    typealias ModelMaker = (EntityLayout, (AnyModelStorage) throws -> Void) throws -> Registration
+    /// Makes the model of a fetched row for one layout: its storage, filled from the row, then
+    /// the model around it (the model type's ``PersistentModel/_$materialize(_:)``), erased.
+    struct ModelMaker {
+        /// The layout of the model type `make` builds.
+        let layout: EntityLayout
+        let make: (_$FetchedRow) throws -> Registration
+    }
 
-    /// The maker of `T`'s models. The one generic step of a row's materialisation: the rest runs
-    /// in non-generic code (generic code that is not specialized would look type metadata up
-    /// for every row).
-    static func maker<T: PersistentModel>(_ type: T.Type) -> ModelMaker {
-        { layout, fill in
-            // `_$materialize` hands `fill` the `ModelStorage<T>` it makes, and returns it.
-            let (model, storage) = try T._$materialize(layout: layout) { try fill(unsafeDowncast($0, to: AnyModelStorage.self)) }
-            return Registration(model: model, storage: unsafeDowncast(storage, to: AnyModelStorage.self))
+    /// The maker of `T`'s models from rows of `layout`. The one generic step of a row's
+    /// materialisation: the rest runs in non-generic code (generic code that is not specialized
+    /// would look type metadata up for every row). Checks once that `layout` is `T`'s, which is
+    /// what lets `_$materialize` trust the rows it is given.
+    static func maker<T: PersistentModel>(_ type: T.Type, layout: EntityLayout) throws -> ModelMaker {
+        guard ObjectIdentifier(layout.modelType) == ObjectIdentifier(T.self) else {
+            throw SwiftDataError(.loadIssueModelContainer, "cannot read \(layout.name) rows as \(T.self) models")
+        }
+        return ModelMaker(layout: layout) { row in
+            let model = try T._$materialize(row)
+            guard let storage = row.storage else {
+                throw SwiftDataError(.loadIssueModelContainer, "\(T.self)._$materialize did not make the row's storage")
+            }
+            return Registration(model: model, storage: storage)
         }
     }
 
@@ -21,7 +31,7 @@ extension ModelContext {
     /// `columns` are the selected columns after the primary key (nil: all of them).
     func materialize<T: PersistentModel>(_ type: T.Type, layout: EntityLayout, query: SelectQuery, columns: [PropertyLayout]? = nil) throws -> [T] {
         let models = ModelCollector()
-        try materializeRows(layout: layout, query: query, columns: columns, make: Self.maker(T.self), isInstance: { $0 is T }) { registration in
+        try materializeRows(query: query, columns: columns, make: Self.maker(T.self, layout: layout), isInstance: { $0 is T }) { registration in
             models.append(registration.model as AnyObject)
         }
         // Every model is a `T`: made by `T`'s maker, or a registered instance that passed the
@@ -45,11 +55,11 @@ extension ModelContext {
         return model
     }
 
-    /// ``materializeRows(layout:query:columns:make:isInstance:collect:)`` for the layout's own
+    /// ``materializeRows(query:columns:make:isInstance:collect:)`` for the layout's own
     /// model type and all of its columns.
     func materializeRows(layout: EntityLayout, query: SelectQuery, collect: (Registration) -> Void) throws {
         func open<T: PersistentModel>(_ type: T.Type) throws {
-            try materializeRows(layout: layout, query: query, columns: nil, make: Self.maker(T.self), isInstance: { $0 is T }, collect: collect)
+            try materializeRows(query: query, columns: nil, make: Self.maker(T.self, layout: layout), isInstance: { $0 is T }, collect: collect)
         }
         try open(layout.modelType)
     }
@@ -58,9 +68,10 @@ extension ModelContext {
     /// still in the cache: the instance registered here for a row when there is one (and
     /// `isInstance` accepts it), else a new model made by `make` and registered.
     private func materializeRows(
-        layout: EntityLayout, query: SelectQuery, columns: [PropertyLayout]?,
-        make: ModelMaker, isInstance: (any PersistentModel) -> Bool, collect: (Registration) -> Void
+        query: SelectQuery, columns: [PropertyLayout]?,
+        make maker: ModelMaker, isInstance: (any PersistentModel) -> Bool, collect: (Registration) -> Void
     ) throws {
+        let layout = maker.layout
         var registered: RegistrationTable
         if let existing = identityMap[layout.name] {
             registered = existing
@@ -79,6 +90,7 @@ extension ModelContext {
             let statement = try db.cachedStatement(sql: query.sql)
             statement.setUncheckedArguments(query.arguments)
             let cursor = try Row.fetchCursor(statement)
+            let row = _$FetchedRow(layout: layout, reader: reader, statement: statement)
             try Materialization.run {
                 while try cursor.next() != nil {
                     let primaryKey = reader.primaryKey(statement)
@@ -96,7 +108,8 @@ extension ModelContext {
                         collect(existing)
                         continue
                     }
-                    let registration = try make(layout) { try reader.read(statement, primaryKey: primaryKey, into: $0) }
+                    row.primaryKey = primaryKey
+                    let registration = try maker.make(row)
                     let storage = registration.storage
                     storage.primaryKey = primaryKey
                     storage.state = .registered

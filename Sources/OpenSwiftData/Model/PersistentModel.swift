@@ -18,8 +18,10 @@ public protocol PersistentModel: AnyObject, Observable, Hashable, Identifiable, 
     /// The key-path groups declared with `#Index`, one index per group.
     static var _$indices: [[AnyKeyPath]] { get }
     /// Builds an instance around the storage of a fetched row. A requirement with an inlinable
-    /// default, so that each model module gets a copy specialized for its class.
-    static func _$materialize(layout: AnyObject, fill: (AnyObject) throws -> Void) throws -> (Self, AnyObject)
+    /// default, so that each model module gets a copy specialized for its class. It returns
+    /// `Self` alone (the storage travels in `row`): a non-final class can satisfy a requirement
+    /// that returns `Self`, not one that returns it inside a tuple.
+    static func _$materialize(_ row: _$FetchedRow) throws -> Self
     /// Tells the model's observers that the property at `keyPath` changed without going through
     /// its setter (the inverse side of a relationship another model changed). `@Model`
     /// generates it.
@@ -40,13 +42,18 @@ public protocol PersistentModel: AnyObject, Observable, Hashable, Identifiable, 
 }
 
 extension PersistentModel {
-    /// Makes the storage of a fetched row, has `fill` read the row's values into it, and builds
-    /// an instance around it.
+    /// Makes the storage of a fetched row, reads the row's values into it, and builds an
+    /// instance around it.
+    ///
+    /// No argument can be wrong: only a context makes a ``_$FetchedRow``, for a layout it
+    /// checked to be `Self`'s once per fetch (`ModelContext.maker(_:layout:)`), so the storage
+    /// made here has the slots of `Self`'s properties without a check per row.
     @inlinable
-    public static func _$materialize(layout: AnyObject, fill: (AnyObject) throws -> Void) throws -> (Self, AnyObject) {
-        let storage = ModelStorage<Self>.fetched(unsafeDowncast(layout, to: EntityLayout.self))
-        try fill(storage)
-        return (Self(backingData: storage), storage)
+    public static func _$materialize(_ row: _$FetchedRow) throws -> Self {
+        let storage = ModelStorage<Self>.fetched(row.layout)
+        try row.fill(storage)
+        row.storage = storage
+        return Self(backingData: storage)
     }
 
     /// The entity was not renamed.
