@@ -59,6 +59,12 @@ let package = Package(
             name: "OpenSwiftDataTests",
             dependencies: ["OpenSwiftData", .product(name: "GRDB", package: "GRDB.swift")]
         ),
+        // SwiftData's public API, written as SwiftData code writes it: compile-only, so that a
+        // missing declaration or overload fails the build.
+        .testTarget(
+            name: "APISurfaceTests",
+            dependencies: ["OpenSwiftData"]
+        ),
         .testTarget(
             name: "OpenSwiftDataMacrosTests",
             dependencies: [

@@ -11,7 +11,8 @@ import Synchronization
 /// A container is `Sendable`: share it between actors and give each actor its own context.
 /// Two containers opened on the same file share its data; in-memory containers share nothing.
 public final class ModelContainer: Equatable, @unchecked Sendable {
-    // @unchecked Sendable: `schema`, `configurations`, `store` and `layouts` are immutable after
+    // @unchecked Sendable: `schema`, `configurations`, `migrationPlan`, `store` and `layouts` are
+    // immutable after
     // init (the store serialises access to SQLite through GRDB); `_mainContext` is only read and
     // written on the main actor, as its isolation says.
 
@@ -19,6 +20,8 @@ public final class ModelContainer: Equatable, @unchecked Sendable {
     public let schema: Schema
     /// The configurations of the container's stores.
     public let configurations: [ModelConfiguration]
+    /// The migration plan the container was opened with, if any.
+    public let migrationPlan: (any SchemaMigrationPlan.Type)?
     let store: SQLiteStore
     private let layouts: [String: EntityLayout]
     /// Incremented by every save of any context of this container: a registered model read
@@ -37,22 +40,13 @@ public final class ModelContainer: Equatable, @unchecked Sendable {
     }
     @MainActor private var _mainContext: ModelContext?
 
-    /// Opens (or creates) the store for some model types.
-    public convenience init(for forTypes: any PersistentModel.Type..., configurations: ModelConfiguration...) throws {
-        try self.init(for: Schema(forTypes), configurations: configurations)
-    }
-
-    /// Opens (or creates) the store for a schema.
-    public convenience init(for givenSchema: Schema, configurations: ModelConfiguration...) throws {
-        try self.init(for: givenSchema, configurations: configurations)
-    }
-
-    /// Opens (or creates) the store for a schema.
+    /// Opens (or creates) the store for a schema, with no migration plan: what every public
+    /// initializer comes to (the ones with `migrationPlan:` run its stages first).
     ///
     /// Throws a ``SwiftDataError`` (never traps) when a model type cannot be stored, when the
     /// file is not a store or is corrupt, or when the store was created with a different schema;
     /// the file is then left untouched.
-    public init(for givenSchema: Schema, configurations: [ModelConfiguration]) throws {
+    init(opening givenSchema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)?, configurations: [ModelConfiguration]) throws {
         let configurations = configurations.isEmpty ? [ModelConfiguration()] : configurations
         var names = Set<String>()
         for configuration in configurations where !names.insert(configuration.name).inserted {
@@ -72,6 +66,7 @@ public final class ModelContainer: Equatable, @unchecked Sendable {
         let layout = try schema.storeLayout()
         self.schema = schema
         self.configurations = configurations
+        self.migrationPlan = migrationPlan
         self.layouts = Dictionary(schema.entities.compactMap { entity in entity.layout.map { (entity.name, $0) } }, uniquingKeysWith: { first, _ in first })
         self.store = try SQLiteStore.open(
             at: configuration.isStoredInMemoryOnly ? nil : configuration.url,

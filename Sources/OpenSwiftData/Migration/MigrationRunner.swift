@@ -102,10 +102,32 @@ extension Schema.Version {
     }
 }
 
+/// SwiftData's initializers, with its labels, defaults and overloads: a list of model types or a
+/// ``Schema``, an optional migration plan, and configurations as a variadic list or an array.
 extension ModelContainer {
-    /// Opens (or creates) the store for some model types, migrating it with `migrationPlan`.
-    public convenience init(for forTypes: any PersistentModel.Type..., migrationPlan: (any SchemaMigrationPlan.Type)?, configurations: ModelConfiguration...) throws {
+    /// Opens (or creates) the store for some model types (and every model their relationships
+    /// reach), first running the stages of `migrationPlan`, if any, from the version the store
+    /// records.
+    ///
+    /// ```swift
+    /// let container = try ModelContainer(for: Trip.self, Visit.self)
+    /// ```
+    public convenience init(for forTypes: any PersistentModel.Type..., migrationPlan: (any SchemaMigrationPlan.Type)? = nil, configurations: ModelConfiguration...) throws {
         try self.init(for: Schema(forTypes), migrationPlan: migrationPlan, configurations: configurations)
+    }
+
+    /// Opens (or creates) the store for a schema, first running the stages of `migrationPlan`,
+    /// if any, from the version the store records.
+    ///
+    /// ```swift
+    /// let container = try ModelContainer(
+    ///     for: Schema(versionedSchema: TripsV2.self),
+    ///     migrationPlan: TripsPlan.self,
+    ///     configurations: ModelConfiguration(url: storeURL)
+    /// )
+    /// ```
+    public convenience init(for givenSchema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)? = nil, configurations: ModelConfiguration...) throws {
+        try self.init(for: givenSchema, migrationPlan: migrationPlan, configurations: configurations)
     }
 
     /// The schema with the version the plan gives its model types (a schema built from model
@@ -119,14 +141,19 @@ extension ModelContainer {
         return Schema(versionedSchema: match)
     }
 
-    /// Opens (or creates) the store for a schema, first running the stages of `migrationPlan`
-    /// from the version the store records to the schema's version (see ``SchemaMigrationPlan``).
-    public convenience init(for givenSchema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)?, configurations: [ModelConfiguration]) throws {
+    /// Opens (or creates) the store for a schema, first running the stages of `migrationPlan`,
+    /// if any, from the version the store records to the schema's version (see
+    /// ``SchemaMigrationPlan``).
+    ///
+    /// Throws a ``SwiftDataError`` (never traps) when a model type cannot be stored, when the
+    /// file is not a store or is corrupt, or when the store was created with a different schema
+    /// that no stage migrates from; the file is then left untouched.
+    public convenience init(for givenSchema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)? = nil, configurations: [ModelConfiguration]) throws {
         let givenSchema = Self.versioned(givenSchema, by: migrationPlan)
         if let migrationPlan, let configuration = configurations.first, configurations.count == 1,
            !configuration.isStoredInMemoryOnly, configuration.allowsSave {
             try MigrationRunner.run(migrationPlan, at: configuration.url, target: givenSchema, configuration: configuration)
         }
-        try self.init(for: givenSchema, configurations: configurations)
+        try self.init(opening: givenSchema, migrationPlan: migrationPlan, configurations: configurations)
     }
 }

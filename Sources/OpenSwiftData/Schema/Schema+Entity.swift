@@ -57,6 +57,8 @@ extension Schema {
         public var storedProperties: [any SchemaProperty] { properties }
         /// Properties inherited from a superentity (none for now).
         public var inheritedProperties: [any SchemaProperty] { [] }
+        /// The inherited properties by name (none: model inheritance is not supported yet).
+        public var inheritedPropertiesByName: [String: any SchemaProperty] { [:] }
         /// The attributes by name.
         public var attributesByName: [String: Attribute] {
             Dictionary(attributes.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
