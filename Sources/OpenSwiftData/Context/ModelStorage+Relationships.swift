@@ -94,7 +94,10 @@ extension AnyModelStorage {
         if old?.storage === new?.storage, old != nil || new != nil { return }
         writeSlot(property, ToOneSlot.loaded(new), change: true)
         if let old { unlinkInverse(property, of: old, from: owner, inverseIsToMany: relationship.inverseIsToMany) }
-        if let new { linkInverse(property, of: new, to: owner, inverseIsToMany: relationship.inverseIsToMany) }
+        if let new {
+            linkInverse(property, of: new, to: owner, inverseIsToMany: relationship.inverseIsToMany)
+            insertLinked(new, owner: owner)
+        }
     }
 
     /// Sets a to-many relationship and updates the inverse on every model that left or joined it.
@@ -110,6 +113,21 @@ extension AnyModelStorage {
         }
         for added in unique ?? [] where !oldIDs.contains(ObjectIdentifier(added.storage)) {
             linkInverse(property, of: added, to: owner, inverseIsToMany: relationship.inverseIsToMany)
+            insertLinked(added, owner: owner)
+        }
+    }
+
+    /// Inserts a model that is in no context into the context of the model it was just linked
+    /// to, from either side, as SwiftData does: `inbox.letters.append(Letter())` (or
+    /// `letter.mailbox = inbox`) with `inbox` in a context makes the letter a pending insert of
+    /// that context at once, with its `modelContext` set. Unlinking it again does not take the
+    /// insert back (nor does it in SwiftData); deleting it does.
+    private func insertLinked(_ related: RelatedRef, owner: RelatedRef) {
+        let target = related.base
+        if target.state == .unregistered, state == .inserted || state == .registered, let context {
+            context.insert(related.model)
+        } else if state == .unregistered, target.state == .inserted || target.state == .registered, let context = target.context {
+            context.insert(owner.model)
         }
     }
 
