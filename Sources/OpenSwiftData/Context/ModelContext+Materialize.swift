@@ -91,7 +91,7 @@ extension ModelContext {
             statement.setUncheckedArguments(query.arguments)
             let cursor = try Row.fetchCursor(statement)
             let row = _$FetchedRow(layout: layout, reader: reader, statement: statement)
-            try Materialization.run {
+            try Materialization.run(for: layout.modelType) {
                 while try cursor.next() != nil {
                     let primaryKey = reader.primaryKey(statement)
                     if lookUp, let existing = registered[primaryKey], isInstance(existing.model) {

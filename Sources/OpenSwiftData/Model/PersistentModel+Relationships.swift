@@ -139,7 +139,7 @@ extension PersistentModel {
                 if let value = property.fallbackValue { values.storeBoxed(property.index, value) }
             }
         }
-        return Materialization.run { Self(backingData: storage) }
+        return Materialization.run(for: Self.self) { Self(backingData: storage) }
     }
 }
 

@@ -80,12 +80,13 @@ extension PersistentModel {
     }
 
     /// Makes `data` real storage before an init accessor writes the first value, and returns
-    /// whether the value should be written: not while a fetched row is being materialised, whose
-    /// storage is about to replace `data` anyway (used by the code `@Model` generates).
+    /// whether the value should be written: not while a fetched row of this model type is being
+    /// materialised, whose storage is about to replace `data` anyway (used by the code `@Model`
+    /// generates).
     @inlinable
     public static func _$prepareBackingData(_ data: inout any BackingData<Self>) -> Bool {
         guard data._isInert else { return true }
-        if Materialization.isInProgress { return false }
+        if Materialization.isInProgress(for: ObjectIdentifier(Self.self)) { return false }
         data = ModelStorage<Self>.make(for: Self.self)
         return true
     }

@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Foundation
 
 /// Everything the context and the store need to know about one persisted property, resolved
@@ -186,15 +191,39 @@ final class EntityLayout: @unchecked Sendable {
     nonisolated(unsafe) private static var registry: [ObjectIdentifier: EntityLayout] = [:]
     // nonisolated(unsafe): only read and written while holding `registryLock`.
 
+    /// The threads building a layout right now, by model type.
+    nonisolated(unsafe) private static var builders: [ObjectIdentifier: [pthread_t]] = [:]
+    // nonisolated(unsafe): only read and written while holding `registryLock`.
+
     /// The layout of a model type, built on first use.
+    ///
+    /// Building a layout reads `schemaMetadata`, its own and its relationships' destinations',
+    /// and that evaluates the properties' default values: a default that constructs a model
+    /// (`var settings = Settings()`) asks for that model's layout, which may be the one this
+    /// thread is building (`Settings` has an inverse to the owner whose metadata is being read).
+    /// Such a request throws instead of building again forever; `ModelStorage.make(for:)` then
+    /// gives the default model storage without a layout (values kept by key path), which is all
+    /// a default value needs.
     static func of(_ type: any PersistentModel.Type) throws -> EntityLayout {
         let key = ObjectIdentifier(type)
+        let thread = pthread_self()
         registryLock.lock()
         if let layout = registry[key] {
             registryLock.unlock()
             return layout
         }
+        if builders[key, default: []].contains(where: { pthread_equal($0, thread) != 0 }) {
+            registryLock.unlock()
+            throw SwiftDataError(.loadIssueModelContainer, "the layout of \(type) is asked for while it is being built (a property default that constructs a model)", entity: Schema.entityName(of: type))
+        }
+        builders[key, default: []].append(thread)
         registryLock.unlock()
+        defer {
+            registryLock.lock()
+            if let index = builders[key]?.firstIndex(where: { pthread_equal($0, thread) != 0 }) { builders[key]?.remove(at: index) }
+            if builders[key]?.isEmpty == true { builders[key] = nil }
+            registryLock.unlock()
+        }
         let layout = try EntityLayout(modelType: type)
         registryLock.lock()
         defer { registryLock.unlock() }
