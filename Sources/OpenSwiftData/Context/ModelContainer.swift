@@ -26,6 +26,12 @@ public final class ModelContainer: Equatable, @unchecked Sendable {
     private let saveGeneration = Atomic<Int>(0)
     /// Where saves are announced (see `saveEvents()`).
     let broadcaster = SaveBroadcaster()
+    /// Sync capture, when it is on (see `enableSyncCapture(_:)`); nil for containers that never
+    /// enabled it, whose saves then do no sync work at all.
+    let syncState = Mutex<SyncCaptureState?>(nil)
+
+    /// The sync capture in force, read once per save.
+    var syncCapture: SyncCaptureState? { syncState.withLock { $0 } }
 
     /// The current save generation, truncated as models store it (a wrap-around after four
     /// billion saves at worst skips one refresh).
@@ -80,6 +86,12 @@ public final class ModelContainer: Equatable, @unchecked Sendable {
             readOnly: !configuration.allowsSave,
             migration: configuration.migrationOptions
         )
+        // A store on which capture was enabled captures from its first save after opening: the
+        // entities are recorded in it; scope rules come back with the next `enableSyncCapture`.
+        if let names = try store.read({ db in try SyncLog.recordedEntities(in: db) }) {
+            let state = try? SyncCaptureState(SyncCaptureConfiguration(entityNames: names), container: self, lenient: true)
+            syncState.withLock { $0 = state }
+        }
     }
 
     /// The main actor's context, created on first use, with autosave on.

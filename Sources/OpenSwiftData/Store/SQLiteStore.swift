@@ -242,6 +242,8 @@ final class SQLiteStore: Sendable {
             return try body()
         } catch let error as SwiftDataError {
             throw error
+        } catch let error as SyncCaptureError {
+            throw error
         } catch {
             throw SwiftDataError(.storeFailure, "\(action): \(describe(error))")
         }
