@@ -52,9 +52,9 @@ import Foundation
     }
 
     /// A configuration of entities without scope rules, with the system clock.
-    public init(_ types: any PersistentModel.Type...) {
+    public init(_ first: any PersistentModel.Type, _ more: any PersistentModel.Type...) {
         self.init(engineAuthor: SyncCaptureConfiguration.defaultEngineAuthor)
-        for type in types { entities.append(Entity(name: Schema.entityName(of: type), scope: nil)) }
+        for type in [first] + more { entities.append(Entity(name: Schema.entityName(of: type), scope: nil)) }
     }
 
     /// The names only, as the store records them.

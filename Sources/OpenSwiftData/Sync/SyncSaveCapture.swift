@@ -201,8 +201,13 @@ final class SyncApplyWork {
     var pendingAdded: [SyncRecords.PendingReference] = []
     var pendingResolved: [SyncRecords.PendingReference] = []
     var pendingCleared: [(entity: String, recordID: String, property: String)] = []
+    /// Records the batch deleted (or that were already gone): nothing waits for them any more.
+    var deletedRecords: [(entity: String, recordID: String)] = []
 
     func run(in db: Database) throws {
+        for (entity, recordID) in deletedRecords {
+            try SyncRecords.removePending(involving: entity, recordID: recordID, in: db)
+        }
         for (entity, recordID, property) in pendingCleared {
             try SyncRecords.removePending(entity: entity, recordID: recordID, property: property, in: db)
         }
