@@ -305,7 +305,7 @@ extension ModelContext {
                 var old: [Int64]?
                 if rewrites {
                     if captured != nil {
-                        old = try Int64.fetchAll(db.cachedStatement(sql: "SELECT \(target) FROM \(quoted(table.name)) WHERE \(source) = ? ORDER BY rowid"), arguments: [row])
+                        old = try Int64.fetchAll(db.cachedStatement(sql: "SELECT \(target) FROM \(quoted(table.name)) WHERE \(source) = ? ORDER BY \(target)"), arguments: [row])
                     }
                     try db.cachedStatement(sql: "DELETE FROM \(quoted(table.name)) WHERE \(source) = ?").execute(arguments: [row])
                 }
