@@ -128,6 +128,20 @@ final class SyncSaveCapture {
         changes.append(Captured(kind: .delete, plan: plan, recordID: record.recordID, scope: record.scope, baseVersion: record.serverVersion, fields: [], values: []))
     }
 
+    /// Every row of a synced entity is about to be deleted (`erase`): each record's deletion,
+    /// then the records go.
+    func deletedAll(plan: SyncEntityPlan, in db: Database) throws {
+        let entity = plan.layout.name
+        if logs {
+            let rows = try Row.fetchAll(db, sql: "SELECT record_id, scope, server_version FROM \(quoted(SyncRecords.table)) WHERE entity = ? ORDER BY pk", arguments: [entity])
+            for row in rows {
+                changes.append(Captured(kind: .delete, plan: plan, recordID: row[0], scope: row[1], baseVersion: row[2], fields: [], values: []))
+            }
+        }
+        try db.execute(sql: "DELETE FROM \(quoted(SyncRecords.table)) WHERE entity = ?", arguments: [entity])
+        try db.execute(sql: "DELETE FROM \(quoted(SyncRecords.pendingTable)) WHERE entity = ? OR target_entity = ?", arguments: [entity, entity])
+    }
+
     /// The links of a many-to-many relationship that a save rewrote for one row: `old` the
     /// related keys before (nil for a new row), `new` after.
     func linksChanged(_ registration: Registration, plan: SyncEntityPlan, relationship: PropertyLayout, row: Int64, old: [Int64]?, new: [Int64], in db: Database) throws {
