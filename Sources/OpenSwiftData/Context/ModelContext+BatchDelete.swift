@@ -65,7 +65,7 @@ extension ModelContext {
 
     /// Runs the pending batch deletions in the save's transaction and returns the identifiers of
     /// the rows they removed. Rows of models registered here are left to their own path.
-    func runBatchDeletes(_ deletes: [BatchDelete], db: Database, history: inout HistoryCapture) throws -> [PersistentIdentifier] {
+    func runBatchDeletes(_ deletes: [BatchDelete], db: Database, history: inout HistoryCapture, sync: SyncSaveCapture? = nil) throws -> [PersistentIdentifier] {
         var removed: [PersistentIdentifier] = []
         let storeIdentifier = container.store.identifier
         for batch in deletes {
@@ -87,6 +87,12 @@ extension ModelContext {
                 arguments.append(jsonKeyArray(registered).databaseValue)
             }
             try history.nullifyReferences(to: batch.layout, rows: rows, arguments: arguments, in: container, db: db)
+            // Synced rows leave the log a deletion each, with their records, before they go.
+            if let sync, let plan = sync.plan(batch.layout.name) {
+                for key in try Int64.fetchAll(db, sql: rows, arguments: StatementArguments(arguments)) {
+                    try sync.deleted(plan: plan, row: key, in: db)
+                }
+            }
             // The values a tombstone keeps come back with the keys.
             let preserved = history.preservedColumns(of: batch.layout)
             let sql = "DELETE FROM \(table) WHERE \(primaryKey) IN (\(rows)) RETURNING " + ([primaryKey] + preserved.map { quoted($0.name) }).joined(separator: ", ")

@@ -33,6 +33,7 @@ extension ModelContext {
         let work: SaveWork
         let keys: [(row: Int64, upserted: Bool)]
         let batchRemoved: [PersistentIdentifier]
+        let historyID: Int64?
         do {
             insertReachable(from: inserted.all + changed.all)
             try applyDeleteRules()
@@ -43,7 +44,7 @@ extension ModelContext {
                 updates: changed.all.filter { $0.storage.state == .registered && !$0.storage.changedProperties.isEmpty },
                 insertions: inserted.all
             )
-            (keys, batchRemoved) = try write(work, to: store)
+            (keys, batchRemoved, historyID) = try write(work, to: store)
         } catch {
             for (storage, key) in journaledKeys.reversed() { storage.primaryKey = key }
             for snapshot in (journal ?? [:]).values { snapshot.restore() }
@@ -55,7 +56,7 @@ extension ModelContext {
         // (by `didSave` observers, say) need no journal.
         endJournal()
         container.didCommitSave()
-        finishSave(work, in: store, keys: keys, batchRemoved: batchRemoved)
+        finishSave(work, in: store, keys: keys, batchRemoved: batchRemoved, historyID: historyID)
     }
 
     /// What a save writes, settled once delete rules and auto-insertion have run.
@@ -69,13 +70,26 @@ extension ModelContext {
     }
 
     /// Writes the pending changes in one transaction and returns the row of each insertion (and
-    /// whether it updated an existing row).
-    private func write(_ work: SaveWork, to store: SQLiteStore) throws -> (keys: [(row: Int64, upserted: Bool)], batchRemoved: [PersistentIdentifier]) {
+    /// whether it updated an existing row), the rows batch deletions removed, and the number of
+    /// the history transaction.
+    private func write(_ work: SaveWork, to store: SQLiteStore) throws -> (keys: [(row: Int64, upserted: Bool)], batchRemoved: [PersistentIdentifier], historyID: Int64?) {
         let (deletions, updates, insertions) = (work.deletions, work.updates, work.insertions)
         let author = self.author
+        // Sync capture, only when the container has it on (nil otherwise: no work per row).
+        let sync = container.syncCapture.map { SyncSaveCapture(state: $0, author: author, apply: syncApply) }
+        var lastLayout: EntityLayout?
+        var lastPlan: SyncEntityPlan?
+        func syncPlan(_ layout: EntityLayout) -> SyncEntityPlan? {
+            guard let sync else { return nil }
+            if layout !== lastLayout {
+                lastLayout = layout
+                lastPlan = sync.plan(layout.name)
+            }
+            return lastPlan
+        }
         return try store.write { db in
             var history = HistoryCapture()
-            let batchRemoved = try runBatchDeletes(work.batchDeletes, db: db, history: &history)
+            let batchRemoved = try runBatchDeletes(work.batchDeletes, db: db, history: &history, sync: sync)
             var writers: [String: TableWriter] = [:]
             // One writer per entity and save: each prepares its statements once.
             func writer(for layout: EntityLayout) -> TableWriter {
@@ -108,7 +122,9 @@ extension ModelContext {
                 try history.nullifyReferences(to: layout, rows: "SELECT value FROM json_each(?)", arguments: [jsonKeyArray(rows).databaseValue], sparing: sparing, in: container, db: db)
             }
             for ((layout, rows), values) in zip(deleted, tombstones) {
+                let plan = syncPlan(layout)
                 for (row, preserved) in zip(rows, values) {
+                    if let sync, let plan { try sync.deleted(plan: plan, row: row, in: db) }
                     try writer(for: layout).delete(primaryKey: row)
                     history.deleted(entity: layout, row: row) { preserved[$0.name] }
                 }
@@ -155,6 +171,7 @@ extension ModelContext {
                     storage.primaryKey = row
                     keys.append((row, false))
                     history.inserted(entity: layout.name, row: row)
+                    if let sync, let plan = syncPlan(layout) { try sync.inserted(registration, plan: plan, row: row, values: values, in: db) }
                 }
             }
             for (entity, next) in nextKeys { try HistoryLog.recordLargestPrimaryKey(next - 1, of: entity, in: db) }
@@ -165,6 +182,7 @@ extension ModelContext {
                 let values = try columns.map { try encode(storage, layout.columns[$0], layout) }
                 try run(layout) { try writer(for: layout).update(primaryKey: row, columns: columns, values: values) }
                 fixedValues[ObjectIdentifier(storage)] = Array(zip(columns, values))
+                sync?.fixed(storage, columns: columns, values: values)
             }
             for (registration, row, values) in upserts {
                 let storage = registration.storage
@@ -172,6 +190,7 @@ extension ModelContext {
                 var values = values
                 for (column, value) in fixedValues[ObjectIdentifier(storage)] ?? [] { values[column] = value }
                 history.upserted(storage, layout: layout, row: row, values: values)
+                if let sync, let plan = syncPlan(layout) { try sync.upserted(registration, plan: plan, row: row, values: values, in: db) }
             }
             // A row an inserted model upserted onto takes that model's values, in memory too (the
             // instance registered for the row gets them in `finishSave`): that instance's own
@@ -187,16 +206,18 @@ extension ModelContext {
                 let values = try changedColumns.map { try encode(storage, layout.columns[$0], layout) }
                 try run(layout) { try writer(for: layout).update(primaryKey: row, columns: changedColumns, values: values) }
                 history.updated(storage, layout: layout, row: row, changed: changed, columnValues: values)
+                if let sync, let plan = syncPlan(layout) { try sync.updated(registration, plan: plan, row: row, columns: changedColumns, values: values, in: db) }
             }
             let upserted = Set(zip(insertions, keys).filter(\.1.upserted).map { ObjectIdentifier($0.0.storage) })
-            try writeJoinRows(insertions: insertions, updates: updates, upserted: upserted, db: db)
-            try HistoryLog.append(history.changes, author: author, in: db)
-            return (keys, batchRemoved)
+            try writeJoinRows(insertions: insertions, updates: updates, upserted: upserted, db: db, sync: sync)
+            let historyID = try HistoryLog.append(history.changes, author: author, in: db)
+            try sync?.finish(author: author, in: db)
+            return (keys, batchRemoved, historyID)
         }
     }
 
     /// Brings the in-memory state in line with the committed store and posts `didSave`.
-    private func finishSave(_ work: SaveWork, in store: SQLiteStore, keys: [(row: Int64, upserted: Bool)], batchRemoved: [PersistentIdentifier]) {
+    private func finishSave(_ work: SaveWork, in store: SQLiteStore, keys: [(row: Int64, upserted: Bool)], batchRemoved: [PersistentIdentifier], historyID: Int64?) {
         let (deletions, updates, insertions) = (work.deletions, work.updates, work.insertions)
         if undoManager != nil {
             registerUndo(
@@ -249,7 +270,10 @@ extension ModelContext {
         deleted.removeAll()
 
         let all = insertedIDs + updatedIDs + deletedIDs
-        container.broadcaster.publish(SaveEvent(entities: Set(all.map(\.entityName)), inserted: insertedIDs, updated: updatedIDs, deleted: deletedIDs))
+        container.broadcaster.publish(SaveEvent(
+            entities: Set(all.map(\.entityName)), inserted: insertedIDs, updated: updatedIDs, deleted: deletedIDs,
+            author: author, historyToken: historyID.map { DefaultHistoryToken(storeIdentifier: store.identifier, transaction: $0) }
+        ))
         NotificationCenter.default.post(
             name: ModelContext.didSave, object: self,
             userInfo: [
@@ -263,10 +287,11 @@ extension ModelContext {
     /// Rewrites the join-table rows of the many-to-many relationships that inserted and changed
     /// models hold, from the side that owns each join table.
     /// An upserted insertion took over an existing row, whose links are replaced too.
-    private func writeJoinRows(insertions: [Registration], updates: [Registration], upserted: Set<ObjectIdentifier>, db: Database) throws {
+    private func writeJoinRows(insertions: [Registration], updates: [Registration], upserted: Set<ObjectIdentifier>, db: Database, sync: SyncSaveCapture?) throws {
         for registration in insertions + updates {
             let storage = registration.storage
             guard let layout = storage.layout, let row = storage.primaryKey else { continue }
+            let plan = sync?.plan(layout.name)
             for property in layout.relationships {
                 guard case let .joinTable(table, _, writes)? = property.relationship?.storage, writes,
                       storage.state == .inserted || storage.changedProperties.contains(property.index),
@@ -274,13 +299,25 @@ extension ModelContext {
                 else { continue }
                 let source = quoted(JoinTableDescription.sourceColumn)
                 let target = quoted(JoinTableDescription.targetColumn)
-                if storage.state != .inserted || upserted.contains(ObjectIdentifier(storage)) {
+                let rewrites = storage.state != .inserted || upserted.contains(ObjectIdentifier(storage))
+                // The links before, when sync captures this relationship's additions and removals.
+                let captured = plan.flatMap { plan in plan.links.contains { $0 === property } ? plan : nil }
+                var old: [Int64]?
+                if rewrites {
+                    if captured != nil {
+                        old = try Int64.fetchAll(db.cachedStatement(sql: "SELECT \(target) FROM \(quoted(table.name)) WHERE \(source) = ? ORDER BY \(target)"), arguments: [row])
+                    }
                     try db.cachedStatement(sql: "DELETE FROM \(quoted(table.name)) WHERE \(source) = ?").execute(arguments: [row])
                 }
                 let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO \(quoted(table.name)) (\(source), \(target)) VALUES (?, ?)")
+                var new: [Int64] = []
                 for ref in refs ?? [] {
                     guard let key = ref.base.rowKey else { continue }
                     try insert.execute(arguments: [row, key])
+                    if captured != nil { new.append(key) }
+                }
+                if let sync, let captured {
+                    try sync.linksChanged(registration, plan: captured, relationship: property, row: row, old: old, new: new, in: db)
                 }
             }
         }

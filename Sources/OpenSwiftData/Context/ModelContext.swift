@@ -48,6 +48,8 @@ public final class ModelContext: Equatable {
     var deleted = PendingList()
     /// Deletions by predicate that the next save runs in SQL (see `delete(model:where:)`).
     var batchDeletes: [BatchDelete] = []
+    /// While an apply of remote changes saves: what it adds to the save's transaction.
+    var syncApply: SyncApplyWork?
     /// While a save runs: the state of every model it changed, as it was before.
     var journal: [ObjectIdentifier: StorageSnapshot]?
     /// While a save runs: the primary key each inserted model had before the save gave it one

@@ -10,6 +10,10 @@ public struct SaveEvent: Sendable, Hashable {
     public let updated: [PersistentIdentifier]
     /// The models the save deleted.
     public let deleted: [PersistentIdentifier]
+    /// The author of the context that saved (``ModelContext/author``).
+    public var author: String? = nil
+    /// The history transaction the save recorded, as a token (nil when it recorded none).
+    public var historyToken: DefaultHistoryToken? = nil
 }
 
 /// The container's subscribers to save events.

@@ -271,7 +271,7 @@ enum HistoryCoding {
 
     /// An append-only byte buffer written through a raw pointer: encoding a bulk insert's
     /// million values must cost little next to writing the rows.
-    private final class ByteWriter {
+    final class ByteWriter {
         private var base: UnsafeMutableRawPointer
         private var capacity: Int
         private(set) var count = 0
@@ -363,7 +363,7 @@ enum HistoryCoding {
         var data: Data { Data(bytes: base, count: count) }
     }
 
-    private struct ByteReader {
+    struct ByteReader {
         let bytes: [UInt8]
         var position = 0
 

@@ -41,7 +41,7 @@ struct LightweightMigration {
         let existingTables = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND substr(name, 1, 7) <> 'sqlite_'"))
         var steps: [Step] = []
         var rewrites = false
-        let wanted = Set(layout.tables.map(\.name) + layout.joinTables.map(\.name) + [metadataTable]).union(HistoryLog.tables)
+        let wanted = Set(layout.tables.map(\.name) + layout.joinTables.map(\.name) + [metadataTable]).union(HistoryLog.tables).union(SyncLog.tables)
 
         // Entities renamed through `originalEntityName`: the old table is renamed first (SQLite
         // rewrites the other tables' references to it), then migrated as the entity's own.

@@ -221,26 +221,14 @@ final class SQLiteStore: Sendable {
         return try Self.wrap("writing the store") { try writer.write(body) }
     }
 
-    /// Deletes every row of every table, keeping the tables, and records each deletion in the
-    /// history (without tombstone values: the store does not know which attributes keep them).
-    func deleteAllRows() throws {
-        try write { db in
-            let changes = HistoryCoding.Encoder()
-            for table in layout.joinTables { try db.execute(sql: "DELETE FROM \(quoted(table.name))") }
-            for table in layout.tables {
-                let keys = try Int64.fetchAll(db, sql: "DELETE FROM \(quoted(table.name)) RETURNING \(quoted(TableDescription.primaryKey))")
-                for key in keys { changes.append(.delete, entity: table.name, primaryKey: key, names: [], values: []) }
-            }
-            try HistoryLog.append(changes, author: nil, in: db)
-        }
-    }
-
     /// Runs `body`, turning GRDB and SQLite errors into a ``SwiftDataError`` that says what was
     /// being done; a ``SwiftDataError`` passes through.
     static func wrap<T>(_ action: String, _ body: () throws -> T) throws -> T {
         do {
             return try body()
         } catch let error as SwiftDataError {
+            throw error
+        } catch let error as SyncCaptureError {
             throw error
         } catch {
             throw SwiftDataError(.storeFailure, "\(action): \(describe(error))")

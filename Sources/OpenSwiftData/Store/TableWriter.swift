@@ -27,8 +27,8 @@ final class TableWriter {
             return "INSERT INTO \(quoted(table.name)) (\(names)) VALUES (\(marks))"
         }
         reset(statement)
-        try bind(primaryKey.databaseValue, at: 1, in: statement)
-        for (offset, value) in values.enumerated() { try bind(value, at: offset + 2, in: statement) }
+        try Self.bind(primaryKey.databaseValue, at: 1, in: statement)
+        for (offset, value) in values.enumerated() { try Self.bind(value, at: offset + 2, in: statement) }
         try statement.execute()
     }
 
@@ -44,8 +44,8 @@ final class TableWriter {
             updateStatements[columns] = statement
         }
         reset(statement)
-        for (offset, value) in values.enumerated() { try bind(value, at: offset + 1, in: statement) }
-        try bind(primaryKey.databaseValue, at: values.count + 1, in: statement)
+        for (offset, value) in values.enumerated() { try Self.bind(value, at: offset + 1, in: statement) }
+        try Self.bind(primaryKey.databaseValue, at: values.count + 1, in: statement)
         try statement.execute()
     }
 
@@ -55,7 +55,7 @@ final class TableWriter {
             "DELETE FROM \(quoted(table.name)) WHERE \(quoted(TableDescription.primaryKey)) = ?"
         }
         reset(statement)
-        try bind(primaryKey.databaseValue, at: 1, in: statement)
+        try Self.bind(primaryKey.databaseValue, at: 1, in: statement)
         try statement.execute()
     }
 
@@ -79,7 +79,7 @@ final class TableWriter {
             conflictStatements[key] = statement
         }
         reset(statement)
-        for (offset, column) in constraints.joined().enumerated() { try bind(values[column], at: offset + 1, in: statement) }
+        for (offset, column) in constraints.joined().enumerated() { try Self.bind(values[column], at: offset + 1, in: statement) }
         return try Int64.fetchAll(statement)
     }
 
@@ -104,7 +104,8 @@ final class TableWriter {
         sqlite3_reset(statement.sqliteStatement)
     }
 
-    private func bind(_ value: DatabaseValue, at index: Int, in statement: Statement) throws {
+    /// Binds a value to a parameter (1-based) through SQLite's C API.
+    static func bind(_ value: DatabaseValue, at index: Int, in statement: Statement) throws {
         let sqlite = statement.sqliteStatement
         let position = CInt(index)
         let code: CInt

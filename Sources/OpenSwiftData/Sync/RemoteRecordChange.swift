@@ -1,0 +1,66 @@
+import Foundation
+
+/// One record's change from the server, as the sync engine hands it to
+/// ``ModelContainer/applyRemoteChanges(_:)``.
+@_spi(Sync) public struct RemoteRecordChange: Sendable, Hashable {
+    /// What to do with the record.
+    public enum Kind: Sendable, Hashable {
+        /// Create the record, or update it when it is local (by record id, or by its unique
+        /// attribute's value, which is its record id).
+        case upsert
+        /// Delete the record when it is local.
+        case delete
+    }
+
+    /// What to do.
+    public var kind: Kind
+    /// The entity's name.
+    public var entity: String
+    /// The record's global id.
+    public var recordID: String
+    /// The server's version of the record after this change: kept as the record's base version
+    /// for the local changes that follow.
+    public var serverVersion: Int64
+    /// The record's scope on the server (upserts).
+    public var scope: String?
+    /// The fields to set (upserts): stored values with their kinds; references hold the target's
+    /// record id.
+    public var fields: [SyncField]
+    /// Many-to-many links to add and remove, per relationship, by record id.
+    public var links: [SyncLinkChange]
+
+    /// A change.
+    public init(kind: Kind, entity: String, recordID: String, serverVersion: Int64, scope: String? = nil, fields: [SyncField] = [], links: [SyncLinkChange] = []) {
+        self.kind = kind
+        self.entity = entity
+        self.recordID = recordID
+        self.serverVersion = serverVersion
+        self.scope = scope
+        self.fields = fields
+        self.links = links
+    }
+
+    /// An insert or update.
+    public static func upsert(_ entity: String, recordID: String, serverVersion: Int64, scope: String? = nil, fields: [SyncField], links: [SyncLinkChange] = []) -> RemoteRecordChange {
+        RemoteRecordChange(kind: .upsert, entity: entity, recordID: recordID, serverVersion: serverVersion, scope: scope, fields: fields, links: links)
+    }
+
+    /// A deletion.
+    public static func delete(_ entity: String, recordID: String, serverVersion: Int64) -> RemoteRecordChange {
+        RemoteRecordChange(kind: .delete, entity: entity, recordID: recordID, serverVersion: serverVersion)
+    }
+}
+
+/// What ``ModelContainer/applyRemoteChanges(_:)`` did.
+@_spi(Sync) public struct RemoteApplyResult: Sendable, Hashable {
+    /// Records created locally.
+    public var inserted: Int = 0
+    /// Local records updated.
+    public var updated: Int = 0
+    /// Local records deleted (deletions of records not present locally count nothing).
+    public var deleted: Int = 0
+    /// References that now wait for their record (this batch's and earlier ones').
+    public var pendingReferences: Int = 0
+    /// Earlier pending references that this batch linked.
+    public var resolvedReferences: Int = 0
+}

@@ -1,0 +1,65 @@
+import Foundation
+
+/// Which entities of a container sync, how each record's scope is chosen, the clock that stamps
+/// saves, and the author under which the sync engine writes (whose saves are not captured).
+///
+/// ```swift
+/// var configuration = SyncCaptureConfiguration()
+/// configuration.sync(Trip.self) { trip in "trip:\(trip.name)" }
+/// configuration.sync(Note.self)              // the pushing user's private scope
+/// try container.enableSyncCapture(configuration)
+/// ```
+@_spi(Sync) public struct SyncCaptureConfiguration: Sendable {
+    /// One synced entity and its scope rule.
+    public struct Entity: Sendable {
+        /// The entity's name.
+        public let name: String
+        /// The scope rule, erased: called with a model of the entity at save time, on the thread
+        /// of the saving context.
+        let scope: (@Sendable (any PersistentModel) -> String?)?
+    }
+
+    /// The synced entities, in the order they were added.
+    public private(set) var entities: [Entity] = []
+    /// The wall clock that hybrid-logical-clock stamps start from (a simulator injects its own).
+    public var clock: @Sendable () -> Date
+    /// The author of the sync engine's own writes: saves by a context with this author are not
+    /// captured, so applied remote changes never echo back.
+    public var engineAuthor: String
+
+    /// The author the sync engine writes under, unless configured otherwise.
+    public static let defaultEngineAuthor = "OpenSwiftDataSync"
+
+    /// An empty configuration with the system clock.
+    public init(engineAuthor: String = SyncCaptureConfiguration.defaultEngineAuthor, clock: @escaping @Sendable () -> Date = { Date() }) {
+        self.engineAuthor = engineAuthor
+        self.clock = clock
+    }
+
+    /// Adds a synced entity. `scope` is evaluated on the model each time a save captures a
+    /// change of it; nil (or no rule) stands for the pushing user's private scope.
+    public mutating func sync<T: PersistentModel>(_ type: T.Type, scope: (@Sendable (T) -> String?)? = nil) {
+        let name = Schema.entityName(of: type)
+        var erased: (@Sendable (any PersistentModel) -> String?)?
+        if let scope {
+            erased = { @Sendable (model: any PersistentModel) -> String? in
+                guard let typed = model as? T else { return nil }
+                return scope(typed)
+            }
+        }
+        entities.removeAll { $0.name == name }
+        entities.append(Entity(name: name, scope: erased))
+    }
+
+    /// A configuration of entities without scope rules, with the system clock.
+    public init(_ first: any PersistentModel.Type, _ more: any PersistentModel.Type...) {
+        self.init(engineAuthor: SyncCaptureConfiguration.defaultEngineAuthor)
+        for type in [first] + more { entities.append(Entity(name: Schema.entityName(of: type), scope: nil)) }
+    }
+
+    /// The names only, as the store records them.
+    init(entityNames: [String]) {
+        self.init(engineAuthor: SyncCaptureConfiguration.defaultEngineAuthor)
+        entities = entityNames.map { Entity(name: $0, scope: nil) }
+    }
+}

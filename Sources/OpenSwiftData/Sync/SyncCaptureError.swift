@@ -1,0 +1,40 @@
+import Foundation
+
+/// Why sync capture or a remote batch was refused. Nothing is written when one is thrown.
+@_spi(Sync) public enum SyncCaptureError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// An entity cannot sync because its records would have no stable identity: it has a
+    /// compound `#Unique` constraint or several unique attributes.
+    case unsupportedIdentity(entity: String, reason: String)
+    /// The entity is not part of the container's schema, or does not sync.
+    case unknownEntity(String)
+    /// The entity has no such stored property or relationship.
+    case unknownProperty(entity: String, property: String)
+    /// A value's kind or stored form does not fit the property.
+    case wrongKind(entity: String, property: String, expected: SyncFieldKind, got: SyncFieldKind)
+    /// A save changed the unique attribute that is a synced record's id.
+    case recordIDChanged(entity: String, recordID: String)
+    /// A remote record's id differs from the canonical text of its unique attribute.
+    case recordIDMismatch(entity: String, recordID: String, uniqueValue: String)
+    /// A value could not be turned into the property's type.
+    case undecodableValue(entity: String, property: String, reason: String)
+    /// Sync capture is not enabled on this container.
+    case notEnabled
+    /// A sync log entry cannot be read.
+    case corruptLogEntry(sequence: Int64)
+
+    /// A readable explanation.
+    public var description: String {
+        switch self {
+        case let .unsupportedIdentity(entity, reason):
+            return "\(entity) cannot sync: \(reason); a synced entity has no uniqueness constraint or exactly one single-property .unique attribute"
+        case let .unknownEntity(entity): return "\(entity) is not a synced entity of this container"
+        case let .unknownProperty(entity, property): return "\(entity) has no synced property \(property)"
+        case let .wrongKind(entity, property, expected, got): return "\(entity).\(property) holds \(expected) values, not \(got)"
+        case let .recordIDChanged(entity, recordID): return "\(entity) record \(recordID): its unique attribute is its sync record id and cannot change after insert"
+        case let .recordIDMismatch(entity, recordID, uniqueValue): return "\(entity) record \(recordID) carries unique value \(uniqueValue); a record's id is its unique value"
+        case let .undecodableValue(entity, property, reason): return "\(entity).\(property) cannot take the value: \(reason)"
+        case .notEnabled: return "sync capture is not enabled on this container"
+        case let .corruptLogEntry(sequence): return "sync log entry \(sequence) is corrupt and cannot be read"
+        }
+    }
+}

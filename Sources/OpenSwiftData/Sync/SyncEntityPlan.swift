@@ -1,0 +1,79 @@
+import Foundation
+
+/// How one synced entity is captured, settled once when capture is enabled: which columns sync
+/// (with their kinds, and the target entity of references), which attribute is the record id,
+/// which many-to-many relationships are captured as links, and the scope rule.
+final class SyncEntityPlan: @unchecked Sendable {
+    // @unchecked Sendable: immutable after init; `layout` is Sendable, `scope` a @Sendable
+    // closure, the rest values.
+    let layout: EntityLayout
+    let scope: (@Sendable (any PersistentModel) -> String?)?
+    /// The column index of the unique attribute that is the record id, if any.
+    let recordIDColumn: Int?
+    let recordIDKind: SyncFieldKind
+    /// The synced columns, in column order: their column index, name, kind, and for references
+    /// the target entity.
+    let fieldColumns: [Int]
+    let fieldNames: [String]
+    let fieldKinds: [SyncFieldKind]
+    let fieldTargets: [String?]
+    /// For each column, its position in `fieldColumns` (nil: the column does not sync).
+    let fieldOfColumn: [Int?]
+    /// The many-to-many relationships whose join table this entity writes and whose destination
+    /// syncs.
+    let links: [PropertyLayout]
+
+    /// Validates an entity's identity and builds its plan; `synced` names every synced entity
+    /// (references to others are not captured).
+    init(layout: EntityLayout, scope: (@Sendable (any PersistentModel) -> String?)?, synced: Set<String>) throws {
+        self.layout = layout
+        self.scope = scope
+        let constraints = layout.uniquenessConstraints
+        if constraints.count > 1 {
+            throw SyncCaptureError.unsupportedIdentity(entity: layout.name, reason: "it has \(constraints.count) uniqueness constraints")
+        }
+        if let constraint = constraints.first {
+            guard constraint.count == 1, let column = layout.properties[constraint[0]].columnIndex else {
+                throw SyncCaptureError.unsupportedIdentity(entity: layout.name, reason: "its #Unique constraint spans \(constraint.count) properties")
+            }
+            guard let kind = SyncFieldKind(codec: layout.columns[column].codec), kind != .reference, kind != .json else {
+                throw SyncCaptureError.unsupportedIdentity(entity: layout.name, reason: "its unique attribute \(layout.columns[column].name) has no canonical text form")
+            }
+            recordIDColumn = column
+            recordIDKind = kind
+        } else {
+            recordIDColumn = nil
+            recordIDKind = .string
+        }
+        var columns: [Int] = []
+        var names: [String] = []
+        var kinds: [SyncFieldKind] = []
+        var targets: [String?] = []
+        var fieldOfColumn: [Int?] = Array(repeating: nil, count: layout.columns.count)
+        for (index, property) in layout.columns.enumerated() {
+            guard let kind = SyncFieldKind(codec: property.codec) else { continue }
+            let target = property.relationship?.destinationName
+            if let target, !synced.contains(target) { continue }
+            fieldOfColumn[index] = columns.count
+            columns.append(index)
+            names.append(property.name)
+            kinds.append(kind)
+            targets.append(target)
+        }
+        fieldColumns = columns
+        fieldNames = names
+        fieldKinds = kinds
+        fieldTargets = targets
+        self.fieldOfColumn = fieldOfColumn
+        links = layout.relationships.filter { property in
+            guard case let .joinTable(_, _, writes)? = property.relationship?.storage, writes,
+                  let destination = property.relationship?.destinationName else { return false }
+            return synced.contains(destination)
+        }
+    }
+
+    /// The synced property named `name`: a column field or a link relationship.
+    func property(named name: String) -> PropertyLayout? {
+        layout.properties.first { $0.name == name }
+    }
+}

@@ -1,0 +1,188 @@
+import Foundation
+import GRDB
+
+/// What a synced field holds, named after the Swift type the schema declares (so the other side
+/// knows how to read the stored form) rather than after SQLite's storage class.
+@_spi(Sync) public enum SyncFieldKind: String, Sendable, Hashable, Codable, CaseIterable {
+    /// `Bool`, stored as INTEGER 0 or 1.
+    case bool
+    /// Any fixed-width integer, stored as INTEGER.
+    case int
+    /// `Double` or `Float`, stored as REAL.
+    case double
+    /// `String`, stored as TEXT.
+    case string
+    /// `Date`, stored as REAL seconds since 2001-01-01.
+    case date
+    /// `Data`, stored as BLOB.
+    case data
+    /// `UUID`, stored as a 16-byte BLOB.
+    case uuid
+    /// `Decimal`, stored as TEXT (its exact description).
+    case decimal
+    /// `URL`, stored as TEXT (its absolute string).
+    case url
+    /// Any other `Codable` value, stored as JSON TEXT with sorted keys.
+    case json
+    /// A to-one relationship: TEXT holding the target's record id, or NULL.
+    case reference
+
+    /// The kind of a stored property's codec, or nil for properties that do not sync as a value
+    /// (relationships without a column of their own).
+    init?(codec: ValueCodec) {
+        var name = codec.storageName
+        if name == ValueCodec.foreignKeyStorageName || name == ValueCodec.foreignKeyStorageName + "?" {
+            self = .reference
+            return
+        }
+        if name.hasPrefix("JSON(") {
+            self = .json
+            return
+        }
+        // A raw-value enum syncs as its raw value: "Status(raw: String)".
+        if let open = name.range(of: "(raw: "), name.hasSuffix(")") || name.hasSuffix(")?") {
+            name = String(name[open.upperBound...]).trimmingCharacters(in: CharacterSet(charactersIn: ")?"))
+        }
+        if name.hasSuffix("?") { name.removeLast() }
+        switch name {
+        case "Bool": self = .bool
+        case "Int", "Int8", "Int16", "Int32", "Int64", "UInt", "UInt8", "UInt16", "UInt32", "UInt64": self = .int
+        case "Double", "Float": self = .double
+        case "String": self = .string
+        case "Date": self = .date
+        case "Data": self = .data
+        case "UUID": self = .uuid
+        case "Decimal": self = .decimal
+        case "URL": self = .url
+        default: return nil
+        }
+    }
+}
+
+/// A value in the form SQLite stores it: what a column holds, bit for bit.
+@_spi(Sync) public enum SyncStoredValue: Sendable, Hashable, Codable {
+    /// SQL NULL.
+    case null
+    /// A 64-bit signed integer.
+    case integer(Int64)
+    /// A 64-bit IEEE double.
+    case real(Double)
+    /// UTF-8 text.
+    case text(String)
+    /// Bytes.
+    case blob(Data)
+
+    init(_ value: DatabaseValue) {
+        switch value.storage {
+        case .null: self = .null
+        case let .int64(integer): self = .integer(integer)
+        case let .double(double): self = .real(double)
+        case let .string(string): self = .text(string)
+        case let .blob(data): self = .blob(data)
+        }
+    }
+
+    var databaseValue: DatabaseValue {
+        switch self {
+        case .null: return .null
+        case let .integer(integer): return integer.databaseValue
+        case let .real(double): return double.databaseValue
+        case let .text(text): return text.databaseValue
+        case let .blob(data): return data.databaseValue
+        }
+    }
+
+    /// Whether this is SQL NULL.
+    public var isNull: Bool {
+        if case .null = self { return true }
+        return false
+    }
+}
+
+/// One field's value as the sync log records it and a remote batch carries it: the stored form
+/// and the kind the schema gives it, so the other side writes it into its column unchanged.
+@_spi(Sync) public struct SyncFieldValue: Sendable, Hashable, Codable {
+    /// The declared kind of the field.
+    public var kind: SyncFieldKind
+    /// The stored form.
+    public var stored: SyncStoredValue
+
+    /// A value of a kind in its stored form.
+    public init(kind: SyncFieldKind, stored: SyncStoredValue) {
+        self.kind = kind
+        self.stored = stored
+    }
+
+    /// A reference to another record by its record id (nil: no related record).
+    public static func reference(_ recordID: String?) -> SyncFieldValue {
+        SyncFieldValue(kind: .reference, stored: recordID.map { .text($0) } ?? .null)
+    }
+
+    /// Whether the stored form is one that a column of this kind can hold (NULL aside).
+    var storedFormFitsKind: Bool {
+        switch (kind, stored) {
+        case (_, .null): return true
+        case (.bool, .integer), (.int, .integer): return true
+        case (.double, .real), (.date, .real): return true
+        // SQLite keeps integral REAL values as integers on disk; a REAL column reads them back.
+        case (.double, .integer), (.date, .integer): return true
+        case (.string, .text), (.decimal, .text), (.url, .text), (.json, .text), (.reference, .text): return true
+        case (.data, .blob): return true
+        case let (.uuid, .blob(data)): return data.count == 16
+        default: return false
+        }
+    }
+}
+
+/// One named field of a change.
+@_spi(Sync) public struct SyncField: Sendable, Hashable, Codable {
+    /// The property's name.
+    public var name: String
+    /// Its value.
+    public var value: SyncFieldValue
+
+    /// A named value.
+    public init(name: String, value: SyncFieldValue) {
+        self.name = name
+        self.value = value
+    }
+}
+
+/// The links a change adds to and removes from one many-to-many relationship, by the related
+/// records' ids.
+@_spi(Sync) public struct SyncLinkChange: Sendable, Hashable, Codable {
+    /// The relationship's name (on the side that owns the join table).
+    public var relationship: String
+    /// The record ids linked by the change.
+    public var added: [String]
+    /// The record ids unlinked by the change.
+    public var removed: [String]
+
+    /// Additions and removals of one relationship.
+    public init(relationship: String, added: [String] = [], removed: [String] = []) {
+        self.relationship = relationship
+        self.added = added
+        self.removed = removed
+    }
+}
+
+extension SyncStoredValue {
+    /// The canonical text of a record id taken from a unique attribute's stored value: text as
+    /// is, integers in decimal, UUIDs in their usual form, other blobs in lowercase hex, reals in
+    /// Swift's shortest round-tripping form. Nil for NULL.
+    func canonicalRecordID(kind: SyncFieldKind) -> String? {
+        switch self {
+        case .null: return nil
+        case let .integer(integer): return String(integer)
+        case let .real(double): return "\(double)"
+        case let .text(text): return text
+        case let .blob(data):
+            if kind == .uuid, data.count == 16 {
+                var bytes: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+                withUnsafeMutableBytes(of: &bytes) { $0.copyBytes(from: data) }
+                return UUID(uuid: bytes).uuidString
+            }
+            return data.map { String(format: "%02x", $0) }.joined()
+        }
+    }
+}

@@ -1,0 +1,130 @@
+import Foundation
+import GRDB
+
+/// The sync change log (`osd_sync_log`): one row per committed save that changed synced
+/// entities, written in the save's transaction, never rewritten. Separate from `osd_history`, so
+/// the History API (and an app's `deleteHistory`) never sees or removes it.
+///
+/// Also holds the state that goes with it: the last hybrid-logical-clock stamp
+/// (`osd_sync_state`), the registered consumers' cursors (`osd_sync_consumers`), and, in the
+/// metadata table, the entities that sync.
+enum SyncLog {
+    static let table = "osd_sync_log"
+    static let stateTable = "osd_sync_state"
+    static let consumersTable = "osd_sync_consumers"
+    /// The metadata key listing the synced entities (one name per line).
+    static let entitiesKey = "syncEntities"
+    static let stampKey = "hlc"
+
+    static let createStatements = [
+        """
+        CREATE TABLE IF NOT EXISTS \(quoted(table)) ("seq" INTEGER PRIMARY KEY AUTOINCREMENT, \
+        "stamp" INTEGER NOT NULL, "author" TEXT, "timestamp" REAL NOT NULL, "changes" BLOB NOT NULL) STRICT
+        """,
+        "CREATE TABLE IF NOT EXISTS \(quoted(stateTable)) (\"key\" TEXT PRIMARY KEY NOT NULL, \"value\" INTEGER NOT NULL) STRICT",
+        "CREATE TABLE IF NOT EXISTS \(quoted(consumersTable)) (\"name\" TEXT PRIMARY KEY NOT NULL, \"cursor\" INTEGER NOT NULL) STRICT",
+    ] + SyncRecords.createStatements
+
+    /// Every table of sync capture, which migrations keep.
+    static let tables: Set<String> = [table, stateTable, consumersTable, SyncRecords.table, SyncRecords.pendingTable]
+
+    // MARK: Enablement
+
+    /// The synced entities the store records, or nil when capture was never enabled.
+    static func recordedEntities(in db: Database) throws -> [String]? {
+        guard let value = try String.fetchOne(db, sql: "SELECT value FROM \(quoted(SQLiteStore.metadataTable)) WHERE key = ?", arguments: [entitiesKey]) else { return nil }
+        return value.split(separator: "\n").map(String.init)
+    }
+
+    /// Creates the tables and records the synced entities.
+    static func enable(entities: [String], in db: Database) throws {
+        for statement in createStatements { try db.execute(sql: statement) }
+        try db.execute(
+            sql: "INSERT OR REPLACE INTO \(quoted(SQLiteStore.metadataTable)) (key, value) VALUES (?, ?)",
+            arguments: [entitiesKey, entities.joined(separator: "\n")]
+        )
+    }
+
+    // MARK: Clock
+
+    static func lastStamp(in db: Database) throws -> UInt64 {
+        guard try db.tableExists(stateTable) else { return 0 }
+        let value = try Int64.fetchOne(db, sql: "SELECT value FROM \(quoted(stateTable)) WHERE key = ?", arguments: [stampKey]) ?? 0
+        return UInt64(bitPattern: value)
+    }
+
+    static func setLastStamp(_ stamp: UInt64, in db: Database) throws {
+        try db.cachedStatement(sql: "INSERT INTO \(quoted(stateTable)) (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = MAX(value, excluded.value)")
+            .execute(arguments: [stampKey, Int64(bitPattern: stamp)])
+    }
+
+    /// Takes the next stamp (one per save) and persists it in the same transaction.
+    static func takeStamp(now: Date, in db: Database) throws -> UInt64 {
+        let stamp = HybridLogicalClock.next(after: try lastStamp(in: db), now: now)
+        try setLastStamp(stamp, in: db)
+        return stamp
+    }
+
+    // MARK: Entries
+
+    /// Appends one entry; returns its sequence.
+    static func append(_ blob: Data, stamp: UInt64, author: String?, timestamp: Date, in db: Database) throws -> Int64 {
+        try db.cachedStatement(sql: "INSERT INTO \(quoted(table)) (stamp, author, timestamp, changes) VALUES (?, ?, ?, ?)")
+            .execute(arguments: [Int64(bitPattern: stamp), author, timestamp.timeIntervalSince1970, blob])
+        return db.lastInsertedRowID
+    }
+
+    static func entries(after sequence: Int64, limit: Int?, in db: Database) throws -> [SyncLogEntry] {
+        guard try db.tableExists(table) else { return [] }
+        var sql = "SELECT seq, stamp, author, timestamp, changes FROM \(quoted(table)) WHERE seq > ? ORDER BY seq"
+        if let limit { sql += " LIMIT \(max(0, limit))" }
+        return try Row.fetchAll(db, sql: sql, arguments: [sequence]).map { row in
+            let sequence: Int64 = row[0]
+            let blob: Data = row[4]
+            guard let changes = SyncLogCoding.decode(blob) else { throw SyncCaptureError.corruptLogEntry(sequence: sequence) }
+            return SyncLogEntry(sequence: sequence, stamp: UInt64(bitPattern: row[1]), author: row[2], timestamp: Date(timeIntervalSince1970: row[3]), changes: changes)
+        }
+    }
+
+    static func count(after sequence: Int64, in db: Database) throws -> Int {
+        guard try db.tableExists(table) else { return 0 }
+        return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(quoted(table)) WHERE seq > ?", arguments: [sequence]) ?? 0
+    }
+
+    static func lastSequence(in db: Database) throws -> Int64 {
+        guard try db.tableExists(table) else { return 0 }
+        return try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = ?", arguments: [table]) ?? 0
+    }
+
+    // MARK: Consumers
+
+    static func register(consumer name: String, in db: Database) throws -> Int64 {
+        try db.execute(sql: "INSERT OR IGNORE INTO \(quoted(consumersTable)) (name, cursor) VALUES (?, 0)", arguments: [name])
+        return try cursor(of: name, in: db) ?? 0
+    }
+
+    static func cursor(of name: String, in db: Database) throws -> Int64? {
+        guard try db.tableExists(consumersTable) else { return nil }
+        return try Int64.fetchOne(db, sql: "SELECT cursor FROM \(quoted(consumersTable)) WHERE name = ?", arguments: [name])
+    }
+
+    /// Moves a consumer's cursor forward (never back).
+    static func advance(consumer name: String, to sequence: Int64, in db: Database) throws -> Bool {
+        try db.execute(sql: "UPDATE \(quoted(consumersTable)) SET cursor = MAX(cursor, ?) WHERE name = ?", arguments: [sequence, name])
+        return db.changesCount > 0
+    }
+
+    static func unregister(consumer name: String, in db: Database) throws {
+        try db.execute(sql: "DELETE FROM \(quoted(consumersTable)) WHERE name = ?", arguments: [name])
+    }
+
+    /// Deletes the entries up to `sequence` that every registered consumer has read; returns how
+    /// many were deleted.
+    static func prune(through sequence: Int64, in db: Database) throws -> Int {
+        guard try db.tableExists(table) else { return 0 }
+        let slowest = try Int64.fetchOne(db, sql: "SELECT MIN(cursor) FROM \(quoted(consumersTable))")
+        let limit = min(sequence, slowest ?? sequence)
+        try db.execute(sql: "DELETE FROM \(quoted(table)) WHERE seq <= ?", arguments: [limit])
+        return db.changesCount
+    }
+}

@@ -1,0 +1,234 @@
+import Foundation
+import GRDB
+
+/// Collects, while one save writes, what it changed in synced entities: keeps each synced row's
+/// record identity (`SyncRecords`) and, unless the save is the sync engine's own, builds the
+/// save's sync log entry, appended by ``finish(author:in:)`` in the same transaction.
+///
+/// Made only when the container's capture is on: a container without it never creates one.
+final class SyncSaveCapture {
+    let state: SyncCaptureState
+    /// Whether this save's changes go to the log (false for the sync engine's own author).
+    let logs: Bool
+    /// What an apply of remote changes adds to the save, if this save is one.
+    let apply: SyncApplyWork?
+
+    /// One captured change, with field values still in stored form (references as local keys
+    /// until `finish` resolves them).
+    private struct Captured {
+        var kind: SyncChange.Kind
+        let plan: SyncEntityPlan
+        var recordID: String
+        var scope: String?
+        var baseVersion: Int64?
+        /// Positions in the plan's fields (nil: every field, in order).
+        var fields: [Int]?
+        var values: [DatabaseValue]
+        var links: [SyncLinkChange] = []
+    }
+
+    private var changes: [Captured] = []
+    private var changeOfStorage: [ObjectIdentifier: Int] = [:]
+
+    init(state: SyncCaptureState, author: String?, apply: SyncApplyWork?) {
+        self.state = state
+        self.logs = author != state.engineAuthor
+        self.apply = apply
+    }
+
+    func plan(_ entity: String) -> SyncEntityPlan? { state.plan(entity) }
+
+    /// The record of a row: known, or made now for a row that predates capture (its unique
+    /// value's canonical text, else a new UUID).
+    func ensureRecord(_ plan: SyncEntityPlan, row: Int64, in db: Database) throws -> SyncRecords.Record {
+        if let known = try SyncRecords.record(entity: plan.layout.name, row: row, in: db) { return known }
+        var recordID: String?
+        if let column = plan.recordIDColumn {
+            let name = plan.layout.columns[column].name
+            let value = try DatabaseValue.fetchOne(db, sql: "SELECT \(quoted(name)) FROM \(quoted(plan.layout.name)) WHERE \(quoted(TableDescription.primaryKey)) = ?", arguments: [row])
+            recordID = value.flatMap { SyncStoredValue($0).canonicalRecordID(kind: plan.recordIDKind) }
+        }
+        let record = SyncRecords.Record(recordID: recordID ?? UUID().uuidString, scope: nil, serverVersion: nil)
+        try SyncRecords.insert(entity: plan.layout.name, row: row, recordID: record.recordID, scope: nil, in: db)
+        return record
+    }
+
+    /// A new row of a synced entity: gives it its record id and records every field.
+    func inserted(_ registration: Registration, plan: SyncEntityPlan, row: Int64, values: [DatabaseValue], in db: Database) throws {
+        let storage = registration.storage
+        let key = ObjectIdentifier(storage)
+        var recordID: String?
+        if let column = plan.recordIDColumn {
+            recordID = SyncStoredValue(values[column]).canonicalRecordID(kind: plan.recordIDKind)
+        }
+        let id = recordID ?? apply?.recordIDs[key] ?? storage.temporaryID?.uuidString ?? UUID().uuidString
+        let scope = apply?.scopes[key] ?? plan.scope?(registration.model)
+        try SyncRecords.insert(entity: plan.layout.name, row: row, recordID: id, scope: scope, in: db)
+        guard logs else { return }
+        var fieldValues: [DatabaseValue] = []
+        fieldValues.reserveCapacity(plan.fieldColumns.count)
+        for column in plan.fieldColumns { fieldValues.append(values[column]) }
+        changeOfStorage[key] = changes.count
+        changes.append(Captured(kind: .insert, plan: plan, recordID: id, scope: scope, baseVersion: nil, fields: nil, values: fieldValues))
+    }
+
+    /// Foreign keys an insertion wrote as NULL first and set once their target existed.
+    func fixed(_ storage: AnyModelStorage, columns: [Int], values: [DatabaseValue]) {
+        guard logs, let index = changeOfStorage[ObjectIdentifier(storage)], changes[index].kind == .insert else { return }
+        let plan = changes[index].plan
+        for (column, value) in zip(columns, values) {
+            if let field = plan.fieldOfColumn[column] { changes[index].values[field] = value }
+        }
+    }
+
+    /// An inserted model that took over the existing row with its unique value (the same
+    /// record): an update of every field.
+    func upserted(_ registration: Registration, plan: SyncEntityPlan, row: Int64, values: [DatabaseValue], in db: Database) throws {
+        let record = try ensureRecord(plan, row: row, in: db)
+        let key = ObjectIdentifier(registration.storage)
+        let scope = apply?.scopes[key] ?? plan.scope?(registration.model)
+        if scope != record.scope { try SyncRecords.setScope(scope, entity: plan.layout.name, row: row, in: db) }
+        guard logs else { return }
+        changeOfStorage[key] = changes.count
+        changes.append(Captured(kind: .update, plan: plan, recordID: record.recordID, scope: scope, baseVersion: record.serverVersion, fields: nil, values: plan.fieldColumns.map { values[$0] }))
+    }
+
+    /// A changed row: `columns` are the changed column indexes, `values` their new values.
+    func updated(_ registration: Registration, plan: SyncEntityPlan, row: Int64, columns: [Int], values: [DatabaseValue], in db: Database) throws {
+        let record = try ensureRecord(plan, row: row, in: db)
+        if let idColumn = plan.recordIDColumn, let position = columns.firstIndex(of: idColumn) {
+            let newID = SyncStoredValue(values[position]).canonicalRecordID(kind: plan.recordIDKind)
+            if newID != record.recordID {
+                throw SyncCaptureError.recordIDChanged(entity: plan.layout.name, recordID: record.recordID)
+            }
+        }
+        let key = ObjectIdentifier(registration.storage)
+        let scope = apply?.scopes[key] ?? plan.scope?(registration.model)
+        if scope != record.scope { try SyncRecords.setScope(scope, entity: plan.layout.name, row: row, in: db) }
+        guard logs else { return }
+        var fields: [Int] = []
+        var fieldValues: [DatabaseValue] = []
+        for (column, value) in zip(columns, values) {
+            guard let field = plan.fieldOfColumn[column] else { continue }
+            fields.append(field)
+            fieldValues.append(value)
+        }
+        changeOfStorage[key] = changes.count
+        changes.append(Captured(kind: .update, plan: plan, recordID: record.recordID, scope: scope, baseVersion: record.serverVersion, fields: fields, values: fieldValues))
+    }
+
+    /// A deleted row (called before the row goes): its record goes with it. A row that never
+    /// had a record (it predates capture and was never touched since) was never synced, and its
+    /// deletion is not logged.
+    func deleted(plan: SyncEntityPlan, row: Int64, in db: Database) throws {
+        guard let record = try SyncRecords.record(entity: plan.layout.name, row: row, in: db) else { return }
+        try SyncRecords.delete(entity: plan.layout.name, row: row, in: db)
+        try SyncRecords.removePending(involving: plan.layout.name, recordID: record.recordID, in: db)
+        guard logs else { return }
+        changes.append(Captured(kind: .delete, plan: plan, recordID: record.recordID, scope: record.scope, baseVersion: record.serverVersion, fields: [], values: []))
+    }
+
+    /// Every row of a synced entity is about to be deleted (`erase`): each record's deletion,
+    /// then the records go.
+    func deletedAll(plan: SyncEntityPlan, in db: Database) throws {
+        let entity = plan.layout.name
+        if logs {
+            let rows = try Row.fetchAll(db, sql: "SELECT record_id, scope, server_version FROM \(quoted(SyncRecords.table)) WHERE entity = ? ORDER BY pk", arguments: [entity])
+            for row in rows {
+                changes.append(Captured(kind: .delete, plan: plan, recordID: row[0], scope: row[1], baseVersion: row[2], fields: [], values: []))
+            }
+        }
+        try db.execute(sql: "DELETE FROM \(quoted(SyncRecords.table)) WHERE entity = ?", arguments: [entity])
+        try db.execute(sql: "DELETE FROM \(quoted(SyncRecords.pendingTable)) WHERE entity = ? OR target_entity = ?", arguments: [entity, entity])
+    }
+
+    /// The links of a many-to-many relationship that a save rewrote for one row: `old` the
+    /// related keys before (nil for a new row), `new` after.
+    func linksChanged(_ registration: Registration, plan: SyncEntityPlan, relationship: PropertyLayout, row: Int64, old: [Int64]?, new: [Int64], in db: Database) throws {
+        guard logs, let destination = relationship.relationship?.destinationName, let target = state.plan(destination) else { return }
+        let oldSet = Set(old ?? [])
+        let newSet = Set(new)
+        var seen = Set<Int64>()
+        let added = new.filter { !oldSet.contains($0) && seen.insert($0).inserted }
+        let removed = (old ?? []).filter { !newSet.contains($0) }
+        guard !added.isEmpty || !removed.isEmpty else { return }
+        let link = SyncLinkChange(
+            relationship: relationship.name,
+            added: try added.map { try ensureRecord(target, row: $0, in: db).recordID },
+            removed: try removed.map { try ensureRecord(target, row: $0, in: db).recordID }
+        )
+        let key = ObjectIdentifier(registration.storage)
+        if let index = changeOfStorage[key] {
+            changes[index].links.append(link)
+            return
+        }
+        let record = try ensureRecord(plan, row: row, in: db)
+        let scope = apply?.scopes[key] ?? plan.scope?(registration.model)
+        changeOfStorage[key] = changes.count
+        changes.append(Captured(kind: .update, plan: plan, recordID: record.recordID, scope: scope, baseVersion: record.serverVersion, fields: [], values: [], links: [link]))
+    }
+
+    /// Appends the save's log entry (when it has changes to log) and runs an apply's own work;
+    /// returns the entry's sequence.
+    @discardableResult
+    func finish(author: String?, in db: Database) throws -> Int64? {
+        try apply?.run(in: db)
+        guard logs, !changes.isEmpty else { return nil }
+        let now = state.configuration.clock()
+        let stamp = try SyncLog.takeStamp(now: now, in: db)
+        let encoder = SyncLogCoding.Encoder()
+        var namesOfPlan: [ObjectIdentifier: (entity: Int, fields: [Int])] = [:]
+        for change in changes {
+            let plan = change.plan
+            let names: (entity: Int, fields: [Int])
+            if let known = namesOfPlan[ObjectIdentifier(plan)] {
+                names = known
+            } else {
+                names = (encoder.intern(plan.layout.name), plan.fieldNames.map(encoder.intern))
+                namesOfPlan[ObjectIdentifier(plan)] = names
+            }
+            let positions = change.fields ?? Array(plan.fieldNames.indices)
+            var values = change.values
+            // References travel as the target's record id.
+            for (offset, field) in positions.enumerated() {
+                guard let target = plan.fieldTargets[field], case let .int64(key) = values[offset].storage,
+                      let targetPlan = state.plan(target) else { continue }
+                values[offset] = try ensureRecord(targetPlan, row: key, in: db).recordID.databaseValue
+            }
+            encoder.append(
+                change.kind, entity: names.entity, recordID: change.recordID, scope: change.scope, baseVersion: change.baseVersion,
+                fieldNames: positions.map { names.fields[$0] }, fieldKinds: positions.map { plan.fieldKinds[$0] },
+                values: values, links: change.links
+            )
+        }
+        return try SyncLog.append(encoder.finish(), stamp: stamp, author: author, timestamp: now, in: db)
+    }
+}
+
+/// What applying a remote batch adds to its save: the record ids and scopes of the models it
+/// creates, the server versions to record, and the pending references to keep or drop. Run in
+/// the save's transaction.
+final class SyncApplyWork {
+    var recordIDs: [ObjectIdentifier: String] = [:]
+    var scopes: [ObjectIdentifier: String?] = [:]
+    var versions: [(entity: String, recordID: String, version: Int64, scope: String??)] = []
+    var pendingAdded: [SyncRecords.PendingReference] = []
+    var pendingResolved: [SyncRecords.PendingReference] = []
+    var pendingCleared: [(entity: String, recordID: String, property: String)] = []
+    /// Records the batch deleted (or that were already gone): nothing waits for them any more.
+    var deletedRecords: [(entity: String, recordID: String)] = []
+
+    func run(in db: Database) throws {
+        for (entity, recordID) in deletedRecords {
+            try SyncRecords.removePending(involving: entity, recordID: recordID, in: db)
+        }
+        for (entity, recordID, property) in pendingCleared {
+            try SyncRecords.removePending(entity: entity, recordID: recordID, property: property, in: db)
+        }
+        for reference in pendingResolved { try SyncRecords.removePending(reference, in: db) }
+        for reference in pendingAdded { try SyncRecords.addPending(reference, in: db) }
+        for (entity, recordID, version, scope) in versions {
+            try SyncRecords.setServerVersion(version, scope: scope, entity: entity, recordID: recordID, in: db)
+        }
+    }
+}

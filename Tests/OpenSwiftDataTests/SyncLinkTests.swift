@@ -1,0 +1,87 @@
+import Foundation
+@_spi(Sync) import OpenSwiftData
+import Testing
+
+@Suite("Sync capture of many-to-many links")
+struct SyncLinkTests {
+    private func container() throws -> ModelContainer {
+        let container = try ModelContainer(for: Schema(syncTestTypes), configurations: ModelConfiguration(url: syncStoreURL()))
+        try container.enableSyncCapture(SyncCaptureConfiguration(SyncProject.self, SyncTask.self, SyncUser.self, SyncLabel.self))
+        return container
+    }
+
+    /// The link changes of an entry, as (owner record, relationship, added, removed).
+    private func links(_ entry: SyncLogEntry) -> [(String, String, Set<String>, Set<String>)] {
+        entry.changes.flatMap { change in change.links.map { (change.recordID, $0.relationship, Set($0.added), Set($0.removed)) } }
+    }
+
+    @Test("links are logged as additions and removals by record id, on the side that writes the join table, not as snapshots")
+    func additionsAndRemovals() throws {
+        let container = try container()
+        let context = ModelContext(container)
+        let task = SyncTask(title: "t")
+        let red = SyncLabel(name: "red")
+        let blue = SyncLabel(name: "blue")
+        context.insert(task)
+        context.insert(red)
+        context.insert(blue)
+        task.labels = [red]
+        try context.save()
+        let ids = try [task.persistentModelID, red.persistentModelID, blue.persistentModelID].map { try #require(try container.syncRecordID(for: $0)) }
+        let (taskID, redID, blueID) = (ids[0], ids[1], ids[2])
+
+        var entries = try container.syncLogEntries()
+        let inserted = links(entries[0])
+        #expect(inserted.count == 1)
+        let (owner, relationship, added, removed) = try #require(inserted.first)
+        // Whichever side writes the join table records the link.
+        let taskOwns = relationship == "labels"
+        #expect(taskOwns ? owner == taskID : (owner == redID && relationship == "tasks"))
+        #expect(added == [taskOwns ? redID : taskID])
+        #expect(removed.isEmpty)
+
+        // Add blue, remove red: two owners' (or one owner's) additions and removals, nothing else.
+        task.labels = [blue]
+        try context.save()
+        entries = try container.syncLogEntries(after: 1)
+        let changed = links(entries[0])
+        if taskOwns {
+            #expect(changed.count == 1)
+            #expect(changed.first?.2 == [blueID])
+            #expect(changed.first?.3 == [redID])
+        } else {
+            let byOwner = Dictionary(changed.map { ($0.0, ($0.2, $0.3)) }, uniquingKeysWith: { first, _ in first })
+            #expect(byOwner[blueID]?.0 == [taskID])
+            #expect(byOwner[redID]?.1 == [taskID])
+        }
+        // No field changed: the updates carry links only.
+        #expect(entries[0].changes.allSatisfy { $0.kind == .update && $0.fields.isEmpty })
+
+        // Two devices each adding a label converge: applying additions adds, it does not replace.
+        let other = try self.container()
+        try other.applyRemoteChanges(try container.syncLogEntries().flatMap { entry in
+            entry.changes.map { change in
+                change.kind == .delete
+                    ? RemoteRecordChange.delete(change.entity, recordID: change.recordID, serverVersion: entry.sequence)
+                    : RemoteRecordChange.upsert(change.entity, recordID: change.recordID, serverVersion: entry.sequence, fields: change.fields, links: change.links)
+            }
+        })
+        let otherContext = ModelContext(other)
+        let copy = try #require(try otherContext.fetch(FetchDescriptor<SyncTask>()).first)
+        #expect(copy.labels.map(\.name) == ["blue"])
+        let green = SyncLabel(name: "green")
+        otherContext.insert(green)
+        copy.labels.append(green)
+        try otherContext.save()
+        let greenID = try #require(try other.syncRecordID(for: green.persistentModelID))
+        let addedOnOther = try other.syncLogEntries().flatMap(links)
+        #expect(addedOnOther.contains { $0.2 == [taskOwns ? greenID : taskID] && $0.3.isEmpty })
+        // Back on the first device, the addition joins the link it has, without removing it.
+        try container.applyRemoteChanges([
+            .upsert("SyncLabel", recordID: greenID, serverVersion: 100, fields: [SyncField(name: "name", value: SyncFieldValue(kind: .string, stored: .text("green")))]),
+            .upsert("SyncTask", recordID: taskID, serverVersion: 101, fields: [], links: [SyncLinkChange(relationship: "labels", added: [greenID])]),
+        ])
+        let fresh = try #require(try ModelContext(container).fetch(FetchDescriptor<SyncTask>()).first)
+        #expect(Set(fresh.labels.map(\.name)) == ["blue", "green"])
+    }
+}
