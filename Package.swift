@@ -7,6 +7,7 @@ let package = Package(
     platforms: [.macOS(.v14), .iOS(.v17)],
     products: [
         .library(name: "OpenSwiftData", targets: ["OpenSwiftData"]),
+        .library(name: "OpenSwiftDataSyncProtocol", targets: ["OpenSwiftDataSyncProtocol"]),
         .executable(name: "osd-demo", targets: ["osd-demo"]),
         .executable(name: "osd-benchmarks", targets: ["osd-benchmarks"]),
     ],
@@ -36,6 +37,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The sync wire protocol: Codable types on Foundation alone, shared by the sync engine
+        // and the server.
+        .target(name: "OpenSwiftDataSyncProtocol"),
         .executableTarget(
             name: "osd-demo",
             dependencies: ["OpenSwiftData"]
@@ -58,6 +62,10 @@ let package = Package(
         .testTarget(
             name: "OpenSwiftDataTests",
             dependencies: ["OpenSwiftData", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
+        .testTarget(
+            name: "OpenSwiftDataSyncProtocolTests",
+            dependencies: ["OpenSwiftDataSyncProtocol"]
         ),
         .testTarget(
             name: "OpenSwiftDataMacrosTests",
