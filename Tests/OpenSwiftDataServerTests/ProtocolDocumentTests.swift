@@ -1,0 +1,102 @@
+import Foundation
+import NIOHTTP1
+import OpenSwiftDataServer
+import OpenSwiftDataSyncProtocol
+import Testing
+
+/// Replays the request/answer examples of docs/protocol.md against a fresh server.
+@Suite("docs/protocol.md examples", .serialized)
+struct ProtocolDocumentTests {
+    struct Example {
+        var method: HTTPMethod
+        var path: String
+        var user: String?
+        var body: String
+        var status: Int
+        var answer: String
+        var line: Int
+    }
+
+    /// The ```http blocks of the document, paired request → answer.
+    static func examples() throws -> [Example] {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("docs/protocol.md")
+        let lines = try String(contentsOf: url, encoding: .utf8).components(separatedBy: "\n")
+        var blocks: [(line: Int, text: [String])] = []
+        var index = 0
+        while index < lines.count {
+            if lines[index] == "```http" {
+                let start = index + 1
+                var end = start
+                while end < lines.count, lines[end] != "```" { end += 1 }
+                blocks.append((start, Array(lines[start..<end])))
+                index = end
+            }
+            index += 1
+        }
+        var examples: [Example] = []
+        var pending: (method: HTTPMethod, path: String, user: String?, body: String, line: Int)?
+        for block in blocks {
+            guard let first = block.text.first else { continue }
+            let separator = block.text.firstIndex(of: "") ?? block.text.count
+            let body = block.text.dropFirst(separator + 1).joined(separator: "\n")
+            if first.hasPrefix("HTTP/1.1 ") {
+                let request = try #require(pending, "an answer without a request at line \(block.line)")
+                examples.append(Example(method: request.method, path: request.path, user: request.user, body: request.body, status: Int(first.dropFirst(9)) ?? 0, answer: body, line: request.line))
+                pending = nil
+            } else {
+                let parts = first.split(separator: " ")
+                var user: String?
+                for header in block.text[1..<separator] where header.hasPrefix("Authorization: Bearer <token of ") {
+                    user = String(header.dropFirst("Authorization: Bearer <token of ".count).dropLast())
+                }
+                pending = (HTTPMethod(rawValue: String(parts[0])), String(parts[1]), user, body, block.line)
+            }
+        }
+        return examples
+    }
+
+    /// Whether `actual` holds everything `expected` shows ("…" matches any value).
+    static func matches(_ expected: Any, _ actual: Any?, path: String, mismatches: inout [String]) {
+        if let text = expected as? String, text == "…" {
+            if actual == nil { mismatches.append("\(path): missing") }
+            return
+        }
+        switch expected {
+        case let object as [String: Any]:
+            guard let actualObject = actual as? [String: Any] else { mismatches.append("\(path): not an object"); return }
+            for (key, value) in object { matches(value, actualObject[key], path: path + "." + key, mismatches: &mismatches) }
+        case let array as [Any]:
+            guard let actualArray = actual as? [Any], actualArray.count == array.count else {
+                mismatches.append("\(path): expected \(array.count) elements, got \(String(describing: actual))")
+                return
+            }
+            for (offset, value) in array.enumerated() { matches(value, actualArray[offset], path: "\(path)[\(offset)]", mismatches: &mismatches) }
+        default:
+            if let actual, (expected as? NSObject)?.isEqual(actual) == true { return }
+            mismatches.append("\(path): expected \(expected), got \(String(describing: actual))")
+        }
+    }
+
+    @Test("every request/answer example of docs/protocol.md is what the server does")
+    func replay() async throws {
+        let examples = try Self.examples()
+        #expect(examples.count >= 15)
+        try await LiveServer.run { server in
+            var cursor = ""
+            for example in examples {
+                var path = example.path
+                path = path.replacingOccurrences(of: "<cursor>", with: cursor.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? cursor)
+                var token: String?
+                if let user = example.user { token = try await server.token(user) }
+                let answer = try await server.send(example.method, path, token: token, body: example.body.isEmpty ? nil : Data(example.body.utf8))
+                #expect(answer.status == example.status, "line \(example.line): \(example.method) \(example.path) → \(answer.status) \(answer.text)")
+                let expected = try JSONSerialization.jsonObject(with: Data(example.answer.utf8))
+                let actual = try JSONSerialization.jsonObject(with: answer.body)
+                var mismatches: [String] = []
+                Self.matches(expected, actual, path: "$", mismatches: &mismatches)
+                #expect(mismatches.isEmpty, "line \(example.line): \(mismatches.joined(separator: "; ")) in \(answer.text)")
+                if let object = actual as? [String: Any], let next = object["cursor"] as? String { cursor = next }
+            }
+        }
+    }
+}
