@@ -48,7 +48,12 @@ public final class SQLiteSyncStorage: SyncStorage {
         (try? await pool.read { db in try Int.fetchOne(db, sql: "SELECT 1") }) == 1
     }
 
+    /// Checkpoints the WAL into the database file (so that the file alone holds every
+    /// committed change), then closes every connection.
     public func close() async throws {
+        try await pool.writeWithoutTransaction { db in
+            _ = try db.checkpoint(.truncate)
+        }
         try pool.close()
     }
 
