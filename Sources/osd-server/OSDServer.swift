@@ -42,6 +42,11 @@ func defaultDatabasePath() -> String {
     return "osd-server.sqlite"
 }
 
+/// Whether `hostname` names this machine only (the development secret is refused elsewhere).
+func isLoopback(_ hostname: String) -> Bool {
+    ["127.0.0.1", "localhost", "::1", "[::1]"].contains(hostname.lowercased()) || hostname.hasPrefix("127.")
+}
+
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Serve the sync protocol (the default command).")
 
@@ -100,6 +105,11 @@ struct Serve: AsyncParsableCommand {
             jwks = try String(contentsOfFile: jwksFile, encoding: .utf8)
         }
         let usesDevelopmentSecret = jwtSecret == nil && jwks == nil && jwksURL == nil
+        // The development secret is public (it is in this file): anyone could mint tokens for
+        // any user. Serving it beyond this machine would hand every scope to the network.
+        if usesDevelopmentSecret, !isLoopback(hostname) {
+            throw ValidationError("refusing to serve on \(hostname) with the development secret, which anyone can use to sign tokens; set --jwt-secret (or OSD_JWT_SECRET), --jwks-file or --jwks-url, or serve on 127.0.0.1")
+        }
         let auth = AuthConfiguration(hmacSecret: usesDevelopmentSecret ? developmentSecret : jwtSecret, jwksJSON: jwks, jwksURL: jwksURL.flatMap { URL(string: $0) })
         let configuration = SyncServerConfiguration(
             hostname: hostname, port: port, databasePath: database, auth: auth, maxBodySize: maxBodyBytes,

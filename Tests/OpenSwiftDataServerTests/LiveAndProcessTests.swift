@@ -159,6 +159,26 @@ struct LiveAndProcessTests {
         #expect(fields?.contains("on disk") == true)
     }
 
+    @Test("osd-server refuses a non-loopback address with the development secret, before binding, and says which setting to give")
+    func developmentSecretStaysLocal() throws {
+        let binary = try executable()
+        let directory = try TemporaryDirectory()
+        let process = Process()
+        process.executableURL = binary
+        // Refused while parsing settings: nothing is bound, so no address but loopback is touched.
+        process.arguments = ["--hostname", "0.0.0.0", "--port", "0", "--database", directory.path("refused.sqlite")]
+        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("OSD_") }
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = Pipe()
+        try process.run()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus != 0)
+        #expect(message.contains("development secret") && message.contains("--jwt-secret"), "\(message)")
+        #expect(!FileManager.default.fileExists(atPath: directory.path("refused.sqlite")), "no database is created")
+    }
+
     /// Starts `osd-server` with `arguments` and `environment` in `directory`, waits for its
     /// address, pushes one note, and stops it with SIGINT; returns what it printed.
     private func serveOnce(_ binary: URL, _ arguments: [String], environment: [String: String], in directory: TemporaryDirectory, secret: String) async throws -> String {
