@@ -158,6 +158,31 @@ struct SyncApplyTests {
         #expect(try b.syncServerVersion(entity: "SyncProject", recordID: "ok") == nil)
     }
 
+    @Test("a batch whose save fails leaves the store as it was: no rows, records, versions or pending references, and the models of the failed batch are not kept")
+    func failedSaveRollsBackWhole() throws {
+        let b = try device()
+        try b.applyRemoteChanges([.upsert("SyncProject", recordID: "kept", serverVersion: 1, fields: [text("before")])])
+        // Passes the checks, then fails in the save (a required value missing from a new record),
+        // after an update, a new record and a pending reference were prepared.
+        let batch: [RemoteRecordChange] = [
+            .upsert("SyncProject", recordID: "kept", serverVersion: 2, fields: [text("after")]),
+            .upsert("SyncTask", recordID: "T", serverVersion: 3, fields: [text("waiting"), SyncField(name: "project", value: .reference("absent"))]),
+            .upsert("SyncTask", recordID: "broken", serverVersion: 4, fields: []),
+        ]
+        #expect(throws: (any Error).self) { try b.applyRemoteChanges(batch) }
+        let context = ModelContext(b)
+        #expect(try context.fetch(FetchDescriptor<SyncProject>()).map(\.title) == ["before"])
+        #expect(try context.fetchCount(FetchDescriptor<SyncTask>()) == 0)
+        #expect(try b.syncServerVersion(entity: "SyncProject", recordID: "kept") == 1)
+        #expect(try b.persistentIdentifier(forSyncRecord: "T", entity: "SyncTask") == nil)
+        #expect(try b.pendingSyncReferenceCount() == 0)
+        #expect(try b.syncLogCount() == 0)
+        // The next batch starts from the store, not from the failed batch's models.
+        try b.applyRemoteChanges([.upsert("SyncTask", recordID: "T", serverVersion: 5, fields: [text("arrived")])])
+        #expect(try ModelContext(b).fetch(FetchDescriptor<SyncTask>()).map(\.title) == ["arrived"])
+        #expect(try ModelContext(b).fetch(FetchDescriptor<SyncProject>()).map(\.title) == ["before"])
+    }
+
     @Test("a record whose unique value a local row has is that row: the upsert updates it; an id that is not the unique value is refused")
     func uniqueMerge() throws {
         let b = try device()
