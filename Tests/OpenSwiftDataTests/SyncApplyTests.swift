@@ -233,6 +233,26 @@ struct SyncApplyTests {
         #expect(try b.syncLogCount() == 0)
     }
 
+    @Test("a remote insert of a model whose attributes have no defaults (an enum among them) fills them without reading them first")
+    func insertWithoutDefaults() throws {
+        let container = try ModelContainer(for: Schema([SyncTicket.self]), configurations: ModelConfiguration(url: syncStoreURL()))
+        var configuration = SyncCaptureConfiguration()
+        configuration.sync(SyncTicket.self)
+        try container.enableSyncCapture(configuration)
+        let fields = [
+            SyncField(name: "state", value: SyncFieldValue(kind: .string, stored: .text("closed"))),
+            SyncField(name: "summary", value: SyncFieldValue(kind: .string, stored: .text("remote"))),
+        ]
+        let result = try container.applyRemoteChanges([.upsert("SyncTicket", recordID: "K", serverVersion: 1, fields: fields)])
+        #expect(result.inserted == 1)
+        let ticket = try #require(try ModelContext(container).fetch(FetchDescriptor<SyncTicket>()).first)
+        #expect(ticket.state == .closed)
+        #expect(ticket.summary == "remote")
+        // The same record again: an update through the setters.
+        try container.applyRemoteChanges([.upsert("SyncTicket", recordID: "K", serverVersion: 2, fields: [SyncField(name: "state", value: SyncFieldValue(kind: .string, stored: .text("open")))])])
+        #expect(try ModelContext(container).fetch(FetchDescriptor<SyncTicket>()).map(\.state) == [.open])
+    }
+
     @Test("applying requires capture to be on")
     func requiresCapture() throws {
         let container = try ModelContainer(for: Schema(syncTestTypes), configurations: ModelConfiguration(isStoredInMemoryOnly: true))
