@@ -51,7 +51,7 @@ final class SyncSaveCapture {
             let value = try DatabaseValue.fetchOne(db, sql: "SELECT \(quoted(name)) FROM \(quoted(plan.layout.name)) WHERE \(quoted(TableDescription.primaryKey)) = ?", arguments: [row])
             recordID = value.flatMap { SyncStoredValue($0).canonicalRecordID(kind: plan.recordIDKind) }
         }
-        let record = SyncRecords.Record(recordID: recordID ?? UUID().uuidString, scope: nil, serverVersion: nil)
+        let record = SyncRecords.Record(recordID: recordID ?? RandomRecordID.make(), scope: nil, serverVersion: nil)
         try insertRecord(entity: plan.layout.name, row: row, recordID: record.recordID, scope: nil, in: db)
         return record
     }
@@ -87,7 +87,7 @@ final class SyncSaveCapture {
         if let column = plan.recordIDColumn {
             recordID = SyncStoredValue(values[column]).canonicalRecordID(kind: plan.recordIDKind)
         }
-        let id = recordID ?? apply?.recordIDs[key] ?? storage.temporaryID?.uuidString ?? UUID().uuidString
+        let id = recordID ?? apply?.recordIDs[key] ?? storage.temporaryID?.uuidString ?? RandomRecordID.make()
         let scope = apply?.scopes[key] ?? plan.scope?(registration.model)
         try insertRecord(entity: plan.layout.name, row: row, recordID: id, scope: scope, in: db)
         guard logs else { return }
