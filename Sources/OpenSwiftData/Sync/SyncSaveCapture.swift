@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// Collects, while one save writes, what it changed in synced entities: keeps each synced row's
 /// record identity (`SyncRecords`) and, unless the save is the sync engine's own, builds the
@@ -28,6 +29,8 @@ final class SyncSaveCapture {
     }
 
     private var changes: [Captured] = []
+    /// The save's prepared insert into `osd_sync_records` (see `insertRecord`).
+    private var recordInsert: Statement?
     private var changeOfStorage: [ObjectIdentifier: Int] = [:]
 
     init(state: SyncCaptureState, author: String?, apply: SyncApplyWork?) {
@@ -48,9 +51,32 @@ final class SyncSaveCapture {
             let value = try DatabaseValue.fetchOne(db, sql: "SELECT \(quoted(name)) FROM \(quoted(plan.layout.name)) WHERE \(quoted(TableDescription.primaryKey)) = ?", arguments: [row])
             recordID = value.flatMap { SyncStoredValue($0).canonicalRecordID(kind: plan.recordIDKind) }
         }
-        let record = SyncRecords.Record(recordID: recordID ?? UUID().uuidString, scope: nil, serverVersion: nil)
-        try SyncRecords.insert(entity: plan.layout.name, row: row, recordID: record.recordID, scope: nil, in: db)
+        let record = SyncRecords.Record(recordID: recordID ?? RandomRecordID.make(), scope: nil, serverVersion: nil)
+        try insertRecord(entity: plan.layout.name, row: row, recordID: record.recordID, scope: nil, in: db)
         return record
+    }
+
+    /// Adds a row's record. This runs once per new synced row, so the save keeps one prepared
+    /// statement and binds values through SQLite's C API (as `TableWriter` does for the rows),
+    /// not through GRDB's `StatementArguments` and the statement cache's lookup.
+    private func insertRecord(entity: String, row: Int64, recordID: String, scope: String?, in db: Database) throws {
+        let statement: Statement
+        if let prepared = recordInsert {
+            statement = prepared
+        } else {
+            statement = try db.makeStatement(sql: "INSERT INTO \(quoted(SyncRecords.table)) (entity, pk, record_id, scope) VALUES (?, ?, ?, ?)")
+            // Mark the (empty) arguments as bound: `execute()` then only steps and resets.
+            statement.setUncheckedArguments(StatementArguments())
+            recordInsert = statement
+        }
+        // Bindings are refused on a statement stepped since its last reset; the reset's result
+        // repeats the last step's error, which that step already reported.
+        sqlite3_reset(statement.sqliteStatement)
+        try TableWriter.bind(entity.databaseValue, at: 1, in: statement)
+        try TableWriter.bind(row.databaseValue, at: 2, in: statement)
+        try TableWriter.bind(recordID.databaseValue, at: 3, in: statement)
+        try TableWriter.bind(scope?.databaseValue ?? .null, at: 4, in: statement)
+        try statement.execute()
     }
 
     /// A new row of a synced entity: gives it its record id and records every field.
@@ -61,9 +87,9 @@ final class SyncSaveCapture {
         if let column = plan.recordIDColumn {
             recordID = SyncStoredValue(values[column]).canonicalRecordID(kind: plan.recordIDKind)
         }
-        let id = recordID ?? apply?.recordIDs[key] ?? storage.temporaryID?.uuidString ?? UUID().uuidString
+        let id = recordID ?? apply?.recordIDs[key] ?? storage.temporaryID?.uuidString ?? RandomRecordID.make()
         let scope = apply?.scopes[key] ?? plan.scope?(registration.model)
-        try SyncRecords.insert(entity: plan.layout.name, row: row, recordID: id, scope: scope, in: db)
+        try insertRecord(entity: plan.layout.name, row: row, recordID: id, scope: scope, in: db)
         guard logs else { return }
         var fieldValues: [DatabaseValue] = []
         fieldValues.reserveCapacity(plan.fieldColumns.count)
