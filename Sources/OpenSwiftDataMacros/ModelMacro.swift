@@ -144,7 +144,7 @@ extension ModelMacro: MemberMacro {
     private static func keyPathGroups(of members: [DeclSyntax], macro: String, schemaType: String, member: String, className: String) -> [DeclSyntax] {
         let invocations = members.compactMap { freestanding($0, named: macro) }
         guard !invocations.isEmpty else { return [] }
-        let sum = invocations.map { "_$\(schemaType)(\($0.trimmedDescription))._keyPathGroups" }
+        let sum = invocations.map { "_$\(schemaType)(\($0.trimmedDescription))._$keyPathGroups" }
             .joined(separator: " + ")
         return [
             """

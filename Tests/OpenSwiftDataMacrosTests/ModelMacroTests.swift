@@ -590,12 +590,12 @@ struct ModelMacroExpansionTests {
 
                 public static var _$uniquenessConstraints: [[Swift.AnyKeyPath]] {
                     typealias _$Unique = OpenSwiftData.Schema.Unique<Person>
-                    return _$Unique([\.email], [\.first, \.last])._keyPathGroups
+                    return _$Unique([\.email], [\.first, \.last])._$keyPathGroups
                 }
 
                 public static var _$indices: [[Swift.AnyKeyPath]] {
                     typealias _$Index = OpenSwiftData.Schema.Index<Person>
-                    return _$Index([\.name])._keyPathGroups
+                    return _$Index([\.name])._$keyPathGroups
                 }
             }
 
@@ -719,9 +719,7 @@ struct ModelMacroHygieneTests {
                 var type: Element {
                     @storageRestrictions(accesses: _$backingData, initializes: _type)
                     init(initialValue) {
-                        if HostileNames._$prepareBackingData(&_$backingData) {
-                            _$backingData._setValue(at: 0, forKey: \.type, to: initialValue)
-                        }
+                        HostileNames._$initializeValue(&_$backingData, at: 0, forKey: \.type, to: initialValue)
                         _type = _SwiftDataNoType()
                     }
                     get {
@@ -741,9 +739,7 @@ struct ModelMacroHygieneTests {
                 var Swift: Int {
                     @storageRestrictions(accesses: _$backingData, initializes: _Swift)
                     init(initialValue) {
-                        if HostileNames._$prepareBackingData(&_$backingData) {
-                            _$backingData._setValue(at: 1, forKey: \.Swift, to: initialValue)
-                        }
+                        HostileNames._$initializeValue(&_$backingData, at: 1, forKey: \.Swift, to: initialValue)
                         _Swift = _SwiftDataNoType()
                     }
                     get {
@@ -965,12 +961,12 @@ struct ModelMacroHygieneTests {
 
                 public static var _$uniquenessConstraints: [[Swift.AnyKeyPath]] {
                     typealias _$Unique = OpenSwiftData.Schema.Unique<HostileNames>
-                    return _$Unique([\.key])._keyPathGroups
+                    return _$Unique([\.key])._$keyPathGroups
                 }
 
                 public static var _$indices: [[Swift.AnyKeyPath]] {
                     typealias _$Index = OpenSwiftData.Schema.Index<HostileNames>
-                    return _$Index([\.type])._keyPathGroups
+                    return _$Index([\.type])._$keyPathGroups
                 }
             }
 

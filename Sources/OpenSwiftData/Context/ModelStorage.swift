@@ -359,8 +359,12 @@ class AnyModelStorage: ManagedBuffer<StorageHeader, UInt64>, RowIdentified, Slot
 /// The ``BackingData`` implementation of OpenSwiftData.
 @usableFromInline
 final class ModelStorage<Model: PersistentModel>: AnyModelStorage, BackingData, MadeByFactory {
+    /// Whether `data` is the shared, inert stand-in a model holds before its first value is
+    /// set (see ``PersistentModel/_$makeInertBackingData()``).
     @usableFromInline
-    var _isInert: Bool { isPlaceholder }
+    static func isInert(_ data: any BackingData<Model>) -> Bool {
+        ((data as AnyObject) as? AnyModelStorage)?.isPlaceholder == true
+    }
 
     /// Storage for a new model, with every value empty (``BackingData/init(for:)`` makes it).
     @usableFromInline

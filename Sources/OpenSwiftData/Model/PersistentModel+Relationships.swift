@@ -146,33 +146,36 @@ extension PersistentModel {
 /// The writes of relationship values by a model's initializer, through its init accessors
 /// (used by the code `@Model` generates). The model cannot be named there yet, so inverses are
 /// updated when it is next used (inserted, read or written through).
-extension BackingData {
+extension PersistentModel {
     /// Writes a non-optional to-one relationship from an initializer.
-    public func _setValue<Value: PersistentModel>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value>, to newValue: Value) {
-        guard let (storage, property) = relationship(at: index) else { return setValue(forKey: key(), to: newValue) }
+    public static func _$initializeValue<Value: PersistentModel>(_ data: inout any BackingData<Self>, at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>, to newValue: Value) {
+        guard _$prepareBackingData(&data) else { return }
+        guard let (storage, property) = relationship(of: data, at: index) else { return data.setValue(forKey: key(), to: newValue) }
         storage.initializeRelationship(property, ToOneSlot.loaded(RelatedRef(newValue)))
     }
 
     /// Writes an optional to-one relationship from an initializer.
-    public func _setValue<Value: PersistentModel>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value?>, to newValue: Value?) {
-        guard let (storage, property) = relationship(at: index) else { return setValue(forKey: key(), to: newValue) }
+    public static func _$initializeValue<Value: PersistentModel>(_ data: inout any BackingData<Self>, at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value?>, to newValue: Value?) {
+        guard _$prepareBackingData(&data) else { return }
+        guard let (storage, property) = relationship(of: data, at: index) else { return data.setValue(forKey: key(), to: newValue) }
         storage.initializeRelationship(property, ToOneSlot.loaded(newValue.map(RelatedRef.init)))
     }
 
     /// Writes a to-many relationship from an initializer.
-    public func _setValue<Value: RelationshipCollection>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value>, to newValue: Value) {
-        guard let (storage, property) = relationship(at: index) else { return setValue(forKey: key(), to: newValue) }
+    public static func _$initializeValue<Value: RelationshipCollection>(_ data: inout any BackingData<Self>, at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>, to newValue: Value) {
+        guard _$prepareBackingData(&data) else { return }
+        guard let (storage, property) = relationship(of: data, at: index) else { return data.setValue(forKey: key(), to: newValue) }
         storage.initializeRelationship(property, ToManySlot.loaded(RelatedRef.list(newValue)))
     }
 
     /// Writes a to-many relationship of a `Codable` model type from an initializer.
-    public func _setValue<Value: RelationshipCollection & Encodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value>, to newValue: Value) {
-        func collection<C: RelationshipCollection>(_ key: KeyPath<Model, C>, _ value: C) { _setValue(at: index, forKey: key, to: value) }
+    public static func _$initializeValue<Value: RelationshipCollection & Encodable>(_ data: inout any BackingData<Self>, at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>, to newValue: Value) {
+        func collection<C: RelationshipCollection>(_ key: KeyPath<Self, C>, _ value: C) { _$initializeValue(&data, at: index, forKey: key, to: value) }
         collection(key(), newValue)
     }
 
-    private func relationship(at index: Int) -> (AnyModelStorage, PropertyLayout)? {
-        guard let storage = self as? AnyModelStorage else { return nil }
+    private static func relationship(of data: any BackingData<Self>, at index: Int) -> (AnyModelStorage, PropertyLayout)? {
+        guard let storage = (data as AnyObject) as? AnyModelStorage else { return nil }
         return storage.relationshipProperty(at: index).map { (storage, $0) }
     }
 }

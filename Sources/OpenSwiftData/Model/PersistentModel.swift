@@ -79,13 +79,27 @@ extension PersistentModel {
         ModelStorage<Self>.inert(for: Self.self)
     }
 
+    /// Writes a persisted value from an initializer, through its init accessor (used by the code
+    /// `@Model` generates, where `self` cannot be named yet): makes `data` real storage first
+    /// (see ``_$prepareBackingData(_:)``).
+    @inlinable
+    public static func _$initializeValue<Value: Encodable>(_ data: inout any BackingData<Self>, at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>, to newValue: Value) {
+        guard _$prepareBackingData(&data) else { return }
+        // The exact type checked first, so the downcast cannot be wrong.
+        if ObjectIdentifier(type(of: data)) == ObjectIdentifier(ModelStorage<Self>.self) {
+            unsafeDowncast(data, to: ModelStorage<Self>.self)._setValue(at: index, forKey: key(), to: newValue)
+        } else {
+            data.setValue(forKey: key(), to: newValue)
+        }
+    }
+
     /// Makes `data` real storage before an init accessor writes the first value, and returns
     /// whether the value should be written: not while a fetched row of this model type is being
     /// materialised, whose storage is about to replace `data` anyway (used by the code `@Model`
     /// generates).
     @inlinable
     public static func _$prepareBackingData(_ data: inout any BackingData<Self>) -> Bool {
-        guard data._isInert else { return true }
+        guard ModelStorage<Self>.isInert(data) else { return true }
         if Materialization.isInProgress(for: ObjectIdentifier(Self.self)) { return false }
         data = ModelStorage<Self>.make(for: Self.self)
         return true
@@ -133,14 +147,18 @@ extension PersistentModel {
     public func _$getValue<Value: Decodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>) -> Value {
         let data = persistentBackingData
         // OpenSwiftData's own storage, read in place; nothing writes to it before the load,
-        // and `data` is kept alive until after it.
-        if ObjectIdentifier(type(of: data)) == ObjectIdentifier(ModelStorage<Self>.self),
-           let address = unsafeDowncast(data, to: ModelStorage<Self>.self).slotAddress(at: index, type: ObjectIdentifier(Value.self)) {
-            let value = address.load(as: Value.self)
-            _fixLifetime(data)
-            return value
+        // and `data` is kept alive until after it. The exact type is compared first, so the
+        // downcast cannot be wrong.
+        if ObjectIdentifier(type(of: data)) == ObjectIdentifier(ModelStorage<Self>.self) {
+            let storage = unsafeDowncast(data, to: ModelStorage<Self>.self)
+            if let address = storage.slotAddress(at: index, type: ObjectIdentifier(Value.self)) {
+                let value = address.load(as: Value.self)
+                _fixLifetime(data)
+                return value
+            }
+            return storage._getValue(at: index, forKey: key())
         }
-        return data._getValue(at: index, forKey: key())
+        return data.getValue(forKey: key())
     }
 
     /// Writes the persisted value at a `schemaMetadata` position (used by the code `@Model`
@@ -148,12 +166,14 @@ extension PersistentModel {
     @inlinable
     public func _$setValue<Value: Encodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>, to newValue: Value) {
         let data = persistentBackingData
-        // OpenSwiftData's own storage, written without a protocol witness.
-        if ObjectIdentifier(type(of: data)) == ObjectIdentifier(ModelStorage<Self>.self),
-           unsafeDowncast(data, to: ModelStorage<Self>.self).setSlot(at: index, to: newValue) {
+        // OpenSwiftData's own storage, written without a protocol witness (the exact type is
+        // compared first, so the downcast cannot be wrong).
+        if ObjectIdentifier(type(of: data)) == ObjectIdentifier(ModelStorage<Self>.self) {
+            let storage = unsafeDowncast(data, to: ModelStorage<Self>.self)
+            if !storage.setSlot(at: index, to: newValue) { storage._setValue(at: index, forKey: key(), to: newValue) }
             return
         }
-        data._setValue(at: index, forKey: key(), to: newValue)
+        data.setValue(forKey: key(), to: newValue)
     }
 
     /// Writes a persisted value (used by the code `@Model` generates).
@@ -182,7 +202,7 @@ extension PersistentModel {
         // of the `any BackingData<Self>` existential itself would look its (extended
         // existential) metadata up on every call.
         if let storage = (data as AnyObject) as? AnyModelStorage, !storage.isPlaceholder { return storage }
-        if data._isInert {
+        if ModelStorage<Self>.isInert(data) {
             // A model with no persisted property set yet still holds the shared stand-in.
             persistentBackingData = ModelStorage<Self>(for: Self.self)
         }
