@@ -799,7 +799,7 @@ struct ModelMacroHygieneTests {
                     }
                 }
 
-                public static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
+                public class var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
                     typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
                     typealias _$Attribute = OpenSwiftData.Schema.Attribute
                     typealias _$Relationship = OpenSwiftData.Schema.Relationship
@@ -829,6 +829,26 @@ struct ModelMacroHygieneTests {
                 }
 
                 public struct _SwiftDataNoType: Swift.Sendable {
+                }
+
+                public typealias _$Root = Message
+
+                public class var _$inheritedKeyPaths: [Swift.AnyKeyPath] {
+                    []
+                }
+
+                public static func _$keyPaths<_S: Message>(rootedAt _: _S.Type) -> [Swift.AnyKeyPath] {
+                    [\_S.text]
+                }
+
+                public class var _$uniquenessConstraints: [[Swift.AnyKeyPath]] {
+                    typealias _$Unique = OpenSwiftData.Schema.Unique<Message>
+                    return []
+                }
+
+                public class var _$indices: [[Swift.AnyKeyPath]] {
+                    typealias _$Index = OpenSwiftData.Schema.Index<Message>
+                    return []
                 }
             }
 
@@ -1279,6 +1299,134 @@ struct ModelMacroDiagnosticTests {
                         ╰─ 🛑 a default value written as an implicit member ('.case') needs an explicit type annotation on the property
 
                 init() {}
+            }
+            """
+        }
+    }
+}
+
+/// `@Model` as the compiler expands it on a subclass of a model: the class already conforms (it
+/// inherits the conformances), so none is asked for.
+private let subclassMacroSpecs: [String: MacroSpec] = [
+    "Model": MacroSpec(type: ModelMacro.self, conformances: []),
+    "_PersistedProperty": MacroSpec(type: PersistedPropertyMacro.self),
+    "Attribute": MacroSpec(type: AttributeMacro.self),
+    "Transient": MacroSpec(type: TransientMacro.self),
+]
+
+@Suite(.macros(subclassMacroSpecs, record: .never))
+struct ModelMacroSubclassTests {
+    /// A subclass lists its own properties, overrides the backing data, `schemaMetadata` and
+    /// `init(backingData:)`, observes its own properties and gets no conformance of its own.
+    @Test func subclass() {
+        assertMacro {
+            """
+            @Model
+            final class Car: Vehicle {
+                var doors: Int
+                var sunroof: Bool = false
+
+                init(name: String, doors: Int) {
+                    self.doors = doors
+                    super.init(name: name)
+                }
+            }
+            """
+        } expansion: {
+            #"""
+            final class Car: Vehicle {
+                @OpenSwiftData._PersistedProperty(index: 0)
+                var doors: Int
+                @OpenSwiftData._PersistedProperty(index: 1)
+                var sunroof: Bool = false
+
+                init(name: String, doors: Int) {
+                    self.doors = doors
+                    super.init(name: name)
+                }
+
+                @OpenSwiftData.Transient
+                private var _$backingData: any OpenSwiftData.BackingData<Car> = Car._$inertBackingData
+
+                nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Car> = Car._$makeInertBackingData()
+
+                public override var persistentBackingData: any OpenSwiftData.BackingData<Vehicle._$Root> {
+                    get {
+                        Car._$adoptInitializedValues(Car._$takeInitializedValues(&self._$backingData), of: self)
+                        return super.persistentBackingData
+                    }
+                    set {
+                        super.persistentBackingData = newValue
+                    }
+                }
+
+                public override class var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
+                    typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
+                    typealias _$Attribute = OpenSwiftData.Schema.Attribute
+                    typealias _$Relationship = OpenSwiftData.Schema.Relationship
+                    return [
+                        _$PropertyMetadata(name: "doors", keypath: \Car.doors, defaultValue: nil, metadata: nil),
+                        _$PropertyMetadata(name: "sunroof", keypath: \Car.sunroof, defaultValue: (false as Bool), metadata: nil)
+                    ]
+                }
+
+                public required init(backingData: any OpenSwiftData.BackingData<Vehicle._$Root>) {
+                    self._doors = _SwiftDataNoType()
+                    self._sunroof = _SwiftDataNoType()
+                    super.init(backingData: backingData)
+                }
+
+                @OpenSwiftData.Transient
+                private let _$observationRegistrar: Observation.ObservationRegistrar = .init()
+
+                internal nonisolated func access<_M>(keyPath: Swift.KeyPath<Car, _M>) {
+                    self._$observationRegistrar.access(self, keyPath: keyPath)
+                }
+
+                internal nonisolated func withMutation<_M, _MR>(keyPath: Swift.KeyPath<Car, _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
+                    try self._$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                }
+
+                public override nonisolated func _$notifyObservers(ofChangeTo keyPath: Swift.AnyKeyPath) {
+                    self._$observationRegistrar._$notifyChange(of: self, at: keyPath)
+                    super._$notifyObservers(ofChangeTo: keyPath)
+                }
+
+                public override class var _$inheritedKeyPaths: [Swift.AnyKeyPath] {
+                    Vehicle._$keyPaths(rootedAt: Car.self)
+                }
+            }
+            """#
+        }
+    }
+}
+
+@Suite(.macros(macroSpecs, record: .never))
+struct ModelMacroSuperclassDiagnosticTests {
+    /// A class that is not a model cannot be a model's superclass: the error points at it.
+    @Test func nonModelSuperclass() {
+        assertMacro {
+            """
+            @Model
+            final class Note: NSObject {
+                var text: String
+
+                init(text: String) {
+                    self.text = text
+                }
+            }
+            """
+        } diagnostics: {
+            """
+            @Model
+            final class Note: NSObject {
+                              ┬───────
+                              ╰─ 🛑 a @Model class can inherit only from another @Model class; this superclass is not a model
+                var text: String
+
+                init(text: String) {
+                    self.text = text
+                }
             }
             """
         }

@@ -3,10 +3,16 @@ import Foundation
 /// Reading and writing relationship properties: the overloads that the code `@Model` generates
 /// calls, chosen by the type checker from the property's type (`T`, `T?`, `[T]`, `[T]?`).
 extension PersistentModel {
-    /// This model's storage and the relationship property at a `schemaMetadata` position.
+    /// This model's storage and the relationship property at a `schemaMetadata` position of
+    /// the class `Self` (counted from its first own property).
     private func relationship(at index: Int) -> (AnyModelStorage, PropertyLayout)? {
         let storage = storageBase
-        return storage.relationshipProperty(at: index).map { (storage, $0) }
+        return storage.relationshipProperty(at: storage.position(of: index, declaredIn: ObjectIdentifier(Self.self))).map { (storage, $0) }
+    }
+
+    /// The position `@Model` gives a property of `Self` (counted from its first own property).
+    private func ownIndex(_ property: PropertyLayout) -> Int {
+        property.index - (storageBase.layout?.indexBase(of: ObjectIdentifier(Self.self)) ?? 0)
     }
 
     /// This model's storage and the relationship property a key path names.
@@ -97,37 +103,37 @@ extension PersistentModel {
     /// Reads a non-optional to-one relationship.
     public func getValue<Value: PersistentModel>(forKey key: KeyPath<Self, Value>) -> Value {
         guard let (_, property) = relationship(for: key) else { return persistentBackingData.getValue(forKey: key) }
-        return _$getValue(at: property.index, forKey: key)
+        return _$getValue(at: ownIndex(property), forKey: key)
     }
 
     /// Reads an optional to-one relationship.
     public func getValue<Value: PersistentModel>(forKey key: KeyPath<Self, Value?>) -> Value? {
         guard let (_, property) = relationship(for: key) else { return persistentBackingData.getValue(forKey: key) }
-        return _$getValue(at: property.index, forKey: key)
+        return _$getValue(at: ownIndex(property), forKey: key)
     }
 
     /// Reads a to-many relationship.
     public func getValue<Value: RelationshipCollection>(forKey key: KeyPath<Self, Value>) -> Value {
         guard let (_, property) = relationship(for: key) else { return persistentBackingData.getValue(forKey: key) }
-        return _$getValue(at: property.index, forKey: key)
+        return _$getValue(at: ownIndex(property), forKey: key)
     }
 
     /// Writes a non-optional to-one relationship and its inverse.
     public func setValue<Value: PersistentModel>(forKey key: KeyPath<Self, Value>, to newValue: Value) {
         guard let (_, property) = relationship(for: key) else { return persistentBackingData.setValue(forKey: key, to: newValue) }
-        _$setValue(at: property.index, forKey: key, to: newValue)
+        _$setValue(at: ownIndex(property), forKey: key, to: newValue)
     }
 
     /// Writes an optional to-one relationship and its inverse.
     public func setValue<Value: PersistentModel>(forKey key: KeyPath<Self, Value?>, to newValue: Value?) {
         guard let (_, property) = relationship(for: key) else { return persistentBackingData.setValue(forKey: key, to: newValue) }
-        _$setValue(at: property.index, forKey: key, to: newValue)
+        _$setValue(at: ownIndex(property), forKey: key, to: newValue)
     }
 
     /// Writes a to-many relationship and its inverses.
     public func setValue<Value: RelationshipCollection>(forKey key: KeyPath<Self, Value>, to newValue: Value) {
         guard let (_, property) = relationship(for: key) else { return persistentBackingData.setValue(forKey: key, to: newValue) }
-        _$setValue(at: property.index, forKey: key, to: newValue)
+        _$setValue(at: ownIndex(property), forKey: key, to: newValue)
     }
 
     /// An instance registered nowhere, holding declared defaults (or empty values): what a
@@ -176,6 +182,6 @@ extension PersistentModel {
 
     private static func relationship(of data: any BackingData<Self>, at index: Int) -> (AnyModelStorage, PropertyLayout)? {
         guard let storage = (data as AnyObject) as? AnyModelStorage else { return nil }
-        return storage.relationshipProperty(at: index).map { (storage, $0) }
+        return storage.relationshipProperty(at: storage.position(of: index, declaredIn: ObjectIdentifier(Self.self))).map { (storage, $0) }
     }
 }

@@ -17,6 +17,10 @@ public protocol PersistentModel: AnyObject, Observable, Hashable, Identifiable, 
     static var _$uniquenessConstraints: [[AnyKeyPath]] { get }
     /// The key-path groups declared with `#Index`, one index per group.
     static var _$indices: [[AnyKeyPath]] { get }
+    /// For a subclass of a model class: the key paths of the properties it inherits, rooted at
+    /// it (`\Car.name` for `Vehicle.name`), in the superclass's layout order. `@Model`
+    /// generates it; empty for a class whose superclass is not a model.
+    static var _$inheritedKeyPaths: [AnyKeyPath] { get }
     /// Builds an instance around the storage of a fetched row. A requirement with an inlinable
     /// default, so that each model module gets a copy specialized for its class. It returns
     /// `Self` alone (the storage travels in `row`): a non-final class can satisfy a requirement
@@ -66,6 +70,33 @@ extension PersistentModel {
     public static var _$uniquenessConstraints: [[AnyKeyPath]] { [] }
     /// No `#Index` indexes.
     public static var _$indices: [[AnyKeyPath]] { [] }
+    /// No inherited properties.
+    public static var _$inheritedKeyPaths: [AnyKeyPath] { [] }
+
+    /// The backing data a subclass's initializer wrote its own properties to, taken out of
+    /// `staged` (which becomes inert), or nil when it wrote none or they were taken already (used
+    /// by the code `@Model` generates for a subclass; a separate call, so that the access to the
+    /// subclass's property ends before the values move).
+    public static func _$takeInitializedValues(_ staged: inout any BackingData<Self>) -> (any BackingData<Self>)? {
+        guard !ModelStorage<Self>.isInert(staged) else { return nil }
+        let own = staged
+        staged = ModelStorage<Self>.inert(for: Self.self)
+        return own
+    }
+
+    /// Moves the values a subclass's initializer gave its own properties (kept in backing data
+    /// of the subclass's own, since they are set before `super.init`) into the instance's
+    /// storage, which then holds every value (used by the code `@Model` generates for a
+    /// subclass, on the first use of `persistentBackingData`).
+    public static func _$adoptInitializedValues(_ own: (any BackingData<Self>)?, of model: Self) {
+        guard let own, let ownStorage = (own as AnyObject) as? AnyModelStorage else { return }
+        // The superclass's initializer made storage of its own for the inherited properties
+        // (same positions); their values move over, then this storage replaces it.
+        if let inherited = (model.persistentBackingData as AnyObject) as? AnyModelStorage, inherited !== ownStorage {
+            ownStorage.adoptValues(of: inherited)
+        }
+        model.persistentBackingData = own
+    }
 
     /// Fresh backing data for a model that is not yet in any context.
     public static func createBackingData<P: PersistentModel>() -> some BackingData<P> {
@@ -87,7 +118,8 @@ extension PersistentModel {
         guard _$prepareBackingData(&data) else { return }
         // The exact type checked first, so the downcast cannot be wrong.
         if ObjectIdentifier(type(of: data)) == ObjectIdentifier(ModelStorage<Self>.self) {
-            unsafeDowncast(data, to: ModelStorage<Self>.self)._setValue(at: index, forKey: key(), to: newValue)
+            let storage = unsafeDowncast(data, to: ModelStorage<Self>.self)
+            storage._setValue(at: storage.position(of: index, declaredIn: ObjectIdentifier(Self.self)), forKey: key(), to: newValue)
         } else {
             data.setValue(forKey: key(), to: newValue)
         }
@@ -151,12 +183,20 @@ extension PersistentModel {
         // downcast cannot be wrong.
         if ObjectIdentifier(type(of: data)) == ObjectIdentifier(ModelStorage<Self>.self) {
             let storage = unsafeDowncast(data, to: ModelStorage<Self>.self)
-            if let address = storage.slotAddress(at: index, type: ObjectIdentifier(Value.self)) {
+            let position = storage.position(of: index, declaredIn: ObjectIdentifier(Self.self))
+            if let address = storage.slotAddress(at: position, type: ObjectIdentifier(Value.self)) {
                 let value = address.load(as: Value.self)
                 _fixLifetime(data)
                 return value
             }
-            return storage._getValue(at: index, forKey: key())
+            return storage._getValue(at: position, forKey: key())
+        }
+        // A superclass's property of a subclass instance (whose storage is the subclass's).
+        if let storage = (data as AnyObject) as? AnyModelStorage,
+           let address = storage.slotAddress(at: storage.position(of: index, declaredIn: ObjectIdentifier(Self.self)), type: ObjectIdentifier(Value.self)) {
+            let value = address.load(as: Value.self)
+            _fixLifetime(data)
+            return value
         }
         return data.getValue(forKey: key())
     }
@@ -170,7 +210,13 @@ extension PersistentModel {
         // compared first, so the downcast cannot be wrong).
         if ObjectIdentifier(type(of: data)) == ObjectIdentifier(ModelStorage<Self>.self) {
             let storage = unsafeDowncast(data, to: ModelStorage<Self>.self)
-            if !storage.setSlot(at: index, to: newValue) { storage._setValue(at: index, forKey: key(), to: newValue) }
+            let position = storage.position(of: index, declaredIn: ObjectIdentifier(Self.self))
+            if !storage.setSlot(at: position, to: newValue) { storage._setValue(at: position, forKey: key(), to: newValue) }
+            return
+        }
+        // A superclass's property of a subclass instance (whose storage is the subclass's).
+        if let storage = (data as AnyObject) as? AnyModelStorage,
+           storage.setSlotOfAnyModel(at: storage.position(of: index, declaredIn: ObjectIdentifier(Self.self)), to: newValue) {
             return
         }
         data.setValue(forKey: key(), to: newValue)

@@ -1,0 +1,107 @@
+import Foundation
+import Observation
+import Testing
+@testable import OpenSwiftData
+
+/// A model class with a subclass, as SwiftData (since its 2025 release) lets models inherit.
+@Model
+class Vehicle {
+    var name: String
+    var wheels: Int = 4
+
+    init(name: String) {
+        self.name = name
+    }
+
+    /// Overridable behaviour, as any class has.
+    func summary() -> String { "\(name) on \(wheels) wheels" }
+}
+
+@Model
+final class Car: Vehicle {
+    var doors: Int
+    var sunroof: Bool = false
+
+    init(name: String, doors: Int) {
+        self.doors = doors
+        super.init(name: name)
+    }
+
+    override func summary() -> String { super.summary() + ", \(doors) doors" }
+}
+
+@Suite("Model inheritance")
+struct InheritanceTests {
+    @Test("the schema has the superclass and the subclass, linked, with the inherited properties first")
+    func schema() throws {
+        let schema = Schema([Car.self])
+        let names = Set(schema.entities.map(\.name))
+        #expect(names == ["Car", "Vehicle"])
+        let car = try #require(schema.entitiesByName["Car"])
+        let vehicle = try #require(schema.entitiesByName["Vehicle"])
+        #expect(car.superentityName == "Vehicle")
+        #expect(car.superentity === vehicle)
+        #expect(vehicle.subentities.map(\.name) == ["Car"])
+        #expect(vehicle.superentity == nil)
+        #expect(car.properties.map(\.name) == ["name", "wheels", "doors", "sunroof"])
+        #expect(car.inheritedProperties.map(\.name) == ["name", "wheels"])
+        #expect(Set(car.inheritedPropertiesByName.keys) == ["name", "wheels"])
+        #expect(Car.schemaMetadata.map(\.name) == ["doors", "sunroof"], "a subclass lists its own properties, as in SwiftData")
+    }
+
+    @Test("a subclass instance keeps the values of both initializers, and reads and writes both kinds of property")
+    func values() {
+        let car = Car(name: "Zoe", doors: 5)
+        #expect(car.name == "Zoe")
+        #expect(car.wheels == 4)
+        #expect(car.doors == 5)
+        #expect(car.sunroof == false)
+        car.name = "Kangoo"
+        car.doors = 3
+        car.wheels = 6
+        #expect(car.name == "Kangoo" && car.doors == 3 && car.wheels == 6)
+        #expect(car.summary() == "Kangoo on 6 wheels, 3 doors")
+        let vehicle: Vehicle = car
+        #expect(vehicle.name == "Kangoo")
+    }
+
+    @Test("observers of an inherited and of an own property are told of changes")
+    func observation() {
+        let car = Car(name: "Zoe", doors: 5)
+        final class Flag: @unchecked Sendable { var count = 0 }
+        let flag = Flag()
+        withObservationTracking { _ = car.name } onChange: { flag.count += 1 }
+        car.name = "Clio"
+        withObservationTracking { _ = car.doors } onChange: { flag.count += 10 }
+        car.doors = 3
+        #expect(flag.count == 11)
+    }
+
+    @Test("a subclass saves and fetches its inherited and own values; predicates and sorts on either")
+    func saveAndFetch() throws {
+        let container = try ModelContainer(for: Car.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        context.insert(Car(name: "Zoe", doors: 5))
+        let clio = Car(name: "Clio", doors: 3)
+        clio.sunroof = true
+        clio.wheels = 4
+        context.insert(clio)
+        try context.save()
+
+        let reader = ModelContext(container)
+        let cars = try reader.fetch(FetchDescriptor<Car>(sortBy: [SortDescriptor(\.name)]))
+        #expect(cars.map(\.name) == ["Clio", "Zoe"])
+        #expect(cars.map(\.doors) == [3, 5])
+        #expect(cars.map(\.sunroof) == [true, false])
+        #expect(cars.map(\.wheels) == [4, 4])
+        let threeDoors = try reader.fetch(FetchDescriptor<Car>(predicate: #Predicate { $0.doors == 3 && $0.name.starts(with: "C") }))
+        #expect(threeDoors.map(\.name) == ["Clio"])
+
+        let first = try #require(cars.first)
+        first.name = "Clio II"
+        first.doors = 5
+        try reader.save()
+        let again = try ModelContext(container).fetch(FetchDescriptor<Car>(predicate: #Predicate { $0.name == "Clio II" }))
+        #expect(again.map(\.doors) == [5])
+    }
+}
