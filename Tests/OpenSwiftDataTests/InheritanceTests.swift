@@ -105,3 +105,67 @@ struct InheritanceTests {
         #expect(again.map(\.doors) == [5])
     }
 }
+
+@Suite("Model inheritance: fetching the superclass")
+struct InheritanceFetchTests {
+    /// Two plain vehicles and two cars, saved.
+    private func fleet() throws -> ModelContainer {
+        let container = try ModelContainer(for: Vehicle.self, Car.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        let bike = Vehicle(name: "Bike")
+        bike.wheels = 2
+        context.insert(bike)
+        context.insert(Vehicle(name: "Cart"))
+        context.insert(Car(name: "Zoe", doors: 5))
+        let clio = Car(name: "Clio", doors: 3)
+        clio.sunroof = true
+        context.insert(clio)
+        try context.save()
+        return container
+    }
+
+    @Test("a fetch of the superclass returns the subclass's models as instances of the subclass; a fetch of the subclass only them")
+    func polymorphic() throws {
+        let container = try fleet()
+        let context = ModelContext(container)
+        let vehicles = try context.fetch(FetchDescriptor<Vehicle>(sortBy: [SortDescriptor(\.name)]))
+        #expect(vehicles.map(\.name) == ["Bike", "Cart", "Clio", "Zoe"])
+        #expect(vehicles.map { $0 is Car } == [false, false, true, true])
+        let clio = try #require(vehicles[2] as? Car)
+        #expect(clio.doors == 3 && clio.sunroof)
+        #expect(clio.summary() == "Clio on 4 wheels, 3 doors")
+        #expect(try context.fetch(FetchDescriptor<Car>()).count == 2)
+        // One instance per row, whichever type fetched it.
+        #expect(try context.fetch(FetchDescriptor<Car>(predicate: #Predicate { $0.name == "Clio" })).first === clio)
+        #expect(try context.fetchCount(FetchDescriptor<Vehicle>()) == 4)
+        #expect(try context.fetchCount(FetchDescriptor<Car>()) == 2)
+        #expect(try context.fetchIdentifiers(FetchDescriptor<Vehicle>()).count == 4)
+    }
+
+    @Test("a predicate, sort, offset and limit on the superclass's properties apply to both classes")
+    func predicates() throws {
+        let container = try fleet()
+        let context = ModelContext(container)
+        let fourWheels = try context.fetch(FetchDescriptor<Vehicle>(predicate: #Predicate { $0.wheels == 4 }, sortBy: [SortDescriptor(\.name, order: .reverse)]))
+        #expect(fourWheels.map(\.name) == ["Zoe", "Clio", "Cart"])
+        var window = FetchDescriptor<Vehicle>(predicate: #Predicate { $0.name.contains("o") || $0.name == "Bike" }, sortBy: [SortDescriptor(\.name)])
+        window.fetchOffset = 1
+        window.fetchLimit = 1
+        #expect(try context.fetch(window).map(\.name) == ["Clio"])
+        #expect(try context.fetchCount(FetchDescriptor<Vehicle>(predicate: #Predicate { $0.wheels == 4 })) == 3)
+        let cars = try context.fetch(FetchDescriptor<Car>(predicate: #Predicate { $0.wheels == 4 && $0.doors > 3 }))
+        #expect(cars.map(\.name) == ["Zoe"])
+    }
+
+    @Test("unsaved subclass models take part in a fetch of the superclass")
+    func pending() throws {
+        let container = try fleet()
+        let context = ModelContext(container)
+        context.insert(Car(name: "Twingo", doors: 3))
+        let names = try context.fetch(FetchDescriptor<Vehicle>(predicate: #Predicate { $0.name.starts(with: "T") })).map(\.name)
+        #expect(names == ["Twingo"])
+        try context.save()
+        let reread = try ModelContext(container).fetch(FetchDescriptor<Vehicle>(predicate: #Predicate { $0.name == "Twingo" }))
+        #expect(reread.first is Car)
+    }
+}
