@@ -169,3 +169,114 @@ struct InheritanceFetchTests {
         #expect(reread.first is Car)
     }
 }
+
+@Suite("Model inheritance: casts in predicates, migrations and history")
+struct InheritancePredicateTests {
+    private func fleet() throws -> ModelContainer {
+        let container = try ModelContainer(for: Vehicle.self, Car.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        context.insert(Vehicle(name: "Bike"))
+        context.insert(Car(name: "Zoe", doors: 5))
+        context.insert(Car(name: "Clio", doors: 3))
+        try context.save()
+        return container
+    }
+
+    @Test("`is` and `as?` in a predicate of the superclass select by class (`is` in SQL)")
+    func casts() throws {
+        let container = try fleet()
+        let context = ModelContext(container)
+        let cars = try context.fetch(FetchDescriptor<Vehicle>(predicate: #Predicate { $0 is Car }, sortBy: [SortDescriptor(\.name)]))
+        #expect(cars.map(\.name) == ["Clio", "Zoe"])
+        let plain = try context.fetch(FetchDescriptor<Vehicle>(predicate: #Predicate { !($0 is Car) }))
+        #expect(plain.map(\.name) == ["Bike"])
+        let threeDoors = try context.fetch(FetchDescriptor<Vehicle>(predicate: #Predicate { ($0 as? Car)?.doors == 3 }))
+        #expect(threeDoors.map(\.name) == ["Clio"])
+        #expect(try context.fetchCount(FetchDescriptor<Vehicle>(predicate: #Predicate { $0 is Car })) == 2)
+        // In SQL: the class of a table decides the check.
+        #expect(try context.explain(FetchDescriptor<Vehicle>(predicate: #Predicate { $0 is Car })).predicateInMemory.isEmpty)
+        // The same predicates, evaluated by Foundation on the instances, agree.
+        let all = try context.fetch(FetchDescriptor<Vehicle>())
+        let isCar = #Predicate<Vehicle> { $0 is Car }
+        #expect(try all.filter { try isCar.evaluate($0) }.count == 2)
+    }
+
+    @Test("history records a subclass's changes under its entity, with inherited and own properties")
+    func history() throws {
+        let container = try fleet()
+        let context = ModelContext(container)
+        let car = try #require(try context.fetch(FetchDescriptor<Car>(predicate: #Predicate { $0.name == "Zoe" })).first)
+        car.name = "Zoe 2"
+        car.doors = 3
+        try context.save()
+        let transactions = try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>())
+        let updates = transactions.flatMap(\.changes).compactMap { change -> DefaultHistoryUpdate<Car>? in
+            if case let .update(update) = change { return update as? DefaultHistoryUpdate<Car> }
+            return nil
+        }
+        #expect(updates.count == 1)
+        #expect(updates.first?.changedPersistentIdentifier == car.persistentModelID)
+        #expect(updates.first?.updatedAttributes.count == 2)
+    }
+}
+
+/// The fleet's first version: vehicles only.
+enum FleetV1: VersionedSchema {
+    static var versionIdentifier: Schema.Version { Schema.Version(1, 0, 0) }
+    static var models: [any PersistentModel.Type] { [Vehicle.self] }
+
+    @Model class Vehicle {
+        var name: String
+        init(name: String) { self.name = name }
+    }
+}
+
+/// The second: a property added to the superclass, and a subclass.
+enum FleetV2: VersionedSchema {
+    static var versionIdentifier: Schema.Version { Schema.Version(2, 0, 0) }
+    static var models: [any PersistentModel.Type] { [Vehicle.self, Truck.self] }
+
+    @Model class Vehicle {
+        var name: String
+        var wheels: Int = 4
+        init(name: String) { self.name = name }
+    }
+
+    @Model final class Truck: Vehicle {
+        var payload: Double = 0
+        init(name: String, payload: Double) {
+            self.payload = payload
+            super.init(name: name)
+        }
+    }
+}
+
+enum FleetPlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [FleetV1.self, FleetV2.self] }
+    static var stages: [MigrationStage] { [.lightweight(fromVersion: FleetV1.self, toVersion: FleetV2.self)] }
+}
+
+@Suite("Model inheritance: migrations")
+struct InheritanceMigrationTests {
+    @Test("a lightweight migration adds a subclass and a property of the superclass; old rows keep their values")
+    func addSubclassAndProperty() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let url = directory.file("fleet.store")
+        do {
+            let container = try ModelContainer(for: Schema(versionedSchema: FleetV1.self), configurations: ModelConfiguration(url: url))
+            let context = ModelContext(container)
+            context.insert(FleetV1.Vehicle(name: "Bike"))
+            try context.save()
+        }
+        let container = try ModelContainer(for: Schema(versionedSchema: FleetV2.self), migrationPlan: FleetPlan.self, configurations: ModelConfiguration(url: url))
+        let context = ModelContext(container)
+        context.insert(FleetV2.Truck(name: "Actros", payload: 18))
+        try context.save()
+        let vehicles = try ModelContext(container).fetch(FetchDescriptor<FleetV2.Vehicle>(sortBy: [SortDescriptor(\.name)]))
+        #expect(vehicles.map(\.name) == ["Actros", "Bike"])
+        #expect(vehicles.map(\.wheels) == [4, 4])
+        #expect((vehicles.first as? FleetV2.Truck)?.payload == 18)
+        #expect(try StoreFile.metadata(at: url.path)["schemaVersion"] == "2.0.0")
+    }
+}
