@@ -157,6 +157,18 @@ struct InheritanceFetchTests {
         #expect(cars.map(\.name) == ["Zoe"])
     }
 
+    @Test("a batch delete of the superclass deletes the subclasses' models too, unless told not to")
+    func batchDelete() throws {
+        let container = try fleet()
+        let context = ModelContext(container)
+        try context.delete(model: Vehicle.self, where: #Predicate { $0.wheels == 4 }, includeSubclasses: false)
+        try context.save()
+        #expect(try ModelContext(container).fetch(FetchDescriptor<Vehicle>(sortBy: [SortDescriptor(\.name)])).map(\.name) == ["Bike", "Clio", "Zoe"])
+        try context.delete(model: Vehicle.self, where: #Predicate { $0.name != "Bike" })
+        try context.save()
+        #expect(try ModelContext(container).fetch(FetchDescriptor<Vehicle>()).map(\.name) == ["Bike"])
+    }
+
     @Test("unsaved subclass models take part in a fetch of the superclass")
     func pending() throws {
         let container = try fleet()
@@ -278,5 +290,82 @@ struct InheritanceMigrationTests {
         #expect(vehicles.map(\.wheels) == [4, 4])
         #expect((vehicles.first as? FleetV2.Truck)?.payload == 18)
         #expect(try StoreFile.metadata(at: url.path)["schemaVersion"] == "2.0.0")
+    }
+}
+
+/// A garage whose vehicles are kept by their foreign key to it: it holds cars too.
+@Model
+final class Garage {
+    var name: String
+    @Relationship(deleteRule: .cascade, inverse: \Parked.garage) var parked: [Parked] = []
+    var favorite: Parked?
+
+    init(name: String) {
+        self.name = name
+    }
+}
+
+@Model
+class Parked {
+    var plate: String
+    var garage: Garage?
+
+    init(plate: String) {
+        self.plate = plate
+    }
+}
+
+@Model
+final class ParkedCar: Parked {
+    var seats: Int
+
+    init(plate: String, seats: Int) {
+        self.seats = seats
+        super.init(plate: plate)
+    }
+}
+
+@Suite("Model inheritance: relationships")
+struct InheritanceRelationshipTests {
+    @Test("a to-many relationship to the superclass holds subclass models, as their own class, after a save and a new fetch")
+    func toMany() throws {
+        let container = try ModelContainer(for: Garage.self, ParkedCar.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        let garage = Garage(name: "North")
+        context.insert(garage)
+        garage.parked.append(Parked(plate: "B-1"))
+        garage.parked.append(ParkedCar(plate: "C-2", seats: 4))
+        try context.save()
+
+        let reader = ModelContext(container)
+        let fetched = try #require(try reader.fetch(FetchDescriptor<Garage>()).first)
+        let parked = fetched.parked.sorted { $0.plate < $1.plate }
+        #expect(parked.map(\.plate) == ["B-1", "C-2"])
+        #expect((parked.last as? ParkedCar)?.seats == 4)
+        #expect(parked.last?.garage === fetched)
+        // Prefetching and predicates over the relationship see the car too.
+        var descriptor = FetchDescriptor<Garage>(predicate: #Predicate { $0.parked.contains { $0.plate == "C-2" } })
+        descriptor.relationshipKeyPathsForPrefetching = [\.parked]
+        #expect(try ModelContext(container).fetch(descriptor).first?.parked.count == 2)
+        // The cascade reaches the car.
+        reader.delete(fetched)
+        try reader.save()
+        #expect(try ModelContext(container).fetchCount(FetchDescriptor<Parked>()) == 0)
+    }
+
+    @Test("a to-one foreign key to the superclass refuses a subclass model with a typed error, not a wrong row")
+    func toOneRefused() throws {
+        let container = try ModelContainer(for: Garage.self, ParkedCar.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        let garage = Garage(name: "South")
+        context.insert(garage)
+        garage.favorite = ParkedCar(plate: "F-1", seats: 2)
+        do {
+            try context.save()
+            Issue.record("the save must be refused")
+        } catch let error as SwiftDataError {
+            #expect(error == .modelValidationFailure)
+            #expect(error.entityName == "Garage" && error.propertyName == "favorite")
+        }
     }
 }

@@ -79,6 +79,20 @@ extension ModelContext {
         case .inverseForeignKey:
             guard let inverseName = relationship.inverseName else { return [] }
             query = SelectBuilder.rows(destination.table, whereColumn: inverseName, equals: key)
+            // The destination's subclasses inherit the foreign key, in tables of their own.
+            let subclasses = container.descendants(of: destination)
+            if !subclasses.isEmpty {
+                do {
+                    var refs = try materializeRefs(destination, query: query)
+                    for subclass in subclasses {
+                        refs += try materializeRefs(subclass, query: SelectBuilder.rows(subclass.table, whereColumn: inverseName, equals: key))
+                    }
+                    return refs
+                } catch {
+                    log("loading \(storage.entityName).\(property.name) failed: \(error)")
+                    return []
+                }
+            }
         case let .joinTable(table, isSource, _):
             query = SelectBuilder.rows(destination.table, joinedThrough: table, fromSource: isSource, key: key)
         }
@@ -270,6 +284,17 @@ extension ModelContext {
                         "\(layout.name).\(property.name) holds a \(relationship.destinationName) that belongs to another context; pass its persistentModelID and load it with model(for:) here",
                         entity: layout.name, property: property.name
                     )
+                }
+                if relationship.storage != .inverseForeignKey {
+                    // A foreign key or a join table points into the destination's own table,
+                    // and each class has a table of its own.
+                    for ref in loadedRefs(storage, property) where ObjectIdentifier(type(of: ref.model)) != ObjectIdentifier(relationship.destinationType) {
+                        throw SwiftDataError(
+                            .modelValidationFailure,
+                            "\(layout.name).\(property.name) holds a \(type(of: ref.model)), a subclass of \(relationship.destinationName); only a relationship whose foreign key is on the \(relationship.destinationName) side (a to-many with an inverse to-one) holds subclass models so far",
+                            entity: layout.name, property: property.name
+                        )
+                    }
                 }
                 if !relationship.isToMany && !relationship.isOptional {
                     let missing: Bool

@@ -244,6 +244,15 @@ final class EntityLayout: @unchecked Sendable {
     nonisolated(unsafe) private static var builders: [ObjectIdentifier: [pthread_t]] = [:]
     // nonisolated(unsafe): only read and written while holding `registryLock`.
 
+    /// Whether a layout of a model class that inherits from `layout`'s has been built (every
+    /// model class of a container's schema has, once the container exists).
+    static func hasSubclassLayouts(_ layout: EntityLayout) -> Bool {
+        let type = ObjectIdentifier(layout.modelType)
+        registryLock.lock()
+        defer { registryLock.unlock() }
+        return registry.values.contains { $0 !== layout && $0.ancestry.contains { $0.type == type } }
+    }
+
     /// The layout of a model type, built on first use.
     ///
     /// Building a layout reads `schemaMetadata`, its own and its relationships' destinations',
