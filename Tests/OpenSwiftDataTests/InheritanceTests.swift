@@ -318,10 +318,22 @@ class Parked {
 @Model
 final class ParkedCar: Parked {
     var seats: Int
+    var driver: Driver?
 
     init(plate: String, seats: Int) {
         self.seats = seats
         super.init(plate: plate)
+    }
+}
+
+/// A model related to a subclass through a relationship the subclass declares.
+@Model
+final class Driver {
+    var name: String
+    @Relationship(inverse: \ParkedCar.driver) var cars: [ParkedCar] = []
+
+    init(name: String) {
+        self.name = name
     }
 }
 
@@ -367,5 +379,71 @@ struct InheritanceRelationshipTests {
             #expect(error == .modelValidationFailure)
             #expect(error.entityName == "Garage" && error.propertyName == "favorite")
         }
+    }
+
+    @Test("a subclass's own relationship keeps its inverse, after a save and a new fetch")
+    func subclassRelationship() throws {
+        let container = try ModelContainer(for: Garage.self, ParkedCar.self, Driver.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        let ada = Driver(name: "Ada")
+        context.insert(ada)
+        let car = ParkedCar(plate: "A-1", seats: 2)
+        ada.cars.append(car)
+        #expect(car.driver === ada)
+        try context.save()
+        let reader = ModelContext(container)
+        let fetched = try #require(try reader.fetch(FetchDescriptor<ParkedCar>()).first)
+        #expect(fetched.driver?.name == "Ada")
+        #expect(fetched.driver?.cars.map(\.plate) == ["A-1"])
+        #expect(fetched.seats == 2)
+    }
+}
+
+@Model
+class Creature {
+    var name: String
+    init(name: String) { self.name = name }
+}
+
+@Model
+class Hound: Creature {
+    var breed: String
+    init(name: String, breed: String) {
+        self.breed = breed
+        super.init(name: name)
+    }
+}
+
+@Model
+final class Whelp: Hound {
+    var ageInWeeks: Int
+    init(name: String, breed: String, ageInWeeks: Int) {
+        self.ageInWeeks = ageInWeeks
+        super.init(name: name, breed: breed)
+    }
+}
+
+@Suite("Model inheritance: deeper hierarchies")
+struct DeepInheritanceTests {
+    @Test("a subclass of a subclass keeps every level's values and is fetched through each ancestor")
+    func threeLevels() throws {
+        let container = try ModelContainer(for: Creature.self, Hound.self, Whelp.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        let puppy = Whelp(name: "Rex", breed: "Collie", ageInWeeks: 9)
+        #expect(puppy.name == "Rex" && puppy.breed == "Collie" && puppy.ageInWeeks == 9)
+        context.insert(puppy)
+        context.insert(Hound(name: "Fido", breed: "Pug"))
+        context.insert(Creature(name: "Tom"))
+        try context.save()
+        let reader = ModelContext(container)
+        let animals = try reader.fetch(FetchDescriptor<Creature>(sortBy: [SortDescriptor(\.name)]))
+        #expect(animals.map(\.name) == ["Fido", "Rex", "Tom"])
+        #expect(animals.map { String(describing: type(of: $0)) } == ["Hound", "Whelp", "Creature"])
+        let dogs = try reader.fetch(FetchDescriptor<Hound>(predicate: #Predicate { $0.breed == "Collie" }))
+        #expect((dogs.first as? Whelp)?.ageInWeeks == 9)
+        #expect(try reader.fetchCount(FetchDescriptor<Whelp>(predicate: #Predicate { $0.name == "Rex" && $0.breed == "Collie" })) == 1)
+        let schema = container.schema
+        #expect(schema.entitiesByName["Whelp"]?.superentity?.name == "Hound")
+        #expect(schema.entitiesByName["Whelp"]?.inheritedProperties.map(\.name) == ["name", "breed"])
     }
 }
