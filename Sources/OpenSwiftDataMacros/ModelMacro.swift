@@ -34,7 +34,8 @@ extension ModelMacro: MemberMacro {
         // The compiler asks for the conformances the class lacks: a class that already is a
         // `PersistentModel` inherits it from its superclass, a model.
         let needsConformance = protocols.contains { $0.trimmedDescription.hasSuffix("PersistentModel") }
-        let superclass = needsConformance ? nil : firstInherited?.trimmedDescription
+        let declaresConformance = firstInherited.map { ["PersistentModel", "OpenSwiftData.PersistentModel"].contains($0.trimmedDescription) } ?? false
+        let superclass = needsConformance || declaresConformance ? nil : firstInherited?.trimmedDescription
         if needsConformance, let firstInherited, knownNonModelClasses.contains(firstInherited.trimmedDescription) {
             context.diagnose(Diagnostic(node: firstInherited, message: ModelDiagnostic.nonModelSuperclass))
             return []
@@ -149,6 +150,11 @@ extension ModelMacro: MemberMacro {
             """
         )
         decls.append("public struct _SwiftDataNoType: Swift.Sendable {}")
+        // A root model inherits from no class: if the first inherited type is one (a class that
+        // is not a model), `any` of it fails to compile here, naming the rule.
+        if let firstInherited, !firstInherited.is(AttributedTypeSyntax.self), !declaresConformance {
+            decls.append("private typealias _$SuperclassMustBeAModel = any \(firstInherited.trimmed)")
+        }
         if !isFinal {
             decls.append("public typealias _$Root = \(raw: className)")
             decls.append("public class var _$inheritedKeyPaths: [Swift.AnyKeyPath] { [] }")

@@ -1403,6 +1403,88 @@ struct ModelMacroSubclassTests {
 
 @Suite(.macros(macroSpecs, record: .never))
 struct ModelMacroSuperclassDiagnosticTests {
+    /// A root model that adopts protocols gets a check that its first inherited type is not a
+    /// class (`any` of a class does not compile, naming the rule in the expansion).
+    @Test func rootWithProtocols() {
+        assertMacro {
+            """
+            @Model
+            final class Tag: Identifiable {
+                var name: String
+
+                init(name: String) {
+                    self.name = name
+                }
+            }
+            """
+        } expansion: {
+            #"""
+            final class Tag: Identifiable {
+                @OpenSwiftData._PersistedProperty(index: 0)
+                var name: String
+
+                init(name: String) {
+                    self.name = name
+                }
+
+                @OpenSwiftData.Transient
+                private var _$backingData: any OpenSwiftData.BackingData<Tag> = Tag._$inertBackingData
+
+                nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Tag> = Tag._$makeInertBackingData()
+
+                public var persistentBackingData: any OpenSwiftData.BackingData<Tag> {
+                    get {
+                        self._$backingData
+                    }
+                    set {
+                        self._$backingData = newValue
+                    }
+                }
+
+                public static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
+                    typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
+                    typealias _$Attribute = OpenSwiftData.Schema.Attribute
+                    typealias _$Relationship = OpenSwiftData.Schema.Relationship
+                    return [
+                        _$PropertyMetadata(name: "name", keypath: \Tag.name, defaultValue: nil, metadata: nil)
+                    ]
+                }
+
+                public required init(backingData: any OpenSwiftData.BackingData<Tag>) {
+                    self._name = _SwiftDataNoType()
+                    self._$backingData = backingData
+                }
+
+                @OpenSwiftData.Transient
+                private let _$observationRegistrar: Observation.ObservationRegistrar = .init()
+
+                internal nonisolated func access<_M>(keyPath: Swift.KeyPath<Tag, _M>) {
+                    self._$observationRegistrar.access(self, keyPath: keyPath)
+                }
+
+                internal nonisolated func withMutation<_M, _MR>(keyPath: Swift.KeyPath<Tag, _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
+                    try self._$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                }
+
+                public nonisolated func _$notifyObservers(ofChangeTo keyPath: Swift.AnyKeyPath) {
+                    self._$observationRegistrar._$notifyChange(of: self, at: keyPath)
+                }
+
+                public struct _SwiftDataNoType: Swift.Sendable {
+                }
+
+                private typealias _$SuperclassMustBeAModel = any Identifiable
+            }
+
+            extension Tag: Observation.Observable {
+            }
+
+            extension Tag: OpenSwiftData.PersistentModel {
+            }
+            """#
+        }
+    }
+
     /// A class that is not a model cannot be a model's superclass: the error points at it.
     @Test func nonModelSuperclass() {
         assertMacro {

@@ -447,3 +447,27 @@ struct DeepInheritanceTests {
         #expect(schema.entitiesByName["Whelp"]?.inheritedProperties.map(\.name) == ["name", "breed"])
     }
 }
+
+/// A model that adopts a protocol first in its inheritance clause (not a superclass).
+@Model
+final class Badge: Identifiable, CustomStringConvertible {
+    var label: String
+    var description: String { label }
+
+    init(label: String) {
+        self.label = label
+    }
+}
+
+@Suite("Model inheritance: roots with protocols")
+struct InheritanceRootTests {
+    @Test("a model whose inheritance clause lists protocols only is a root model")
+    func protocolsOnly() throws {
+        let container = try ModelContainer(for: Badge.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        context.insert(Badge(label: "gold"))
+        try context.save()
+        #expect(try ModelContext(container).fetch(FetchDescriptor<Badge>()).map(\.description) == ["gold"])
+        #expect(container.schema.entitiesByName["Badge"]?.superentity == nil)
+    }
+}
