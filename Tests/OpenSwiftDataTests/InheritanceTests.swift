@@ -49,6 +49,15 @@ struct InheritanceTests {
         #expect(Car.schemaMetadata.map(\.name) == ["doors", "sunroof"], "a subclass lists its own properties, as in SwiftData")
     }
 
+    @Test("a hand-written entity with subentities links them")
+    func handWritten() {
+        let sub = Schema.Entity("Sub")
+        let base = Schema.Entity("Base", subentities: sub, properties: Schema.Attribute(name: "a", originalName: nil, options: [], valueType: Int.self, defaultValue: nil, hashModifier: nil))
+        #expect(base.subentities == [sub])
+        #expect(sub.superentity === base)
+        #expect(sub.superentityName == "Base")
+    }
+
     @Test("a subclass instance keeps the values of both initializers, and reads and writes both kinds of property")
     func values() {
         let car = Car(name: "Zoe", doors: 5)

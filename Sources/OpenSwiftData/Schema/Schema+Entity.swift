@@ -20,7 +20,7 @@ extension Schema {
         /// The entities of the schema's model classes that inherit from this one directly.
         public internal(set) var subentities: Set<Entity> = []
         /// The name of the entity of the model class this one inherits from, if any.
-        public var superentityName: String? { layout?.superLayout?.name }
+        public var superentityName: String? { layout?.superLayout?.name ?? superentity?.name }
         /// The entity of the model class this one inherits from, when it is in the schema.
         public internal(set) weak var superentity: Entity?
         let layout: EntityLayout?
@@ -33,6 +33,14 @@ extension Schema {
         /// An entity with a name and attributes.
         public convenience init(_ name: String, properties: Attribute...) {
             self.init(name: name, attributes: properties, layout: nil)
+        }
+
+        /// An entity with subentities (which it becomes the superentity of) and attributes,
+        /// as a hand-written description; a container builds its entities from model types.
+        public convenience init(_ name: String, subentities: Entity..., properties: Attribute...) {
+            self.init(name: name, attributes: properties, layout: nil)
+            self.subentities = Set(subentities)
+            for subentity in subentities { subentity.superentity = self }
         }
 
         init(layout: EntityLayout) {
