@@ -130,4 +130,12 @@ public final class ModelContainer: Equatable, @unchecked Sendable {
     func descendants(of layout: EntityLayout) -> [EntityLayout] {
         subclassLayouts[layout.name] ?? []
     }
+
+    /// The entities whose rows share `layout`'s primary-key space: its class hierarchy's, root
+    /// first (just its own for a class outside any hierarchy).
+    func keyFamily(of layout: EntityLayout) -> [String] {
+        var root = layout
+        while let superLayout = root.superLayout { root = superLayout }
+        return [root.name] + descendants(of: root).map(\.name)
+    }
 }

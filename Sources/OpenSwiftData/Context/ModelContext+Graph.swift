@@ -56,8 +56,17 @@ extension ModelContext {
     func registeredOrLoaded(entity: String, primaryKey: Int64) -> RelatedRef? {
         if let registration = identityMap[entity]?[primaryKey] { return RelatedRef(registration) }
         guard let layout = container.layout(named: entity) else { return nil }
+        // A foreign key to a superclass may name a subclass's row (one key space per hierarchy).
+        let subclasses = container.descendants(of: layout)
+        for subclass in subclasses {
+            if let registration = identityMap[subclass.name]?[primaryKey] { return RelatedRef(registration) }
+        }
         do {
-            _ = try load(layout: layout, primaryKey: primaryKey)
+            for candidate in [layout] + subclasses {
+                if try load(layout: candidate, primaryKey: primaryKey) != nil {
+                    return identityMap[candidate.name]?[primaryKey].map(RelatedRef.init)
+                }
+            }
         } catch {
             log("loading \(entity) row \(primaryKey) failed: \(error)")
         }
@@ -285,13 +294,13 @@ extension ModelContext {
                         entity: layout.name, property: property.name
                     )
                 }
-                if relationship.storage != .inverseForeignKey {
-                    // A foreign key or a join table points into the destination's own table,
-                    // and each class has a table of its own.
+                if case .joinTable = relationship.storage {
+                    // A join table's rows point into the destination's own table, and each
+                    // class has a table of its own.
                     for ref in loadedRefs(storage, property) where ObjectIdentifier(type(of: ref.model)) != ObjectIdentifier(relationship.destinationType) {
                         throw SwiftDataError(
                             .modelValidationFailure,
-                            "\(layout.name).\(property.name) holds a \(type(of: ref.model)), a subclass of \(relationship.destinationName); only a relationship whose foreign key is on the \(relationship.destinationName) side (a to-many with an inverse to-one) holds subclass models so far",
+                            "\(layout.name).\(property.name) holds a \(type(of: ref.model)), a subclass of \(relationship.destinationName); a many-to-many relationship or a to-many without inverse (kept in a join table) holds only \(relationship.destinationName) models so far",
                             entity: layout.name, property: property.name
                         )
                     }
