@@ -10,6 +10,7 @@ enum ModelDiagnostic: String, DiagnosticMessage {
     case unstorableType
     case transientWithoutDefault
     case implicitMemberDefaultWithoutType
+    case nonModelSuperclass
 
     var message: String {
         switch self {
@@ -29,6 +30,8 @@ enum ModelDiagnostic: String, DiagnosticMessage {
             return "a @Transient property needs a default value, because models loaded from the store skip your initializer"
         case .implicitMemberDefaultWithoutType:
             return "a default value written as an implicit member ('.case') needs an explicit type annotation on the property"
+        case .nonModelSuperclass:
+            return "a @Model class can inherit only from another @Model class; this superclass is not a model"
         }
     }
 

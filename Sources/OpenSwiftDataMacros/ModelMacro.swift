@@ -30,6 +30,17 @@ extension ModelMacro: MemberMacro {
         }
         let className = classDecl.name.trimmedDescription
         let members = classDecl.memberBlock.members.map(\.decl)
+        let firstInherited = classDecl.inheritanceClause?.inheritedTypes.first?.type
+        // The compiler asks for the conformances the class lacks: a class that already is a
+        // `PersistentModel` inherits it from its superclass, a model.
+        let needsConformance = protocols.contains { $0.trimmedDescription.hasSuffix("PersistentModel") }
+        let declaresConformance = firstInherited.map { ["PersistentModel", "OpenSwiftData.PersistentModel"].contains($0.trimmedDescription) } ?? false
+        let superclass = needsConformance || declaresConformance ? nil : firstInherited?.trimmedDescription
+        if needsConformance, let firstInherited, knownNonModelClasses.contains(firstInherited.trimmedDescription) {
+            context.diagnose(Diagnostic(node: firstInherited, message: ModelDiagnostic.nonModelSuperclass))
+            return []
+        }
+        let isFinal = classDecl.modifiers.contains { $0.name.tokenKind == .keyword(.final) }
 
         var properties: [PersistedProperty] = []
         var valid = true
@@ -58,6 +69,9 @@ extension ModelMacro: MemberMacro {
         // the generated code names library and standard-library declarations in type positions
         // only (`let x: OpenSwiftData.T = .init(…)`, local type aliases), reaches everything else
         // through `_$`-prefixed members, and names the class itself as the base of its statics.
+        if let superclass {
+            return subclassMembers(className: className, superclass: superclass, properties: properties, members: members, isFinal: isFinal)
+        }
         var decls: [DeclSyntax] = []
         decls.append(
             """
@@ -86,9 +100,12 @@ extension ModelMacro: MemberMacro {
             "_$PropertyMetadata(name: \"\(property.plainName)\", keypath: \\\(className).\(property.name), defaultValue: \(property.defaultValueExpression), metadata: \(property.metadataExpression))"
         }
         let metadataBody = metadataEntries.isEmpty ? "    return []" : "    return [\n" + metadataEntries.map { "        " + $0 }.joined(separator: ",\n") + "\n    ]"
+        // A class that is not final may have subclasses: its statics are class members they
+        // override, and it tells them its root and its properties' key paths rooted at them.
+        let staticKeyword = isFinal ? "static" : "class"
         decls.append(
             """
-            public static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
+            public \(raw: staticKeyword) var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
                 typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
                 typealias _$Attribute = OpenSwiftData.Schema.Attribute
                 typealias _$Relationship = OpenSwiftData.Schema.Relationship
@@ -133,22 +150,145 @@ extension ModelMacro: MemberMacro {
             """
         )
         decls.append("public struct _SwiftDataNoType: Swift.Sendable {}")
+        // A root model inherits from no class: if the first inherited type is one (a class that
+        // is not a model), `any` of it fails to compile here, naming the rule.
+        if let firstInherited, !firstInherited.is(AttributedTypeSyntax.self), !declaresConformance {
+            decls.append("private typealias _$SuperclassMustBeAModel = any \(firstInherited.trimmed)")
+        }
+        if !isFinal {
+            decls.append("public typealias _$Root = \(raw: className)")
+            decls.append("public class var _$inheritedKeyPaths: [Swift.AnyKeyPath] { [] }")
+            decls.append(keyPathsRooted(className: className, superclass: nil, properties: properties))
+        }
 
-        decls += keyPathGroups(of: members, macro: "Unique", schemaType: "Unique", member: "_$uniquenessConstraints", className: className)
-        decls += keyPathGroups(of: members, macro: "Index", schemaType: "Index", member: "_$indices", className: className)
+        decls += keyPathGroups(of: members, macro: "Unique", schemaType: "Unique", member: "_$uniquenessConstraints", className: className, modifiers: isFinal ? "static" : "class", always: !isFinal)
+        decls += keyPathGroups(of: members, macro: "Index", schemaType: "Index", member: "_$indices", className: className, modifiers: isFinal ? "static" : "class", always: !isFinal)
+        return decls
+    }
+
+    /// Classes that are not models and that a model class cannot inherit from.
+    static let knownNonModelClasses: Set<String> = [
+        "NSObject", "NSManagedObject", "ObservableObject", "NSCoder", "NSView", "UIView", "NSViewController", "UIViewController",
+    ]
+
+    /// `_$keyPaths(rootedAt:)`: the class's persisted properties (and its superclass's) as key
+    /// paths rooted at a subclass, which a fetch, sort or predicate of the subclass names.
+    private static func keyPathsRooted(className: String, superclass: String?, properties: [PersistedProperty]) -> DeclSyntax {
+        let own = "[" + properties.map { "\\_S.\($0.name)" }.joined(separator: ", ") + "]"
+        let body = superclass.map { "\($0)._$keyPaths(rootedAt: _S.self) + \(own)" } ?? own
+        return """
+            public static func _$keyPaths<_S: \(raw: className)>(rootedAt _: _S.Type) -> [Swift.AnyKeyPath] {
+                \(raw: body)
+            }
+            """
+    }
+
+    /// The members of a model class whose superclass is a model: its own persisted properties
+    /// only (SwiftData's rule for `schemaMetadata`), with the backing data, observation and
+    /// `init(backingData:)` overriding the superclass's. Values its initializer sets before
+    /// `super.init` land in backing data of its own, moved into the instance's storage when it
+    /// is first used.
+    private static func subclassMembers(className: String, superclass: String, properties: [PersistedProperty], members: [DeclSyntax], isFinal: Bool) -> [DeclSyntax] {
+        var decls: [DeclSyntax] = []
+        decls.append(
+            """
+            @OpenSwiftData.Transient
+            private var _$backingData: any OpenSwiftData.BackingData<\(raw: className)> = \(raw: className)._$inertBackingData
+            """
+        )
+        decls.append(
+            """
+            nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<\(raw: className)> = \(raw: className)._$makeInertBackingData()
+            """
+        )
+        decls.append(
+            """
+            public override var persistentBackingData: any OpenSwiftData.BackingData<\(raw: superclass)._$Root> {
+                get {
+                    \(raw: className)._$adoptInitializedValues(\(raw: className)._$takeInitializedValues(&self._$backingData), of: self)
+                    return super.persistentBackingData
+                }
+                set {
+                    super.persistentBackingData = newValue
+                }
+            }
+            """
+        )
+        let metadataEntries = properties.map { property in
+            "_$PropertyMetadata(name: \"\(property.plainName)\", keypath: \\\(className).\(property.name), defaultValue: \(property.defaultValueExpression), metadata: \(property.metadataExpression))"
+        }
+        let metadataBody = metadataEntries.isEmpty ? "    return []" : "    return [\n" + metadataEntries.map { "        " + $0 }.joined(separator: ",\n") + "\n    ]"
+        decls.append(
+            """
+            public override class var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
+                typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
+                typealias _$Attribute = OpenSwiftData.Schema.Attribute
+                typealias _$Relationship = OpenSwiftData.Schema.Relationship
+            \(raw: metadataBody)
+            }
+            """
+        )
+        let placeholders = properties.map { "self._\($0.plainName) = _SwiftDataNoType()" }
+        let initBody = (placeholders + ["super.init(backingData: backingData)"]).map { "    " + $0 }.joined(separator: "\n")
+        decls.append(
+            """
+            public required init(backingData: any OpenSwiftData.BackingData<\(raw: superclass)._$Root>) {
+            \(raw: initBody)
+            }
+            """
+        )
+        decls.append(
+            """
+            @OpenSwiftData.Transient
+            private let _$observationRegistrar: Observation.ObservationRegistrar = .init()
+            """
+        )
+        decls.append(
+            """
+            internal nonisolated func access<_M>(keyPath: Swift.KeyPath<\(raw: className), _M>) {
+                self._$observationRegistrar.access(self, keyPath: keyPath)
+            }
+            """
+        )
+        decls.append(
+            """
+            internal nonisolated func withMutation<_M, _MR>(keyPath: Swift.KeyPath<\(raw: className), _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
+                try self._$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+            }
+            """
+        )
+        decls.append(
+            """
+            public override nonisolated func _$notifyObservers(ofChangeTo keyPath: Swift.AnyKeyPath) {
+                self._$observationRegistrar._$notifyChange(of: self, at: keyPath)
+                super._$notifyObservers(ofChangeTo: keyPath)
+            }
+            """
+        )
+        decls.append("public override class var _$inheritedKeyPaths: [Swift.AnyKeyPath] { \(raw: superclass)._$keyPaths(rootedAt: \(raw: className).self) }")
+        if !isFinal {
+            decls.append(keyPathsRooted(className: className, superclass: superclass, properties: properties))
+        }
+        decls += keyPathGroups(of: members, macro: "Unique", schemaType: "Unique", member: "_$uniquenessConstraints", className: className, modifiers: "override class", always: false)
+        decls += keyPathGroups(of: members, macro: "Index", schemaType: "Index", member: "_$indices", className: className, modifiers: "override class", always: false)
         return decls
     }
 
     /// The static member that gathers every `#Unique` (or `#Index`) of the class body, typed
     /// through `Schema.Unique<T>` (or `Schema.Index<T>`) so that bad key paths fail to compile.
-    private static func keyPathGroups(of members: [DeclSyntax], macro: String, schemaType: String, member: String, className: String) -> [DeclSyntax] {
+    ///
+    /// `modifiers` is `static`, `class` (a class that may have subclasses: `always` then emits
+    /// it even when empty, so that they can override it) or `override class`.
+    private static func keyPathGroups(of members: [DeclSyntax], macro: String, schemaType: String, member: String, className: String, modifiers: String, always: Bool) -> [DeclSyntax] {
         let invocations = members.compactMap { freestanding($0, named: macro) }
-        guard !invocations.isEmpty else { return [] }
-        let sum = invocations.map { "_$\(schemaType)(\($0.trimmedDescription))._keyPathGroups" }
-            .joined(separator: " + ")
+        guard !invocations.isEmpty || always else { return [] }
+        var terms = invocations.map { "_$\(schemaType)(\($0.trimmedDescription))._$keyPathGroups" }
+        // A subclass keeps its superclass's constraints.
+        if modifiers.hasPrefix("override") { terms.insert("super.\(member)", at: 0) }
+        let sum = terms.isEmpty ? "[]" : terms.joined(separator: " + ")
         return [
             """
-            public static var \(raw: member): [[Swift.AnyKeyPath]] {
+            public \(raw: modifiers) var \(raw: member): [[Swift.AnyKeyPath]] {
                 typealias _$\(raw: schemaType) = OpenSwiftData.Schema.\(raw: schemaType)<\(raw: className)>
                 return \(raw: sum)
             }
@@ -251,7 +391,10 @@ extension ModelMacro: ExtensionMacro {
         conformingTo protocols: [TypeSyntax],
         in context: some MacroExpansionContext
     ) throws -> [ExtensionDeclSyntax] {
-        guard declaration.is(ClassDeclSyntax.self) else { return [] }
+        guard let classDecl = declaration.as(ClassDeclSyntax.self) else { return [] }
+        if let first = classDecl.inheritanceClause?.inheritedTypes.first?.type.trimmedDescription, knownNonModelClasses.contains(first) {
+            return []
+        }
         return protocols.map { proto in
             ExtensionDeclSyntax(extendedType: type.trimmed, inheritanceClause: InheritanceClauseSyntax {
                 InheritedTypeSyntax(type: qualified(proto.trimmed))

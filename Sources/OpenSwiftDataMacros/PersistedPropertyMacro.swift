@@ -27,9 +27,7 @@ extension PersistedPropertyMacro: AccessorMacro {
             """
             @storageRestrictions(accesses: _$backingData, initializes: \(raw: storage))
             init(initialValue) {
-                if \(raw: owner)._$prepareBackingData(&_$backingData) {
-                    _$backingData._setValue(at: \(raw: index), forKey: \\.\(raw: name), to: initialValue)
-                }
+                \(raw: owner)._$initializeValue(&_$backingData, at: \(raw: index), forKey: \\.\(raw: name), to: initialValue)
                 \(raw: storage) = _SwiftDataNoType()
             }
             """,

@@ -272,12 +272,16 @@ func surface(url: URL, id: PersistentIdentifier) async throws {
     _ = (entities, byName, version, entity, tripEntityName, version.major, version.minor, version.patch, version.description, version < version)
     // Not provided yet (README, "Not provided"): `Schema.save(to:)`/`load(from:)`,
     // `fetch(_:batchSize:)` and `fetchIdentifiers(_:batchSize:)` (`FetchResultsCollection`),
-    // `Schema.CompositeAttribute`, `Schema.Entity(_:subentities:properties:)` and model
-    // inheritance, `.transformable(by:)` (no `ValueTransformer` on Linux), the custom
+    // `Schema.CompositeAttribute`, `.transformable(by:)` (no `ValueTransformer` on Linux), the custom
     // `DataStore` API (`DataStoreConfiguration`, `DataStoreError`, `ModelContext.editingState`),
     // `PersistentModel.Root` (26; an associated type would keep a model from declaring a
     // nested type named `Root`, and without inheritance it is always the model itself).
     _ = Schema.Entity("E", properties: Schema.Attribute(name: "a", originalName: nil, options: [], valueType: Int.self, defaultValue: nil, hashModifier: nil))
+    _ = Schema.Entity("Base", subentities: Schema.Entity("Sub"), properties: Schema.Attribute(name: "a", originalName: nil, options: [], valueType: Int.self, defaultValue: nil, hashModifier: nil))
+    let superentity: Schema.Entity? = entity?.superentity
+    let superentityName: String? = entity?.superentityName
+    let subentities: Set<Schema.Entity>? = entity?.subentities
+    _ = (superentity, superentityName, subentities)
     _ = HistoryDescriptor<DefaultHistoryTransaction>(predicate: nil, sortBy: [])
     _ = entity?.inheritedProperties
     _ = entity?.inheritedPropertiesByName

@@ -590,12 +590,12 @@ struct ModelMacroExpansionTests {
 
                 public static var _$uniquenessConstraints: [[Swift.AnyKeyPath]] {
                     typealias _$Unique = OpenSwiftData.Schema.Unique<Person>
-                    return _$Unique([\.email], [\.first, \.last])._keyPathGroups
+                    return _$Unique([\.email], [\.first, \.last])._$keyPathGroups
                 }
 
                 public static var _$indices: [[Swift.AnyKeyPath]] {
                     typealias _$Index = OpenSwiftData.Schema.Index<Person>
-                    return _$Index([\.name])._keyPathGroups
+                    return _$Index([\.name])._$keyPathGroups
                 }
             }
 
@@ -719,9 +719,7 @@ struct ModelMacroHygieneTests {
                 var type: Element {
                     @storageRestrictions(accesses: _$backingData, initializes: _type)
                     init(initialValue) {
-                        if HostileNames._$prepareBackingData(&_$backingData) {
-                            _$backingData._setValue(at: 0, forKey: \.type, to: initialValue)
-                        }
+                        HostileNames._$initializeValue(&_$backingData, at: 0, forKey: \.type, to: initialValue)
                         _type = _SwiftDataNoType()
                     }
                     get {
@@ -741,9 +739,7 @@ struct ModelMacroHygieneTests {
                 var Swift: Int {
                     @storageRestrictions(accesses: _$backingData, initializes: _Swift)
                     init(initialValue) {
-                        if HostileNames._$prepareBackingData(&_$backingData) {
-                            _$backingData._setValue(at: 1, forKey: \.Swift, to: initialValue)
-                        }
+                        HostileNames._$initializeValue(&_$backingData, at: 1, forKey: \.Swift, to: initialValue)
                         _Swift = _SwiftDataNoType()
                     }
                     get {
@@ -803,7 +799,7 @@ struct ModelMacroHygieneTests {
                     }
                 }
 
-                public static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
+                public class var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
                     typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
                     typealias _$Attribute = OpenSwiftData.Schema.Attribute
                     typealias _$Relationship = OpenSwiftData.Schema.Relationship
@@ -833,6 +829,26 @@ struct ModelMacroHygieneTests {
                 }
 
                 public struct _SwiftDataNoType: Swift.Sendable {
+                }
+
+                public typealias _$Root = Message
+
+                public class var _$inheritedKeyPaths: [Swift.AnyKeyPath] {
+                    []
+                }
+
+                public static func _$keyPaths<_S: Message>(rootedAt _: _S.Type) -> [Swift.AnyKeyPath] {
+                    [\_S.text]
+                }
+
+                public class var _$uniquenessConstraints: [[Swift.AnyKeyPath]] {
+                    typealias _$Unique = OpenSwiftData.Schema.Unique<Message>
+                    return []
+                }
+
+                public class var _$indices: [[Swift.AnyKeyPath]] {
+                    typealias _$Index = OpenSwiftData.Schema.Index<Message>
+                    return []
                 }
             }
 
@@ -965,12 +981,12 @@ struct ModelMacroHygieneTests {
 
                 public static var _$uniquenessConstraints: [[Swift.AnyKeyPath]] {
                     typealias _$Unique = OpenSwiftData.Schema.Unique<HostileNames>
-                    return _$Unique([\.key])._keyPathGroups
+                    return _$Unique([\.key])._$keyPathGroups
                 }
 
                 public static var _$indices: [[Swift.AnyKeyPath]] {
                     typealias _$Index = OpenSwiftData.Schema.Index<HostileNames>
-                    return _$Index([\.type])._keyPathGroups
+                    return _$Index([\.type])._$keyPathGroups
                 }
             }
 
@@ -1283,6 +1299,216 @@ struct ModelMacroDiagnosticTests {
                         ╰─ 🛑 a default value written as an implicit member ('.case') needs an explicit type annotation on the property
 
                 init() {}
+            }
+            """
+        }
+    }
+}
+
+/// `@Model` as the compiler expands it on a subclass of a model: the class already conforms (it
+/// inherits the conformances), so none is asked for.
+private let subclassMacroSpecs: [String: MacroSpec] = [
+    "Model": MacroSpec(type: ModelMacro.self, conformances: []),
+    "_PersistedProperty": MacroSpec(type: PersistedPropertyMacro.self),
+    "Attribute": MacroSpec(type: AttributeMacro.self),
+    "Transient": MacroSpec(type: TransientMacro.self),
+]
+
+@Suite(.macros(subclassMacroSpecs, record: .never))
+struct ModelMacroSubclassTests {
+    /// A subclass lists its own properties, overrides the backing data, `schemaMetadata` and
+    /// `init(backingData:)`, observes its own properties and gets no conformance of its own.
+    @Test func subclass() {
+        assertMacro {
+            """
+            @Model
+            final class Car: Vehicle {
+                var doors: Int
+                var sunroof: Bool = false
+
+                init(name: String, doors: Int) {
+                    self.doors = doors
+                    super.init(name: name)
+                }
+            }
+            """
+        } expansion: {
+            #"""
+            final class Car: Vehicle {
+                @OpenSwiftData._PersistedProperty(index: 0)
+                var doors: Int
+                @OpenSwiftData._PersistedProperty(index: 1)
+                var sunroof: Bool = false
+
+                init(name: String, doors: Int) {
+                    self.doors = doors
+                    super.init(name: name)
+                }
+
+                @OpenSwiftData.Transient
+                private var _$backingData: any OpenSwiftData.BackingData<Car> = Car._$inertBackingData
+
+                nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Car> = Car._$makeInertBackingData()
+
+                public override var persistentBackingData: any OpenSwiftData.BackingData<Vehicle._$Root> {
+                    get {
+                        Car._$adoptInitializedValues(Car._$takeInitializedValues(&self._$backingData), of: self)
+                        return super.persistentBackingData
+                    }
+                    set {
+                        super.persistentBackingData = newValue
+                    }
+                }
+
+                public override class var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
+                    typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
+                    typealias _$Attribute = OpenSwiftData.Schema.Attribute
+                    typealias _$Relationship = OpenSwiftData.Schema.Relationship
+                    return [
+                        _$PropertyMetadata(name: "doors", keypath: \Car.doors, defaultValue: nil, metadata: nil),
+                        _$PropertyMetadata(name: "sunroof", keypath: \Car.sunroof, defaultValue: (false as Bool), metadata: nil)
+                    ]
+                }
+
+                public required init(backingData: any OpenSwiftData.BackingData<Vehicle._$Root>) {
+                    self._doors = _SwiftDataNoType()
+                    self._sunroof = _SwiftDataNoType()
+                    super.init(backingData: backingData)
+                }
+
+                @OpenSwiftData.Transient
+                private let _$observationRegistrar: Observation.ObservationRegistrar = .init()
+
+                internal nonisolated func access<_M>(keyPath: Swift.KeyPath<Car, _M>) {
+                    self._$observationRegistrar.access(self, keyPath: keyPath)
+                }
+
+                internal nonisolated func withMutation<_M, _MR>(keyPath: Swift.KeyPath<Car, _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
+                    try self._$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                }
+
+                public override nonisolated func _$notifyObservers(ofChangeTo keyPath: Swift.AnyKeyPath) {
+                    self._$observationRegistrar._$notifyChange(of: self, at: keyPath)
+                    super._$notifyObservers(ofChangeTo: keyPath)
+                }
+
+                public override class var _$inheritedKeyPaths: [Swift.AnyKeyPath] {
+                    Vehicle._$keyPaths(rootedAt: Car.self)
+                }
+            }
+            """#
+        }
+    }
+}
+
+@Suite(.macros(macroSpecs, record: .never))
+struct ModelMacroSuperclassDiagnosticTests {
+    /// A root model that adopts protocols gets a check that its first inherited type is not a
+    /// class (`any` of a class does not compile, naming the rule in the expansion).
+    @Test func rootWithProtocols() {
+        assertMacro {
+            """
+            @Model
+            final class Tag: Identifiable {
+                var name: String
+
+                init(name: String) {
+                    self.name = name
+                }
+            }
+            """
+        } expansion: {
+            #"""
+            final class Tag: Identifiable {
+                @OpenSwiftData._PersistedProperty(index: 0)
+                var name: String
+
+                init(name: String) {
+                    self.name = name
+                }
+
+                @OpenSwiftData.Transient
+                private var _$backingData: any OpenSwiftData.BackingData<Tag> = Tag._$inertBackingData
+
+                nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Tag> = Tag._$makeInertBackingData()
+
+                public var persistentBackingData: any OpenSwiftData.BackingData<Tag> {
+                    get {
+                        self._$backingData
+                    }
+                    set {
+                        self._$backingData = newValue
+                    }
+                }
+
+                public static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
+                    typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
+                    typealias _$Attribute = OpenSwiftData.Schema.Attribute
+                    typealias _$Relationship = OpenSwiftData.Schema.Relationship
+                    return [
+                        _$PropertyMetadata(name: "name", keypath: \Tag.name, defaultValue: nil, metadata: nil)
+                    ]
+                }
+
+                public required init(backingData: any OpenSwiftData.BackingData<Tag>) {
+                    self._name = _SwiftDataNoType()
+                    self._$backingData = backingData
+                }
+
+                @OpenSwiftData.Transient
+                private let _$observationRegistrar: Observation.ObservationRegistrar = .init()
+
+                internal nonisolated func access<_M>(keyPath: Swift.KeyPath<Tag, _M>) {
+                    self._$observationRegistrar.access(self, keyPath: keyPath)
+                }
+
+                internal nonisolated func withMutation<_M, _MR>(keyPath: Swift.KeyPath<Tag, _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
+                    try self._$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                }
+
+                public nonisolated func _$notifyObservers(ofChangeTo keyPath: Swift.AnyKeyPath) {
+                    self._$observationRegistrar._$notifyChange(of: self, at: keyPath)
+                }
+
+                public struct _SwiftDataNoType: Swift.Sendable {
+                }
+
+                private typealias _$SuperclassMustBeAModel = any Identifiable
+            }
+
+            extension Tag: Observation.Observable {
+            }
+
+            extension Tag: OpenSwiftData.PersistentModel {
+            }
+            """#
+        }
+    }
+
+    /// A class that is not a model cannot be a model's superclass: the error points at it.
+    @Test func nonModelSuperclass() {
+        assertMacro {
+            """
+            @Model
+            final class Note: NSObject {
+                var text: String
+
+                init(text: String) {
+                    self.text = text
+                }
+            }
+            """
+        } diagnostics: {
+            """
+            @Model
+            final class Note: NSObject {
+                              ┬───────
+                              ╰─ 🛑 a @Model class can inherit only from another @Model class; this superclass is not a model
+                var text: String
+
+                init(text: String) {
+                    self.text = text
+                }
             }
             """
         }

@@ -98,9 +98,17 @@ struct HistoryCapture {
     private mutating func referencingColumns(of entity: String, in container: ModelContainer) -> [(table: String, column: String)] {
         if let known = referencing[entity] { return known }
         var columns: [(table: String, column: String)] = []
+        // A foreign key to a superclass may hold the key of a subclass's row (keys are shared
+        // across a class hierarchy).
+        var targets: Set<String> = [entity]
+        var ancestor = container.layout(named: entity)?.superLayout
+        while let superLayout = ancestor {
+            targets.insert(superLayout.name)
+            ancestor = superLayout.superLayout
+        }
         for other in container.schema.entities {
             guard let layout = container.layout(named: other.name) else { continue }
-            for column in layout.columns where column.relationship?.destinationName == entity {
+            for column in layout.columns where column.relationship.map({ targets.contains($0.destinationName) }) == true {
                 columns.append((layout.name, column.name))
             }
         }

@@ -25,6 +25,8 @@ public final class ModelContainer: Equatable, @unchecked Sendable {
     public let migrationPlan: (any SchemaMigrationPlan.Type)?
     let store: SQLiteStore
     private let layouts: [String: EntityLayout]
+    /// For each entity with subclasses in the schema: their layouts, at any depth, by name.
+    private let subclassLayouts: [String: [EntityLayout]]
     /// Incremented by every save of any context of this container: a registered model read
     /// under an older generation may be stale, and is refreshed when fetched again.
     private let saveGeneration = Atomic<Int>(0)
@@ -74,7 +76,17 @@ public final class ModelContainer: Equatable, @unchecked Sendable {
         self.schema = schema
         self.configurations = configurations
         self.migrationPlan = migrationPlan
-        self.layouts = Dictionary(schema.entities.compactMap { entity in entity.layout.map { (entity.name, $0) } }, uniquingKeysWith: { first, _ in first })
+        let layouts = Dictionary(schema.entities.compactMap { entity in entity.layout.map { (entity.name, $0) } }, uniquingKeysWith: { first, _ in first })
+        self.layouts = layouts
+        var subclassLayouts: [String: [EntityLayout]] = [:]
+        for entityLayout in layouts.values.sorted(by: { $0.name < $1.name }) {
+            var ancestor = entityLayout.superLayout
+            while let superLayout = ancestor {
+                subclassLayouts[superLayout.name, default: []].append(entityLayout)
+                ancestor = superLayout.superLayout
+            }
+        }
+        self.subclassLayouts = subclassLayouts
         self.store = try SQLiteStore.open(
             at: configuration.isStoredInMemoryOnly ? nil : configuration.url,
             layout: layout,
@@ -162,5 +174,19 @@ public final class ModelContainer: Equatable, @unchecked Sendable {
             throw SwiftDataError(.loadIssueModelContainer, "\(name) is not part of the container's schema", entity: name)
         }
         return layout
+    }
+
+    /// The layouts of the schema's model classes that inherit from `layout`'s, at any depth,
+    /// by name (empty for a class without subclasses in the schema).
+    func descendants(of layout: EntityLayout) -> [EntityLayout] {
+        subclassLayouts[layout.name] ?? []
+    }
+
+    /// The entities whose rows share `layout`'s primary-key space: its class hierarchy's, root
+    /// first (just its own for a class outside any hierarchy).
+    func keyFamily(of layout: EntityLayout) -> [String] {
+        var root = layout
+        while let superLayout = root.superLayout { root = superLayout }
+        return [root.name] + descendants(of: root).map(\.name)
     }
 }

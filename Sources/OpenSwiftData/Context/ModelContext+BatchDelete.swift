@@ -24,10 +24,15 @@ extension ModelContext {
         defer { use.end() }
         let layout = try container.requireLayout(for: T.self)
         let filter = predicate.map { PredicateTranslator.translate($0, layout: layout) }
-        guard filter?.isComplete ?? true, deletesWithoutRules(layout) else {
+        // Each class has its own table: the statement below deletes `T`'s models alone, which
+        // is all `includeSubclasses: false` asks for; subclasses' models are fetched.
+        let withSubclasses = includeSubclasses && !container.descendants(of: layout).isEmpty
+        guard filter?.isComplete ?? true, deletesWithoutRules(layout), !withSubclasses else {
             var descriptor = FetchDescriptor<T>(predicate: predicate)
             descriptor.includePendingChanges = true
-            for match in try fetch(descriptor) { delete(match) }
+            for match in try fetch(descriptor) where includeSubclasses || ObjectIdentifier(type(of: match)) == ObjectIdentifier(T.self) {
+                delete(match)
+            }
             return
         }
         let candidates = (identityMap[layout.name]?.values.map(\.model) ?? []) + inserted.all.map(\.model)

@@ -17,6 +17,8 @@ extension ModelContext {
         let use = ExclusiveUse(self)
         defer { use.end() }
         let layout = try container.requireLayout(for: T.self)
+        let subclasses = container.descendants(of: layout)
+        guard subclasses.isEmpty else { return try fetchHierarchy(descriptor, layouts: [layout] + subclasses) }
         let results = try fetchModels(descriptor, layout: layout)
         let wholeTable = descriptor.predicate == nil && descriptor.fetchLimit == nil && (descriptor.fetchOffset ?? 0) == 0
         prefetch(descriptor.relationshipKeyPathsForPrefetching, of: results, layout: layout, wholeTable: wholeTable)
@@ -86,17 +88,62 @@ extension ModelContext {
         return Array(candidates[start..<end])
     }
 
+    /// The models of a class and of its subclasses that match a descriptor: each class's table
+    /// is read with the predicate translated for it (a predicate of the superclass names
+    /// inherited properties), each row made an instance of its own class, and the sort, offset
+    /// and limit applied to them together in memory.
+    private func fetchHierarchy<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, layouts: [EntityLayout]) throws -> [T] {
+        var candidates: [T] = []
+        var exact = true
+        var pending = false
+        for layout in layouts {
+            let plan = plan(descriptor, layout: layout)
+            exact = exact && plan.filtersInSQL
+            pending = pending || plan.pending
+            let query = SelectBuilder.rows(layout.table, columns: nil, filter: plan.filter, order: [], limit: nil, offset: nil)
+            try materializeRows(layout: layout, query: query) { registration in
+                if let model = registration.model as? T { candidates.append(model) }
+            }
+        }
+        if pending {
+            candidates.removeAll { $0.storageBase.state == .deleted }
+            var seen = Set(candidates.map { ObjectIdentifier($0) })
+            for registration in changed.all + inserted.all {
+                guard let model = registration.model as? T, registration.storage.state != .deleted,
+                      seen.insert(ObjectIdentifier(model)).inserted
+                else { continue }
+                candidates.append(model)
+            }
+        }
+        if let predicate = descriptor.predicate, !exact {
+            do {
+                candidates = try candidates.filter { try predicate.evaluate($0) }
+            } catch {
+                throw SwiftDataError(.unsupportedPredicate, "evaluating the predicate of a \(T.self) fetch failed: \(error)", entity: Schema.entityName(of: T.self))
+            }
+        }
+        if !descriptor.sortBy.isEmpty {
+            candidates = stableSorted(candidates, using: descriptor.sortBy)
+        }
+        let start = min(max(descriptor.fetchOffset ?? 0, 0), candidates.count)
+        let end = descriptor.fetchLimit.map { min(start + max($0, 0), candidates.count) } ?? candidates.count
+        return Array(candidates[start..<end])
+    }
+
     /// The number of models that match a descriptor (`COUNT(*)` in SQL when nothing needs to be
     /// evaluated in memory).
     public func fetchCount<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> Int {
         let use = ExclusiveUse(self)
         defer { use.end() }
         let layout = try container.requireLayout(for: T.self)
-        let plan = plan(descriptor, layout: layout)
-        if plan.filtersInSQL {
-            let query = SelectBuilder.count(layout.table, filter: plan.filter)
+        // A class with subclasses counts the rows of every class's table.
+        let plans = ([layout] + container.descendants(of: layout)).map { (layout: $0, plan: plan(descriptor, layout: $0)) }
+        if plans.allSatisfy({ $0.plan.filtersInSQL }) {
             let total = try container.store.read { db in
-                try Int.fetchOne(db, sql: query.sql, arguments: query.arguments) ?? 0
+                try plans.reduce(0) { sum, entry in
+                    let query = SelectBuilder.count(entry.layout.table, filter: entry.plan.filter)
+                    return sum + (try Int.fetchOne(db, sql: query.sql, arguments: query.arguments) ?? 0)
+                }
             }
             let afterOffset = max(total - max(descriptor.fetchOffset ?? 0, 0), 0)
             return descriptor.fetchLimit.map { min(max($0, 0), afterOffset) } ?? afterOffset
@@ -111,7 +158,7 @@ extension ModelContext {
         defer { use.end() }
         let layout = try container.requireLayout(for: T.self)
         let plan = plan(descriptor, layout: layout)
-        if plan.runsInSQL {
+        if plan.runsInSQL, container.descendants(of: layout).isEmpty {
             let query = SelectBuilder.primaryKeys(layout.table, filter: plan.filter, order: plan.order ?? [], limit: descriptor.fetchLimit, offset: descriptor.fetchOffset)
             let storeIdentifier = container.store.identifier
             return try container.store.read { db in
@@ -137,7 +184,7 @@ extension ModelContext {
         defer { use.end() }
         let layout = try container.requireLayout(for: T.self)
         let plan = plan(descriptor, layout: layout)
-        guard plan.runsInSQL, batchSize > 0 else {
+        guard plan.runsInSQL, batchSize > 0, container.descendants(of: layout).isEmpty else {
             for model in try fetch(descriptor) { try block(model) }
             return
         }

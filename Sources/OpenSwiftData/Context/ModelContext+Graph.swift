@@ -56,8 +56,17 @@ extension ModelContext {
     func registeredOrLoaded(entity: String, primaryKey: Int64) -> RelatedRef? {
         if let registration = identityMap[entity]?[primaryKey] { return RelatedRef(registration) }
         guard let layout = container.layout(named: entity) else { return nil }
+        // A foreign key to a superclass may name a subclass's row (one key space per hierarchy).
+        let subclasses = container.descendants(of: layout)
+        for subclass in subclasses {
+            if let registration = identityMap[subclass.name]?[primaryKey] { return RelatedRef(registration) }
+        }
         do {
-            _ = try load(layout: layout, primaryKey: primaryKey)
+            for candidate in [layout] + subclasses {
+                if try load(layout: candidate, primaryKey: primaryKey) != nil {
+                    return identityMap[candidate.name]?[primaryKey].map(RelatedRef.init)
+                }
+            }
         } catch {
             log("loading \(entity) row \(primaryKey) failed: \(error)")
         }
@@ -79,6 +88,20 @@ extension ModelContext {
         case .inverseForeignKey:
             guard let inverseName = relationship.inverseName else { return [] }
             query = SelectBuilder.rows(destination.table, whereColumn: inverseName, equals: key)
+            // The destination's subclasses inherit the foreign key, in tables of their own.
+            let subclasses = container.descendants(of: destination)
+            if !subclasses.isEmpty {
+                do {
+                    var refs = try materializeRefs(destination, query: query)
+                    for subclass in subclasses {
+                        refs += try materializeRefs(subclass, query: SelectBuilder.rows(subclass.table, whereColumn: inverseName, equals: key))
+                    }
+                    return refs
+                } catch {
+                    log("loading \(storage.entityName).\(property.name) failed: \(error)")
+                    return []
+                }
+            }
         case let .joinTable(table, isSource, _):
             query = SelectBuilder.rows(destination.table, joinedThrough: table, fromSource: isSource, key: key)
         }
@@ -270,6 +293,17 @@ extension ModelContext {
                         "\(layout.name).\(property.name) holds a \(relationship.destinationName) that belongs to another context; pass its persistentModelID and load it with model(for:) here",
                         entity: layout.name, property: property.name
                     )
+                }
+                if case .joinTable = relationship.storage {
+                    // A join table's rows point into the destination's own table, and each
+                    // class has a table of its own.
+                    for ref in loadedRefs(storage, property) where ObjectIdentifier(type(of: ref.model)) != ObjectIdentifier(relationship.destinationType) {
+                        throw SwiftDataError(
+                            .modelValidationFailure,
+                            "\(layout.name).\(property.name) holds a \(type(of: ref.model)), a subclass of \(relationship.destinationName); a many-to-many relationship or a to-many without inverse (kept in a join table) holds only \(relationship.destinationName) models so far",
+                            entity: layout.name, property: property.name
+                        )
+                    }
                 }
                 if !relationship.isToMany && !relationship.isOptional {
                     let missing: Bool

@@ -82,7 +82,7 @@ extension ModelContext {
         // With nothing registered yet (a fresh context), no row can be a known instance: skip the
         // lookups, and append the new models without hashing them.
         let lookUp = !registered.isEmpty
-        let reader = RowReader(layout: layout, columns: columns)
+        let reader = RowReader(layout: layout, columns: columns, deferredColumns: container.store.deferredColumns[layout.table.name])
         let generation = container.generation
         let container = self.container
         let link = self.link

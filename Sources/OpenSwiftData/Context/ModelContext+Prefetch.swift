@@ -35,7 +35,10 @@ extension ModelContext {
     /// Loads one relationship for all `storages` with one query (see `prefetch(_:of:layout:wholeTable:)`
     /// and `preload(_:of:)`); a failure is logged, and the models then load it one by one.
     private func load(_ property: PropertyLayout, of storages: [AnyModelStorage], wholeTable: Bool, includingDeleted: Bool) {
-        guard let relationship = property.relationship, let destination = container.layout(named: relationship.destinationName) else { return }
+        // A destination with subclasses has rows in several tables: its models load one by one.
+        guard let relationship = property.relationship, let destination = container.layout(named: relationship.destinationName),
+              container.descendants(of: destination).isEmpty
+        else { return }
         do {
             if relationship.isToMany || relationship.storage != .foreignKey {
                 try prefetchCollections(property, relationship, of: storages, destination: destination, wholeTable: wholeTable, includingDeleted: includingDeleted)

@@ -137,6 +137,7 @@ extension ModelContext {
             // Upserts are recorded with their values, once foreign keys are fixed up.
             var upserts: [(Registration, row: Int64, values: [DatabaseValue])] = []
             var nextKeys: [String: Int64] = [:]
+            var families: [String: [String]] = [:]
             var fixups: [(Registration, [Int])] = []
             for registration in insertions {
                 let storage = registration.storage
@@ -165,8 +166,13 @@ extension ModelContext {
                     keys.append((existing, true))
                     upserts.append((registration, existing, values))
                 } else {
-                    let row = try nextKeys[layout.name] ?? HistoryLog.nextPrimaryKey(of: layout.name, in: db)
-                    nextKeys[layout.name] = row + 1
+                    // The classes of a hierarchy share one key space, so that a foreign key to
+                    // the superclass names one row whichever class's table holds it.
+                    let family = container.keyFamily(of: layout)
+                    let familyKey = family.first ?? layout.name
+                    families[familyKey] = family
+                    let row = try nextKeys[familyKey] ?? family.reduce(Int64(1)) { try max($0, HistoryLog.nextPrimaryKey(of: $1, in: db)) }
+                    nextKeys[familyKey] = row + 1
                     try run(layout) { try table.insert(values, primaryKey: row) }
                     storage.primaryKey = row
                     keys.append((row, false))
@@ -174,7 +180,9 @@ extension ModelContext {
                     if let sync, let plan = syncPlan(layout) { try sync.inserted(registration, plan: plan, row: row, values: values, in: db) }
                 }
             }
-            for (entity, next) in nextKeys { try HistoryLog.recordLargestPrimaryKey(next - 1, of: entity, in: db) }
+            for (familyKey, next) in nextKeys {
+                for entity in families[familyKey] ?? [familyKey] { try HistoryLog.recordLargestPrimaryKey(next - 1, of: entity, in: db) }
+            }
             var fixedValues: [ObjectIdentifier: [(column: Int, value: DatabaseValue)]] = [:]  // for upserts
             for (registration, columns) in fixups {
                 let storage = registration.storage

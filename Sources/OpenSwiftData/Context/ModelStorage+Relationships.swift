@@ -289,3 +289,23 @@ extension RelatedRef {
 
     var registration: Registration { Registration(model: model, storage: base) }
 }
+
+extension AnyModelStorage {
+    /// Takes the values `other` holds (the storage a superclass's initializer made for the
+    /// inherited properties of a subclass instance, at the same positions) into the slots that
+    /// have none yet, with the relationships whose inverses it still has to set.
+    final func adoptValues(of other: AnyModelStorage) {
+        guard let layout, let from = other.layout, from.slotCount <= layout.slotCount else { return }
+        let witnesses = layout.slots.witnesses
+        for index in 0..<from.slotCount where other.isInitialized(index) && !isInitialized(index) {
+            guard ObjectIdentifier(witnesses[index].type) == ObjectIdentifier(from.slots.witnesses[index].type) else { continue }
+            withSlot(index) { destination in
+                other.withSlot(index) { source in witnesses[index].copy(UnsafeRawPointer(source), destination) }
+            }
+            markInitialized(index)
+        }
+        if let pending = other.extras?.pendingInverses, !pending.isEmpty {
+            extensions().pendingInverses += pending
+        }
+    }
+}

@@ -154,6 +154,30 @@ class AnyModelStorage: ManagedBuffer<StorageHeader, UInt64>, RowIdentified, Slot
         }
     }
 
+    /// The position in this storage's layout of the property that `@Model` numbers `index`
+    /// among the own properties of class `type` (this storage's model class or one of its
+    /// model superclasses): the inherited properties come first.
+    @inlinable @inline(__always)
+    final func position(of index: Int, declaredIn type: ObjectIdentifier) -> Int {
+        guard let layout = withUnsafeMutablePointerToHeader({ $0.pointee.layout }) else { return index }
+        if layout.ownIndexBase == 0 { return index }
+        return index &+ (layout.indexBase(of: type) ?? 0)
+    }
+
+    /// Writes the value of a slot of type `Value` whatever the storage's model class (a
+    /// superclass's property of a subclass instance); false, with nothing written, when the
+    /// slot does not hold `Value`s.
+    @usableFromInline
+    final func setSlotOfAnyModel<Value>(at index: Int, to newValue: Value) -> Bool {
+        guard !isPlaceholder else { return true }
+        guard let layout, index >= 0, index < layout.slotCount, layout.slotInfo[index].type == ObjectIdentifier(Value.self),
+              let values = writableValues()
+        else { return false }
+        values.store(index, newValue)
+        noteChange(index)
+        return true
+    }
+
     /// The layout of the slots; only reached through ``values``, which exists with a layout.
     final var slotLayout: EntityLayout {
         // `values` is nil without a layout, so no slot operation reaches this without one.
@@ -359,8 +383,12 @@ class AnyModelStorage: ManagedBuffer<StorageHeader, UInt64>, RowIdentified, Slot
 /// The ``BackingData`` implementation of OpenSwiftData.
 @usableFromInline
 final class ModelStorage<Model: PersistentModel>: AnyModelStorage, BackingData, MadeByFactory {
+    /// Whether `data` is the shared, inert stand-in a model holds before its first value is
+    /// set (see ``PersistentModel/_$makeInertBackingData()``).
     @usableFromInline
-    var _isInert: Bool { isPlaceholder }
+    static func isInert(_ data: any BackingData<Model>) -> Bool {
+        ((data as AnyObject) as? AnyModelStorage)?.isPlaceholder == true
+    }
 
     /// Storage for a new model, with every value empty (``BackingData/init(for:)`` makes it).
     @usableFromInline

@@ -57,13 +57,18 @@ struct RowReader {
     private let caseTables: [CaseTable?]
     /// Properties without a column (ephemeral), with the value a fetched model starts with.
     private let initialValues: [(slot: Int, value: Any)]
+    /// Positions (in `columns`) of non-optional columns that a custom migration stage left
+    /// nullable for its `didMigrate` to fill: NULL leaves their slot without a value.
+    private let deferred: Set<Int>
 
     /// A reader of `columns` (all of the entity's columns by default), selected in that order
-    /// after the primary key.
-    init(layout: EntityLayout, columns: [PropertyLayout]? = nil) {
+    /// after the primary key. NULL in a column named in `deferredColumns` leaves its property
+    /// without a value (a row a custom stage's `didMigrate` has yet to fill).
+    init(layout: EntityLayout, columns: [PropertyLayout]? = nil, deferredColumns: Set<String>? = nil) {
         self.layout = layout
         let columns = columns ?? layout.columns
         self.columns = columns
+        deferred = deferredColumns.map { names in Set(columns.indices.filter { names.contains(columns[$0].name) }) } ?? []
         let slots = layout.slots
         reads = columns.map { property in
             ColumnRead(
@@ -174,6 +179,7 @@ struct RowReader {
                         do {
                             try codecReads[index](sqliteStatement, position, slot)
                         } catch {
+                            if type == SQLITE_NULL, deferred.contains(index) { continue }
                             return index
                         }
                     }

@@ -26,7 +26,8 @@ import Observation
     conformances: Observable, PersistentModel,
     names: named(_$backingData), named(persistentBackingData), named(schemaMetadata), named(init),
     named(_$observationRegistrar), named(_SwiftDataNoType), named(access), named(withMutation),
-    named(_$uniquenessConstraints), named(_$indices), named(_$inertBackingData), named(_$notifyObservers)
+    named(_$uniquenessConstraints), named(_$indices), named(_$inertBackingData), named(_$notifyObservers),
+    named(_$Root), named(_$inheritedKeyPaths), named(_$keyPaths), named(_$SuperclassMustBeAModel)
 )
 @attached(memberAttribute)
 @attached(extension, conformances: Observable, PersistentModel)

@@ -38,6 +38,9 @@ public struct MigrationOptions: Sendable, Hashable {
     /// Called as rows are copied into rebuilt tables (in batches of 10,000), on the thread
     /// that opens the container, so that command-line tools can draw a progress bar.
     public var progress: (@Sendable (MigrationProgress) -> Void)?
+    /// Set by the migration runner for the target version of a custom stage: non-optional
+    /// columns that rows have no value for are left nullable for `didMigrate` to fill.
+    var defersRequiredColumns = false
 
     /// The default options.
     public init(backsUpBeforeRebuilding: Bool = true, keepsBackup: Bool = false, progress: (@Sendable (MigrationProgress) -> Void)? = nil) {

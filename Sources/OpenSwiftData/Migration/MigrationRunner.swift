@@ -74,19 +74,29 @@ enum MigrationRunner {
                     try willMigrate(context)
                     try context.save()
                 }
-                let container = try ModelContainer(for: Schema(versionedSchema: to), configurations: [configuration])
+                // Non-optional columns that rows have no value for yet (added without a default,
+                // or made non-optional over nils) stay nullable while didMigrate fills them;
+                // every row must have a value before the stage completes.
+                var target = configuration
+                target.migrationOptions.defersRequiredColumns = true
+                let container = try ModelContainer(for: Schema(versionedSchema: to), configurations: [target])
                 if let didMigrate {
                     let context = ModelContext(container)
                     context.autosaveEnabled = false
                     try didMigrate(context)
                     try context.save()
                 }
+                try container.store.requireDeferredColumns(stage: "from \(from.versionIdentifier) to \(to.versionIdentifier)")
                 try StoreFile.setMetadata([markerKey: nil], at: path)
             } catch {
                 try StoreFile.copy(from: backup, to: path)
                 StoreFile.removeDatabase(at: backup)
-                let reason = (error as? SwiftDataError)?.detail ?? "\(error)"
-                throw SwiftDataError(.loadIssueModelContainer, "the migration stage from \(from.versionIdentifier) to \(to.versionIdentifier) failed, and the store was put back at version \(from.versionIdentifier): \(reason)")
+                let cause = error as? SwiftDataError
+                throw SwiftDataError(
+                    .loadIssueModelContainer,
+                    "the migration stage from \(from.versionIdentifier) to \(to.versionIdentifier) failed, and the store was put back at version \(from.versionIdentifier): \(cause?.detail ?? "\(error)")",
+                    entity: cause?.entityName, property: cause?.propertyName
+                )
             }
             StoreFile.removeDatabase(at: backup)
         }

@@ -43,6 +43,11 @@ public enum MigrationStage: @unchecked Sendable {
     case lightweight(fromVersion: any VersionedSchema.Type, toVersion: any VersionedSchema.Type)
     /// A step with code: `willMigrate` runs on a context of the old version before the tables
     /// change, `didMigrate` on a context of the new version after; their changes are saved.
+    ///
+    /// A non-optional property of the new version that existing rows have no value for (added
+    /// without a default, or made non-optional while rows hold nil) is for `didMigrate` to
+    /// fill: every row must have a value when it returns, or the stage fails (naming the
+    /// entity, the property and how many rows lack it) and the store is put back.
     case custom(
         fromVersion: any VersionedSchema.Type,
         toVersion: any VersionedSchema.Type,

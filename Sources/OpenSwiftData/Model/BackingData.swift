@@ -1,6 +1,11 @@
 /// Where a model's persisted values live. ``Model()`` generates the code that reads and writes
 /// through it; OpenSwiftData supplies the implementation.
 ///
+/// The requirements are SwiftData's alone: the fast paths the code `@Model` generates take
+/// (reads and writes by position, the stand-in check) are OpenSwiftData's own storage's, reached
+/// through `_$`-prefixed static entry points of ``PersistentModel``, so that a hand-written
+/// backing data needs nothing beyond Apple's protocol.
+///
 /// Unlike SwiftData's, the protocol is class-bound: backing data is shared state by nature, and a
 /// class existential costs a model 16 bytes instead of 40.
 public protocol BackingData<Model>: AnyObject {
@@ -28,29 +33,4 @@ public protocol BackingData<Model>: AnyObject {
     func setValue<Value: PersistentModel>(forKey key: KeyPath<Model, Value?>, to newValue: Value?)
     /// Writes a to-many relationship.
     func setValue<Value: RelationshipCollection>(forKey key: KeyPath<Model, Value>, to newValue: Value)
-
-    /// Reads the value at a position in `Model.schemaMetadata` (the code `@Model` generates knows
-    /// it, which spares a key-path lookup; the key path is only made if needed). Defaults to
-    /// ``getValue(forKey:)``.
-    func _getValue<Value: Decodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value>) -> Value
-    /// Writes the value at a position in `Model.schemaMetadata`. Defaults to
-    /// ``setValue(forKey:to:)``.
-    func _setValue<Value: Encodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value>, to newValue: Value)
-    /// Whether this is the shared, inert stand-in a model holds before its first value is set.
-    var _isInert: Bool { get }
-}
-
-extension BackingData {
-    /// Backing data is real unless it says otherwise.
-    public var _isInert: Bool { false }
-
-    /// Reads through ``getValue(forKey:)``.
-    public func _getValue<Value: Decodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value>) -> Value {
-        getValue(forKey: key())
-    }
-
-    /// Writes through ``setValue(forKey:to:)``.
-    public func _setValue<Value: Encodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value>, to newValue: Value) {
-        setValue(forKey: key(), to: newValue)
-    }
 }

@@ -3,10 +3,16 @@ import Foundation
 /// Reading and writing relationship properties: the overloads that the code `@Model` generates
 /// calls, chosen by the type checker from the property's type (`T`, `T?`, `[T]`, `[T]?`).
 extension PersistentModel {
-    /// This model's storage and the relationship property at a `schemaMetadata` position.
+    /// This model's storage and the relationship property at a `schemaMetadata` position of
+    /// the class `Self` (counted from its first own property).
     private func relationship(at index: Int) -> (AnyModelStorage, PropertyLayout)? {
         let storage = storageBase
-        return storage.relationshipProperty(at: index).map { (storage, $0) }
+        return storage.relationshipProperty(at: storage.position(of: index, declaredIn: ObjectIdentifier(Self.self))).map { (storage, $0) }
+    }
+
+    /// The position `@Model` gives a property of `Self` (counted from its first own property).
+    private func ownIndex(_ property: PropertyLayout) -> Int {
+        property.index - (storageBase.layout?.indexBase(of: ObjectIdentifier(Self.self)) ?? 0)
     }
 
     /// This model's storage and the relationship property a key path names.
@@ -97,37 +103,37 @@ extension PersistentModel {
     /// Reads a non-optional to-one relationship.
     public func getValue<Value: PersistentModel>(forKey key: KeyPath<Self, Value>) -> Value {
         guard let (_, property) = relationship(for: key) else { return persistentBackingData.getValue(forKey: key) }
-        return _$getValue(at: property.index, forKey: key)
+        return _$getValue(at: ownIndex(property), forKey: key)
     }
 
     /// Reads an optional to-one relationship.
     public func getValue<Value: PersistentModel>(forKey key: KeyPath<Self, Value?>) -> Value? {
         guard let (_, property) = relationship(for: key) else { return persistentBackingData.getValue(forKey: key) }
-        return _$getValue(at: property.index, forKey: key)
+        return _$getValue(at: ownIndex(property), forKey: key)
     }
 
     /// Reads a to-many relationship.
     public func getValue<Value: RelationshipCollection>(forKey key: KeyPath<Self, Value>) -> Value {
         guard let (_, property) = relationship(for: key) else { return persistentBackingData.getValue(forKey: key) }
-        return _$getValue(at: property.index, forKey: key)
+        return _$getValue(at: ownIndex(property), forKey: key)
     }
 
     /// Writes a non-optional to-one relationship and its inverse.
     public func setValue<Value: PersistentModel>(forKey key: KeyPath<Self, Value>, to newValue: Value) {
         guard let (_, property) = relationship(for: key) else { return persistentBackingData.setValue(forKey: key, to: newValue) }
-        _$setValue(at: property.index, forKey: key, to: newValue)
+        _$setValue(at: ownIndex(property), forKey: key, to: newValue)
     }
 
     /// Writes an optional to-one relationship and its inverse.
     public func setValue<Value: PersistentModel>(forKey key: KeyPath<Self, Value?>, to newValue: Value?) {
         guard let (_, property) = relationship(for: key) else { return persistentBackingData.setValue(forKey: key, to: newValue) }
-        _$setValue(at: property.index, forKey: key, to: newValue)
+        _$setValue(at: ownIndex(property), forKey: key, to: newValue)
     }
 
     /// Writes a to-many relationship and its inverses.
     public func setValue<Value: RelationshipCollection>(forKey key: KeyPath<Self, Value>, to newValue: Value) {
         guard let (_, property) = relationship(for: key) else { return persistentBackingData.setValue(forKey: key, to: newValue) }
-        _$setValue(at: property.index, forKey: key, to: newValue)
+        _$setValue(at: ownIndex(property), forKey: key, to: newValue)
     }
 
     /// An instance registered nowhere, holding declared defaults (or empty values): what a
@@ -146,33 +152,36 @@ extension PersistentModel {
 /// The writes of relationship values by a model's initializer, through its init accessors
 /// (used by the code `@Model` generates). The model cannot be named there yet, so inverses are
 /// updated when it is next used (inserted, read or written through).
-extension BackingData {
+extension PersistentModel {
     /// Writes a non-optional to-one relationship from an initializer.
-    public func _setValue<Value: PersistentModel>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value>, to newValue: Value) {
-        guard let (storage, property) = relationship(at: index) else { return setValue(forKey: key(), to: newValue) }
+    public static func _$initializeValue<Value: PersistentModel>(_ data: inout any BackingData<Self>, at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>, to newValue: Value) {
+        guard _$prepareBackingData(&data) else { return }
+        guard let (storage, property) = relationship(of: data, at: index) else { return data.setValue(forKey: key(), to: newValue) }
         storage.initializeRelationship(property, ToOneSlot.loaded(RelatedRef(newValue)))
     }
 
     /// Writes an optional to-one relationship from an initializer.
-    public func _setValue<Value: PersistentModel>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value?>, to newValue: Value?) {
-        guard let (storage, property) = relationship(at: index) else { return setValue(forKey: key(), to: newValue) }
+    public static func _$initializeValue<Value: PersistentModel>(_ data: inout any BackingData<Self>, at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value?>, to newValue: Value?) {
+        guard _$prepareBackingData(&data) else { return }
+        guard let (storage, property) = relationship(of: data, at: index) else { return data.setValue(forKey: key(), to: newValue) }
         storage.initializeRelationship(property, ToOneSlot.loaded(newValue.map(RelatedRef.init)))
     }
 
     /// Writes a to-many relationship from an initializer.
-    public func _setValue<Value: RelationshipCollection>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value>, to newValue: Value) {
-        guard let (storage, property) = relationship(at: index) else { return setValue(forKey: key(), to: newValue) }
+    public static func _$initializeValue<Value: RelationshipCollection>(_ data: inout any BackingData<Self>, at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>, to newValue: Value) {
+        guard _$prepareBackingData(&data) else { return }
+        guard let (storage, property) = relationship(of: data, at: index) else { return data.setValue(forKey: key(), to: newValue) }
         storage.initializeRelationship(property, ToManySlot.loaded(RelatedRef.list(newValue)))
     }
 
     /// Writes a to-many relationship of a `Codable` model type from an initializer.
-    public func _setValue<Value: RelationshipCollection & Encodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Model, Value>, to newValue: Value) {
-        func collection<C: RelationshipCollection>(_ key: KeyPath<Model, C>, _ value: C) { _setValue(at: index, forKey: key, to: value) }
+    public static func _$initializeValue<Value: RelationshipCollection & Encodable>(_ data: inout any BackingData<Self>, at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>, to newValue: Value) {
+        func collection<C: RelationshipCollection>(_ key: KeyPath<Self, C>, _ value: C) { _$initializeValue(&data, at: index, forKey: key, to: value) }
         collection(key(), newValue)
     }
 
-    private func relationship(at index: Int) -> (AnyModelStorage, PropertyLayout)? {
-        guard let storage = self as? AnyModelStorage else { return nil }
-        return storage.relationshipProperty(at: index).map { (storage, $0) }
+    private static func relationship(of data: any BackingData<Self>, at index: Int) -> (AnyModelStorage, PropertyLayout)? {
+        guard let storage = (data as AnyObject) as? AnyModelStorage else { return nil }
+        return storage.relationshipProperty(at: storage.position(of: index, declaredIn: ObjectIdentifier(Self.self))).map { (storage, $0) }
     }
 }

@@ -17,6 +17,10 @@ public protocol PersistentModel: AnyObject, Observable, Hashable, Identifiable, 
     static var _$uniquenessConstraints: [[AnyKeyPath]] { get }
     /// The key-path groups declared with `#Index`, one index per group.
     static var _$indices: [[AnyKeyPath]] { get }
+    /// For a subclass of a model class: the key paths of the properties it inherits, rooted at
+    /// it (`\Car.name` for `Vehicle.name`), in the superclass's layout order. `@Model`
+    /// generates it; empty for a class whose superclass is not a model.
+    static var _$inheritedKeyPaths: [AnyKeyPath] { get }
     /// Builds an instance around the storage of a fetched row. A requirement with an inlinable
     /// default, so that each model module gets a copy specialized for its class. It returns
     /// `Self` alone (the storage travels in `row`): a non-final class can satisfy a requirement
@@ -66,6 +70,33 @@ extension PersistentModel {
     public static var _$uniquenessConstraints: [[AnyKeyPath]] { [] }
     /// No `#Index` indexes.
     public static var _$indices: [[AnyKeyPath]] { [] }
+    /// No inherited properties.
+    public static var _$inheritedKeyPaths: [AnyKeyPath] { [] }
+
+    /// The backing data a subclass's initializer wrote its own properties to, taken out of
+    /// `staged` (which becomes inert), or nil when it wrote none or they were taken already (used
+    /// by the code `@Model` generates for a subclass; a separate call, so that the access to the
+    /// subclass's property ends before the values move).
+    public static func _$takeInitializedValues(_ staged: inout any BackingData<Self>) -> (any BackingData<Self>)? {
+        guard !ModelStorage<Self>.isInert(staged) else { return nil }
+        let own = staged
+        staged = ModelStorage<Self>.inert(for: Self.self)
+        return own
+    }
+
+    /// Moves the values a subclass's initializer gave its own properties (kept in backing data
+    /// of the subclass's own, since they are set before `super.init`) into the instance's
+    /// storage, which then holds every value (used by the code `@Model` generates for a
+    /// subclass, on the first use of `persistentBackingData`).
+    public static func _$adoptInitializedValues(_ own: (any BackingData<Self>)?, of model: Self) {
+        guard let own, let ownStorage = (own as AnyObject) as? AnyModelStorage else { return }
+        // The superclass's initializer made storage of its own for the inherited properties
+        // (same positions); their values move over, then this storage replaces it.
+        if let inherited = (model.persistentBackingData as AnyObject) as? AnyModelStorage, inherited !== ownStorage {
+            ownStorage.adoptValues(of: inherited)
+        }
+        model.persistentBackingData = own
+    }
 
     /// Fresh backing data for a model that is not yet in any context.
     public static func createBackingData<P: PersistentModel>() -> some BackingData<P> {
@@ -79,13 +110,28 @@ extension PersistentModel {
         ModelStorage<Self>.inert(for: Self.self)
     }
 
+    /// Writes a persisted value from an initializer, through its init accessor (used by the code
+    /// `@Model` generates, where `self` cannot be named yet): makes `data` real storage first
+    /// (see ``_$prepareBackingData(_:)``).
+    @inlinable
+    public static func _$initializeValue<Value: Encodable>(_ data: inout any BackingData<Self>, at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>, to newValue: Value) {
+        guard _$prepareBackingData(&data) else { return }
+        // The exact type checked first, so the downcast cannot be wrong.
+        if ObjectIdentifier(type(of: data)) == ObjectIdentifier(ModelStorage<Self>.self) {
+            let storage = unsafeDowncast(data, to: ModelStorage<Self>.self)
+            storage._setValue(at: storage.position(of: index, declaredIn: ObjectIdentifier(Self.self)), forKey: key(), to: newValue)
+        } else {
+            data.setValue(forKey: key(), to: newValue)
+        }
+    }
+
     /// Makes `data` real storage before an init accessor writes the first value, and returns
     /// whether the value should be written: not while a fetched row of this model type is being
     /// materialised, whose storage is about to replace `data` anyway (used by the code `@Model`
     /// generates).
     @inlinable
     public static func _$prepareBackingData(_ data: inout any BackingData<Self>) -> Bool {
-        guard data._isInert else { return true }
+        guard ModelStorage<Self>.isInert(data) else { return true }
         if Materialization.isInProgress(for: ObjectIdentifier(Self.self)) { return false }
         data = ModelStorage<Self>.make(for: Self.self)
         return true
@@ -133,14 +179,26 @@ extension PersistentModel {
     public func _$getValue<Value: Decodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>) -> Value {
         let data = persistentBackingData
         // OpenSwiftData's own storage, read in place; nothing writes to it before the load,
-        // and `data` is kept alive until after it.
-        if ObjectIdentifier(type(of: data)) == ObjectIdentifier(ModelStorage<Self>.self),
-           let address = unsafeDowncast(data, to: ModelStorage<Self>.self).slotAddress(at: index, type: ObjectIdentifier(Value.self)) {
+        // and `data` is kept alive until after it. The exact type is compared first, so the
+        // downcast cannot be wrong.
+        if ObjectIdentifier(type(of: data)) == ObjectIdentifier(ModelStorage<Self>.self) {
+            let storage = unsafeDowncast(data, to: ModelStorage<Self>.self)
+            let position = storage.position(of: index, declaredIn: ObjectIdentifier(Self.self))
+            if let address = storage.slotAddress(at: position, type: ObjectIdentifier(Value.self)) {
+                let value = address.load(as: Value.self)
+                _fixLifetime(data)
+                return value
+            }
+            return storage._getValue(at: position, forKey: key())
+        }
+        // A superclass's property of a subclass instance (whose storage is the subclass's).
+        if let storage = (data as AnyObject) as? AnyModelStorage,
+           let address = storage.slotAddress(at: storage.position(of: index, declaredIn: ObjectIdentifier(Self.self)), type: ObjectIdentifier(Value.self)) {
             let value = address.load(as: Value.self)
             _fixLifetime(data)
             return value
         }
-        return data._getValue(at: index, forKey: key())
+        return data.getValue(forKey: key())
     }
 
     /// Writes the persisted value at a `schemaMetadata` position (used by the code `@Model`
@@ -148,12 +206,20 @@ extension PersistentModel {
     @inlinable
     public func _$setValue<Value: Encodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>, to newValue: Value) {
         let data = persistentBackingData
-        // OpenSwiftData's own storage, written without a protocol witness.
-        if ObjectIdentifier(type(of: data)) == ObjectIdentifier(ModelStorage<Self>.self),
-           unsafeDowncast(data, to: ModelStorage<Self>.self).setSlot(at: index, to: newValue) {
+        // OpenSwiftData's own storage, written without a protocol witness (the exact type is
+        // compared first, so the downcast cannot be wrong).
+        if ObjectIdentifier(type(of: data)) == ObjectIdentifier(ModelStorage<Self>.self) {
+            let storage = unsafeDowncast(data, to: ModelStorage<Self>.self)
+            let position = storage.position(of: index, declaredIn: ObjectIdentifier(Self.self))
+            if !storage.setSlot(at: position, to: newValue) { storage._setValue(at: position, forKey: key(), to: newValue) }
             return
         }
-        data._setValue(at: index, forKey: key(), to: newValue)
+        // A superclass's property of a subclass instance (whose storage is the subclass's).
+        if let storage = (data as AnyObject) as? AnyModelStorage,
+           storage.setSlotOfAnyModel(at: storage.position(of: index, declaredIn: ObjectIdentifier(Self.self)), to: newValue) {
+            return
+        }
+        data.setValue(forKey: key(), to: newValue)
     }
 
     /// Writes a persisted value (used by the code `@Model` generates).
@@ -182,7 +248,7 @@ extension PersistentModel {
         // of the `any BackingData<Self>` existential itself would look its (extended
         // existential) metadata up on every call.
         if let storage = (data as AnyObject) as? AnyModelStorage, !storage.isPlaceholder { return storage }
-        if data._isInert {
+        if ModelStorage<Self>.isInert(data) {
             // A model with no persisted property set yet still holds the shared stand-in.
             persistentBackingData = ModelStorage<Self>(for: Self.self)
         }

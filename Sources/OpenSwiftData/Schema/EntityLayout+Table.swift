@@ -41,11 +41,26 @@ extension Schema {
     /// The store layout of every entity of the schema.
     func storeLayout() throws -> StoreLayout {
         if let problem = problems.first { throw problem }
+        // A foreign key to a class with subclasses may hold a key of any of their tables (one
+        // key space per hierarchy), so it cannot reference one table: the context clears it
+        // when the row goes (as it does every foreign key).
+        let superclasses = Set(entities.compactMap(\.superentityName))
         let tables = try entities.map { entity -> TableDescription in
             guard let layout = entity.layout else {
                 throw SwiftDataError(.loadIssueModelContainer, "entity \(entity.name) has no model type; build the schema from @Model classes", entity: entity.name)
             }
-            return layout.table
+            let table = layout.table
+            guard table.columns.contains(where: { $0.references.map(superclasses.contains) == true }) else { return table }
+            return TableDescription(
+                name: table.name,
+                columns: table.columns.map { column in
+                    guard let target = column.references, superclasses.contains(target) else { return column }
+                    var loose = column
+                    loose.references = nil
+                    return loose
+                },
+                uniqueConstraints: table.uniqueConstraints, indexes: table.indexes, originalName: table.originalName
+            )
         }
         var joinTables: [String: JoinTableDescription] = [:]
         for entity in entities {

@@ -83,6 +83,18 @@ final class EntityLayout: @unchecked Sendable {
     /// The relationship properties.
     let relationships: [PropertyLayout]
     private let keyPaths: [AnyKeyPath]
+    /// The layout of the superclass, when it is a model: its properties come first here, at the
+    /// same positions, followed by this class's own.
+    let superLayout: EntityLayout?
+    /// Where this class's own properties start (the number of inherited ones): the position
+    /// `@Model` gives a property counts from the class's first own property.
+    @usableFromInline let ownIndexBase: Int
+    /// Each model class of the hierarchy down to this one, root first, with where its own
+    /// properties start.
+    let ancestry: [(type: ObjectIdentifier, base: Int)]
+    /// The key paths of the inherited properties as the superclass names them (`\Vehicle.name`,
+    /// where ``keyPaths`` has `\Car.name`), so that both find the property.
+    private let inheritedKeyPaths: [AnyKeyPath]
 
     init(modelType: any PersistentModel.Type) throws {
         let name = Schema.entityName(of: modelType)
@@ -90,7 +102,34 @@ final class EntityLayout: @unchecked Sendable {
         self.modelType = modelType
         var properties: [PropertyLayout] = []
         var columnCount = 0
-        for (index, metadata) in modelType.schemaMetadata.enumerated() {
+        // A superclass that is a model: its properties are inherited, under key paths rooted at
+        // this class (`_$inheritedKeyPaths`, which `@Model` generates).
+        let superLayout = try (_getSuperclass(modelType) as? any PersistentModel.Type).map { try EntityLayout.of($0) }
+        self.superLayout = superLayout
+        if let superLayout {
+            let rerooted = modelType._$inheritedKeyPaths
+            guard rerooted.count == superLayout.properties.count else {
+                throw SwiftDataError(.loadIssueModelContainer, "\(name) inherits from \(superLayout.name), but its inherited properties do not match the superclass's (\(rerooted.count) key paths for \(superLayout.properties.count) properties); is the superclass a @Model class?", entity: name)
+            }
+            for (inherited, keyPath) in zip(superLayout.properties, rerooted) {
+                properties.append(PropertyLayout(
+                    name: inherited.name, index: inherited.index, keyPath: keyPath, codec: inherited.codec,
+                    schemaProperty: inherited.schemaProperty, relationship: inherited.relationship,
+                    defaultValue: inherited.defaultValue, columnIndex: inherited.columnIndex
+                ))
+            }
+            columnCount = superLayout.columns.count
+        }
+        let base = properties.count
+        self.ownIndexBase = base
+        self.ancestry = (superLayout?.ancestry ?? []) + [(ObjectIdentifier(modelType), base)]
+        self.inheritedKeyPaths = superLayout.map { $0.keyPaths + $0.inheritedKeyPaths } ?? []
+        let inheritedNames = Set(properties.map(\.name))
+        for (position, metadata) in modelType.schemaMetadata.enumerated() {
+            let index = base + position
+            if inheritedNames.contains(metadata.name) {
+                throw SwiftDataError(.loadIssueModelContainer, "\(name).\(metadata.name) has the name of a property \(name) inherits", entity: name, property: metadata.name)
+            }
             let valueType = type(of: metadata.keypath).valueType
             if Self.reservedNames.contains(metadata.name.lowercased()) {
                 throw SwiftDataError(.loadIssueModelContainer, "\(name).\(metadata.name) uses a name reserved for the store's own columns", entity: name, property: metadata.name)
@@ -149,7 +188,8 @@ final class EntityLayout: @unchecked Sendable {
         func resolve(_ groups: [[AnyKeyPath]], _ what: String) throws -> [[Int]] {
             try groups.map { group in
                 try group.map { keyPath in
-                    guard let index = properties.firstIndex(where: { $0.keyPath == keyPath }), properties[index].columnIndex != nil else {
+                    let inherited = superLayout.flatMap { $0.propertyIndex(of: keyPath) }
+                    guard let index = properties.firstIndex(where: { $0.keyPath == keyPath }) ?? inherited, properties[index].columnIndex != nil else {
                         throw SwiftDataError(.unsupportedKeyPath, "a \(what) of \(name) names a key path that is not a stored property", entity: name)
                     }
                     return index
@@ -182,6 +222,15 @@ final class EntityLayout: @unchecked Sendable {
     func propertyIndex(of keyPath: AnyKeyPath) -> Int? {
         for index in keyPaths.indices where keyPaths[index] === keyPath { return index }
         for index in keyPaths.indices where keyPaths[index] == keyPath { return index }
+        if !inheritedKeyPaths.isEmpty, let index = superLayout?.propertyIndex(of: keyPath) { return index }
+        return nil
+    }
+
+    /// Where the own properties of `type` start, when it is this layout's class or one of its
+    /// model superclasses.
+    @usableFromInline
+    func indexBase(of type: ObjectIdentifier) -> Int? {
+        for level in ancestry.reversed() where level.type == type { return level.base }
         return nil
     }
 
@@ -194,6 +243,15 @@ final class EntityLayout: @unchecked Sendable {
     /// The threads building a layout right now, by model type.
     nonisolated(unsafe) private static var builders: [ObjectIdentifier: [pthread_t]] = [:]
     // nonisolated(unsafe): only read and written while holding `registryLock`.
+
+    /// Whether a layout of a model class that inherits from `layout`'s has been built (every
+    /// model class of a container's schema has, once the container exists).
+    static func hasSubclassLayouts(_ layout: EntityLayout) -> Bool {
+        let type = ObjectIdentifier(layout.modelType)
+        registryLock.lock()
+        defer { registryLock.unlock() }
+        return registry.values.contains { $0 !== layout && $0.ancestry.contains { $0.type == type } }
+    }
 
     /// The layout of a model type, built on first use.
     ///

@@ -1,5 +1,6 @@
-/// Lets the schema see through `Optional` at run time.
-public protocol _OptionalType {
+/// Lets the schema see through `Optional` at run time. Internal: a public protocol would add its
+/// members to every `Optional` in the user's module.
+protocol _OptionalType {
     /// The wrapped type.
     static var _wrappedType: any Any.Type { get }
     /// `nil` of this optional type, boxed.
@@ -10,11 +11,11 @@ public protocol _OptionalType {
 
 extension Optional: _OptionalType {
     /// The wrapped type.
-    public static var _wrappedType: any Any.Type { Wrapped.self }
+    static var _wrappedType: any Any.Type { Wrapped.self }
     /// `nil` of this optional type, boxed.
-    public static var _none: Any { Optional<Wrapped>.none as Any }
+    static var _none: Any { Optional<Wrapped>.none as Any }
     /// The wrapped value, or nil.
-    public var _wrappedValue: Any? {
+    var _wrappedValue: Any? {
         switch self {
         case let .some(value): return value
         case .none: return nil

@@ -80,11 +80,14 @@ final class RelationshipLayout: @unchecked Sendable {
         if shape.isToMany && declared.isUnique {
             throw SwiftDataError(.loadIssueModelContainer, "\(entity).\(property.name) is a to-many relationship and cannot be .unique", entity: entity, property: property.name)
         }
-        let inverse = try Self.inverse(of: property, in: modelType, entity: entity, shape: shape, declared: declared)
-        let inverseShape = inverse.flatMap { RelationshipShape(type(of: shape.destination.schemaMetadata[$0].keypath).valueType) }
+        // The destination's properties as its layout orders them: inherited ones first (under
+        // key paths rooted at it), then its own.
+        let destinationMetadata = Self.allMetadata(of: shape.destination)
+        let inverse = try Self.inverse(of: property, in: modelType, entity: entity, shape: shape, declared: declared, candidates: destinationMetadata)
+        let inverseShape = inverse.flatMap { RelationshipShape(type(of: destinationMetadata[$0].keypath).valueType) }
 
         let ownKey = "\(entity).\(property.name)"
-        let inverseKey = inverse.map { "\(destinationName).\(shape.destination.schemaMetadata[$0].name)" }
+        let inverseKey = inverse.map { "\(destinationName).\(destinationMetadata[$0].name)" }
         let owns = inverseKey.map { ownKey <= $0 } ?? true
         let storage: Storage
         switch (shape.isToMany, inverseShape?.isToMany) {
@@ -98,7 +101,7 @@ final class RelationshipLayout: @unchecked Sendable {
             storage = .joinTable(JoinTableDescription(name: "\(entity)_\(property.name)", sourceTable: entity, targetTable: destinationName), isSource: true, writes: true)
         case (true, true?):
             let ownerEntity = owns ? entity : destinationName
-            let ownerProperty = owns ? property.name : (inverse.map { shape.destination.schemaMetadata[$0].name } ?? property.name)
+            let ownerProperty = owns ? property.name : (inverse.map { destinationMetadata[$0].name } ?? property.name)
             let table = JoinTableDescription(name: "\(ownerEntity)_\(ownerProperty)", sourceTable: ownerEntity, targetTable: owns ? destinationName : entity)
             storage = .joinTable(table, isSource: owns, writes: owns)
         }
@@ -111,13 +114,13 @@ final class RelationshipLayout: @unchecked Sendable {
         self.minimumModelCount = max(declared.minimumModelCount ?? 0, 0)
         self.maximumModelCount = max(declared.maximumModelCount ?? 0, 0)
         self.inverseIndex = inverse
-        self.inverseName = inverse.map { shape.destination.schemaMetadata[$0].name }
+        self.inverseName = inverse.map { destinationMetadata[$0].name }
         self.inverseIsToMany = inverseShape?.isToMany ?? false
         self.storage = storage
         self.description = Schema.Relationship(
             name: property.name, declaredOriginalName: declared.declaredOriginalName, keypath: property.keypath,
             options: declared.options, valueType: type(of: property.keypath).valueType, destination: destinationName,
-            deleteRule: declared.deleteRule, inverseName: inverseName, inverseKeyPath: inverse.map { shape.destination.schemaMetadata[$0].keypath },
+            deleteRule: declared.deleteRule, inverseName: inverseName, inverseKeyPath: inverse.map { destinationMetadata[$0].keypath },
             minimumModelCount: declared.minimumModelCount, maximumModelCount: declared.maximumModelCount,
             hashModifier: declared.hashModifier, isToOne: !shape.isToMany
         )
@@ -134,9 +137,8 @@ final class RelationshipLayout: @unchecked Sendable {
     /// other (as SwiftData infers it).
     private static func inverse(
         of property: Schema.PropertyMetadata, in modelType: any PersistentModel.Type, entity: String,
-        shape: RelationshipShape, declared: Schema.Relationship
+        shape: RelationshipShape, declared: Schema.Relationship, candidates: [Schema.PropertyMetadata]
     ) throws -> Int? {
-        let candidates = shape.destination.schemaMetadata
         func pointsBack(_ metadata: Schema.PropertyMetadata) -> Bool {
             guard let other = RelationshipShape(type(of: metadata.keypath).valueType) else { return false }
             return other.destination == modelType
@@ -157,7 +159,7 @@ final class RelationshipLayout: @unchecked Sendable {
         func isFree(_ metadata: Schema.PropertyMetadata) -> Bool {
             (metadata.metadata as? Schema.Relationship)?.inverseKeyPath == nil
         }
-        let ownProperties = modelType.schemaMetadata
+        let ownProperties = allMetadata(of: modelType)
         if shape.destination == modelType {
             // A self-relationship pairs two different properties, each the other's only match.
             let selfCandidates = ownProperties.indices.filter { index in
@@ -176,5 +178,27 @@ final class RelationshipLayout: @unchecked Sendable {
                 && !candidates.contains { ($0.metadata as? Schema.Relationship)?.inverseKeyPath == metadata.keypath }
         }
         return backward.count == 1 && forward.count == 1 ? backward.first : nil
+    }
+
+    /// The persisted properties of a model class in its layout's order: those of its model
+    /// superclasses first (root first, under key paths rooted at the class, as a predicate or
+    /// `inverse:` argument names them), then its own.
+    static func allMetadata(of type: any PersistentModel.Type) -> [Schema.PropertyMetadata] {
+        var chain: [any PersistentModel.Type] = []
+        var current = _getSuperclass(type) as? any PersistentModel.Type
+        while let superclass = current {
+            chain.insert(superclass, at: 0)
+            current = _getSuperclass(superclass) as? any PersistentModel.Type
+        }
+        guard !chain.isEmpty else { return type.schemaMetadata }
+        var inherited: [Schema.PropertyMetadata] = []
+        for superclass in chain { inherited += superclass.schemaMetadata }
+        let rerooted = type._$inheritedKeyPaths
+        let renamed = inherited.indices.map { index in
+            let metadata = inherited[index]
+            guard index < rerooted.count else { return metadata }
+            return Schema.PropertyMetadata(name: metadata.name, keypath: rerooted[index], defaultValue: metadata.defaultValue, metadata: metadata.metadata)
+        }
+        return renamed + type.schemaMetadata
     }
 }

@@ -10,7 +10,7 @@ extension Schema {
         }
 
         /// The constraints as untyped key paths (used by the code `@Model` generates).
-        public var _keyPathGroups: [[AnyKeyPath]] { constraints.map { $0.map { $0 as AnyKeyPath } } }
+        public var _$keyPathGroups: [[AnyKeyPath]] { constraints.map { $0.map { $0 as AnyKeyPath } } }
     }
 
     /// Indexes declared with `#Index`: each array of key paths is one (compound) index.
@@ -43,6 +43,6 @@ extension Schema {
         }
 
         /// The indexes as untyped key paths (used by the code `@Model` generates).
-        public var _keyPathGroups: [[AnyKeyPath]] { indices.map { $0.keyPaths.map { $0 as AnyKeyPath } } }
+        public var _$keyPathGroups: [[AnyKeyPath]] { indices.map { $0.keyPaths.map { $0 as AnyKeyPath } } }
     }
 }

@@ -1,7 +1,9 @@
 extension Schema {
     /// One model type of a schema: its name, attributes and constraints.
     public final class Entity: Hashable, CustomDebugStringConvertible, @unchecked Sendable {
-        // @unchecked Sendable: every stored property is a `let` set in init.
+        // @unchecked Sendable: every stored property is a `let` set in init, but for the
+        // inheritance links (`subentities`, `superentity`), which the schema sets while it is
+        // built, before it is returned to anyone.
 
         /// The entity's name: the model class's unqualified name.
         public let name: String
@@ -15,12 +17,12 @@ extension Schema {
         public let uniquenessConstraints: [[String]]
         /// Indexes, as property names, one array per index.
         public let indices: [[String]]
-        /// Subentities (model inheritance is not supported yet: always empty).
-        public let subentities: Set<Entity> = []
-        /// The superentity's name (always nil for now).
-        public let superentityName: String? = nil
-        /// The superentity (always nil for now).
-        public var superentity: Entity? { nil }
+        /// The entities of the schema's model classes that inherit from this one directly.
+        public internal(set) var subentities: Set<Entity> = []
+        /// The name of the entity of the model class this one inherits from, if any.
+        public var superentityName: String? { layout?.superLayout?.name ?? superentity?.name }
+        /// The entity of the model class this one inherits from, when it is in the schema.
+        public internal(set) weak var superentity: Entity?
         let layout: EntityLayout?
 
         /// An entity with a name and no properties.
@@ -31,6 +33,14 @@ extension Schema {
         /// An entity with a name and attributes.
         public convenience init(_ name: String, properties: Attribute...) {
             self.init(name: name, attributes: properties, layout: nil)
+        }
+
+        /// An entity with subentities (which it becomes the superentity of) and attributes,
+        /// as a hand-written description; a container builds its entities from model types.
+        public convenience init(_ name: String, subentities: Entity..., properties: Attribute...) {
+            self.init(name: name, attributes: properties, layout: nil)
+            self.subentities = Set(subentities)
+            for subentity in subentities { subentity.superentity = self }
         }
 
         init(layout: EntityLayout) {
@@ -53,12 +63,14 @@ extension Schema {
             self.indices = []
         }
 
-        /// The stored properties (all persisted properties, for now).
+        /// The stored properties: every persisted property, inherited ones included.
         public var storedProperties: [any SchemaProperty] { properties }
-        /// Properties inherited from a superentity (none for now).
-        public var inheritedProperties: [any SchemaProperty] { [] }
-        /// The inherited properties by name (none: model inheritance is not supported yet).
-        public var inheritedPropertiesByName: [String: any SchemaProperty] { [:] }
+        /// The properties inherited from the superentity (they come first in ``properties``).
+        public var inheritedProperties: [any SchemaProperty] { Array(properties.prefix(layout?.ownIndexBase ?? 0)) }
+        /// The inherited properties by name.
+        public var inheritedPropertiesByName: [String: any SchemaProperty] {
+            Dictionary(inheritedProperties.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        }
         /// The attributes by name.
         public var attributesByName: [String: Attribute] {
             Dictionary(attributes.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })

@@ -54,6 +54,9 @@ public final class Schema: Hashable, CustomDebugStringConvertible, @unchecked Se
                 let layout = try EntityLayout.of(type)
                 entities.append(Entity(layout: layout))
                 queue += layout.relationships.compactMap { $0.relationship?.destinationType }
+                // A subclass brings its superclasses (SwiftData asks for every subclass to be
+                // named; a superclass is reached from them).
+                if let superLayout = layout.superLayout { queue.append(superLayout.modelType) }
             } catch let error as SwiftDataError {
                 problems.append(error)
                 entities.append(Entity(Schema.entityName(of: type)))
@@ -67,6 +70,12 @@ public final class Schema: Hashable, CustomDebugStringConvertible, @unchecked Se
         self.entities = entities
         self.entitiesByName = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         self.problems = problems
+        // The inheritance links, set once here before the schema is shared.
+        for entity in entities {
+            guard let name = entity.superentityName, let superentity = entitiesByName[name] else { continue }
+            entity.superentity = superentity
+            superentity.subentities.insert(entity)
+        }
     }
 
     private init(entities: [Entity], version: Version) {

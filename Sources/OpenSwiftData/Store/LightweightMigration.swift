@@ -28,6 +28,9 @@ struct LightweightMigration {
     let rewritesTables: Bool
     /// The entities and columns the plan renames, recorded for reading older history.
     var renames = HistoryRenames(through: 0)
+    /// Non-optional columns left nullable for a custom stage's `didMigrate` to fill (see
+    /// `plan(in:to:metadataTable:deferringRequired:)`), by table.
+    var deferredColumns: [String: Set<String>] = [:]
 
     private struct ExistingColumn {
         let name: String
@@ -37,7 +40,13 @@ struct LightweightMigration {
 
     /// Plans the migration of the store open in `db` to `layout`, or throws a
     /// `SwiftDataError(.incompatibleSchema)` that names the change it cannot infer.
-    static func plan(in db: Database, to layout: StoreLayout, metadataTable: String) throws -> LightweightMigration {
+    ///
+    /// With `deferringRequired` (the target version of a custom stage, whose `didMigrate` runs
+    /// next), a non-optional column that existing rows have no value for (added without a
+    /// default, or made non-optional while rows hold nil) is not refused: it is left nullable
+    /// and listed in ``deferredColumns``, for `didMigrate` to fill; the stage then checks every
+    /// row and makes the column `NOT NULL` before it commits.
+    static func plan(in db: Database, to layout: StoreLayout, metadataTable: String, deferringRequired: Bool = false) throws -> LightweightMigration {
         let existingTables = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND substr(name, 1, 7) <> 'sqlite_'"))
         var steps: [Step] = []
         var rewrites = false
@@ -60,6 +69,7 @@ struct LightweightMigration {
         }
         let renamed = Dictionary(sourceOf.map { ($0.value, $0.key) }, uniquingKeysWith: { first, _ in first })
         var renames = HistoryRenames(through: 0, entities: renamed)
+        var deferred: [String: Set<String>] = [:]
 
         // Tables of entities and relationships that are gone. A relationship table whose two
         // entities are still related through a table of another name is a renamed relationship:
@@ -86,8 +96,11 @@ struct LightweightMigration {
             let columns = try Row.fetchAll(db, sql: "PRAGMA table_info(\(quoted(source)))").map { row in
                 ExistingColumn(name: row["name"], type: (row["type"] as String? ?? "").uppercased(), isNullable: (row["notnull"] as Int? ?? 0) == 0)
             }
-            let (tableSteps, rewritten, columnRenames) = try migrateColumns(of: table, existing: columns, source: source, renamed: renamed, in: db)
+            let (tableSteps, rewritten, columnRenames, deferredHere) = try migrateColumns(
+                of: table, existing: columns, source: source, renamed: renamed, deferringRequired: deferringRequired, in: db
+            )
             if !columnRenames.isEmpty { renames.properties[table.name] = columnRenames }
+            if !deferredHere.isEmpty { deferred[table.name] = deferredHere }
             steps += tableSteps
             rewrites = rewrites || rewritten
             steps += try indexSteps(for: table, source: source, in: db, rebuilt: rewritten)
@@ -96,7 +109,7 @@ struct LightweightMigration {
         for join in layout.joinTables where !existingTables.contains(join.name) {
             steps += join.createStatements.map { Step(sql: $0, purpose: "add the relationship table \(join.name)") }
         }
-        return LightweightMigration(steps: steps, rewritesTables: rewrites, renames: renames)
+        return LightweightMigration(steps: steps, rewritesTables: rewrites, renames: renames, deferredColumns: deferred)
     }
 
     /// The steps that give `table` its columns: renames and additions in place, a rebuild when a
@@ -104,8 +117,13 @@ struct LightweightMigration {
     /// table it references, or takes the name of another column.
     ///
     /// `source` is the table's name when planning (its old name, for a renamed entity), and
-    /// `renamed` maps renamed tables' old names to their new ones.
-    private static func migrateColumns(of table: TableDescription, existing: [ExistingColumn], source planningName: String, renamed: [String: String], in db: Database) throws -> ([Step], Bool, renames: [String: String]) {
+    /// `renamed` maps renamed tables' old names to their new ones. With `deferringRequired`,
+    /// non-optional columns that rows have no value for stay nullable and are returned as
+    /// `deferred`.
+    private static func migrateColumns(
+        of table: TableDescription, existing: [ExistingColumn], source planningName: String, renamed: [String: String],
+        deferringRequired: Bool, in db: Database
+    ) throws -> ([Step], Bool, renames: [String: String], deferred: Set<String>) {
         let entity = table.name
         let existingByName = Dictionary(existing.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         let references = Dictionary(
@@ -144,10 +162,16 @@ struct LightweightMigration {
         var renames: [(from: String, to: String)] = []
         var additions: [ColumnDescription] = []
         var needsRebuild = false
+        var deferred: Set<String> = []
         for column in table.columns {
             guard let sourceName = sources[column.name], let source = existingByName[sourceName] else {
                 if !column.isNullable && column.defaultValue == nil {
-                    throw refusal(entity, column.name, "the property was added as non-optional without a default value, so existing rows would have no value for it; make it optional or give it a default")
+                    guard deferringRequired else {
+                        throw refusal(entity, column.name, "the property was added as non-optional without a default value, so existing rows would have no value for it; make it optional, give it a default, or fill it in a custom stage's didMigrate")
+                    }
+                    deferred.insert(column.name)
+                    additions.append(column.nullable)
+                    continue
                 }
                 if column.references != nil && column.defaultValue.map({ !$0.isNull }) == true {
                     needsRebuild = true
@@ -165,9 +189,14 @@ struct LightweightMigration {
             }
             if source.isNullable && !column.isNullable {
                 if try holdsNil(sourceName) {
-                    throw refusal(entity, column.name, "it became non-optional, and some rows hold nil; give them a value first (in an earlier version or a custom stage's willMigrate)")
+                    guard deferringRequired else {
+                        throw refusal(entity, column.name, "it became non-optional, and some rows hold nil; give them a value first (in an earlier version), or in a custom stage's willMigrate or didMigrate")
+                    }
+                    // Stays nullable until didMigrate has filled it.
+                    deferred.insert(column.name)
+                } else {
+                    needsRebuild = true
                 }
-                needsRebuild = true
             }
             if !source.isNullable && column.isNullable { needsRebuild = true }
             if references[sourceName] != column.references {
@@ -192,13 +221,15 @@ struct LightweightMigration {
                 let value = column.defaultValue.flatMap { $0.isNull ? nil : literal($0) }
                 steps.append(Step(sql: "ALTER TABLE \(quoted(entity)) ADD COLUMN \(column.definition(defaultLiteral: value))", purpose: "add \(entity).\(column.name)"))
             }
-            return (steps, false, columnRenames)
+            return (steps, false, columnRenames, deferred)
         }
 
         // Rebuild: a new table with the target definition, filled from the old one.
         let temporary = "_osd_migrating_\(entity)"
-        let definition = TableDescription(name: temporary, columns: table.columns, uniqueConstraints: [], indexes: [])
-        guard let create = definition.createStatements.first else { return ([], false, [:]) }
+        let definition = TableDescription(
+            name: temporary, columns: table.columns.map { deferred.contains($0.name) ? $0.nullable : $0 }, uniqueConstraints: [], indexes: []
+        )
+        guard let create = definition.createStatements.first else { return ([], false, [:], []) }
         let primaryKey = quoted(TableDescription.primaryKey)
         let targets = [primaryKey] + table.columns.map { quoted($0.name) }
         let values = [primaryKey] + table.columns.map { column -> String in
@@ -211,7 +242,7 @@ struct LightweightMigration {
             Step(sql: "DROP TABLE \(quoted(entity))", purpose: "replace \(entity)"),
             Step(sql: "ALTER TABLE \(quoted(temporary)) RENAME TO \(quoted(entity))", purpose: "replace \(entity)"),
         ]
-        return (steps, true, columnRenames)
+        return (steps, true, columnRenames, deferred)
     }
 
     /// Drops the indexes the layout no longer has and creates the ones it lacks (all of them
@@ -279,7 +310,7 @@ struct LightweightMigration {
     }
 
     private static func refusal(_ entity: String, _ property: String, _ why: String) -> SwiftDataError {
-        SwiftDataError(.incompatibleSchema, "cannot migrate \(entity).\(property) without a custom migration: \(why). The store was not changed.", entity: entity, property: property)
+        SwiftDataError(.incompatibleSchema, "the tables cannot be migrated to \(entity).\(property) by inference: \(why). The store was not changed.", entity: entity, property: property)
     }
 
     /// Runs the plan in one transaction on `db` (which has foreign keys off), checks the foreign

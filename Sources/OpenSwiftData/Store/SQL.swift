@@ -18,6 +18,11 @@ func jsonKeyArray<S: Sequence>(_ keys: S) -> String where S.Element == Int64 {
 }
 
 extension ColumnDescription {
+    /// The same column, allowing NULL.
+    var nullable: ColumnDescription {
+        ColumnDescription(name: name, type: type, isNullable: true, references: references, originalName: originalName, defaultValue: defaultValue)
+    }
+
     /// The column's definition in `CREATE TABLE` or `ALTER TABLE … ADD COLUMN`, with an optional
     /// `DEFAULT` literal.
     func definition(defaultLiteral: String? = nil) -> String {

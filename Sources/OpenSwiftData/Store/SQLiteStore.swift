@@ -15,15 +15,19 @@ final class SQLiteStore: Sendable {
     let layout: StoreLayout
     /// Whether writes are refused.
     let isReadOnly: Bool
+    /// Non-optional columns the opening migration left nullable for a custom stage's
+    /// `didMigrate` to fill, by table (see ``requireDeferredColumns(stage:)``); empty otherwise.
+    let deferredColumns: [String: Set<String>]
 
     static let metadataTable = "osd_metadata"
     static let formatVersion = "1"
 
-    private init(writer: any DatabaseWriter, identifier: String, layout: StoreLayout, isReadOnly: Bool) {
+    private init(writer: any DatabaseWriter, identifier: String, layout: StoreLayout, isReadOnly: Bool, deferredColumns: [String: Set<String>] = [:]) {
         self.writer = writer
         self.identifier = identifier
         self.layout = layout
         self.isReadOnly = isReadOnly
+        self.deferredColumns = deferredColumns
     }
 
     /// Opens (or creates) the store at `url`, or a private in-memory store when `url` is nil.
@@ -49,7 +53,9 @@ final class SQLiteStore: Sendable {
         var storedVersion: String?
         if let size = existing, size > 0 {
             try StoreFile.recoverInterruptedStage(at: path, readOnly: readOnly)
-            (existingIdentifier, migration, storedVersion) = try inspect(path: path, expecting: layout, version: schemaVersion, readOnly: readOnly)
+            (existingIdentifier, migration, storedVersion) = try inspect(
+                path: path, expecting: layout, version: schemaVersion, readOnly: readOnly, deferringRequired: options.defersRequiredColumns
+            )
         } else if readOnly {
             throw SwiftDataError(.loadIssueModelContainer, "no store exists at \(path), and the configuration does not allow saving, so none can be created")
         } else {
@@ -60,8 +66,9 @@ final class SQLiteStore: Sendable {
 
         let pool = try wrap("opening \(path)") { try DatabasePool(path: path, configuration: configuration(readOnly: readOnly)) }
         if let existingIdentifier {
+            var deferred: [String: Set<String>] = [:]
             if migration != nil {
-                try migrate(pool, at: path, to: layout, version: schemaVersion, options: options)
+                deferred = try migrate(pool, at: path, to: layout, version: schemaVersion, options: options)
             } else if storedVersion != schemaVersion.description, !readOnly {
                 // Same tables, newer version (a stage that changed only data): record it.
                 try wrap("recording the schema version of \(path)") {
@@ -79,7 +86,7 @@ final class SQLiteStore: Sendable {
                     }
                 }
             }
-            return SQLiteStore(writer: pool, identifier: existingIdentifier, layout: layout, isReadOnly: readOnly)
+            return SQLiteStore(writer: pool, identifier: existingIdentifier, layout: layout, isReadOnly: readOnly, deferredColumns: deferred)
         }
         let identifier = UUID().uuidString
         try wrap("creating the tables of \(path)") {
@@ -99,7 +106,7 @@ final class SQLiteStore: Sendable {
 
     /// Reads an existing file through a read-only connection and checks that it is a store of
     /// this layout. Returns the store identifier.
-    private static func inspect(path: String, expecting layout: StoreLayout, version: Schema.Version, readOnly: Bool) throws -> (identifier: String, migration: LightweightMigration?, storedVersion: String?) {
+    private static func inspect(path: String, expecting layout: StoreLayout, version: Schema.Version, readOnly: Bool, deferringRequired: Bool) throws -> (identifier: String, migration: LightweightMigration?, storedVersion: String?) {
         var configuration = Configuration()
         configuration.readonly = true
         let queue: DatabaseQueue
@@ -142,7 +149,9 @@ final class SQLiteStore: Sendable {
         // before anything is opened for writing.
         let migration: LightweightMigration
         do {
-            migration = try queue.read { db in try LightweightMigration.plan(in: db, to: layout, metadataTable: metadataTable) }
+            migration = try queue.read { db in
+                try LightweightMigration.plan(in: db, to: layout, metadataTable: metadataTable, deferringRequired: deferringRequired)
+            }
         } catch let error as SwiftDataError {
             throw SwiftDataError(.incompatibleSchema, error.detail + "\nSchema differences:\n" + difference(stored: stored, expected: layout.fingerprint), entity: error.entityName, property: error.propertyName)
         }
@@ -152,14 +161,15 @@ final class SQLiteStore: Sendable {
     /// Runs the lightweight migration of the store at `path` to `layout` (see
     /// ``LightweightMigration``). A migration that rewrites tables first copies the store to
     /// `<path>-backup` (SQLite's online backup), removed once the migration has committed.
-    private static func migrate(_ pool: DatabasePool, at path: String, to layout: StoreLayout, version: Schema.Version, options: MigrationOptions) throws {
+    /// Returns the columns left nullable for a custom stage to fill.
+    private static func migrate(_ pool: DatabasePool, at path: String, to layout: StoreLayout, version: Schema.Version, options: MigrationOptions) throws -> [String: Set<String>] {
         try wrap("migrating \(path)") {
             try pool.writeWithoutTransaction { db in
                 // Rebuilding a table must not fire ON DELETE actions; the foreign keys are
                 // checked before the commit instead.
                 try db.execute(sql: "PRAGMA foreign_keys = OFF")
                 defer { try? db.execute(sql: "PRAGMA foreign_keys = ON") }
-                let migration = try LightweightMigration.plan(in: db, to: layout, metadataTable: metadataTable)
+                let migration = try LightweightMigration.plan(in: db, to: layout, metadataTable: metadataTable, deferringRequired: options.defersRequiredColumns)
                 let backup = path + "-backup"
                 let backsUp = migration.rewritesTables && options.backsUpBeforeRebuilding
                 if backsUp {
@@ -174,6 +184,36 @@ final class SQLiteStore: Sendable {
                     "schemaVersion": version.description,
                 ], metadataTable: metadataTable, progress: options.progress)
                 if backsUp && !options.keepsBackup { StoreFile.removeDatabase(at: backup) }
+                return migration.deferredColumns
+            }
+        }
+    }
+
+    /// Ends what a custom stage's opening migration left open: checks that every row has a
+    /// value in each column left nullable for `didMigrate` to fill, then makes those columns
+    /// `NOT NULL` (a table rebuild, in one transaction). A row without a value fails with an
+    /// error that names the entity, the property and how many rows lack it; the caller puts
+    /// the store back.
+    func requireDeferredColumns(stage: String) throws {
+        guard !deferredColumns.isEmpty else { return }
+        try Self.wrap("completing the stage \(stage)") {
+            try writer.writeWithoutTransaction { db in
+                for (table, columns) in deferredColumns.sorted(by: { $0.key < $1.key }) {
+                    for column in columns.sorted() {
+                        let missing = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(quoted(table)) WHERE \(quoted(column)) IS NULL") ?? 0
+                        if missing > 0 {
+                            throw SwiftDataError(
+                                .modelValidationFailure,
+                                "after didMigrate of the stage \(stage), \(missing) row\(missing == 1 ? "" : "s") of \(table) \(missing == 1 ? "has" : "have") no value for \(table).\(column), which is not optional in the new version",
+                                entity: table, property: column
+                            )
+                        }
+                    }
+                }
+                try db.execute(sql: "PRAGMA foreign_keys = OFF")
+                defer { try? db.execute(sql: "PRAGMA foreign_keys = ON") }
+                let migration = try LightweightMigration.plan(in: db, to: layout, metadataTable: Self.metadataTable)
+                try migration.run(in: db, metadata: [:], metadataTable: Self.metadataTable)
             }
         }
     }

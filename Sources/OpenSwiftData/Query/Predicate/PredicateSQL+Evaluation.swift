@@ -11,6 +11,9 @@ extension PredicateExpressions.TypeCheck: SQLTranslatable {
         if (Input.Output.self as? any _OptionalType.Type)?._wrappedType == Desired.self {
             return .value("(\(try translator.operand(value)) IS NOT NULL)", .stored)
         }
+        // A model row of a class hierarchy: each class has its own table, so the table read
+        // decides (`$0 is Car` holds for every row of `Car`'s table and its subclasses').
+        if case let .row(row) = value { return .constant(row.layout.modelType is Desired.Type) }
         throw Untranslatable("a type check of \(Input.Output.self) as \(Desired.self)")
     }
 }
@@ -22,6 +25,11 @@ extension PredicateExpressions.ConditionalCast: SQLTranslatable {
         // A cast to the value's own type, or unwrapping an optional: the same SQL, NULL for nil.
         if Input.Output.self == Desired.self || (Input.Output.self as? any _OptionalType.Type)?._wrappedType == Desired.self {
             return value
+        }
+        // A model row of a class hierarchy: the row itself when its table's class is a
+        // `Desired` (its layout then has `Desired`'s properties), else nil.
+        if case let .row(row) = value {
+            return row.layout.modelType is Desired.Type ? value : .constant(Optional<Desired>.none as Any)
         }
         throw Untranslatable("a cast of \(Input.Output.self) to \(Desired.self)")
     }

@@ -56,6 +56,10 @@ extension PredicateTranslator {
         let property = layout.properties[index]
         if let relationship = property.relationship {
             let destination = try EntityLayout.of(relationship.destinationType)
+            if EntityLayout.hasSubclassLayouts(destination) {
+                // Its models sit in several tables (one per class): evaluated in memory.
+                throw Untranslatable("\(property.name) may hold models of \(destination.name)'s subclasses")
+            }
             if relationship.isToMany {
                 return .rows(.relationship(owner: row, property: property, destination: destination))
             }
