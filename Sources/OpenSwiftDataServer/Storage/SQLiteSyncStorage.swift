@@ -119,7 +119,7 @@ public final class SQLiteSyncStorage: SyncStorage {
         return (try row.decode(atIndex: 0), try row.decode(atIndex: 1), HLCTimestamp(rawValue: UInt64(bitPattern: clock)))
     }
 
-    private static func record(_ row: Row, _ db: Database, decoder: JSONDecoder = JSONDecoder()) throws -> StoredRecord {
+    private static func record(_ row: Row, _ db: Database) throws -> StoredRecord {
         let entity: String = try row.decode(atIndex: 0)
         let recordID: String = try row.decode(atIndex: 1)
         let stamp: Int64 = try row.decode(atIndex: 6)
@@ -135,7 +135,7 @@ public final class SQLiteSyncStorage: SyncStorage {
         }
         return StoredRecord(
             entity: entity, recordID: recordID, scope: ScopeID(rawValue: try row.decode(atIndex: 2)), version: try row.decode(atIndex: 3),
-            deleted: try row.decode(atIndex: 4), fields: try decoder.decode([SyncName: StoredField].self, from: try row.decode(Data.self, atIndex: 5)),
+            deleted: try row.decode(atIndex: 4), fields: try row.withUnsafeData(atIndex: 5) { data in try StoredJSON.fields(data ?? Data()) },
             stamp: HLCTimestamp(rawValue: UInt64(bitPattern: stamp)), writer: try row.decode(atIndex: 7), links: links)
     }
 
@@ -165,7 +165,7 @@ public final class SQLiteSyncStorage: SyncStorage {
         for record in plan.records {
             let hasLinks = !record.links.isEmpty
             try recordStatement.execute(arguments: [
-                record.entity, record.recordID, record.scope.rawValue, record.version, record.deleted, try encoder.encode(record.fields),
+                record.entity, record.recordID, record.scope.rawValue, record.version, record.deleted, try Self.encodeFields(record.fields),
                 Int64(bitPattern: record.stamp.rawValue), record.writer, hasLinks, plan.now,
             ])
             try deleteLinks.execute(arguments: [record.entity, record.recordID])
@@ -183,11 +183,23 @@ public final class SQLiteSyncStorage: SyncStorage {
             let change = entry.change
             try changeStatement.execute(arguments: [
                 entry.seq, entry.txn, change.scope.rawValue, change.entity, change.recordID, change.op.rawValue,
-                try encoder.encode(ChangePayload(fields: change.fields, links: change.links)), change.clientID, change.mutationID, entry.createdAt,
+                try Self.encodePayload(change), change.clientID, change.mutationID, entry.createdAt,
             ])
         }
         // Last statement: the head. (On PostgreSQL this is where the sequence numbers are taken.)
         try db.execute(sql: "UPDATE osd_head SET seq = ?, clock = ? WHERE id = 1", arguments: [plan.head, Int64(bitPattern: plan.clock.rawValue)])
+    }
+
+    private static func encodeFields(_ fields: [SyncName: StoredField]) throws -> Data {
+        var writer = StoredJSONWriter()
+        try writer.storedFields(fields)
+        return writer.data
+    }
+
+    private static func encodePayload(_ change: PulledChange) throws -> Data {
+        var writer = StoredJSONWriter()
+        try writer.changePayload(fields: change.fields, links: change.links)
+        return writer.data
     }
 
     // MARK: Pull
@@ -221,7 +233,7 @@ public final class SQLiteSyncStorage: SyncStorage {
 
     private static func snapshotPage(_ context: PullContext, _ read: PullRead, scopes: [ScopeID], after: SnapshotKey?, limit: Int, count: Bool, _ db: Database) throws -> PullPage {
         var records: [StoredRecord] = []
-        let decoder = JSONDecoder()
+        records.reserveCapacity(limit + 1)
         let statement = try db.cachedStatement(sql: """
             SELECT entity, record_id, scope, version, deleted, fields, stamp, writer, has_links FROM osd_records
             WHERE scope = ? AND deleted = 0 AND (entity, record_id) > (?, ?) ORDER BY entity, record_id LIMIT ?
@@ -229,7 +241,7 @@ public final class SQLiteSyncStorage: SyncStorage {
         for scope in scopes where after.map({ scope >= $0.scope }) ?? true {
             let start = after?.scope == scope ? after : nil
             let rows = try Row.fetchAll(statement, arguments: [scope.rawValue, start?.entity ?? "", start?.recordID ?? "", limit + 1 - records.count])
-            for row in rows { records.append(try record(row, db, decoder: decoder)) }
+            for row in rows { records.append(try record(row, db)) }
             if records.count > limit { break }
         }
         let hasMore = records.count > limit
@@ -271,14 +283,13 @@ public final class SQLiteSyncStorage: SyncStorage {
             hasMore = try Row.fetchOne(db, sql: "SELECT 1 FROM osd_changes WHERE seq > ? AND \(filter) LIMIT 1", arguments: [end] + filterArguments) != nil
             if !hasMore { end = context.head }
         }
-        let decoder = JSONDecoder()
         var changes: [PulledChange] = []
         changes.reserveCapacity(rows.count)
         for row in rows {
             guard let op = RecordOperation(rawValue: try row.decode(String.self, atIndex: 5)) else {
                 throw SyncServiceError(500, .internalError, "the change log holds an unknown operation")
             }
-            let payload = try decoder.decode(ChangePayload.self, from: try row.decode(Data.self, atIndex: 6))
+            let payload = try row.withUnsafeData(atIndex: 6) { data in try StoredJSON.payload(data ?? Data()) }
             changes.append(PulledChange(
                 version: try row.decode(atIndex: 0), op: op, entity: try row.decode(atIndex: 3), recordID: try row.decode(atIndex: 4),
                 scope: ScopeID(rawValue: try row.decode(atIndex: 2)), fields: payload.fields, links: payload.links,

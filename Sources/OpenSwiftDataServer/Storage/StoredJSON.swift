@@ -1,0 +1,560 @@
+import Foundation
+import OpenSwiftDataSyncProtocol
+
+/// Stored data the SQLite storage cannot read: a column whose bytes are not the form it
+/// writes. Thrown instead of a `DecodingError`, naming the table and column.
+struct StoredDataError: Error, CustomStringConvertible {
+    /// Where the bytes came from (`osd_records.fields`).
+    var column: String
+    /// What is wrong with them.
+    var reason: String
+
+    var description: String { "the stored \(column) is malformed: \(reason)" }
+}
+
+// MARK: Reading
+
+/// The stored JSON columns (`osd_records.fields`, `osd_changes.payload`), read by hand.
+///
+/// The columns are the JSON `JSONEncoder` writes for `[SyncName: StoredField]` and
+/// ``ChangePayload`` (stores written before the hand-written encoder hold exactly that form,
+/// and ``StoredJSONWriter`` writes the same). The fast path reads the common shapes without
+/// Foundation's decoder; any shape it does not expect (a value kind it leaves to `SyncValue`'s
+/// own decoding, keys in another order, unknown keys) falls back to `JSONDecoder`, so the
+/// accepted language is exactly what it was.
+enum StoredJSON {
+    /// Reads a record's stored fields.
+    static func fields(_ data: Data) throws -> [SyncName: StoredField] {
+        let fast: [SyncName: StoredField]? = data.withUnsafeBytes { bytes in
+            var scanner = JSONScanner(bytes: bytes)
+            return try? scanner.storedFields()
+        }
+        if let fast { return fast }
+        do {
+            return try JSONDecoder().decode([SyncName: StoredField].self, from: data)
+        } catch {
+            throw StoredDataError(column: "osd_records.fields", reason: "\(error)")
+        }
+    }
+
+    /// Reads a log entry's payload.
+    static func payload(_ data: Data) throws -> ChangePayload {
+        let fast: ChangePayload? = data.withUnsafeBytes { bytes in
+            var scanner = JSONScanner(bytes: bytes)
+            return try? scanner.changePayload()
+        }
+        if let fast { return fast }
+        do {
+            return try JSONDecoder().decode(ChangePayload.self, from: data)
+        } catch {
+            throw StoredDataError(column: "osd_changes.payload", reason: "\(error)")
+        }
+    }
+}
+
+/// A forward-only reader over JSON bytes for the stored columns' shapes. Every `throw` means
+/// "not the expected shape": the caller falls back to `JSONDecoder`.
+///
+/// Safety: `bytes` is only read at `position` after checking `position < bytes.count` (in
+/// `peek`, `next` and the scanning loops), and ranges handed out lie within
+/// `0..<bytes.count`; the buffer outlives the scanner (it is used only inside
+/// `Data.withUnsafeBytes`).
+struct JSONScanner {
+    struct Mismatch: Error {}
+
+    private let bytes: UnsafeRawBufferPointer
+    private var position = 0
+
+    init(bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+    // MARK: Tokens
+
+    private mutating func skipWhitespace() {
+        while position < bytes.count {
+            switch bytes[position] {
+            case 0x20, 0x0A, 0x0D, 0x09: position += 1
+            default: return
+            }
+        }
+    }
+
+    private mutating func peek() throws -> UInt8 {
+        skipWhitespace()
+        guard position < bytes.count else { throw Mismatch() }
+        return bytes[position]
+    }
+
+    private mutating func expect(_ byte: UInt8) throws {
+        guard try peek() == byte else { throw Mismatch() }
+        position += 1
+    }
+
+    private mutating func consume(_ byte: UInt8) throws -> Bool {
+        guard try peek() == byte else { return false }
+        position += 1
+        return true
+    }
+
+    private mutating func literal(_ text: StaticString) throws {
+        skipWhitespace()
+        let matches = text.withUTF8Buffer { expected in
+            bytes.count - position >= expected.count && expected.indices.allSatisfy { bytes[position + $0] == expected[$0] }
+        }
+        guard matches else { throw Mismatch() }
+        position += text.utf8CodeUnitCount
+    }
+
+    /// The end of input, after whitespace.
+    private mutating func end() throws {
+        skipWhitespace()
+        guard position == bytes.count else { throw Mismatch() }
+    }
+
+    /// A string token's contents: the byte range between the quotes, and whether it holds
+    /// escapes.
+    private mutating func rawString() throws -> (range: Range<Int>, escaped: Bool) {
+        try expect(UInt8(ascii: "\""))
+        let start = position
+        var escaped = false
+        while position < bytes.count {
+            let byte = bytes[position]
+            if byte == UInt8(ascii: "\"") {
+                let range = start..<position
+                position += 1
+                return (range, escaped)
+            }
+            if byte == UInt8(ascii: "\\") {
+                escaped = true
+                position += 2
+                continue
+            }
+            if byte < 0x20 { throw Mismatch() }
+            position += 1
+        }
+        throw Mismatch()
+    }
+
+    private func isKey(_ range: Range<Int>, _ ascii: Unicode.Scalar) -> Bool {
+        range.count == 1 && bytes[range.lowerBound] == UInt8(ascii: ascii)
+    }
+
+    private func text(_ range: Range<Int>, escaped: Bool) throws -> String {
+        if !escaped {
+            guard let text = String(validating: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self) else { throw Mismatch() }
+            return text
+        }
+        var output: [UInt8] = []
+        output.reserveCapacity(range.count)
+        var index = range.lowerBound
+        func hex4(_ at: Int) throws -> UInt32 {
+            guard at + 4 <= range.upperBound else { throw Mismatch() }
+            var value: UInt32 = 0
+            for offset in 0..<4 {
+                let byte = bytes[at + offset]
+                let digit: UInt8
+                switch byte {
+                case 0x30...0x39: digit = byte - 0x30
+                case 0x41...0x46: digit = byte - 0x41 + 10
+                case 0x61...0x66: digit = byte - 0x61 + 10
+                default: throw Mismatch()
+                }
+                value = value << 4 | UInt32(digit)
+            }
+            return value
+        }
+        while index < range.upperBound {
+            let byte = bytes[index]
+            guard byte == UInt8(ascii: "\\") else {
+                output.append(byte)
+                index += 1
+                continue
+            }
+            guard index + 1 < range.upperBound else { throw Mismatch() }
+            let escape = bytes[index + 1]
+            index += 2
+            switch escape {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): output.append(escape)
+            case UInt8(ascii: "b"): output.append(0x08)
+            case UInt8(ascii: "f"): output.append(0x0C)
+            case UInt8(ascii: "n"): output.append(0x0A)
+            case UInt8(ascii: "r"): output.append(0x0D)
+            case UInt8(ascii: "t"): output.append(0x09)
+            case UInt8(ascii: "u"):
+                var code = try hex4(index)
+                index += 4
+                if (0xD800..<0xDC00).contains(code) {
+                    guard index + 6 <= range.upperBound, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else { throw Mismatch() }
+                    let low = try hex4(index + 2)
+                    guard (0xDC00..<0xE000).contains(low) else { throw Mismatch() }
+                    index += 6
+                    code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                }
+                guard let scalar = Unicode.Scalar(code) else { throw Mismatch() }
+                output.append(contentsOf: String(Character(scalar)).utf8)
+            default: throw Mismatch()
+            }
+        }
+        guard let text = String(validating: output, as: UTF8.self) else { throw Mismatch() }
+        return text
+    }
+
+    private mutating func string() throws -> String {
+        let (range, escaped) = try rawString()
+        return try text(range, escaped: escaped)
+    }
+
+    /// A number token's bytes.
+    private mutating func numberRange() throws -> Range<Int> {
+        skipWhitespace()
+        let start = position
+        while position < bytes.count {
+            switch bytes[position] {
+            case 0x30...0x39, UInt8(ascii: "-"), UInt8(ascii: "+"), UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E"): position += 1
+            default:
+                guard position > start else { throw Mismatch() }
+                return start..<position
+            }
+        }
+        guard position > start else { throw Mismatch() }
+        return start..<position
+    }
+
+    private mutating func int64() throws -> Int64 {
+        let range = try numberRange()
+        var index = range.lowerBound
+        let negative = bytes[index] == UInt8(ascii: "-")
+        if negative { index += 1 }
+        guard index < range.upperBound else { throw Mismatch() }
+        var value: Int64 = 0
+        while index < range.upperBound {
+            let byte = bytes[index]
+            guard byte >= 0x30, byte <= 0x39 else { throw Mismatch() }
+            let digit = Int64(byte - 0x30)
+            let (times, overflow1) = value.multipliedReportingOverflow(by: 10)
+            let (next, overflow2) = negative ? times.subtractingReportingOverflow(digit) : times.addingReportingOverflow(digit)
+            guard !overflow1, !overflow2 else { throw Mismatch() }
+            value = next
+            index += 1
+        }
+        return value
+    }
+
+    private mutating func double() throws -> Double {
+        let range = try numberRange()
+        // JSON numbers are ASCII; `Double(_:)` reads the same grammar (and more, such as
+        // "inf", which `numberRange` never hands it).
+        guard let value = Double(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self)), value.isFinite else { throw Mismatch() }
+        return value
+    }
+
+    private mutating func stamp() throws -> HLCTimestamp {
+        let (range, escaped) = try rawString()
+        guard !escaped, !range.isEmpty, range.count <= 20 else { throw Mismatch() }
+        var value: UInt64 = 0
+        for index in range {
+            let byte = bytes[index]
+            guard byte >= 0x30, byte <= 0x39 else { throw Mismatch() }
+            let (times, overflow1) = value.multipliedReportingOverflow(by: 10)
+            let (next, overflow2) = times.addingReportingOverflow(UInt64(byte - 0x30))
+            guard !overflow1, !overflow2 else { throw Mismatch() }
+            value = next
+        }
+        return HLCTimestamp(rawValue: value)
+    }
+
+    /// Calls `body` for each member of an object, with the key's raw range.
+    private mutating func members(_ body: (inout JSONScanner, _ key: Range<Int>, _ escaped: Bool) throws -> Void) throws {
+        try expect(UInt8(ascii: "{"))
+        if try consume(UInt8(ascii: "}")) { return }
+        repeat {
+            let (key, escaped) = try rawString()
+            try expect(UInt8(ascii: ":"))
+            try body(&self, key, escaped)
+        } while try consume(UInt8(ascii: ","))
+        try expect(UInt8(ascii: "}"))
+    }
+
+    // MARK: Shapes
+
+    /// A `SyncValue`: `null` or `{"t": kind, "v": value}` (kind first, as the encoder writes
+    /// it). Kinds whose checks live in `SyncValue`'s decoder (`decimal`) are a mismatch.
+    mutating func syncValue() throws -> SyncValue {
+        if try peek() == UInt8(ascii: "n") {
+            try literal("null")
+            return .null
+        }
+        try expect(UInt8(ascii: "{"))
+        let (typeKey, _) = try rawString()
+        guard isKey(typeKey, "t") else { throw Mismatch() }
+        try expect(UInt8(ascii: ":"))
+        let (kindRange, kindEscaped) = try rawString()
+        guard !kindEscaped, let kind = SyncValueKind(rawValue: String(decoding: UnsafeRawBufferPointer(rebasing: bytes[kindRange]), as: UTF8.self)) else { throw Mismatch() }
+        try expect(UInt8(ascii: ","))
+        let (valueKey, _) = try rawString()
+        guard isKey(valueKey, "v") else { throw Mismatch() }
+        try expect(UInt8(ascii: ":"))
+        let value: SyncValue
+        switch kind {
+        case .bool:
+            if try peek() == UInt8(ascii: "t") {
+                try literal("true")
+                value = .bool(true)
+            } else {
+                try literal("false")
+                value = .bool(false)
+            }
+        case .int: value = .int(try int64())
+        case .double:
+            if try peek() == UInt8(ascii: "\"") {
+                switch try string() {
+                case "nan": value = .double(.nan)
+                case "inf": value = .double(.infinity)
+                case "-inf": value = .double(-.infinity)
+                default: throw Mismatch()
+                }
+            } else {
+                value = .double(try double())
+            }
+        case .date: value = .date(try double())
+        case .string: value = .string(try string())
+        case .url: value = .url(try string())
+        case .json: value = .json(try string())
+        case .reference: value = .reference(try string())
+        case .data:
+            guard let data = Data(base64Encoded: try string()) else { throw Mismatch() }
+            value = .data(data)
+        case .uuid:
+            guard let uuid = UUID(uuidString: try string()) else { throw Mismatch() }
+            value = .uuid(uuid)
+        case .decimal:
+            throw Mismatch()
+        }
+        try expect(UInt8(ascii: "}"))
+        return value
+    }
+
+    private mutating func storedField() throws -> StoredField {
+        var value: SyncValue?
+        var kind: SyncValueKind?
+        var stamp: HLCTimestamp?
+        var client: ClientID?
+        try members { scanner, key, escaped in
+            guard !escaped, key.count == 1 else { throw Mismatch() }
+            switch scanner.bytes[key.lowerBound] {
+            case UInt8(ascii: "v"): value = try scanner.syncValue()
+            case UInt8(ascii: "k"):
+                if try scanner.peek() == UInt8(ascii: "n") {
+                    try scanner.literal("null")
+                } else {
+                    guard let parsed = SyncValueKind(rawValue: try scanner.string()) else { throw Mismatch() }
+                    kind = parsed
+                }
+            case UInt8(ascii: "s"): stamp = try scanner.stamp()
+            case UInt8(ascii: "c"): client = try scanner.string()
+            default: throw Mismatch()
+            }
+        }
+        guard let value, let stamp, let client else { throw Mismatch() }
+        return StoredField(value: value, kind: kind, stamp: stamp, client: client)
+    }
+
+    /// `[SyncName: StoredField]`, the whole input.
+    mutating func storedFields() throws -> [SyncName: StoredField] {
+        var fields: [SyncName: StoredField] = [:]
+        try members { scanner, key, escaped in
+            let name = try scanner.text(key, escaped: escaped)
+            guard fields.updateValue(try scanner.storedField(), forKey: name) == nil else { throw Mismatch() }
+        }
+        try end()
+        return fields
+    }
+
+    private mutating func stringArray() throws -> [String] {
+        try expect(UInt8(ascii: "["))
+        var result: [String] = []
+        if try consume(UInt8(ascii: "]")) { return result }
+        repeat { result.append(try string()) } while try consume(UInt8(ascii: ","))
+        try expect(UInt8(ascii: "]"))
+        return result
+    }
+
+    private mutating func linkChange() throws -> LinkChange {
+        var added: [RecordID]?
+        var removed: [RecordID]?
+        try members { scanner, key, escaped in
+            guard !escaped else { throw Mismatch() }
+            switch try scanner.text(key, escaped: false) {
+            case "added": added = try scanner.stringArray()
+            case "removed": removed = try scanner.stringArray()
+            default: throw Mismatch()
+            }
+        }
+        guard let added, let removed else { throw Mismatch() }
+        return LinkChange(added: added, removed: removed)
+    }
+
+    /// A ``ChangePayload``, the whole input.
+    mutating func changePayload() throws -> ChangePayload {
+        var fields: [SyncName: SyncValue]?
+        var links: [SyncName: LinkChange]?
+        try members { scanner, key, escaped in
+            guard !escaped, key.count == 1 else { throw Mismatch() }
+            switch scanner.bytes[key.lowerBound] {
+            case UInt8(ascii: "f"):
+                var values: [SyncName: SyncValue] = [:]
+                try scanner.members { scanner, key, escaped in
+                    let name = try scanner.text(key, escaped: escaped)
+                    guard values.updateValue(try scanner.syncValue(), forKey: name) == nil else { throw Mismatch() }
+                }
+                fields = values
+            case UInt8(ascii: "l"):
+                var changes: [SyncName: LinkChange] = [:]
+                try scanner.members { scanner, key, escaped in
+                    let name = try scanner.text(key, escaped: escaped)
+                    guard changes.updateValue(try scanner.linkChange(), forKey: name) == nil else { throw Mismatch() }
+                }
+                links = changes
+            default: throw Mismatch()
+            }
+        }
+        try end()
+        guard let fields, let links else { throw Mismatch() }
+        return ChangePayload(fields: fields, links: links)
+    }
+}
+
+// MARK: Writing
+
+/// Writes the stored JSON columns by hand, in the form `JSONEncoder.syncProtocol()` writes
+/// (sorted keys, no whitespace): `JSONDecoder` and ``JSONScanner`` both read it.
+struct StoredJSONWriter {
+    private(set) var bytes: [UInt8] = []
+
+    init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
+
+    var data: Data { Data(bytes) }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    mutating func raw(_ text: StaticString) {
+        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
+    mutating func string(_ text: String) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): raw("\\\"")
+            case UInt8(ascii: "\\"): raw("\\\\")
+            case 0x0A: raw("\\n")
+            case 0x0D: raw("\\r")
+            case 0x09: raw("\\t")
+            case 0x08: raw("\\b")
+            case 0x0C: raw("\\f")
+            case 0..<0x20:
+                raw("\\u00")
+                bytes.append(Self.hexDigits[Int(byte >> 4)])
+                bytes.append(Self.hexDigits[Int(byte & 0xF)])
+            default: bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    mutating func int(_ value: Int64) {
+        bytes.append(contentsOf: String(value).utf8)
+    }
+
+    /// A finite double as its shortest round-tripping text (`Double.description`, which is
+    /// valid JSON for finite values: `1.0`, `1e-07`, `-0.0`).
+    mutating func finiteDouble(_ value: Double) {
+        bytes.append(contentsOf: value.description.utf8)
+    }
+
+    /// Throws for a non-finite date, which JSON cannot hold (as `JSONEncoder` does).
+    mutating func syncValue(_ value: SyncValue) throws {
+        guard let kind = value.kind else {
+            raw("null")
+            return
+        }
+        raw("{\"t\":")
+        string(kind.rawValue)
+        raw(",\"v\":")
+        switch value {
+        case .null: break
+        case .bool(let flag): if flag { raw("true") } else { raw("false") }
+        case .int(let number): int(number)
+        case .double(let number):
+            if number.isNaN {
+                raw("\"nan\"")
+            } else if number.isInfinite {
+                if number < 0 { raw("\"-inf\"") } else { raw("\"inf\"") }
+            } else {
+                finiteDouble(number)
+            }
+        case .date(let seconds):
+            // `SyncValue` writes a date as a plain number; a non-finite one cannot be JSON.
+            guard seconds.isFinite else { throw EncodingError.invalidValue(seconds, EncodingError.Context(codingPath: [], debugDescription: "a date is a finite number of seconds")) }
+            finiteDouble(seconds)
+        case .string(let text), .decimal(let text), .url(let text), .json(let text), .reference(let text): string(text)
+        case .data(let data): string(data.base64EncodedString())
+        case .uuid(let uuid): string(uuid.uuidString)
+        }
+        bytes.append(UInt8(ascii: "}"))
+    }
+
+    /// `[SyncName: StoredField]` as `{"name": {"c": client, "k": kind, "s": stamp, "v": value}}`.
+    mutating func storedFields(_ fields: [SyncName: StoredField]) throws {
+        bytes.append(UInt8(ascii: "{"))
+        for (index, name) in fields.keys.sorted().enumerated() {
+            guard let field = fields[name] else { continue }
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            string(name)
+            raw(":{\"c\":")
+            string(field.client)
+            if let kind = field.kind {
+                raw(",\"k\":")
+                string(kind.rawValue)
+            }
+            raw(",\"s\":\"")
+            bytes.append(contentsOf: String(field.stamp.rawValue).utf8)
+            raw("\",\"v\":")
+            try syncValue(field.value)
+            bytes.append(UInt8(ascii: "}"))
+        }
+        bytes.append(UInt8(ascii: "}"))
+    }
+
+    private mutating func stringArray(_ values: [String]) {
+        bytes.append(UInt8(ascii: "["))
+        for (index, value) in values.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            string(value)
+        }
+        bytes.append(UInt8(ascii: "]"))
+    }
+
+    /// A ``ChangePayload`` as `{"f": {name: value}, "l": {name: {"added": [...], "removed": [...]}}}`.
+    mutating func changePayload(fields: [SyncName: SyncValue], links: [SyncName: LinkChange]) throws {
+        raw("{\"f\":{")
+        for (index, name) in fields.keys.sorted().enumerated() {
+            guard let value = fields[name] else { continue }
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            string(name)
+            bytes.append(UInt8(ascii: ":"))
+            try syncValue(value)
+        }
+        raw("},\"l\":{")
+        for (index, name) in links.keys.sorted().enumerated() {
+            guard let change = links[name] else { continue }
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            string(name)
+            raw(":{\"added\":")
+            stringArray(change.added)
+            raw(",\"removed\":")
+            stringArray(change.removed)
+            bytes.append(UInt8(ascii: "}"))
+        }
+        raw("}}")
+    }
+}
