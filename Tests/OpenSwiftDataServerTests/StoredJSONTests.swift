@@ -42,7 +42,7 @@ import Testing
         let common = fields.filter { $0.value.kind != .decimal }
         let commonData = try JSONEncoder.syncProtocol().encode(common)
         let fast = try commonData.withUnsafeBytes { bytes in
-            var scanner = JSONScanner(bytes: bytes)
+            var scanner = StoredJSONScanner(bytes: bytes)
             return try scanner.storedFields()
         }
         #expect(Self.same(fast, common))
@@ -50,13 +50,13 @@ import Testing
 
     @Test func fieldsWrittenByHandReadTheSameBothWays() throws {
         let fields = Self.fields()
-        var writer = StoredJSONWriter()
+        var writer = SyncJSONWriter()
         try writer.storedFields(fields)
         #expect(Self.same(try JSONDecoder().decode([SyncName: StoredField].self, from: writer.data), fields))
         #expect(Self.same(try StoredJSON.fields(writer.data), fields))
         // The same bytes as JSONEncoder for values whose text both write alike.
         let simple: [SyncName: StoredField] = ["title": StoredField(value: .string("Note 1 / \"x\""), kind: .string, stamp: HLCTimestamp(rawValue: 99), client: "c"), "count": StoredField(value: .int(7), kind: .int, stamp: HLCTimestamp(rawValue: 1), client: "c"), "gone": StoredField(value: .null, kind: nil, stamp: HLCTimestamp(rawValue: 2), client: "d")]
-        var simpleWriter = StoredJSONWriter()
+        var simpleWriter = SyncJSONWriter()
         try simpleWriter.storedFields(simple)
         #expect(String(decoding: simpleWriter.bytes, as: UTF8.self) == String(decoding: try JSONEncoder.syncProtocol().encode(simple), as: UTF8.self))
     }
@@ -64,7 +64,7 @@ import Testing
     @Test func payloadsRoundTrip() throws {
         let values = Dictionary(uniqueKeysWithValues: Self.values.enumerated().map { ("f\($0.offset)", $0.element) })
         let links: [SyncName: LinkChange] = ["tags": LinkChange(added: ["a", "b\"c"], removed: []), "empty": LinkChange()]
-        var writer = StoredJSONWriter()
+        var writer = SyncJSONWriter()
         try writer.changePayload(fields: values, links: links)
         for data in [writer.data, try JSONEncoder.syncProtocol().encode(ChangePayload(fields: values, links: links))] {
             let payload = try StoredJSON.payload(data)

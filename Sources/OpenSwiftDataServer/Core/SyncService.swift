@@ -41,10 +41,12 @@ public final class SyncService: Sendable {
         var keys: Set<RecordKey> = []
         var scopes: Set<ScopeID> = []
         var history: [RecordKey: ServerVersion] = [:]
-        let encoder = JSONEncoder.syncProtocol()
+        var writer = SyncJSONWriter(capacity: 1024)
         for mutation in request.mutations {
-            let bytes = try encoder.encode(mutation)
-            hashes[mutation.id] = Self.hex(SHA256.hash(data: bytes))
+            // The hash of the mutation's protocol encoding (byte for byte JSONEncoder's).
+            writer = SyncJSONWriter(capacity: writer.bytes.count)
+            try writer.mutation(mutation)
+            hashes[mutation.id] = Self.hex(SHA256.hash(data: writer.bytes))
             for change in mutation.changes {
                 let key = RecordKey(entity: change.entity, recordID: change.recordID)
                 keys.insert(key)

@@ -151,7 +151,9 @@ public final class SQLiteSyncStorage: SyncStorage {
         }
         let resultStatement = try db.cachedStatement(sql: "INSERT INTO osd_results (client_id, mutation_id, hash, result, created_at) VALUES (?, ?, ?, ?, ?)")
         for result in plan.results {
-            try resultStatement.execute(arguments: [clientID, result.id, result.hash, try encoder.encode(result.result), plan.now])
+            var writer = SyncJSONWriter(capacity: 64)
+            try writer.mutationResult(result.result)
+            try resultStatement.execute(arguments: [clientID, result.id, result.hash, writer.data, plan.now])
         }
         for scope in plan.newScopes {
             try db.execute(sql: "INSERT OR IGNORE INTO osd_scopes (scope, owner) VALUES (?, ?)", arguments: [scope.scope.rawValue, scope.owner])
@@ -191,13 +193,13 @@ public final class SQLiteSyncStorage: SyncStorage {
     }
 
     private static func encodeFields(_ fields: [SyncName: StoredField]) throws -> Data {
-        var writer = StoredJSONWriter()
+        var writer = SyncJSONWriter()
         try writer.storedFields(fields)
         return writer.data
     }
 
     private static func encodePayload(_ change: PulledChange) throws -> Data {
-        var writer = StoredJSONWriter()
+        var writer = SyncJSONWriter()
         try writer.changePayload(fields: change.fields, links: change.links)
         return writer.data
     }
@@ -356,7 +358,7 @@ public final class SQLiteSyncStorage: SyncStorage {
 }
 
 /// What a log entry stores besides its columns.
-struct ChangePayload: Codable {
+struct ChangePayload: Codable, Sendable {
     var fields: [SyncName: SyncValue]
     var links: [SyncName: LinkChange]
 

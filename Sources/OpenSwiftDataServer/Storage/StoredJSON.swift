@@ -18,7 +18,7 @@ struct StoredDataError: Error, CustomStringConvertible {
 ///
 /// The columns are the JSON `JSONEncoder` writes for `[SyncName: StoredField]` and
 /// ``ChangePayload`` (stores written before the hand-written encoder hold exactly that form,
-/// and ``StoredJSONWriter`` writes the same). The fast path reads the common shapes without
+/// and ``SyncJSONWriter`` writes the same). The fast path reads the common shapes without
 /// Foundation's decoder; any shape it does not expect (a value kind it leaves to `SyncValue`'s
 /// own decoding, keys in another order, unknown keys) falls back to `JSONDecoder`, so the
 /// accepted language is exactly what it was.
@@ -26,7 +26,7 @@ enum StoredJSON {
     /// Reads a record's stored fields.
     static func fields(_ data: Data) throws -> [SyncName: StoredField] {
         let fast: [SyncName: StoredField]? = data.withUnsafeBytes { bytes in
-            var scanner = JSONScanner(bytes: bytes)
+            var scanner = StoredJSONScanner(bytes: bytes)
             return try? scanner.storedFields()
         }
         if let fast { return fast }
@@ -40,7 +40,7 @@ enum StoredJSON {
     /// Reads a log entry's payload.
     static func payload(_ data: Data) throws -> ChangePayload {
         let fast: ChangePayload? = data.withUnsafeBytes { bytes in
-            var scanner = JSONScanner(bytes: bytes)
+            var scanner = StoredJSONScanner(bytes: bytes)
             return try? scanner.changePayload()
         }
         if let fast { return fast }
@@ -59,7 +59,7 @@ enum StoredJSON {
 /// `peek`, `next` and the scanning loops), and ranges handed out lie within
 /// `0..<bytes.count`; the buffer outlives the scanner (it is used only inside
 /// `Data.withUnsafeBytes`).
-struct JSONScanner {
+struct StoredJSONScanner {
     struct Mismatch: Error {}
 
     private let bytes: UnsafeRawBufferPointer
@@ -263,7 +263,7 @@ struct JSONScanner {
     }
 
     /// Calls `body` for each member of an object, with the key's raw range.
-    private mutating func members(_ body: (inout JSONScanner, _ key: Range<Int>, _ escaped: Bool) throws -> Void) throws {
+    private mutating func members(_ body: (inout StoredJSONScanner, _ key: Range<Int>, _ escaped: Bool) throws -> Void) throws {
         try expect(UInt8(ascii: "{"))
         if try consume(UInt8(ascii: "}")) { return }
         repeat {
@@ -420,141 +420,5 @@ struct JSONScanner {
         try end()
         guard let fields, let links else { throw Mismatch() }
         return ChangePayload(fields: fields, links: links)
-    }
-}
-
-// MARK: Writing
-
-/// Writes the stored JSON columns by hand, in the form `JSONEncoder.syncProtocol()` writes
-/// (sorted keys, no whitespace): `JSONDecoder` and ``JSONScanner`` both read it.
-struct StoredJSONWriter {
-    private(set) var bytes: [UInt8] = []
-
-    init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
-
-    var data: Data { Data(bytes) }
-
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
-
-    mutating func raw(_ text: StaticString) {
-        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
-    }
-
-    mutating func string(_ text: String) {
-        bytes.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): raw("\\\"")
-            case UInt8(ascii: "\\"): raw("\\\\")
-            case 0x0A: raw("\\n")
-            case 0x0D: raw("\\r")
-            case 0x09: raw("\\t")
-            case 0x08: raw("\\b")
-            case 0x0C: raw("\\f")
-            case 0..<0x20:
-                raw("\\u00")
-                bytes.append(Self.hexDigits[Int(byte >> 4)])
-                bytes.append(Self.hexDigits[Int(byte & 0xF)])
-            default: bytes.append(byte)
-            }
-        }
-        bytes.append(UInt8(ascii: "\""))
-    }
-
-    mutating func int(_ value: Int64) {
-        bytes.append(contentsOf: String(value).utf8)
-    }
-
-    /// A finite double as its shortest round-tripping text (`Double.description`, which is
-    /// valid JSON for finite values: `1.0`, `1e-07`, `-0.0`).
-    mutating func finiteDouble(_ value: Double) {
-        bytes.append(contentsOf: value.description.utf8)
-    }
-
-    /// Throws for a non-finite date, which JSON cannot hold (as `JSONEncoder` does).
-    mutating func syncValue(_ value: SyncValue) throws {
-        guard let kind = value.kind else {
-            raw("null")
-            return
-        }
-        raw("{\"t\":")
-        string(kind.rawValue)
-        raw(",\"v\":")
-        switch value {
-        case .null: break
-        case .bool(let flag): if flag { raw("true") } else { raw("false") }
-        case .int(let number): int(number)
-        case .double(let number):
-            if number.isNaN {
-                raw("\"nan\"")
-            } else if number.isInfinite {
-                if number < 0 { raw("\"-inf\"") } else { raw("\"inf\"") }
-            } else {
-                finiteDouble(number)
-            }
-        case .date(let seconds):
-            // `SyncValue` writes a date as a plain number; a non-finite one cannot be JSON.
-            guard seconds.isFinite else { throw EncodingError.invalidValue(seconds, EncodingError.Context(codingPath: [], debugDescription: "a date is a finite number of seconds")) }
-            finiteDouble(seconds)
-        case .string(let text), .decimal(let text), .url(let text), .json(let text), .reference(let text): string(text)
-        case .data(let data): string(data.base64EncodedString())
-        case .uuid(let uuid): string(uuid.uuidString)
-        }
-        bytes.append(UInt8(ascii: "}"))
-    }
-
-    /// `[SyncName: StoredField]` as `{"name": {"c": client, "k": kind, "s": stamp, "v": value}}`.
-    mutating func storedFields(_ fields: [SyncName: StoredField]) throws {
-        bytes.append(UInt8(ascii: "{"))
-        for (index, name) in fields.keys.sorted().enumerated() {
-            guard let field = fields[name] else { continue }
-            if index > 0 { bytes.append(UInt8(ascii: ",")) }
-            string(name)
-            raw(":{\"c\":")
-            string(field.client)
-            if let kind = field.kind {
-                raw(",\"k\":")
-                string(kind.rawValue)
-            }
-            raw(",\"s\":\"")
-            bytes.append(contentsOf: String(field.stamp.rawValue).utf8)
-            raw("\",\"v\":")
-            try syncValue(field.value)
-            bytes.append(UInt8(ascii: "}"))
-        }
-        bytes.append(UInt8(ascii: "}"))
-    }
-
-    private mutating func stringArray(_ values: [String]) {
-        bytes.append(UInt8(ascii: "["))
-        for (index, value) in values.enumerated() {
-            if index > 0 { bytes.append(UInt8(ascii: ",")) }
-            string(value)
-        }
-        bytes.append(UInt8(ascii: "]"))
-    }
-
-    /// A ``ChangePayload`` as `{"f": {name: value}, "l": {name: {"added": [...], "removed": [...]}}}`.
-    mutating func changePayload(fields: [SyncName: SyncValue], links: [SyncName: LinkChange]) throws {
-        raw("{\"f\":{")
-        for (index, name) in fields.keys.sorted().enumerated() {
-            guard let value = fields[name] else { continue }
-            if index > 0 { bytes.append(UInt8(ascii: ",")) }
-            string(name)
-            bytes.append(UInt8(ascii: ":"))
-            try syncValue(value)
-        }
-        raw("},\"l\":{")
-        for (index, name) in links.keys.sorted().enumerated() {
-            guard let change = links[name] else { continue }
-            if index > 0 { bytes.append(UInt8(ascii: ",")) }
-            string(name)
-            raw(":{\"added\":")
-            stringArray(change.added)
-            raw(",\"removed\":")
-            stringArray(change.removed)
-            bytes.append(UInt8(ascii: "}"))
-        }
-        raw("}}")
     }
 }
