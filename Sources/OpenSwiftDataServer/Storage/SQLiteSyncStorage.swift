@@ -242,8 +242,9 @@ public final class SQLiteSyncStorage: SyncStorage {
             """)
         for scope in scopes where after.map({ scope >= $0.scope }) ?? true {
             let start = after?.scope == scope ? after : nil
-            let rows = try Row.fetchAll(statement, arguments: [scope.rawValue, start?.entity ?? "", start?.recordID ?? "", limit + 1 - records.count])
-            for row in rows { records.append(try record(row, db)) }
+            // A cursor: each row is read from the statement in place (no copy of its columns).
+            let rows = try Row.fetchCursor(statement, arguments: [scope.rawValue, start?.entity ?? "", start?.recordID ?? "", limit + 1 - records.count])
+            while let row = try rows.next() { records.append(try record(row, db)) }
             if records.count > limit { break }
         }
         let hasMore = records.count > limit

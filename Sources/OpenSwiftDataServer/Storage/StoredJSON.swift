@@ -140,7 +140,10 @@ struct StoredJSONScanner {
 
     private func text(_ range: Range<Int>, escaped: Bool) throws -> String {
         if !escaped {
-            guard let text = String(validating: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self) else { throw Mismatch() }
+            let slice = UnsafeRawBufferPointer(rebasing: bytes[range])
+            // ASCII is valid UTF-8 as it is: decode it without the (generic, slower) validation.
+            if slice.allSatisfy({ $0 < 0x80 }) { return String(decoding: slice, as: UTF8.self) }
+            guard let text = String(validating: slice, as: UTF8.self) else { throw Mismatch() }
             return text
         }
         var output: [UInt8] = []
@@ -288,7 +291,7 @@ struct StoredJSONScanner {
         guard isKey(typeKey, "t") else { throw Mismatch() }
         try expect(UInt8(ascii: ":"))
         let (kindRange, kindEscaped) = try rawString()
-        guard !kindEscaped, let kind = SyncValueKind(rawValue: String(decoding: UnsafeRawBufferPointer(rebasing: bytes[kindRange]), as: UTF8.self)) else { throw Mismatch() }
+        guard !kindEscaped, let kind = kind(kindRange) else { throw Mismatch() }
         try expect(UInt8(ascii: ","))
         let (valueKey, _) = try rawString()
         guard isKey(valueKey, "v") else { throw Mismatch() }
@@ -333,6 +336,16 @@ struct StoredJSONScanner {
         return value
     }
 
+    /// The kinds' names as bytes, to match a kind without making a `String` of it.
+    private static let kinds: [(name: [UInt8], kind: SyncValueKind)] = SyncValueKind.allCases.map { (Array($0.rawValue.utf8), $0) }
+
+    private func kind(_ range: Range<Int>) -> SyncValueKind? {
+        for entry in Self.kinds where entry.name.count == range.count {
+            if entry.name.indices.allSatisfy({ bytes[range.lowerBound + $0] == entry.name[$0] }) { return entry.kind }
+        }
+        return nil
+    }
+
     private mutating func storedField() throws -> StoredField {
         var value: SyncValue?
         var kind: SyncValueKind?
@@ -346,7 +359,8 @@ struct StoredJSONScanner {
                 if try scanner.peek() == UInt8(ascii: "n") {
                     try scanner.literal("null")
                 } else {
-                    guard let parsed = SyncValueKind(rawValue: try scanner.string()) else { throw Mismatch() }
+                    let (range, escaped) = try scanner.rawString()
+                    guard !escaped, let parsed = scanner.kind(range) else { throw Mismatch() }
                     kind = parsed
                 }
             case UInt8(ascii: "s"): stamp = try scanner.stamp()
