@@ -63,7 +63,10 @@ public final class SQLiteSyncStorage: SyncStorage {
         try await pool.write { db in
             let snapshot = try Self.loadPush(load, db)
             let plan = try decide(snapshot)
-            try Self.write(plan, clientID: load.clientID, db)
+            // Only records that have link rows now need them deleted before they are written
+            // again (a record the snapshot does not hold has none).
+            let linked = Set(snapshot.records.lazy.filter { !$0.value.links.isEmpty }.map(\.key))
+            try Self.write(plan, clientID: load.clientID, linked: linked, db)
             return plan
         }
     }
@@ -139,7 +142,7 @@ public final class SQLiteSyncStorage: SyncStorage {
             stamp: HLCTimestamp(rawValue: UInt64(bitPattern: stamp)), writer: try row.decode(atIndex: 7), links: links)
     }
 
-    private static func write(_ plan: PushPlan, clientID: ClientID, _ db: Database) throws {
+    private static func write(_ plan: PushPlan, clientID: ClientID, linked: Set<RecordKey>, _ db: Database) throws {
         let encoder = JSONEncoder.syncProtocol()
         if let client = plan.client {
             try db.execute(
@@ -170,7 +173,7 @@ public final class SQLiteSyncStorage: SyncStorage {
                 record.entity, record.recordID, record.scope.rawValue, record.version, record.deleted, try Self.encodeFields(record.fields),
                 Int64(bitPattern: record.stamp.rawValue), record.writer, hasLinks, plan.now,
             ])
-            try deleteLinks.execute(arguments: [record.entity, record.recordID])
+            if linked.contains(record.key) { try deleteLinks.execute(arguments: [record.entity, record.recordID]) }
             for (name, elements) in record.links {
                 for (target, link) in elements {
                     try insertLink.execute(arguments: [record.entity, record.recordID, name, target, link.present, Int64(bitPattern: link.stamp.rawValue), link.client])
