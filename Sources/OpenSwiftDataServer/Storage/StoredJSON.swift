@@ -346,27 +346,54 @@ struct StoredJSONScanner {
         return nil
     }
 
+    /// Starts an object: true when it has members (the first key comes next), false when it
+    /// was `{}`.
+    private mutating func beginObject() throws -> Bool {
+        try expect(UInt8(ascii: "{"))
+        return try !consume(UInt8(ascii: "}"))
+    }
+
+    /// After a member's value: true when another member follows, false at the object's end.
+    private mutating func nextMember() throws -> Bool {
+        if try consume(UInt8(ascii: ",")) { return true }
+        try expect(UInt8(ascii: "}"))
+        return false
+    }
+
+    /// A member's key and the colon after it.
+    private mutating func memberKey() throws -> (range: Range<Int>, escaped: Bool) {
+        let key = try rawString()
+        try expect(UInt8(ascii: ":"))
+        return key
+    }
+
+    // The two hot shapes below read their members in a loop rather than through `members`,
+    // whose closure would box every local it assigns.
+
     private mutating func storedField() throws -> StoredField {
         var value: SyncValue?
         var kind: SyncValueKind?
         var stamp: HLCTimestamp?
         var client: ClientID?
-        try members { scanner, key, escaped in
-            guard !escaped, key.count == 1 else { throw Mismatch() }
-            switch scanner.bytes[key.lowerBound] {
-            case UInt8(ascii: "v"): value = try scanner.syncValue()
-            case UInt8(ascii: "k"):
-                if try scanner.peek() == UInt8(ascii: "n") {
-                    try scanner.literal("null")
-                } else {
-                    let (range, escaped) = try scanner.rawString()
-                    guard !escaped, let parsed = scanner.kind(range) else { throw Mismatch() }
-                    kind = parsed
+        if try beginObject() {
+            repeat {
+                let (key, escaped) = try memberKey()
+                guard !escaped, key.count == 1 else { throw Mismatch() }
+                switch bytes[key.lowerBound] {
+                case UInt8(ascii: "v"): value = try syncValue()
+                case UInt8(ascii: "k"):
+                    if try peek() == UInt8(ascii: "n") {
+                        try literal("null")
+                    } else {
+                        let (range, escaped) = try rawString()
+                        guard !escaped, let parsed = self.kind(range) else { throw Mismatch() }
+                        kind = parsed
+                    }
+                case UInt8(ascii: "s"): stamp = try self.stamp()
+                case UInt8(ascii: "c"): client = try string()
+                default: throw Mismatch()
                 }
-            case UInt8(ascii: "s"): stamp = try scanner.stamp()
-            case UInt8(ascii: "c"): client = try scanner.string()
-            default: throw Mismatch()
-            }
+            } while try nextMember()
         }
         guard let value, let stamp, let client else { throw Mismatch() }
         return StoredField(value: value, kind: kind, stamp: stamp, client: client)
@@ -375,9 +402,12 @@ struct StoredJSONScanner {
     /// `[SyncName: StoredField]`, the whole input.
     mutating func storedFields() throws -> [SyncName: StoredField] {
         var fields: [SyncName: StoredField] = [:]
-        try members { scanner, key, escaped in
-            let name = try scanner.text(key, escaped: escaped)
-            guard fields.updateValue(try scanner.storedField(), forKey: name) == nil else { throw Mismatch() }
+        if try beginObject() {
+            repeat {
+                let (key, escaped) = try memberKey()
+                let name = try text(key, escaped: escaped)
+                guard fields.updateValue(try storedField(), forKey: name) == nil else { throw Mismatch() }
+            } while try nextMember()
         }
         try end()
         return fields
