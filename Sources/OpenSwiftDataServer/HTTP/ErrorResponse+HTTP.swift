@@ -51,9 +51,24 @@ enum JSONBody {
         Response(status: .ok, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
+    /// Decodes a push: the common form (a supported version, no schema) read by hand, anything
+    /// else through ``decode(_:from:)``'s `JSONDecoder` path and its error messages.
+    static func decode(_ type: PushRequest.Type, from buffer: ByteBuffer) throws -> PushRequest {
+        let fast: PushRequest? = buffer.withUnsafeReadableBytes { bytes in
+            var scanner = StoredJSONScanner(bytes: bytes)
+            return try? scanner.pushRequest()
+        }
+        if let fast { return fast }
+        return try decode(PushRequest.self, generic: buffer)
+    }
+
     /// Decodes a protocol message, naming what is wrong: an unsupported version before
     /// anything else, an unknown operation, or the path of the malformed part.
     static func decode<T: Decodable>(_ type: T.Type, from buffer: ByteBuffer) throws -> T {
+        try decode(type, generic: buffer)
+    }
+
+    private static func decode<T: Decodable>(_ type: T.Type, generic buffer: ByteBuffer) throws -> T {
         let data = Data(buffer.readableBytesView)
         let decoder = JSONDecoder()
         let probe: VersionProbe

@@ -222,8 +222,37 @@ struct StoredJSONScanner {
         return start..<position
     }
 
+    /// Whether a number token follows JSON's grammar: `-? (0 | [1-9][0-9]*) (. [0-9]+)?
+    /// ([eE] [+-]? [0-9]+)?` (no leading zeros, no bare `.5` or `1.`, no `+1`).
+    private func isJSONNumber(_ range: Range<Int>) -> Bool {
+        var index = range.lowerBound
+        func digits() -> Int {
+            let start = index
+            while index < range.upperBound, bytes[index] >= 0x30, bytes[index] <= 0x39 { index += 1 }
+            return index - start
+        }
+        if index < range.upperBound, bytes[index] == UInt8(ascii: "-") { index += 1 }
+        guard index < range.upperBound else { return false }
+        if bytes[index] == UInt8(ascii: "0") {
+            index += 1
+        } else if digits() == 0 {
+            return false
+        }
+        if index < range.upperBound, bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            guard digits() > 0 else { return false }
+        }
+        if index < range.upperBound, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            index += 1
+            if index < range.upperBound, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            guard digits() > 0 else { return false }
+        }
+        return index == range.upperBound
+    }
+
     private mutating func int64() throws -> Int64 {
         let range = try numberRange()
+        guard isJSONNumber(range) else { throw Mismatch() }
         var index = range.lowerBound
         let negative = bytes[index] == UInt8(ascii: "-")
         if negative { index += 1 }
@@ -244,6 +273,7 @@ struct StoredJSONScanner {
 
     private mutating func double() throws -> Double {
         let range = try numberRange()
+        guard isJSONNumber(range) else { throw Mismatch() }
         // JSON numbers are ASCII; `Double(_:)` reads the same grammar (and more, such as
         // "inf", which `numberRange` never hands it).
         guard let value = Double(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self)), value.isFinite else { throw Mismatch() }
@@ -413,6 +443,127 @@ struct StoredJSONScanner {
         return fields
     }
 
+    // MARK: Requests
+
+    private func isKey(_ range: Range<Int>, _ name: StaticString) -> Bool {
+        name.withUTF8Buffer { expected in
+            expected.count == range.count && expected.indices.allSatisfy { bytes[range.lowerBound + $0] == expected[$0] }
+        }
+    }
+
+    /// An array, each element read by `element`.
+    private mutating func array<Element>(_ element: (inout StoredJSONScanner) throws -> Element) throws -> [Element] {
+        try expect(UInt8(ascii: "["))
+        var result: [Element] = []
+        if try consume(UInt8(ascii: "]")) { return result }
+        repeat { result.append(try element(&self)) } while try consume(UInt8(ascii: ","))
+        try expect(UInt8(ascii: "]"))
+        return result
+    }
+
+    private mutating func recordChange() throws -> RecordChange {
+        var op: RecordOperation?
+        var entity: SyncName?
+        var recordID: RecordID?
+        var scope: ScopeID?
+        var baseVersion: ServerVersion?
+        var fields: [SyncName: SyncValue]?
+        var links: [SyncName: LinkChange]?
+        if try beginObject() {
+            repeat {
+                let (key, escaped) = try memberKey()
+                guard !escaped else { throw Mismatch() }
+                if isKey(key, "op"), op == nil {
+                    guard let parsed = RecordOperation(rawValue: try string()) else { throw Mismatch() }
+                    op = parsed
+                } else if isKey(key, "entity"), entity == nil {
+                    entity = try string()
+                } else if isKey(key, "recordID"), recordID == nil {
+                    recordID = try string()
+                } else if isKey(key, "scope"), scope == nil {
+                    scope = ScopeID(rawValue: try string())
+                } else if isKey(key, "baseVersion"), baseVersion == nil {
+                    baseVersion = try int64()
+                } else if isKey(key, "fields"), fields == nil {
+                    var values: [SyncName: SyncValue] = [:]
+                    if try beginObject() {
+                        repeat {
+                            let (name, nameEscaped) = try memberKey()
+                            guard values.updateValue(try syncValue(), forKey: try text(name, escaped: nameEscaped)) == nil else { throw Mismatch() }
+                        } while try nextMember()
+                    }
+                    fields = values
+                } else if isKey(key, "links"), links == nil {
+                    var changes: [SyncName: LinkChange] = [:]
+                    if try beginObject() {
+                        repeat {
+                            let (name, nameEscaped) = try memberKey()
+                            guard changes.updateValue(try linkChange(), forKey: try text(name, escaped: nameEscaped)) == nil else { throw Mismatch() }
+                        } while try nextMember()
+                    }
+                    links = changes
+                } else {
+                    // A null, a repeated key or an unknown one: the decoder decides.
+                    throw Mismatch()
+                }
+            } while try nextMember()
+        }
+        guard let op, let entity, let recordID, let scope else { throw Mismatch() }
+        return RecordChange(op: op, entity: entity, recordID: recordID, scope: scope, baseVersion: baseVersion, fields: fields ?? [:], links: links ?? [:])
+    }
+
+    private mutating func mutation() throws -> Mutation {
+        var id: MutationID?
+        var stamp: HLCTimestamp?
+        var changes: [RecordChange]?
+        if try beginObject() {
+            repeat {
+                let (key, escaped) = try memberKey()
+                guard !escaped else { throw Mismatch() }
+                if isKey(key, "id"), id == nil {
+                    id = try int64()
+                } else if isKey(key, "stamp"), stamp == nil {
+                    stamp = try self.stamp()
+                } else if isKey(key, "changes"), changes == nil {
+                    changes = try array { try $0.recordChange() }
+                } else {
+                    throw Mismatch()
+                }
+            } while try nextMember()
+        }
+        guard let id, let stamp, let changes else { throw Mismatch() }
+        return Mutation(id: id, stamp: stamp, changes: changes)
+    }
+
+    /// A ``PushRequest`` of a supported protocol version without a schema, the whole input.
+    /// Anything else (a schema, an unsupported version, a malformed part) is a mismatch, left
+    /// to `JSONDecoder` and the error messages it gives.
+    mutating func pushRequest() throws -> PushRequest {
+        var version: Int64?
+        var clientID: ClientID?
+        var mutations: [Mutation]?
+        if try beginObject() {
+            repeat {
+                let (key, escaped) = try memberKey()
+                guard !escaped else { throw Mismatch() }
+                if isKey(key, "protocolVersion"), version == nil {
+                    version = try int64()
+                } else if isKey(key, "clientID"), clientID == nil {
+                    clientID = try string()
+                } else if isKey(key, "mutations"), mutations == nil {
+                    mutations = try array { try $0.mutation() }
+                } else {
+                    throw Mismatch()
+                }
+            } while try nextMember()
+        }
+        try end()
+        guard let version, let clientID, let mutations, let rawVersion = Int(exactly: version) else { throw Mismatch() }
+        let protocolVersion = ProtocolVersion(rawValue: rawVersion)
+        guard ProtocolVersion.supported.contains(protocolVersion) else { throw Mismatch() }
+        return PushRequest(protocolVersion: protocolVersion, clientID: clientID, mutations: mutations)
+    }
+
     private mutating func stringArray() throws -> [String] {
         try expect(UInt8(ascii: "["))
         var result: [String] = []
@@ -427,10 +578,12 @@ struct StoredJSONScanner {
         var removed: [RecordID]?
         try members { scanner, key, escaped in
             guard !escaped else { throw Mismatch() }
-            switch try scanner.text(key, escaped: false) {
-            case "added": added = try scanner.stringArray()
-            case "removed": removed = try scanner.stringArray()
-            default: throw Mismatch()
+            if scanner.isKey(key, "added"), added == nil {
+                added = try scanner.stringArray()
+            } else if scanner.isKey(key, "removed"), removed == nil {
+                removed = try scanner.stringArray()
+            } else {
+                throw Mismatch()
             }
         }
         guard let added, let removed else { throw Mismatch() }
