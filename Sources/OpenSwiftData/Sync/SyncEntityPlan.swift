@@ -21,6 +21,10 @@ final class SyncEntityPlan: @unchecked Sendable {
     let fieldKindCodes: [UInt8]
     /// Whether any field is a reference (whose value the log rewrites as a record id).
     let hasReferences: Bool
+    /// Whether a save may come back to an inserted row's change (a foreign key set once its
+    /// target exists, links written after the rows): only then does the capture index the
+    /// change by model.
+    var revisitsInsertions: Bool { hasReferences || !links.isEmpty }
     /// For each column, its position in `fieldColumns` (nil: the column does not sync).
     let fieldOfColumn: [Int?]
     /// The many-to-many relationships whose join table this entity writes and whose destination

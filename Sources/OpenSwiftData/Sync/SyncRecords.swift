@@ -60,6 +60,10 @@ enum SyncRecords {
         try db.cachedStatement(sql: "UPDATE \(quoted(table)) SET scope = ? WHERE entity = ? AND pk = ?").execute(arguments: [scope, entity, row])
     }
 
+    static func setServerVersion(_ version: Int64, entity: String, row: Int64, in db: Database) throws {
+        try db.cachedStatement(sql: "UPDATE \(quoted(table)) SET server_version = ? WHERE entity = ? AND pk = ?").execute(arguments: [version, entity, row])
+    }
+
     static func setServerVersion(_ version: Int64, scope: String??, entity: String, recordID: String, in db: Database) throws {
         if case let .some(scope) = scope {
             try db.cachedStatement(sql: "UPDATE \(quoted(table)) SET server_version = ?, scope = ? WHERE entity = ? AND record_id = ?")

@@ -65,19 +65,19 @@ final class SyncSaveCapture {
             recordID = value.flatMap { SyncStoredValue($0).canonicalRecordID(kind: plan.recordIDKind) }
         }
         let record = SyncRecords.Record(recordID: recordID ?? newRecordIDs.make(), scope: nil, serverVersion: nil)
-        try insertRecord(entity: plan.layout.name, row: row, recordID: record.recordID, scope: nil, in: db)
+        try insertRecord(entity: plan.layout.name, row: row, recordID: record.recordID, scope: nil, serverVersion: nil, in: db)
         return record
     }
 
     /// Adds a row's record. This runs once per new synced row, so the save keeps one prepared
     /// statement and binds values through SQLite's C API (as `TableWriter` does for the rows),
     /// not through GRDB's `StatementArguments` and the statement cache's lookup.
-    private func insertRecord(entity: String, row: Int64, recordID: String, scope: String?, in db: Database) throws {
+    private func insertRecord(entity: String, row: Int64, recordID: String, scope: String?, serverVersion: Int64?, in db: Database) throws {
         let statement: Statement
         if let prepared = recordInsert {
             statement = prepared
         } else {
-            statement = try db.makeStatement(sql: "INSERT INTO \(quoted(SyncRecords.table)) (entity, pk, record_id, scope) VALUES (?, ?, ?, ?)")
+            statement = try db.makeStatement(sql: "INSERT INTO \(quoted(SyncRecords.table)) (entity, pk, record_id, scope, server_version) VALUES (?, ?, ?, ?, ?)")
             // Mark the (empty) arguments as bound: `execute()` then only steps and resets.
             statement.setUncheckedArguments(StatementArguments())
             recordInsert = statement
@@ -92,6 +92,7 @@ final class SyncSaveCapture {
         try TableWriter.bind(row.databaseValue, at: 2, in: statement)
         try TableWriter.bind(recordID.databaseValue, at: 3, in: statement)
         try TableWriter.bind(scope?.databaseValue ?? .null, at: 4, in: statement)
+        try TableWriter.bind(serverVersion?.databaseValue ?? .null, at: 5, in: statement)
         try statement.execute()
     }
 
@@ -105,9 +106,9 @@ final class SyncSaveCapture {
         }
         let id = recordID ?? apply?.recordIDs[key] ?? storage.temporaryID.map(RandomRecordID.format) ?? newRecordIDs.make()
         let scope = apply?.scopes[key] ?? plan.scope?(registration.model)
-        try insertRecord(entity: plan.layout.name, row: row, recordID: id, scope: scope, in: db)
+        try insertRecord(entity: plan.layout.name, row: row, recordID: id, scope: scope, serverVersion: apply?.versionsOfNew[key], in: db)
         guard logs else { return }
-        changeOfStorage[key] = changes.count
+        if plan.revisitsInsertions { changeOfStorage[key] = changes.count }
         changes.append(Captured(kind: .insert, plan: plan, recordID: id, scope: scope, baseVersion: nil, fields: nil, values: values))
     }
 
@@ -127,6 +128,7 @@ final class SyncSaveCapture {
         let key = ObjectIdentifier(registration.storage)
         let scope = apply?.scopes[key] ?? plan.scope?(registration.model)
         if scope != record.scope { try SyncRecords.setScope(scope, entity: plan.layout.name, row: row, in: db) }
+        if let version = apply?.versionsOfNew[key] { try SyncRecords.setServerVersion(version, entity: plan.layout.name, row: row, in: db) }
         guard logs else { return }
         changeOfStorage[key] = changes.count
         changes.append(Captured(kind: .update, plan: plan, recordID: record.recordID, scope: scope, baseVersion: record.serverVersion, fields: nil, values: values))
@@ -255,6 +257,9 @@ final class SyncApplyWork {
     var recordIDs: [ObjectIdentifier: String] = [:]
     var scopes: [ObjectIdentifier: String?] = [:]
     var versions: [(entity: String, recordID: String, version: Int64, scope: String??)] = []
+    /// The server versions of the models the batch creates, written with their records (an
+    /// update per record after the insert cost as much again).
+    var versionsOfNew: [ObjectIdentifier: Int64] = [:]
     var pendingAdded: [SyncRecords.PendingReference] = []
     var pendingResolved: [SyncRecords.PendingReference] = []
     var pendingCleared: [(entity: String, recordID: String, property: String)] = []
