@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 @testable import OpenSwiftData
 import Testing
 
@@ -30,5 +31,17 @@ struct SyncRecordIDTests {
             let uuid = UUID()
             #expect(RandomRecordID.format(uuid) == uuid.uuidString)
         }
+    }
+
+    @Test("record ids in canonical UUID text are stored as 16 bytes, any other id as text, and read back exactly")
+    func storedForm() throws {
+        var generator = RandomRecordID()
+        let made = generator.make()
+        for id in [made, "E621E1F8-C36C-495A-93FC-0C247A3E6E5F", "e621e1f8-c36c-495a-93fc-0c247a3e6e5f", "u42", "", "E621E1F8C36C495A93FC0C247A3E6E5F0000"] {
+            let stored = SyncRecords.storedID(id)
+            #expect(SyncRecords.recordID(stored: stored) == id)
+        }
+        if case let .blob(data) = SyncRecords.storedID(made).storage { #expect(data.count == 16) } else { Issue.record("not a blob") }
+        if case .string = SyncRecords.storedID("e621e1f8-c36c-495a-93fc-0c247a3e6e5f").storage {} else { Issue.record("lowercase became a blob") }
     }
 }

@@ -90,10 +90,28 @@ final class SyncSaveCapture {
             boundEntity = entity
         }
         try TableWriter.bind(row.databaseValue, at: 2, in: statement)
-        try TableWriter.bind(recordID.databaseValue, at: 3, in: statement)
+        try Self.bindRecordID(recordID, at: 3, in: statement)
         try TableWriter.bind(scope?.databaseValue ?? .null, at: 4, in: statement)
         try TableWriter.bind(serverVersion?.databaseValue ?? .null, at: 5, in: statement)
         try statement.execute()
+    }
+
+    /// Binds a record id in its stored form (`SyncRecords.storedID`), a UUID's 16 bytes straight
+    /// from the stack.
+    private static func bindRecordID(_ recordID: String, at index: Int, in statement: Statement) throws {
+        guard let words = SyncRecords.uuidWords(recordID) else {
+            try TableWriter.bind(recordID.databaseValue, at: index, in: statement)
+            return
+        }
+        var bytes = (words.high.bigEndian, words.low.bigEndian)
+        // Safety: the pointer is used only during the call; SQLITE_TRANSIENT makes SQLite copy
+        // the 16 bytes before it returns.
+        let code = withUnsafeBytes(of: &bytes) { raw in
+            sqlite3_bind_blob(statement.sqliteStatement, CInt(index), raw.baseAddress, CInt(raw.count), sqliteTransientDestructor)
+        }
+        guard code == SQLITE_OK else {
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: "binding parameter \(index) of \(statement.sql)")
+        }
     }
 
     /// A new row of a synced entity: gives it its record id and records every field.
@@ -176,7 +194,8 @@ final class SyncSaveCapture {
         if logs {
             let rows = try Row.fetchAll(db, sql: "SELECT record_id, scope, server_version FROM \(quoted(SyncRecords.table)) WHERE entity = ? ORDER BY pk", arguments: [entity])
             for row in rows {
-                changes.append(Captured(kind: .delete, plan: plan, recordID: row[0], scope: row[1], baseVersion: row[2], fields: [], values: []))
+                guard let recordID = SyncRecords.recordID(stored: row[0]) else { continue }
+                changes.append(Captured(kind: .delete, plan: plan, recordID: recordID, scope: row[1], baseVersion: row[2], fields: [], values: []))
             }
         }
         try db.execute(sql: "DELETE FROM \(quoted(SyncRecords.table)) WHERE entity = ?", arguments: [entity])
@@ -249,6 +268,9 @@ final class SyncSaveCapture {
         return try SyncLog.append(encoder.finish(), stamp: stamp, author: author, timestamp: now, in: db)
     }
 }
+
+/// SQLite copies the bytes of a value bound with this destructor.
+private let sqliteTransientDestructor = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
 /// What applying a remote batch adds to its save: the record ids and scopes of the models it
 /// creates, the server versions to record, and the pending references to keep or drop. Run in
