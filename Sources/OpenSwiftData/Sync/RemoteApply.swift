@@ -84,18 +84,26 @@ struct RemoteApply {
                     isNew = false
                     result.updated += 1
                 } else {
-                    model = try makeModel(item.plan, recordID: change.recordID)
+                    model = try makeModel(item.plan, recordID: change.recordID, written: item.attributes)
                     models[change.entity, default: [:]][change.recordID] = model
                     isNew = true
                     result.inserted += 1
                 }
                 let storage = model.storageBase
                 work.scopes[ObjectIdentifier(storage)] = .some(change.scope)
-                work.versions.append((change.entity, change.recordID, change.serverVersion, .some(change.scope)))
+                let modelKey = ObjectIdentifier(storage)
+                if isNew || work.versionsOfNew[modelKey] != nil {
+                    // Written with the record the save inserts for the new model.
+                    work.versionsOfNew[modelKey] = change.serverVersion
+                } else {
+                    work.versions.append((change.entity, change.recordID, change.serverVersion, .some(change.scope)))
+                }
                 for (index, attribute) in item.attributes.enumerated() {
                     // A new model's attribute may have no value yet to read: it is written in its
                     // slot, as the model's initializer would; an existing one through its setter.
                     let written = isNew && ModelPropertyWriter.initialize(model, attribute.property, to: item.decoded[index])
+                    // makeModel left it without a default: give it one before a setter reads it.
+                    if isNew && !written { setDefault(model, attribute.property) }
                     guard written || ModelPropertyWriter.set(model, attribute.property.keyPath, to: item.decoded[index]) else {
                         throw SyncCaptureError.undecodableValue(entity: change.entity, property: attribute.property.name, reason: "the value does not fit the property's type")
                     }
@@ -211,24 +219,32 @@ struct RemoteApply {
 
     /// A new model for a record: every property at its declared default (nil, empty), inserted
     /// into the context under the record id.
-    private func makeModel(_ plan: SyncEntityPlan, recordID: String) throws -> any PersistentModel {
+    private func makeModel(_ plan: SyncEntityPlan, recordID: String, written: [(property: PropertyLayout, value: DatabaseValue)]) throws -> any PersistentModel {
         let model = ModelPropertyWriter.makeModel(plan.layout.modelType)
-        for property in plan.layout.properties {
-            if let relationship = property.relationship {
-                if relationship.isToMany {
-                    _ = ModelPropertyWriter.setEmptyCollection(model, property.keyPath)
-                } else if relationship.isOptional {
-                    _ = ModelPropertyWriter.set(model, property.keyPath, to: nil)
-                }
-            } else if let value = property.defaultValue {
-                _ = ModelPropertyWriter.set(model, property.keyPath, to: value)
-            } else if property.codec.isOptional {
-                _ = ModelPropertyWriter.set(model, property.keyPath, to: nil)
-            }
+        // Attributes the change gives a value get it in their slot next: no default first.
+        var skipped = Set<Int>()
+        for attribute in written { skipped.insert(attribute.property.index) }
+        for property in plan.layout.properties where !skipped.contains(property.index) {
+            setDefault(model, property)
         }
         context.insert(model)
         work.recordIDs[ObjectIdentifier(model.storageBase)] = recordID
         return model
+    }
+
+    /// Gives a new model's property its declared default (nil, empty), as far as it has one.
+    private func setDefault(_ model: any PersistentModel, _ property: PropertyLayout) {
+        if let relationship = property.relationship {
+            if relationship.isToMany {
+                _ = ModelPropertyWriter.setEmptyCollection(model, property.keyPath)
+            } else if relationship.isOptional {
+                _ = ModelPropertyWriter.set(model, property.keyPath, to: nil)
+            }
+        } else if let value = property.defaultValue {
+            _ = ModelPropertyWriter.set(model, property.keyPath, to: value)
+        } else if property.codec.isOptional {
+            _ = ModelPropertyWriter.set(model, property.keyPath, to: nil)
+        }
     }
 
     /// Sets the references and links of an upserted record; those whose record is not local

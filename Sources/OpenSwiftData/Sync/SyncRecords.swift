@@ -6,6 +6,13 @@ import GRDB
 ///
 /// `osd_sync_records` is keyed both ways: `(entity, pk)` (the table's primary key) and
 /// `(entity, record_id)` (a unique index). A row's record leaves with the row.
+///
+/// A record id in the canonical text of a UUID (uppercase, 8-4-4-4-12, what capture makes) is
+/// stored as its 16 bytes, most significant first, so that time-ordered ids keep their order;
+/// any other id as text. The mapping is one to one (only the exact canonical text becomes a
+/// blob, and a 16-byte blob reads back as that text), so look-ups by id stay exact. 16 bytes
+/// instead of 36 in the table and again in the index: the records are most of what capture adds
+/// to an insert's writes.
 enum SyncRecords {
     static let table = "osd_sync_records"
     static let byIDIndex = "osd_sync_records_by_id"
@@ -15,7 +22,7 @@ enum SyncRecords {
     static let createStatements = [
         """
         CREATE TABLE IF NOT EXISTS \(quoted(table)) ("entity" TEXT NOT NULL, "pk" INTEGER NOT NULL, \
-        "record_id" TEXT NOT NULL, "scope" TEXT, "server_version" INTEGER, PRIMARY KEY ("entity", "pk")) STRICT, WITHOUT ROWID
+        "record_id" ANY NOT NULL, "scope" TEXT, "server_version" INTEGER, PRIMARY KEY ("entity", "pk")) STRICT, WITHOUT ROWID
         """,
         "CREATE UNIQUE INDEX IF NOT EXISTS \(quoted(byIDIndex)) ON \(quoted(table)) (\"entity\", \"record_id\")",
         """
@@ -33,23 +40,91 @@ enum SyncRecords {
         var serverVersion: Int64?
     }
 
+    // MARK: Stored form of record ids
+
+    /// The 16 bytes of a record id in canonical UUID text, as two big-endian words; nil for any
+    /// other text.
+    static func uuidWords(_ recordID: String) -> (high: UInt64, low: UInt64)? {
+        var text = recordID
+        return text.withUTF8 { utf8 -> (high: UInt64, low: UInt64)? in
+            guard utf8.count == 36 else { return nil }
+            var words: (UInt64, UInt64) = (0, 0)
+            var nibbles = 0
+            for (offset, byte) in utf8.enumerated() {
+                if offset == 8 || offset == 13 || offset == 18 || offset == 23 {
+                    guard byte == UInt8(ascii: "-") else { return nil }
+                    continue
+                }
+                let value: UInt8
+                switch byte {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): value = byte - UInt8(ascii: "0")
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): value = byte - UInt8(ascii: "A") + 10
+                default: return nil
+                }
+                if nibbles < 16 {
+                    words.0 = words.0 << 4 | UInt64(value)
+                } else {
+                    words.1 = words.1 << 4 | UInt64(value)
+                }
+                nibbles += 1
+            }
+            return (words.0, words.1)
+        }
+    }
+
+    /// How a record id is stored in `record_id` (see the type's notes).
+    static func storedID(_ recordID: String) -> DatabaseValue {
+        guard let words = uuidWords(recordID) else { return recordID.databaseValue }
+        var bytes = (words.high.bigEndian, words.low.bigEndian)
+        return withUnsafeBytes(of: &bytes) { Data($0) }.databaseValue
+    }
+
+    /// The record id a stored `record_id` holds; nil for a value capture never writes.
+    static func recordID(stored value: DatabaseValue) -> String? {
+        switch value.storage {
+        case let .string(text):
+            return text
+        case let .blob(data) where data.count == 16:
+            let (high, low) = data.withUnsafeBytes { raw in
+                (raw.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }, raw.suffix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+            }
+            return RandomRecordID.format(high: high, low: low)
+        default:
+            return nil
+        }
+    }
+
     static func record(entity: String, row: Int64, in db: Database) throws -> Record? {
         let statement = try db.cachedStatement(sql: "SELECT record_id, scope, server_version FROM \(quoted(table)) WHERE entity = ? AND pk = ?")
-        guard let found = try Row.fetchOne(statement, arguments: [entity, row]) else { return nil }
-        return Record(recordID: found[0], scope: found[1], serverVersion: found[2])
+        guard let found = try Row.fetchOne(statement, arguments: [entity, row]),
+              let recordID = recordID(stored: found[0]) else { return nil }
+        return Record(recordID: recordID, scope: found[1], serverVersion: found[2])
     }
 
     static func row(entity: String, recordID: String, in db: Database) throws -> Int64? {
         let statement = try db.cachedStatement(sql: "SELECT pk FROM \(quoted(table)) WHERE entity = ? AND record_id = ?")
-        return try Int64.fetchOne(statement, arguments: [entity, recordID])
+        return try Int64.fetchOne(statement, arguments: [entity.databaseValue, storedID(recordID)])
     }
 
-    /// The rows of many record ids of one entity, in one statement.
+    /// The rows of many record ids of one entity, a few hundred ids per statement.
     static func rows(entity: String, recordIDs: [String], in db: Database) throws -> [String: Int64] {
-        guard !recordIDs.isEmpty else { return [:] }
-        let json = String(data: (try? JSONEncoder().encode(recordIDs)) ?? Data("[]".utf8), encoding: .utf8) ?? "[]"
-        let rows = try Row.fetchAll(db, sql: "SELECT record_id, pk FROM \(quoted(table)) WHERE entity = ? AND record_id IN (SELECT value FROM json_each(?))", arguments: [entity, json])
-        return Dictionary(rows.map { ($0[0] as String, $0[1] as Int64) }, uniquingKeysWith: { first, _ in first })
+        var found: [String: Int64] = [:]
+        found.reserveCapacity(recordIDs.count)
+        let chunk = 500
+        for start in stride(from: 0, to: recordIDs.count, by: chunk) {
+            let ids = recordIDs[start..<min(start + chunk, recordIDs.count)]
+            let marks = Array(repeating: "?", count: ids.count).joined(separator: ", ")
+            var arguments: [DatabaseValue] = [entity.databaseValue]
+            arguments.reserveCapacity(ids.count + 1)
+            for id in ids { arguments.append(storedID(id)) }
+            let statement = try db.cachedStatement(sql: "SELECT record_id, pk FROM \(quoted(table)) WHERE entity = ? AND record_id IN (\(marks))")
+            let rows = try Row.fetchCursor(statement, arguments: StatementArguments(arguments))
+            while let row = try rows.next() {
+                guard let id = recordID(stored: row[0]) else { continue }
+                if found[id] == nil { found[id] = row[1] }
+            }
+        }
+        return found
     }
 
     static func delete(entity: String, row: Int64, in db: Database) throws {
@@ -60,13 +135,17 @@ enum SyncRecords {
         try db.cachedStatement(sql: "UPDATE \(quoted(table)) SET scope = ? WHERE entity = ? AND pk = ?").execute(arguments: [scope, entity, row])
     }
 
+    static func setServerVersion(_ version: Int64, entity: String, row: Int64, in db: Database) throws {
+        try db.cachedStatement(sql: "UPDATE \(quoted(table)) SET server_version = ? WHERE entity = ? AND pk = ?").execute(arguments: [version, entity, row])
+    }
+
     static func setServerVersion(_ version: Int64, scope: String??, entity: String, recordID: String, in db: Database) throws {
         if case let .some(scope) = scope {
             try db.cachedStatement(sql: "UPDATE \(quoted(table)) SET server_version = ?, scope = ? WHERE entity = ? AND record_id = ?")
-                .execute(arguments: [version, scope, entity, recordID])
+                .execute(arguments: [version.databaseValue, scope.databaseValue, entity.databaseValue, storedID(recordID)])
         } else {
             try db.cachedStatement(sql: "UPDATE \(quoted(table)) SET server_version = ? WHERE entity = ? AND record_id = ?")
-                .execute(arguments: [version, entity, recordID])
+                .execute(arguments: [version.databaseValue, entity.databaseValue, storedID(recordID)])
         }
     }
 

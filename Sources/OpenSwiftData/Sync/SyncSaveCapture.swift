@@ -24,14 +24,27 @@ final class SyncSaveCapture {
         var baseVersion: Int64?
         /// Positions in the plan's fields (nil: every field, in order).
         var fields: [Int]?
+        /// With `fields` nil, the row's values in column order (the array the save bound, kept
+        /// as is: no copy per row), else the values of `fields`, in their order.
         var values: [DatabaseValue]
         var links: [SyncLinkChange] = []
+
+        /// The value of the `index`-th logged field.
+        @inline(__always)
+        func value(at index: Int) -> DatabaseValue {
+            fields == nil ? values[plan.fieldColumns[index]] : values[index]
+        }
     }
 
     private var changes: [Captured] = []
     /// The save's prepared insert into `osd_sync_records` (see `insertRecord`).
     private var recordInsert: Statement?
+    /// The entity bound to `recordInsert`'s first parameter (a reset keeps bindings, so a run of
+    /// rows of one entity binds it once).
+    private var boundEntity: String?
     private var changeOfStorage: [ObjectIdentifier: Int] = [:]
+    /// The record ids of new rows without a unique attribute or temporary identifier.
+    private var newRecordIDs = RandomRecordID()
 
     init(state: SyncCaptureState, author: String?, apply: SyncApplyWork?) {
         self.state = state
@@ -51,20 +64,20 @@ final class SyncSaveCapture {
             let value = try DatabaseValue.fetchOne(db, sql: "SELECT \(quoted(name)) FROM \(quoted(plan.layout.name)) WHERE \(quoted(TableDescription.primaryKey)) = ?", arguments: [row])
             recordID = value.flatMap { SyncStoredValue($0).canonicalRecordID(kind: plan.recordIDKind) }
         }
-        let record = SyncRecords.Record(recordID: recordID ?? RandomRecordID.make(), scope: nil, serverVersion: nil)
-        try insertRecord(entity: plan.layout.name, row: row, recordID: record.recordID, scope: nil, in: db)
+        let record = SyncRecords.Record(recordID: recordID ?? newRecordIDs.make(), scope: nil, serverVersion: nil)
+        try insertRecord(entity: plan.layout.name, row: row, recordID: record.recordID, scope: nil, serverVersion: nil, in: db)
         return record
     }
 
     /// Adds a row's record. This runs once per new synced row, so the save keeps one prepared
     /// statement and binds values through SQLite's C API (as `TableWriter` does for the rows),
     /// not through GRDB's `StatementArguments` and the statement cache's lookup.
-    private func insertRecord(entity: String, row: Int64, recordID: String, scope: String?, in db: Database) throws {
+    private func insertRecord(entity: String, row: Int64, recordID: String, scope: String?, serverVersion: Int64?, in db: Database) throws {
         let statement: Statement
         if let prepared = recordInsert {
             statement = prepared
         } else {
-            statement = try db.makeStatement(sql: "INSERT INTO \(quoted(SyncRecords.table)) (entity, pk, record_id, scope) VALUES (?, ?, ?, ?)")
+            statement = try db.makeStatement(sql: "INSERT INTO \(quoted(SyncRecords.table)) (entity, pk, record_id, scope, server_version) VALUES (?, ?, ?, ?, ?)")
             // Mark the (empty) arguments as bound: `execute()` then only steps and resets.
             statement.setUncheckedArguments(StatementArguments())
             recordInsert = statement
@@ -72,11 +85,33 @@ final class SyncSaveCapture {
         // Bindings are refused on a statement stepped since its last reset; the reset's result
         // repeats the last step's error, which that step already reported.
         sqlite3_reset(statement.sqliteStatement)
-        try TableWriter.bind(entity.databaseValue, at: 1, in: statement)
+        if entity != boundEntity {
+            try TableWriter.bind(entity.databaseValue, at: 1, in: statement)
+            boundEntity = entity
+        }
         try TableWriter.bind(row.databaseValue, at: 2, in: statement)
-        try TableWriter.bind(recordID.databaseValue, at: 3, in: statement)
+        try Self.bindRecordID(recordID, at: 3, in: statement)
         try TableWriter.bind(scope?.databaseValue ?? .null, at: 4, in: statement)
+        try TableWriter.bind(serverVersion?.databaseValue ?? .null, at: 5, in: statement)
         try statement.execute()
+    }
+
+    /// Binds a record id in its stored form (`SyncRecords.storedID`), a UUID's 16 bytes straight
+    /// from the stack.
+    private static func bindRecordID(_ recordID: String, at index: Int, in statement: Statement) throws {
+        guard let words = SyncRecords.uuidWords(recordID) else {
+            try TableWriter.bind(recordID.databaseValue, at: index, in: statement)
+            return
+        }
+        var bytes = (words.high.bigEndian, words.low.bigEndian)
+        // Safety: the pointer is used only during the call; SQLITE_TRANSIENT makes SQLite copy
+        // the 16 bytes before it returns.
+        let code = withUnsafeBytes(of: &bytes) { raw in
+            sqlite3_bind_blob(statement.sqliteStatement, CInt(index), raw.baseAddress, CInt(raw.count), sqliteTransientDestructor)
+        }
+        guard code == SQLITE_OK else {
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: "binding parameter \(index) of \(statement.sql)")
+        }
     }
 
     /// A new row of a synced entity: gives it its record id and records every field.
@@ -87,23 +122,20 @@ final class SyncSaveCapture {
         if let column = plan.recordIDColumn {
             recordID = SyncStoredValue(values[column]).canonicalRecordID(kind: plan.recordIDKind)
         }
-        let id = recordID ?? apply?.recordIDs[key] ?? storage.temporaryID?.uuidString ?? RandomRecordID.make()
+        let id = recordID ?? apply?.recordIDs[key] ?? storage.temporaryID.map(RandomRecordID.format) ?? newRecordIDs.make()
         let scope = apply?.scopes[key] ?? plan.scope?(registration.model)
-        try insertRecord(entity: plan.layout.name, row: row, recordID: id, scope: scope, in: db)
+        try insertRecord(entity: plan.layout.name, row: row, recordID: id, scope: scope, serverVersion: apply?.versionsOfNew[key], in: db)
         guard logs else { return }
-        var fieldValues: [DatabaseValue] = []
-        fieldValues.reserveCapacity(plan.fieldColumns.count)
-        for column in plan.fieldColumns { fieldValues.append(values[column]) }
-        changeOfStorage[key] = changes.count
-        changes.append(Captured(kind: .insert, plan: plan, recordID: id, scope: scope, baseVersion: nil, fields: nil, values: fieldValues))
+        if plan.revisitsInsertions { changeOfStorage[key] = changes.count }
+        changes.append(Captured(kind: .insert, plan: plan, recordID: id, scope: scope, baseVersion: nil, fields: nil, values: values))
     }
 
     /// Foreign keys an insertion wrote as NULL first and set once their target existed.
     func fixed(_ storage: AnyModelStorage, columns: [Int], values: [DatabaseValue]) {
         guard logs, let index = changeOfStorage[ObjectIdentifier(storage)], changes[index].kind == .insert else { return }
         let plan = changes[index].plan
-        for (column, value) in zip(columns, values) {
-            if let field = plan.fieldOfColumn[column] { changes[index].values[field] = value }
+        for (column, value) in zip(columns, values) where plan.fieldOfColumn[column] != nil {
+            changes[index].values[column] = value
         }
     }
 
@@ -114,9 +146,10 @@ final class SyncSaveCapture {
         let key = ObjectIdentifier(registration.storage)
         let scope = apply?.scopes[key] ?? plan.scope?(registration.model)
         if scope != record.scope { try SyncRecords.setScope(scope, entity: plan.layout.name, row: row, in: db) }
+        if let version = apply?.versionsOfNew[key] { try SyncRecords.setServerVersion(version, entity: plan.layout.name, row: row, in: db) }
         guard logs else { return }
         changeOfStorage[key] = changes.count
-        changes.append(Captured(kind: .update, plan: plan, recordID: record.recordID, scope: scope, baseVersion: record.serverVersion, fields: nil, values: plan.fieldColumns.map { values[$0] }))
+        changes.append(Captured(kind: .update, plan: plan, recordID: record.recordID, scope: scope, baseVersion: record.serverVersion, fields: nil, values: values))
     }
 
     /// A changed row: `columns` are the changed column indexes, `values` their new values.
@@ -161,7 +194,8 @@ final class SyncSaveCapture {
         if logs {
             let rows = try Row.fetchAll(db, sql: "SELECT record_id, scope, server_version FROM \(quoted(SyncRecords.table)) WHERE entity = ? ORDER BY pk", arguments: [entity])
             for row in rows {
-                changes.append(Captured(kind: .delete, plan: plan, recordID: row[0], scope: row[1], baseVersion: row[2], fields: [], values: []))
+                guard let recordID = SyncRecords.recordID(stored: row[0]) else { continue }
+                changes.append(Captured(kind: .delete, plan: plan, recordID: recordID, scope: row[1], baseVersion: row[2], fields: [], values: []))
             }
         }
         try db.execute(sql: "DELETE FROM \(quoted(SyncRecords.table)) WHERE entity = ?", arguments: [entity])
@@ -204,32 +238,39 @@ final class SyncSaveCapture {
         let stamp = try SyncLog.takeStamp(now: now, in: db)
         let encoder = SyncLogCoding.Encoder()
         var namesOfPlan: [ObjectIdentifier: (entity: Int, fields: [Int])] = [:]
+        var lastPlan: SyncEntityPlan?
+        var names: (entity: Int, fields: [Int]) = (0, [])
         for change in changes {
             let plan = change.plan
-            let names: (entity: Int, fields: [Int])
-            if let known = namesOfPlan[ObjectIdentifier(plan)] {
-                names = known
-            } else {
-                names = (encoder.intern(plan.layout.name), plan.fieldNames.map(encoder.intern))
-                namesOfPlan[ObjectIdentifier(plan)] = names
+            if plan !== lastPlan {
+                lastPlan = plan
+                if let known = namesOfPlan[ObjectIdentifier(plan)] {
+                    names = known
+                } else {
+                    names = (encoder.intern(plan.layout.name), plan.fieldNames.map(encoder.intern))
+                    namesOfPlan[ObjectIdentifier(plan)] = names
+                }
             }
-            let positions = change.fields ?? Array(plan.fieldNames.indices)
-            var values = change.values
-            // References travel as the target's record id.
-            for (offset, field) in positions.enumerated() {
-                guard let target = plan.fieldTargets[field], case let .int64(key) = values[offset].storage,
-                      let targetPlan = state.plan(target) else { continue }
-                values[offset] = try ensureRecord(targetPlan, row: key, in: db).recordID.databaseValue
+            let count = change.fields?.count ?? plan.fieldColumns.count
+            encoder.change(change.kind, entity: names.entity, recordID: change.recordID, scope: change.scope, baseVersion: change.baseVersion, fieldCount: count)
+            for index in 0..<count {
+                let field = change.fields?[index] ?? index
+                var value = change.value(at: index)
+                // References travel as the target's record id.
+                if plan.hasReferences, let target = plan.fieldTargets[field], case let .int64(key) = value.storage,
+                   let targetPlan = state.plan(target) {
+                    value = try ensureRecord(targetPlan, row: key, in: db).recordID.databaseValue
+                }
+                encoder.field(name: names.fields[field], kindCode: plan.fieldKindCodes[field], value: value)
             }
-            encoder.append(
-                change.kind, entity: names.entity, recordID: change.recordID, scope: change.scope, baseVersion: change.baseVersion,
-                fieldNames: positions.map { names.fields[$0] }, fieldKinds: positions.map { plan.fieldKinds[$0] },
-                values: values, links: change.links
-            )
+            encoder.links(change.links)
         }
         return try SyncLog.append(encoder.finish(), stamp: stamp, author: author, timestamp: now, in: db)
     }
 }
+
+/// SQLite copies the bytes of a value bound with this destructor.
+private let sqliteTransientDestructor = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
 /// What applying a remote batch adds to its save: the record ids and scopes of the models it
 /// creates, the server versions to record, and the pending references to keep or drop. Run in
@@ -238,6 +279,9 @@ final class SyncApplyWork {
     var recordIDs: [ObjectIdentifier: String] = [:]
     var scopes: [ObjectIdentifier: String?] = [:]
     var versions: [(entity: String, recordID: String, version: Int64, scope: String??)] = []
+    /// The server versions of the models the batch creates, written with their records (an
+    /// update per record after the insert cost as much again).
+    var versionsOfNew: [ObjectIdentifier: Int64] = [:]
     var pendingAdded: [SyncRecords.PendingReference] = []
     var pendingResolved: [SyncRecords.PendingReference] = []
     var pendingCleared: [(entity: String, recordID: String, property: String)] = []
