@@ -7,14 +7,30 @@ let package = Package(
     platforms: [.macOS(.v14), .iOS(.v17)],
     products: [
         .library(name: "OpenSwiftData", targets: ["OpenSwiftData"]),
+        .library(name: "OpenSwiftDataSyncProtocol", targets: ["OpenSwiftDataSyncProtocol"]),
         .executable(name: "osd-demo", targets: ["osd-demo"]),
         .executable(name: "osd-benchmarks", targets: ["osd-benchmarks"]),
+        // The sync server: a library to mount in a Hummingbird application, and the executable.
+        // A package that depends only on the `OpenSwiftData` product builds none of their
+        // dependencies (SwiftPM builds the targets of the products a client uses).
+        .library(name: "OpenSwiftDataServer", targets: ["OpenSwiftDataServer"]),
+        .executable(name: "osd-server", targets: ["osd-server"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
         .package(url: "https://github.com/swiftlang/swift-syntax", exact: "602.0.0"),
         .package(url: "https://github.com/pointfreeco/swift-macro-testing", exact: "0.7.0"),
         .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
+        // The sync server's dependencies, used only by the server's targets.
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", exact: "2.28.1", traits: []),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", exact: "2.8.1"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", exact: "5.8.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", exact: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", exact: "1.8.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", exact: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", exact: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", exact: "2.4.1"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", exact: "1.37.0"),
     ],
     targets: [
         .macro(
@@ -36,6 +52,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The sync wire protocol: Codable types on Foundation alone, shared by the sync engine
+        // and the server.
+        .target(name: "OpenSwiftDataSyncProtocol"),
         .executableTarget(
             name: "osd-demo",
             dependencies: ["OpenSwiftData"]
@@ -55,9 +74,56 @@ let package = Package(
             dependencies: ["OpenSwiftData", .product(name: "GRDB", package: "GRDB.swift")],
             path: "Benchmarks/Sources/osd-benchmarks"
         ),
+        // The sync server: transport-free core, storage, HTTP routes, auth, live channel, metrics.
+        .target(
+            name: "OpenSwiftDataServer",
+            dependencies: [
+                "OpenSwiftDataSyncProtocol",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .executableTarget(
+            name: "osd-server",
+            dependencies: [
+                "OpenSwiftDataServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // Sync server figures on loopback: `swift run -c release osd-server-benchmarks`.
+        .executableTarget(
+            name: "osd-server-benchmarks",
+            dependencies: [
+                "OpenSwiftDataServer",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+            ],
+            path: "Benchmarks/Sources/osd-server-benchmarks"
+        ),
+        .testTarget(
+            name: "OpenSwiftDataServerTests",
+            dependencies: [
+                "OpenSwiftDataServer",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+            ]
+        ),
         .testTarget(
             name: "OpenSwiftDataTests",
             dependencies: ["OpenSwiftData", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
+        .testTarget(
+            name: "OpenSwiftDataSyncProtocolTests",
+            dependencies: ["OpenSwiftDataSyncProtocol"]
         ),
         .testTarget(
             name: "OpenSwiftDataMacrosTests",

@@ -1,0 +1,370 @@
+import OpenSwiftDataSyncProtocol
+
+/// Decides a push from the state read in its transaction: exactly-once (replays, gaps,
+/// forks), authorization, value kinds, conflict policies, deletes. Pure: the same snapshot and
+/// request give the same plan, whatever the backend.
+struct PushEvaluator: Sendable {
+    let user: String
+    let request: PushRequest
+    let hashes: [MutationID: String]
+    let configuration: SyncConfiguration
+    let now: Int64
+
+    /// A refusal of one mutation.
+    struct Rejection: Error {
+        var reason: RejectionReason
+        var message: String
+        var keys: [RecordKey]
+    }
+
+    /// The state a batch builds up, mutation by mutation.
+    struct Working {
+        var records: [RecordKey: StoredRecord]
+        var scopes: [ScopeID: ScopeRecord]
+        var newScopes: [ScopeID: ScopeRecord] = [:]
+        var changed: Set<RecordKey> = []
+        var changes: [LogEntry] = []
+        var head: ServerVersion
+        var conflicts = 0
+        var currentMutation: MutationID = 0
+        var currentTxn: ServerVersion?
+    }
+
+    func evaluate(_ snapshot: PushSnapshot) throws -> PushPlan {
+        if let client = snapshot.client, client.user != user {
+            throw SyncServiceError(403, .clientIDOwnedByAnotherUser, "client id \(request.clientID.debugDescription) belongs to another user; take a new client id")
+        }
+        let last = snapshot.client?.lastMutationID ?? 0
+        var clock = HybridLogicalClock(last: snapshot.clock, maximumDrift: configuration.maximumClockDrift)
+        guard let first = request.mutations.first else {
+            return PushPlan(response: PushResponse(lastMutationID: last, results: [], serverStamp: snapshot.clock), client: nil, results: [], records: [], changes: [], newScopes: [], clock: snapshot.clock, head: snapshot.head, now: now, readers: [], changedScopes: [])
+        }
+        if first.id > last + 1 {
+            throw SyncServiceError(409, .mutationGap, "the first mutation id is \(first.id) but the last one processed for this client is \(last); send from \(last + 1)", lastMutationID: last)
+        }
+        var results: [MutationResult] = []
+        var newResults: [StoredResult] = []
+        var working = Working(records: snapshot.records, scopes: snapshot.scopes, head: snapshot.head)
+        let schema = request.schema ?? snapshot.client?.schema
+        var lastHash = snapshot.client?.lastHash ?? ""
+        var applied = 0
+        var rejected = 0
+        for mutation in request.mutations {
+            let hash = hashes[mutation.id] ?? ""
+            if mutation.id <= last {
+                if let stored = snapshot.results[mutation.id] {
+                    guard stored.hash == hash else { throw forked(mutation.id, last) }
+                    results.append(stored.result)
+                } else if mutation.id == last, let client = snapshot.client, client.lastHash != hash {
+                    throw forked(mutation.id, last)
+                } else {
+                    results.append(MutationResult(id: mutation.id, status: .applied, message: "processed earlier; its result is no longer kept"))
+                }
+                continue
+            }
+            let receipt = clock.now(wallMilliseconds: UInt64(max(0, now)))
+            let stamp = min(mutation.stamp, receipt)
+            var trial = working
+            trial.currentMutation = mutation.id
+            trial.currentTxn = nil
+            let result: MutationResult
+            do {
+                for change in mutation.changes {
+                    try apply(change, stamp: stamp, schema: schema, to: &trial, snapshot: snapshot)
+                }
+                working = trial
+                result = MutationResult(id: mutation.id, status: .applied)
+                applied += 1
+            } catch let rejection as Rejection {
+                let states = rejection.keys.compactMap { key -> RecordState? in
+                    guard let record = working.records[key] else { return nil }
+                    let access = ScopeAccessLevel.of(user, to: record.scope, record: working.scopes[record.scope])
+                    return access.canRead ? record.state : nil
+                }
+                result = MutationResult(id: mutation.id, status: .rejected, reason: rejection.reason, message: rejection.message, serverRecords: states)
+                rejected += 1
+            }
+            results.append(result)
+            newResults.append(StoredResult(id: mutation.id, hash: hash, result: result))
+            lastHash = hash
+        }
+        let newLast = max(last, request.mutations.last?.id ?? last)
+        let client: ClientRecord? = newResults.isEmpty && request.schema == nil
+            ? nil
+            : ClientRecord(clientID: request.clientID, user: user, lastMutationID: newLast, lastHash: lastHash, schema: schema)
+        var readers: Set<String> = []
+        var changedScopes: Set<ScopeID> = []
+        for entry in working.changes {
+            changedScopes.insert(entry.change.scope)
+        }
+        for scope in changedScopes {
+            if let record = working.scopes[scope] ?? ScopeRecord.implicit(scope) { readers.formUnion(record.readers) }
+        }
+        var plan = PushPlan(
+            response: PushResponse(lastMutationID: newLast, results: results, serverStamp: clock.last),
+            client: client, results: newResults,
+            records: working.changed.sorted().compactMap { working.records[$0] },
+            changes: working.changes, newScopes: working.newScopes.values.sorted { $0.scope < $1.scope },
+            clock: clock.last, head: working.head, now: now, readers: readers, changedScopes: changedScopes)
+        plan.applied = applied
+        plan.rejected = rejected
+        plan.conflicts = working.conflicts
+        return plan
+    }
+
+    private func forked(_ id: MutationID, _ last: MutationID) -> SyncServiceError {
+        SyncServiceError(409, .clientForked, "mutation \(id) was processed before with other content (the last processed is \(last)): this device's client id was used elsewhere or restored from a backup; take a new client id", lastMutationID: last)
+    }
+
+    // MARK: One change
+
+    private func access(_ scope: ScopeID, _ working: Working) -> ScopeAccessLevel {
+        ScopeAccessLevel.of(user, to: scope, record: working.scopes[scope])
+    }
+
+    private func claim(_ scope: ScopeID, _ working: inout Working) {
+        guard scope.privateOwner == nil, working.scopes[scope] == nil else { return }
+        let record = ScopeRecord(scope: scope, owner: user)
+        working.scopes[scope] = record
+        working.newScopes[scope] = record
+    }
+
+    private func apply(_ change: RecordChange, stamp: HLCTimestamp, schema: SchemaDescriptor?, to working: inout Working, snapshot: PushSnapshot) throws {
+        let key = RecordKey(entity: change.entity, recordID: change.recordID)
+        let clientID = request.clientID
+        let existing = working.records[key]
+        let entitySchema = schema?.entity(named: change.entity)
+        if schema != nil, entitySchema == nil, change.op != .delete {
+            throw Rejection(reason: .validation, message: "entity \(change.entity.debugDescription) is not in the client's schema", keys: [key])
+        }
+        if let entitySchema {
+            for name in change.fields.keys where !entitySchema.fields.contains(where: { $0.name == name }) {
+                throw Rejection(reason: .validation, message: "\(key): field \(name.debugDescription) is not in the client's schema of \(change.entity)", keys: [key])
+            }
+            for name in change.links.keys where !entitySchema.links.contains(where: { $0.name == name }) {
+                throw Rejection(reason: .validation, message: "\(key): relationship \(name.debugDescription) is not in the client's schema of \(change.entity)", keys: [key])
+            }
+            for (name, value) in change.fields where value == .null {
+                if let field = entitySchema.fields.first(where: { $0.name == name }), !field.optional {
+                    throw Rejection(reason: .validation, message: "\(key): field \(name.debugDescription) is not optional", keys: [key])
+                }
+            }
+        }
+        switch change.op {
+        case .insert:
+            if let existing {
+                let current = access(existing.scope, working)
+                if !current.canRead {
+                    throw Rejection(reason: .recordIDTaken, message: "\(key) exists in a scope you may not read; choose another record id", keys: [])
+                }
+            }
+            guard access(change.scope, working).canWrite else {
+                throw Rejection(reason: .scopeNotGranted, message: "\(key): scope \(change.scope) is not granted to you", keys: [key])
+            }
+            if let existing, !existing.deleted {
+                // Two devices created the same record (a natural key): merge as an update.
+                try update(existing, with: change, stamp: stamp, schema: entitySchema, working: &working, snapshot: snapshot)
+                return
+            }
+            try checkKinds(change, record: nil, schema: entitySchema, key: key)
+            claim(change.scope, &working)
+            var fields: [SyncName: StoredField] = [:]
+            for (name, value) in change.fields {
+                fields[name] = StoredField(value: value, kind: value.kind ?? schemaKind(entitySchema, name), stamp: stamp, client: clientID)
+            }
+            var links: [SyncName: [RecordID: StoredLink]] = [:]
+            for (name, linkChange) in change.links {
+                for target in linkChange.added { links[name, default: [:]][target] = StoredLink(present: true, stamp: stamp, client: clientID) }
+            }
+            working.head += 1
+            let record = StoredRecord(entity: change.entity, recordID: change.recordID, scope: change.scope, version: working.head, deleted: false, fields: fields, stamp: stamp, writer: clientID, links: links)
+            working.records[key] = record
+            working.changed.insert(key)
+            log(.insert, record, fields: record.values, links: insertLinks(record), working: &working)
+        case .update:
+            guard let existing else {
+                throw Rejection(reason: .recordNotFound, message: "\(key) does not exist on the server", keys: [key])
+            }
+            let current = access(existing.scope, working)
+            guard current.canRead else {
+                throw Rejection(reason: .scopeNotGranted, message: "\(key): its scope is not granted to you", keys: [])
+            }
+            if existing.deleted {
+                throw Rejection(reason: .recordDeleted, message: "\(key) was deleted at version \(existing.version)\(change.baseVersion.map { ", after the version \($0) this update is based on" } ?? "")", keys: [key])
+            }
+            if change.scope != existing.scope, !access(change.scope, working).canWrite {
+                throw Rejection(reason: .scopeNotGranted, message: "\(key): scope \(change.scope) is not granted to you", keys: [key])
+            }
+            try update(existing, with: change, stamp: stamp, schema: entitySchema, working: &working, snapshot: snapshot)
+        case .delete:
+            guard let existing else {
+                throw Rejection(reason: .recordNotFound, message: "\(key) does not exist on the server", keys: [key])
+            }
+            guard access(existing.scope, working).canRead else {
+                throw Rejection(reason: .scopeNotGranted, message: "\(key): its scope is not granted to you", keys: [])
+            }
+            if existing.deleted { return }
+            let policy = policy(for: change.entity, schema: schema)
+            if let resolver = configuration.resolvers[change.entity] {
+                if case .refuse(let message) = resolver(ResolverInput(serverRecord: existing.state, change: change, stamp: stamp, clientID: clientID)) {
+                    throw Rejection(reason: .resolverRefused, message: "\(key): \(message)", keys: [key])
+                }
+            } else if policy == .rejectStale, isStale(existing, change: change, snapshot: snapshot) {
+                throw Rejection(reason: .stale, message: "\(key) changed through another client after version \(change.baseVersion ?? 0); it is at version \(existing.version)", keys: [key])
+            }
+            var record = existing
+            record.deleted = true
+            record.fields = [:]
+            record.links = [:]
+            record.stamp = max(record.stamp, stamp)
+            record.writer = clientID
+            working.head += 1
+            record.version = working.head
+            working.records[key] = record
+            working.changed.insert(key)
+            log(.delete, record, fields: [:], links: [:], working: &working)
+        }
+    }
+
+    private func update(_ existing: StoredRecord, with change: RecordChange, stamp: HLCTimestamp, schema entitySchema: EntityDescriptor?, working: inout Working, snapshot: PushSnapshot) throws {
+        let key = existing.key
+        let clientID = request.clientID
+        try checkKinds(change, record: existing, schema: entitySchema, key: key)
+        var fieldsToApply = change.fields
+        var linksToApply = change.links
+        var unconditional = false
+        let policy = policy(for: change.entity, schema: request.schema ?? snapshot.client?.schema)
+        if let resolver = configuration.resolvers[change.entity] {
+            switch resolver(ResolverInput(serverRecord: existing.state, change: change, stamp: stamp, clientID: clientID)) {
+            case .usePolicy: break
+            case .apply(let fields, let links):
+                fieldsToApply = fields
+                linksToApply = links
+                unconditional = true
+            case .refuse(let message):
+                throw Rejection(reason: .resolverRefused, message: "\(key): \(message)", keys: [key])
+            }
+        }
+        var record = existing
+        var changedFields: [SyncName: SyncValue] = [:]
+        var changedLinks: [SyncName: LinkChange] = [:]
+        func wins(_ otherStamp: HLCTimestamp, _ otherClient: ClientID) -> Bool {
+            (stamp, clientID) >= (otherStamp, otherClient)
+        }
+        if !unconditional {
+            switch policy {
+            case .fieldLastWriterWins:
+                break
+            case .recordLastWriterWins:
+                if !wins(existing.stamp, existing.writer) {
+                    working.conflicts += fieldsToApply.count
+                    fieldsToApply = [:]
+                    linksToApply = [:]
+                }
+                unconditional = true
+            case .rejectStale:
+                if isStale(existing, change: change, snapshot: snapshot) {
+                    throw Rejection(reason: .stale, message: "\(key) changed through another client after version \(change.baseVersion ?? 0); it is at version \(existing.version)", keys: [key])
+                }
+                unconditional = true
+            }
+        }
+        for (name, value) in fieldsToApply {
+            if let old = record.fields[name], !unconditional, !wins(old.stamp, old.client) {
+                working.conflicts += 1
+                continue
+            }
+            let kind = value.kind ?? record.fields[name]?.kind ?? schemaKind(entitySchema, name)
+            record.fields[name] = StoredField(value: value, kind: kind, stamp: stamp, client: clientID)
+            if existing.fields[name]?.value != value { changedFields[name] = value }
+        }
+        for (name, linkChange) in linksToApply {
+            var added: [RecordID] = []
+            var removed: [RecordID] = []
+            for (targets, present) in [(linkChange.added, true), (linkChange.removed, false)] {
+                for target in targets {
+                    let old = record.links[name]?[target]
+                    if let old, !unconditional, !wins(old.stamp, old.client) {
+                        working.conflicts += 1
+                        continue
+                    }
+                    record.links[name, default: [:]][target] = StoredLink(present: present, stamp: stamp, client: clientID)
+                    if (old?.present ?? false) != present {
+                        if present { added.append(target) } else { removed.append(target) }
+                    }
+                }
+            }
+            if !added.isEmpty || !removed.isEmpty {
+                changedLinks[name] = LinkChange(added: added.sorted(), removed: removed.sorted())
+            }
+        }
+        let moved = change.scope != existing.scope
+        if changedFields.isEmpty, changedLinks.isEmpty, !moved {
+            // Every write lost to a later one, or changed nothing: applied, nothing to log.
+            return
+        }
+        if moved { claim(change.scope, &working) }
+        if stamp > record.stamp || (stamp == record.stamp && clientID > record.writer) {
+            record.stamp = stamp
+            record.writer = clientID
+        }
+        if moved {
+            working.head += 1
+            var old = record
+            old.version = working.head
+            log(.delete, old, fields: [:], links: [:], working: &working)
+            record.scope = change.scope
+            working.head += 1
+            record.version = working.head
+            log(.insert, record, fields: record.values, links: insertLinks(record), working: &working)
+        } else {
+            working.head += 1
+            record.version = working.head
+            log(.update, record, fields: changedFields, links: changedLinks, working: &working)
+        }
+        working.records[key] = record
+        working.changed.insert(key)
+    }
+
+    private func insertLinks(_ record: StoredRecord) -> [SyncName: LinkChange] {
+        record.presentLinks.mapValues { LinkChange(added: $0) }
+    }
+
+    private func log(_ op: RecordOperation, _ record: StoredRecord, fields: [SyncName: SyncValue], links: [SyncName: LinkChange], working: inout Working) {
+        let seq = working.head
+        // Every entry of one mutation carries the sequence of its first entry: pull pages
+        // break only where that marker changes.
+        let txn = working.currentTxn ?? seq
+        working.currentTxn = txn
+        let change = PulledChange(version: seq, op: op, entity: record.entity, recordID: record.recordID, scope: record.scope, fields: fields, links: links, clientID: request.clientID, mutationID: working.currentMutation)
+        working.changes.append(LogEntry(seq: seq, txn: txn, change: change, createdAt: now))
+    }
+
+    private func checkKinds(_ change: RecordChange, record: StoredRecord?, schema: EntityDescriptor?, key: RecordKey) throws {
+        for (name, value) in change.fields {
+            guard let kind = value.kind else { continue }
+            let expected = (record?.deleted == false ? record?.fields[name]?.kind : nil) ?? schemaKind(schema, name)
+            if let expected, expected != kind {
+                throw Rejection(reason: .wrongValueType, message: "\(key): field \(name.debugDescription) holds \(expected.rawValue) values, not \(kind.rawValue)", keys: [key])
+            }
+        }
+    }
+
+    private func schemaKind(_ schema: EntityDescriptor?, _ name: SyncName) -> SyncValueKind? {
+        schema?.fields.first { $0.name == name }?.kind
+    }
+
+    private func policy(for entity: SyncName, schema: SchemaDescriptor?) -> ConflictPolicy {
+        configuration.policies[entity] ?? schema?.entity(named: entity)?.policy ?? .fieldLastWriterWins
+    }
+
+    /// Stale: the record changed after the change's base version through another client's
+    /// mutation (a client never conflicts with itself). Below the compaction horizon the log
+    /// no longer says who wrote, so any change counts.
+    private func isStale(_ record: StoredRecord, change: RecordChange, snapshot: PushSnapshot) -> Bool {
+        let base = change.baseVersion ?? 0
+        guard record.version > base else { return false }
+        if base < snapshot.horizon { return true }
+        return (snapshot.history[record.key] ?? []).contains { $0.version > base && $0.client != request.clientID }
+    }
+}

@@ -1,0 +1,54 @@
+import Foundation
+import OpenSwiftDataSyncProtocol
+
+/// The settings of the sync semantics, independent of any transport or storage.
+public struct SyncConfiguration: Sendable {
+    /// The most mutations one push may carry (more is ``SyncErrorCode/batchTooLarge``).
+    public var maxMutationsPerPush: Int
+    /// The most record changes one push may carry in all its mutations.
+    public var maxChangesPerPush: Int
+    /// The page size of a pull that names none.
+    public var defaultPullLimit: Int
+    /// The largest page a pull may ask for (larger limits are capped).
+    public var maxPullLimit: Int
+    /// How long tombstones, the change log and recorded push results are kept, in seconds.
+    /// A client whose cursor is older than what was compacted is told to reset.
+    public var retention: TimeInterval
+    /// Conflict policies by entity sync name; they override what clients' schema descriptors say.
+    public var policies: [SyncName: ConflictPolicy]
+    /// Resolvers by entity sync name, for a server embedded as a library (they take precedence
+    /// over every policy).
+    public var resolvers: [SyncName: ConflictResolver]
+    /// How far ahead of the server's wall clock a client's stamp may be before it is clamped.
+    public var maximumClockDrift: UInt64
+
+    /// Makes a configuration; every parameter has a default fit for development.
+    public init(
+        maxMutationsPerPush: Int = 1_000,
+        maxChangesPerPush: Int = 10_000,
+        defaultPullLimit: Int = 1_000,
+        maxPullLimit: Int = 10_000,
+        retention: TimeInterval = 30 * 24 * 3600,
+        policies: [SyncName: ConflictPolicy] = [:],
+        resolvers: [SyncName: ConflictResolver] = [:],
+        maximumClockDrift: UInt64 = 60_000
+    ) {
+        self.maxMutationsPerPush = maxMutationsPerPush
+        self.maxChangesPerPush = maxChangesPerPush
+        self.defaultPullLimit = defaultPullLimit
+        self.maxPullLimit = maxPullLimit
+        self.retention = retention
+        self.policies = policies
+        self.resolvers = resolvers
+        self.maximumClockDrift = maximumClockDrift
+    }
+}
+
+/// The time source of the core: every "now" the semantics need comes from it, so tests and the
+/// simulator drive time. The live server passes `{ Date() }`.
+public typealias SyncClock = @Sendable () -> Date
+
+extension Date {
+    /// Milliseconds since 1970, clamped at zero.
+    var syncMilliseconds: Int64 { Int64(max(0, (timeIntervalSince1970 * 1000).rounded(.down))) }
+}

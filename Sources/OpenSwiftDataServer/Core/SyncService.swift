@@ -1,0 +1,195 @@
+import Crypto
+import Foundation
+import OpenSwiftDataSyncProtocol
+
+/// The sync server's semantics without any transport: push, pull and scope membership for an
+/// authenticated user, over a ``SyncStorage`` and an injected clock. The HTTP routes, the
+/// embedded library and the deterministic simulator all drive this type.
+public final class SyncService: Sendable {
+    /// The storage.
+    public let storage: any SyncStorage
+    /// The settings.
+    public let configuration: SyncConfiguration
+    /// The server's epoch (a cursor from another one gets a reset).
+    public let epoch: String
+    private let clock: SyncClock
+    private let cursors: CursorCodec
+    private let observer: SyncObserver
+
+    /// Opens the service over a storage (reading its epoch and cursor key).
+    public init(storage: any SyncStorage, configuration: SyncConfiguration = SyncConfiguration(), clock: @escaping SyncClock, observer: SyncObserver = SyncObserver()) async throws {
+        let metadata = try await storage.metadata()
+        self.storage = storage
+        self.configuration = configuration
+        self.clock = clock
+        self.epoch = metadata.epoch
+        self.cursors = CursorCodec(key: metadata.cursorKey)
+        self.observer = observer
+    }
+
+    private var nowMilliseconds: Int64 { clock().syncMilliseconds }
+
+    // MARK: Push
+
+    /// Processes a batch of one client's mutations, in order, in one transaction: each
+    /// mutation is applied whole or rejected whole (its id used up either way); ids already
+    /// processed are answered with their recorded result. Throws ``SyncServiceError`` for a
+    /// request error, in which case nothing is stored.
+    public func push(user: String, request: PushRequest) async throws -> PushResponse {
+        try validate(request)
+        var hashes: [MutationID: String] = [:]
+        var keys: Set<RecordKey> = []
+        var scopes: Set<ScopeID> = []
+        var history: [RecordKey: ServerVersion] = [:]
+        let encoder = JSONEncoder.syncProtocol()
+        for mutation in request.mutations {
+            let bytes = try encoder.encode(mutation)
+            hashes[mutation.id] = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+            for change in mutation.changes {
+                let key = RecordKey(entity: change.entity, recordID: change.recordID)
+                keys.insert(key)
+                scopes.insert(change.scope)
+                let policy = configuration.policies[change.entity] ?? request.schema?.entity(named: change.entity)?.policy
+                if change.baseVersion != nil || policy == .rejectStale {
+                    let base = change.baseVersion ?? 0
+                    history[key] = min(history[key] ?? base, base)
+                }
+            }
+        }
+        let evaluator = PushEvaluator(user: user, request: request, hashes: hashes, configuration: configuration, now: nowMilliseconds)
+        let load = PushLoad(clientID: request.clientID, mutationIDs: request.mutations.map(\.id), keys: keys, scopes: scopes, historyAfter: history)
+        let plan = try await storage.push(load) { snapshot in try evaluator.evaluate(snapshot) }
+        if plan.applied + plan.rejected > 0 {
+            observer.pushed(PushSummary(applied: plan.applied, rejected: plan.rejected, conflicts: plan.conflicts))
+        }
+        if !plan.changes.isEmpty {
+            observer.event(.changed(scopes: plan.changedScopes.sorted(), version: plan.head, readers: plan.readers))
+        }
+        if !plan.newScopes.isEmpty {
+            observer.event(.grantsChanged(users: Set(plan.newScopes.map(\.owner))))
+        }
+        return plan.response
+    }
+
+    private func validate(_ request: PushRequest) throws {
+        guard ProtocolVersion.supported.contains(request.protocolVersion) else { throw SyncServiceError.unsupportedVersion(request.protocolVersion) }
+        guard !request.clientID.isEmpty, request.clientID.utf8.count <= 256 else {
+            throw SyncServiceError.malformed("clientID must be 1 to 256 bytes")
+        }
+        guard request.mutations.count <= configuration.maxMutationsPerPush else {
+            throw SyncServiceError(413, .batchTooLarge, "the push holds \(request.mutations.count) mutations; the limit is \(configuration.maxMutationsPerPush)")
+        }
+        let changes = request.mutations.reduce(0) { $0 + $1.changes.count }
+        guard changes <= configuration.maxChangesPerPush else {
+            throw SyncServiceError(413, .batchTooLarge, "the push holds \(changes) record changes; the limit is \(configuration.maxChangesPerPush)")
+        }
+        guard let first = request.mutations.first else { return }
+        guard first.id >= 1 else { throw SyncServiceError.malformed("mutation ids start at 1, not \(first.id)") }
+        for (offset, mutation) in request.mutations.enumerated() {
+            guard mutation.id == first.id + Int64(offset) else {
+                throw SyncServiceError.malformed("mutation ids must grow by exactly one: \(mutation.id) follows \(first.id + Int64(offset) - 1)")
+            }
+            for change in mutation.changes {
+                guard change.scope.isWellFormed else {
+                    throw SyncServiceError.malformed("mutation \(mutation.id): scope \(change.scope.rawValue.debugDescription) is not of the form kind:id")
+                }
+                guard !change.entity.isEmpty, !change.recordID.isEmpty, change.recordID.utf8.count <= 1024, change.entity.utf8.count <= 256 else {
+                    throw SyncServiceError.malformed("mutation \(mutation.id): entity and recordID must be non-empty (at most 256 and 1024 bytes)")
+                }
+            }
+        }
+    }
+
+    // MARK: Pull
+
+    /// One page of changes after the request's cursor in the scopes the user may read:
+    /// snapshots of scopes the cursor does not hold yet, then the log. Throws
+    /// ``SyncServiceError`` for a forged cursor or another user's client id.
+    public func pull(user: String, request: PullRequest) async throws -> PullResponse {
+        guard ProtocolVersion.supported.contains(request.protocolVersion) else { throw SyncServiceError.unsupportedVersion(request.protocolVersion) }
+        guard !request.clientID.isEmpty, request.clientID.utf8.count <= 256 else {
+            throw SyncServiceError.malformed("clientID must be 1 to 256 bytes")
+        }
+        var cursor: PullCursor?
+        var epochReset = false
+        if let token = request.cursor {
+            let decoded = try cursors.decode(token)
+            if decoded.epoch == epoch { cursor = decoded } else { epochReset = true }
+        }
+        let limit = min(max(1, request.limit ?? configuration.defaultPullLimit), configuration.maxPullLimit)
+        let planner = PullPlanner(user: user, clientID: request.clientID, epoch: epoch, cursor: cursor, epochReset: epochReset, limit: limit)
+        let page = try await storage.pull(clientID: request.clientID, user: user) { context in try planner.decide(context).read }
+        let decision = try planner.decide(page.context)
+        var (response, next) = planner.finish(decision, page: page)
+        response.cursor = cursors.encode(next)
+        return response
+    }
+
+    // MARK: Scopes
+
+    /// The scopes the user owns or was granted (their private scope always among them).
+    public func scopes(user: String) async throws -> ScopeListResponse {
+        var list = try await storage.scopes(of: user)
+        let own = ScopeID.user(user)
+        if !list.contains(where: { $0.scope == own }) { list.append(ScopeAccess(scope: own, role: .owner)) }
+        return ScopeListResponse(scopes: list.sorted { $0.scope < $1.scope })
+    }
+
+    /// Who may read and write a scope; only its owner and members may ask.
+    public func members(user: String, scope: ScopeID) async throws -> ScopeMembersResponse {
+        guard scope.isWellFormed else { throw SyncServiceError.malformed("scope \(scope.rawValue.debugDescription) is not of the form kind:id") }
+        let record = try await storage.scope(scope) ?? ScopeRecord.implicit(scope)
+        guard let record, record.readers.contains(user) else { throw SyncServiceError.forbidden("scope \(scope) is not granted to you") }
+        return ScopeMembersResponse(scope: scope, owner: record.owner, members: record.members.sorted())
+    }
+
+    /// The owner grants `request.user` the scope (claiming the scope for the caller if nobody
+    /// has written into it).
+    public func grant(user: String, scope: ScopeID, request: GrantRequest) async throws -> ScopeMembersResponse {
+        guard ProtocolVersion.supported.contains(request.protocolVersion) else { throw SyncServiceError.unsupportedVersion(request.protocolVersion) }
+        guard scope.isWellFormed else { throw SyncServiceError.malformed("scope \(scope.rawValue.debugDescription) is not of the form kind:id") }
+        let member = request.user
+        guard !member.isEmpty, member.utf8.count <= 256 else { throw SyncServiceError.malformed("user must be 1 to 256 bytes") }
+        let record = try await storage.updateScope(scope) { current in
+            var record: ScopeRecord
+            if let current {
+                record = current
+            } else if let owner = scope.privateOwner {
+                record = ScopeRecord(scope: scope, owner: owner)
+            } else {
+                record = ScopeRecord(scope: scope, owner: user)
+            }
+            guard record.owner == user else { throw SyncServiceError.forbidden("only the owner of scope \(scope) may grant it") }
+            if member != record.owner { record.members.insert(member) }
+            return record
+        }
+        observer.event(.grantsChanged(users: [member]))
+        return ScopeMembersResponse(scope: scope, owner: record.owner, members: record.members.sorted())
+    }
+
+    /// The owner revokes a user's grant: from the commit on, that user can neither read nor
+    /// write the scope.
+    public func revoke(user: String, scope: ScopeID, member: String) async throws -> ScopeMembersResponse {
+        guard scope.isWellFormed else { throw SyncServiceError.malformed("scope \(scope.rawValue.debugDescription) is not of the form kind:id") }
+        let record = try await storage.updateScope(scope) { current in
+            guard var record = current ?? ScopeRecord.implicit(scope) else {
+                throw SyncServiceError(404, .notFound, "scope \(scope) has no members")
+            }
+            guard record.owner == user else { throw SyncServiceError.forbidden("only the owner of scope \(scope) may revoke it") }
+            record.members.remove(member)
+            return record
+        }
+        observer.event(.grantsChanged(users: [member]))
+        return ScopeMembersResponse(scope: scope, owner: record.owner, members: record.members.sorted())
+    }
+
+    // MARK: Maintenance
+
+    /// Removes log entries, tombstones and recorded push results older than the retention
+    /// window; cursors from before it get a `historyCompacted` reset.
+    @discardableResult
+    public func compact() async throws -> CompactionResult {
+        let cutoff = nowMilliseconds - Int64(configuration.retention * 1000)
+        return try await storage.compact(before: cutoff)
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import Hummingbird
+import OpenSwiftDataSyncProtocol
+
+/// The protocol's HTTP routes over a ``SyncService``: a thin layer that authenticates, reads
+/// the request, calls the core and encodes its answer.
+struct SyncRoutes: Sendable {
+    let service: SyncService
+    let verifier: TokenVerifier
+    let metrics: ServerMetrics
+    let maxBodySize: Int
+
+    func add(to router: Router<SyncRequestContext>) {
+        router.post("/v1/push") { request, context in try await push(request, context) }
+        router.get("/v1/pull") { request, context in try await pull(request, context) }
+        router.get("/v1/scopes") { request, _ in
+            let user = try await authenticate(request)
+            return JSONBody.response(try await service.scopes(user: user))
+        }
+        router.get("/v1/scopes/:scope/members") { request, context in
+            let user = try await authenticate(request)
+            return JSONBody.response(try await service.members(user: user, scope: try scope(context)))
+        }
+        router.post("/v1/scopes/:scope/members") { request, context in
+            let user = try await authenticate(request)
+            var request = request
+            let body = try await readBody(&request)
+            let grant = try JSONBody.decode(GrantRequest.self, from: body)
+            return JSONBody.response(try await service.grant(user: user, scope: try scope(context), request: grant))
+        }
+        router.delete("/v1/scopes/:scope/members/:user") { request, context in
+            let user = try await authenticate(request)
+            guard let member = context.parameters.get("user").map({ $0.removingPercentEncoding ?? $0 }) else {
+                throw SyncServiceError.malformed("the path names no user")
+            }
+            return JSONBody.response(try await service.revoke(user: user, scope: try scope(context), member: member))
+        }
+        router.get("/health") { _, _ in JSONBody.response(["status": "ok"]) }
+        router.get("/ready") { _, _ in
+            guard await service.storage.isReady() else { throw SyncServiceError(503, .unavailable, "the database is not open") }
+            return JSONBody.response(["status": "ready"])
+        }
+        router.get("/metrics") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: ResponseBody(byteBuffer: ByteBuffer(string: metrics.render())))
+        }
+    }
+
+    private func authenticate(_ request: Request) async throws -> String {
+        try await verifier.user(authorization: request.headers[.authorization])
+    }
+
+    private func scope(_ context: SyncRequestContext) throws -> ScopeID {
+        guard let text = context.parameters.get("scope") else { throw SyncServiceError.malformed("the path names no scope") }
+        return ScopeID(rawValue: text.removingPercentEncoding ?? text)
+    }
+
+    private func readBody(_ request: inout Request) async throws -> ByteBuffer {
+        do {
+            return try await request.collectBody(upTo: maxBodySize)
+        } catch let error as any HTTPResponseError where error.status == .contentTooLarge {
+            throw SyncServiceError(413, .bodyTooLarge, "the body is larger than the limit of \(maxBodySize) bytes")
+        }
+    }
+
+    private func push(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
+        let user = try await authenticate(request)
+        var request = request
+        let body = try await readBody(&request)
+        let push = try JSONBody.decode(PushRequest.self, from: body)
+        let start = ContinuousClock.now
+        let response = try await service.push(user: user, request: push)
+        metrics.pushDuration(nanoseconds: (ContinuousClock.now - start).nanoseconds)
+        return JSONBody.response(response)
+    }
+
+    private func pull(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
+        let user = try await authenticate(request)
+        let items = URLComponents(string: request.uri.description)?.queryItems ?? []
+        let pull: PullRequest
+        do {
+            pull = try PullRequest(queryItems: items)
+        } catch let error as SyncError {
+            throw SyncServiceError(400, error.code, error.message)
+        }
+        let start = ContinuousClock.now
+        let response = try await service.pull(user: user, request: pull)
+        metrics.pulled(nanoseconds: (ContinuousClock.now - start).nanoseconds)
+        return JSONBody.response(response)
+    }
+}
+
+extension Duration {
+    /// The duration in whole nanoseconds.
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}

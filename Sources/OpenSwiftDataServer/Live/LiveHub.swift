@@ -1,0 +1,62 @@
+import Foundation
+import OpenSwiftDataSyncProtocol
+
+/// The connected live clients, by user: the core's events become ``LiveMessage``s for the
+/// connections of the users who may read what changed.
+public actor LiveHub {
+    private var connections: [UUID: (user: String, continuation: AsyncStream<LiveMessage>.Continuation)] = [:]
+    private var closed = false
+    private let onCount: @Sendable (Int) -> Void
+
+    /// Makes a hub; `onCount` hears the number of connections after each change.
+    public init(onCount: @escaping @Sendable (Int) -> Void = { _ in }) {
+        self.onCount = onCount
+    }
+
+    /// Registers a connection of `user`; its messages arrive on the stream, starting with
+    /// `hello`. The stream ends when the hub shuts down.
+    public func connect(user: String) -> (UUID, AsyncStream<LiveMessage>) {
+        let id = UUID()
+        let (stream, continuation) = AsyncStream<LiveMessage>.makeStream(bufferingPolicy: .bufferingNewest(64))
+        continuation.yield(LiveMessage(type: .hello))
+        if closed {
+            continuation.finish()
+        } else {
+            connections[id] = (user, continuation)
+        }
+        onCount(connections.count)
+        return (id, stream)
+    }
+
+    /// Removes a connection.
+    public func disconnect(_ id: UUID) {
+        connections.removeValue(forKey: id)?.continuation.finish()
+        onCount(connections.count)
+    }
+
+    /// The number of connections.
+    public var count: Int { connections.count }
+
+    /// Delivers an event of the core.
+    public func publish(_ event: SyncEvent) {
+        switch event {
+        case .changed(let scopes, let version, let readers):
+            let message = LiveMessage(type: .changed, scopes: scopes, version: version)
+            for connection in connections.values where readers.contains(connection.user) {
+                connection.continuation.yield(message)
+            }
+        case .grantsChanged(let users):
+            for connection in connections.values where users.contains(connection.user) {
+                connection.continuation.yield(LiveMessage(type: .grantsChanged))
+            }
+        }
+    }
+
+    /// Ends every connection's stream (graceful shutdown).
+    public func shutdown() {
+        closed = true
+        for connection in connections.values { connection.continuation.finish() }
+        connections.removeAll()
+        onCount(0)
+    }
+}

@@ -1,0 +1,347 @@
+import Crypto
+import Foundation
+import GRDB
+import OpenSwiftDataSyncProtocol
+
+/// The embedded storage: one SQLite file through GRDB, in WAL mode (readers never block the
+/// single writer, and SQLite's single writer hands out sequence numbers in commit order).
+public final class SQLiteSyncStorage: SyncStorage {
+    private let pool: DatabasePool
+    /// The database file's path.
+    public let path: String
+
+    /// Opens (creating if needed) the database at `path`. `cursorKey`, when given, signs
+    /// cursors instead of the key generated and stored with the database.
+    public init(path: String, cursorKey: Data? = nil) throws {
+        var configuration = Configuration()
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        configuration.busyMode = .timeout(10)
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        pool = try DatabasePool(path: path, configuration: configuration)
+        self.path = path
+        try SQLiteSchema.migrator().migrate(pool)
+        try pool.write { db in
+            if try Row.fetchOne(db, sql: "SELECT 1 FROM osd_metadata WHERE key = 'epoch'") == nil {
+                try db.execute(sql: "INSERT INTO osd_metadata (key, value) VALUES ('epoch', ?)", arguments: [UUID().uuidString])
+                let key = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }
+                try db.execute(sql: "INSERT INTO osd_metadata (key, value) VALUES ('cursorKey', ?)", arguments: [key])
+            }
+            if let cursorKey {
+                try db.execute(sql: "UPDATE osd_metadata SET value = ? WHERE key = 'cursorKey'", arguments: [cursorKey])
+            }
+        }
+    }
+
+    public func metadata() async throws -> StorageMetadata {
+        try await pool.read { db in
+            guard let epoch = try String.fetchOne(db, sql: "SELECT CAST(value AS TEXT) FROM osd_metadata WHERE key = 'epoch'"),
+                let key = try Data.fetchOne(db, sql: "SELECT value FROM osd_metadata WHERE key = 'cursorKey'")
+            else { throw SyncServiceError(500, .internalError, "the database has no epoch or cursor key") }
+            return StorageMetadata(epoch: epoch, cursorKey: key)
+        }
+    }
+
+    public func isReady() async -> Bool {
+        (try? await pool.read { db in try Int.fetchOne(db, sql: "SELECT 1") }) == 1
+    }
+
+    public func close() async throws {
+        try pool.close()
+    }
+
+    // MARK: Push
+
+    public func push(_ load: PushLoad, decide: @Sendable (PushSnapshot) throws -> PushPlan) async throws -> PushPlan {
+        try await pool.write { db in
+            let snapshot = try Self.loadPush(load, db)
+            let plan = try decide(snapshot)
+            try Self.write(plan, clientID: load.clientID, db)
+            return plan
+        }
+    }
+
+    private static func loadPush(_ load: PushLoad, _ db: Database) throws -> PushSnapshot {
+        let (head, horizon, clock) = try headRow(db)
+        var client: ClientRecord?
+        if let row = try Row.fetchOne(db, sql: "SELECT user, last_mutation_id, last_hash, schema FROM osd_clients WHERE client_id = ?", arguments: [load.clientID]) {
+            let schemaData: Data? = try row.decode(atIndex: 3)
+            client = ClientRecord(
+                clientID: load.clientID, user: try row.decode(atIndex: 0), lastMutationID: try row.decode(atIndex: 1),
+                lastHash: try row.decode(atIndex: 2), schema: try schemaData.map { try JSONDecoder().decode(SchemaDescriptor.self, from: $0) })
+        }
+        var results: [MutationID: StoredResult] = [:]
+        if let low = load.mutationIDs.min(), let high = load.mutationIDs.max(), let last = client?.lastMutationID, low <= last {
+            let decoder = JSONDecoder()
+            for row in try Row.fetchAll(db, sql: "SELECT mutation_id, hash, result FROM osd_results WHERE client_id = ? AND mutation_id BETWEEN ? AND ?", arguments: [load.clientID, low, min(high, last)]) {
+                let id: MutationID = try row.decode(atIndex: 0)
+                results[id] = StoredResult(id: id, hash: try row.decode(atIndex: 1), result: try decoder.decode(MutationResult.self, from: try row.decode(Data.self, atIndex: 2)))
+            }
+        }
+        var records: [RecordKey: StoredRecord] = [:]
+        let recordStatement = try db.cachedStatement(sql: "SELECT entity, record_id, scope, version, deleted, fields, stamp, writer, has_links FROM osd_records WHERE entity = ? AND record_id = ?")
+        for key in load.keys {
+            if let row = try Row.fetchOne(recordStatement, arguments: [key.entity, key.recordID]) {
+                records[key] = try record(row, db)
+            }
+        }
+        var scopes: [ScopeID: ScopeRecord] = [:]
+        let scopeIDs = load.scopes.union(records.values.map(\.scope))
+        for scope in scopeIDs {
+            if let owner = try String.fetchOne(db, sql: "SELECT owner FROM osd_scopes WHERE scope = ?", arguments: [scope.rawValue]) {
+                let members = try String.fetchAll(db, sql: "SELECT user FROM osd_grants WHERE scope = ?", arguments: [scope.rawValue])
+                scopes[scope] = ScopeRecord(scope: scope, owner: owner, members: Set(members))
+            } else if scope.privateOwner != nil {
+                let members = try String.fetchAll(db, sql: "SELECT user FROM osd_grants WHERE scope = ?", arguments: [scope.rawValue])
+                if !members.isEmpty, let owner = scope.privateOwner { scopes[scope] = ScopeRecord(scope: scope, owner: owner, members: Set(members)) }
+            }
+        }
+        var history: [RecordKey: [(version: ServerVersion, client: ClientID?)]] = [:]
+        for (key, after) in load.historyAfter where records[key] != nil {
+            let rows = try Row.fetchAll(db, sql: "SELECT seq, client_id FROM osd_changes WHERE entity = ? AND record_id = ? AND seq > ?", arguments: [key.entity, key.recordID, after])
+            history[key] = try rows.map { (try $0.decode(atIndex: 0), try $0.decode(atIndex: 1)) }
+        }
+        return PushSnapshot(client: client, results: results, records: records, scopes: scopes, history: history, head: head, horizon: horizon, clock: clock)
+    }
+
+    private static func headRow(_ db: Database) throws -> (ServerVersion, ServerVersion, HLCTimestamp) {
+        guard let row = try Row.fetchOne(db, sql: "SELECT seq, horizon, clock FROM osd_head WHERE id = 1") else {
+            throw SyncServiceError(500, .internalError, "the database has no head row")
+        }
+        let clock: Int64 = try row.decode(atIndex: 2)
+        return (try row.decode(atIndex: 0), try row.decode(atIndex: 1), HLCTimestamp(rawValue: UInt64(bitPattern: clock)))
+    }
+
+    private static func record(_ row: Row, _ db: Database) throws -> StoredRecord {
+        let entity: String = try row.decode(atIndex: 0)
+        let recordID: String = try row.decode(atIndex: 1)
+        let stamp: Int64 = try row.decode(atIndex: 6)
+        let hasLinks: Bool = try row.decode(atIndex: 8)
+        var links: [SyncName: [RecordID: StoredLink]] = [:]
+        if hasLinks {
+            let statement = try db.cachedStatement(sql: "SELECT name, target, present, stamp, client FROM osd_links WHERE entity = ? AND record_id = ?")
+            for link in try Row.fetchAll(statement, arguments: [entity, recordID]) {
+                let linkStamp: Int64 = try link.decode(atIndex: 3)
+                links[try link.decode(String.self, atIndex: 0), default: [:]][try link.decode(String.self, atIndex: 1)] =
+                    StoredLink(present: try link.decode(atIndex: 2), stamp: HLCTimestamp(rawValue: UInt64(bitPattern: linkStamp)), client: try link.decode(atIndex: 4))
+            }
+        }
+        return StoredRecord(
+            entity: entity, recordID: recordID, scope: ScopeID(rawValue: try row.decode(atIndex: 2)), version: try row.decode(atIndex: 3),
+            deleted: try row.decode(atIndex: 4), fields: try JSONDecoder().decode([SyncName: StoredField].self, from: try row.decode(Data.self, atIndex: 5)),
+            stamp: HLCTimestamp(rawValue: UInt64(bitPattern: stamp)), writer: try row.decode(atIndex: 7), links: links)
+    }
+
+    private static func write(_ plan: PushPlan, clientID: ClientID, _ db: Database) throws {
+        let encoder = JSONEncoder.syncProtocol()
+        if let client = plan.client {
+            try db.execute(
+                sql: """
+                    INSERT INTO osd_clients (client_id, user, last_mutation_id, last_hash, schema) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT (client_id) DO UPDATE SET last_mutation_id = excluded.last_mutation_id, last_hash = excluded.last_hash, schema = excluded.schema
+                    """,
+                arguments: [client.clientID, client.user, client.lastMutationID, client.lastHash, try client.schema.map { try encoder.encode($0) }])
+        }
+        let resultStatement = try db.cachedStatement(sql: "INSERT INTO osd_results (client_id, mutation_id, hash, result, created_at) VALUES (?, ?, ?, ?, ?)")
+        for result in plan.results {
+            try resultStatement.execute(arguments: [clientID, result.id, result.hash, try encoder.encode(result.result), plan.now])
+        }
+        for scope in plan.newScopes {
+            try db.execute(sql: "INSERT OR IGNORE INTO osd_scopes (scope, owner) VALUES (?, ?)", arguments: [scope.scope.rawValue, scope.owner])
+        }
+        let recordStatement = try db.cachedStatement(sql: """
+            INSERT OR REPLACE INTO osd_records (entity, record_id, scope, version, deleted, fields, stamp, writer, has_links, updated_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        let deleteLinks = try db.cachedStatement(sql: "DELETE FROM osd_links WHERE entity = ? AND record_id = ?")
+        let insertLink = try db.cachedStatement(sql: "INSERT INTO osd_links (entity, record_id, name, target, present, stamp, client) VALUES (?, ?, ?, ?, ?, ?, ?)")
+        for record in plan.records {
+            let hasLinks = !record.links.isEmpty
+            try recordStatement.execute(arguments: [
+                record.entity, record.recordID, record.scope.rawValue, record.version, record.deleted, try encoder.encode(record.fields),
+                Int64(bitPattern: record.stamp.rawValue), record.writer, hasLinks, plan.now,
+            ])
+            try deleteLinks.execute(arguments: [record.entity, record.recordID])
+            for (name, elements) in record.links {
+                for (target, link) in elements {
+                    try insertLink.execute(arguments: [record.entity, record.recordID, name, target, link.present, Int64(bitPattern: link.stamp.rawValue), link.client])
+                }
+            }
+        }
+        let changeStatement = try db.cachedStatement(sql: """
+            INSERT INTO osd_changes (seq, txn, scope, entity, record_id, op, payload, client_id, mutation_id, created_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        for entry in plan.changes {
+            let change = entry.change
+            try changeStatement.execute(arguments: [
+                entry.seq, entry.txn, change.scope.rawValue, change.entity, change.recordID, change.op.rawValue,
+                try encoder.encode(ChangePayload(fields: change.fields, links: change.links)), change.clientID, change.mutationID, entry.createdAt,
+            ])
+        }
+        // Last statement: the head. (On PostgreSQL this is where the sequence numbers are taken.)
+        try db.execute(sql: "UPDATE osd_head SET seq = ?, clock = ? WHERE id = 1", arguments: [plan.head, Int64(bitPattern: plan.clock.rawValue)])
+    }
+
+    // MARK: Pull
+
+    public func pull(clientID: ClientID, user: String, plan: @Sendable (PullContext) throws -> PullRead) async throws -> PullPage {
+        try await pool.read { db in
+            let (head, horizon, clock) = try Self.headRow(db)
+            var grants: [ScopeID: ScopeRole] = [ScopeID.user(user): .owner]
+            for scope in try String.fetchAll(db, sql: "SELECT scope FROM osd_grants WHERE user = ?", arguments: [user]) {
+                grants[ScopeID(rawValue: scope)] = .member
+            }
+            for scope in try String.fetchAll(db, sql: "SELECT scope FROM osd_scopes WHERE owner = ?", arguments: [user]) {
+                grants[ScopeID(rawValue: scope)] = .owner
+            }
+            var owner: String?
+            var last: MutationID = 0
+            if let row = try Row.fetchOne(db, sql: "SELECT user, last_mutation_id FROM osd_clients WHERE client_id = ?", arguments: [clientID]) {
+                owner = try row.decode(atIndex: 0)
+                last = try row.decode(atIndex: 1)
+            }
+            let context = PullContext(head: head, horizon: horizon, grants: grants, clientOwner: owner, lastMutationID: last, clock: clock)
+            let read = try plan(context)
+            switch read {
+            case .snapshot(let scopes, let after, let limit, let count):
+                return try Self.snapshotPage(context, read, scopes: scopes, after: after, limit: limit, count: count, db)
+            case .log(let after, let scopes, let tailScopes, let tailFrom, let limit):
+                return try Self.logPage(context, read, after: after, scopes: scopes, tailScopes: tailScopes, tailFrom: tailFrom, limit: limit, db)
+            }
+        }
+    }
+
+    private static func snapshotPage(_ context: PullContext, _ read: PullRead, scopes: [ScopeID], after: SnapshotKey?, limit: Int, count: Bool, _ db: Database) throws -> PullPage {
+        var records: [StoredRecord] = []
+        let statement = try db.cachedStatement(sql: """
+            SELECT entity, record_id, scope, version, deleted, fields, stamp, writer, has_links FROM osd_records
+            WHERE scope = ? AND deleted = 0 AND (entity, record_id) > (?, ?) ORDER BY entity, record_id LIMIT ?
+            """)
+        for scope in scopes where after.map({ scope >= $0.scope }) ?? true {
+            let start = after?.scope == scope ? after : nil
+            let rows = try Row.fetchAll(statement, arguments: [scope.rawValue, start?.entity ?? "", start?.recordID ?? "", limit + 1 - records.count])
+            for row in rows { records.append(try record(row, db)) }
+            if records.count > limit { break }
+        }
+        let hasMore = records.count > limit
+        if hasMore { records.removeLast(records.count - limit) }
+        var total: Int?
+        if count {
+            var sum = 0
+            for scope in scopes {
+                sum += try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM osd_records WHERE scope = ? AND deleted = 0", arguments: [scope.rawValue]) ?? 0
+            }
+            total = sum
+        }
+        return PullPage(context: context, read: read, records: records, total: total, end: context.head, hasMore: hasMore)
+    }
+
+    private static func logPage(_ context: PullContext, _ read: PullRead, after: ServerVersion, scopes: [ScopeID], tailScopes: [ScopeID], tailFrom: ServerVersion, limit: Int, _ db: Database) throws -> PullPage {
+        if scopes.isEmpty && tailScopes.isEmpty {
+            return PullPage(context: context, read: read, end: context.head, hasMore: false)
+        }
+        func placeholders(_ count: Int) -> String { Array(repeating: "?", count: count).joined(separator: ",") }
+        var filter = "(scope IN (\(placeholders(scopes.count))))"
+        var filterArguments = StatementArguments(scopes.map(\.rawValue))
+        if !tailScopes.isEmpty {
+            filter = "(\(filter) OR (scope IN (\(placeholders(tailScopes.count))) AND seq > ?))"
+            filterArguments += StatementArguments(tailScopes.map(\.rawValue))
+            filterArguments += [tailFrom]
+        }
+        let select = "SELECT seq, txn, scope, entity, record_id, op, payload, client_id, mutation_id FROM osd_changes"
+        var rows = try Row.fetchAll(db, sql: "\(select) WHERE seq > ? AND \(filter) ORDER BY seq LIMIT ?", arguments: [after] + filterArguments + [limit])
+        var end = context.head
+        var hasMore = false
+        if rows.count == limit, let lastRow = rows.last {
+            let lastSeq: Int64 = try lastRow.decode(atIndex: 0)
+            let txn: Int64 = try lastRow.decode(atIndex: 1)
+            end = try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM osd_changes WHERE txn = ?", arguments: [txn]) ?? lastSeq
+            if end > lastSeq {
+                rows += try Row.fetchAll(db, sql: "\(select) WHERE seq > ? AND seq <= ? AND \(filter) ORDER BY seq", arguments: [lastSeq, end] + filterArguments)
+            }
+            hasMore = try Row.fetchOne(db, sql: "SELECT 1 FROM osd_changes WHERE seq > ? AND \(filter) LIMIT 1", arguments: [end] + filterArguments) != nil
+            if !hasMore { end = context.head }
+        }
+        let decoder = JSONDecoder()
+        var changes: [PulledChange] = []
+        changes.reserveCapacity(rows.count)
+        for row in rows {
+            guard let op = RecordOperation(rawValue: try row.decode(String.self, atIndex: 5)) else {
+                throw SyncServiceError(500, .internalError, "the change log holds an unknown operation")
+            }
+            let payload = try decoder.decode(ChangePayload.self, from: try row.decode(Data.self, atIndex: 6))
+            changes.append(PulledChange(
+                version: try row.decode(atIndex: 0), op: op, entity: try row.decode(atIndex: 3), recordID: try row.decode(atIndex: 4),
+                scope: ScopeID(rawValue: try row.decode(atIndex: 2)), fields: payload.fields, links: payload.links,
+                clientID: try row.decode(atIndex: 7), mutationID: try row.decode(atIndex: 8)))
+        }
+        return PullPage(context: context, read: read, changes: changes, end: end, hasMore: hasMore)
+    }
+
+    // MARK: Scopes
+
+    public func scopes(of user: String) async throws -> [ScopeAccess] {
+        try await pool.read { db in
+            var result: [ScopeID: ScopeRole] = [:]
+            for scope in try String.fetchAll(db, sql: "SELECT scope FROM osd_grants WHERE user = ?", arguments: [user]) { result[ScopeID(rawValue: scope)] = .member }
+            for scope in try String.fetchAll(db, sql: "SELECT scope FROM osd_scopes WHERE owner = ?", arguments: [user]) { result[ScopeID(rawValue: scope)] = .owner }
+            return result.map { ScopeAccess(scope: $0.key, role: $0.value) }
+        }
+    }
+
+    public func scope(_ scope: ScopeID) async throws -> ScopeRecord? {
+        try await pool.read { db in try Self.scopeRecord(scope, db) }
+    }
+
+    private static func scopeRecord(_ scope: ScopeID, _ db: Database) throws -> ScopeRecord? {
+        let members = Set(try String.fetchAll(db, sql: "SELECT user FROM osd_grants WHERE scope = ?", arguments: [scope.rawValue]))
+        if let owner = try String.fetchOne(db, sql: "SELECT owner FROM osd_scopes WHERE scope = ?", arguments: [scope.rawValue]) {
+            return ScopeRecord(scope: scope, owner: owner, members: members)
+        }
+        if let owner = scope.privateOwner, !members.isEmpty { return ScopeRecord(scope: scope, owner: owner, members: members) }
+        return nil
+    }
+
+    public func updateScope(_ scope: ScopeID, decide: @Sendable (ScopeRecord?) throws -> ScopeRecord) async throws -> ScopeRecord {
+        try await pool.write { db in
+            let current = try Self.scopeRecord(scope, db)
+            let next = try decide(current)
+            try db.execute(sql: "INSERT OR REPLACE INTO osd_scopes (scope, owner) VALUES (?, ?)", arguments: [scope.rawValue, next.owner])
+            try db.execute(sql: "DELETE FROM osd_grants WHERE scope = ?", arguments: [scope.rawValue])
+            for member in next.members {
+                try db.execute(sql: "INSERT INTO osd_grants (scope, user) VALUES (?, ?)", arguments: [scope.rawValue, member])
+            }
+            return next
+        }
+    }
+
+    // MARK: Compaction
+
+    public func compact(before milliseconds: Int64) async throws -> CompactionResult {
+        try await pool.write { db in
+            let (_, horizon, _) = try Self.headRow(db)
+            try db.execute(sql: "DELETE FROM osd_results WHERE created_at < ?", arguments: [milliseconds])
+            guard let newHorizon = try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM osd_changes WHERE created_at < ?", arguments: [milliseconds]), newHorizon > horizon else {
+                return CompactionResult(horizon: horizon, changesRemoved: 0, tombstonesRemoved: 0)
+            }
+            try db.execute(sql: "DELETE FROM osd_changes WHERE seq <= ?", arguments: [newHorizon])
+            let changesRemoved = db.changesCount
+            try db.execute(sql: "DELETE FROM osd_links WHERE (entity, record_id) IN (SELECT entity, record_id FROM osd_records WHERE deleted = 1 AND version <= ?)", arguments: [newHorizon])
+            try db.execute(sql: "DELETE FROM osd_records WHERE deleted = 1 AND version <= ?", arguments: [newHorizon])
+            let tombstonesRemoved = db.changesCount
+            try db.execute(sql: "UPDATE osd_head SET horizon = ? WHERE id = 1", arguments: [newHorizon])
+            return CompactionResult(horizon: newHorizon, changesRemoved: changesRemoved, tombstonesRemoved: tombstonesRemoved)
+        }
+    }
+}
+
+/// What a log entry stores besides its columns.
+struct ChangePayload: Codable {
+    var fields: [SyncName: SyncValue]
+    var links: [SyncName: LinkChange]
+
+    private enum CodingKeys: String, CodingKey { case fields = "f", links = "l" }
+}

@@ -1,0 +1,259 @@
+import Foundation
+import OpenSwiftDataSyncProtocol
+
+/// The server's persistent state behind one protocol, so that the same semantics run on
+/// SQLite, on PostgreSQL, and in memory inside a simulator.
+///
+/// Each operation is one transaction shaped as *load → decide → write*: the storage reads what
+/// the request needs, calls a pure decision function from the core (which may throw a
+/// ``SyncServiceError`` to refuse the request: then nothing is written), and writes the plan it
+/// returns before committing. Conflict resolution, authorization and exactly-once live in the
+/// decision functions, so a new backend only implements loading and writing.
+public protocol SyncStorage: Sendable {
+    /// The server's identity and signing material, created with the database.
+    func metadata() async throws -> StorageMetadata
+
+    /// One push in one transaction: loads ``PushSnapshot`` for `load`, calls `decide`, writes
+    /// the plan it returns (the plan's log entries take the sequence numbers after the head it
+    /// was given, in order; a backend whose transactions commit out of order shifts them by
+    /// one offset taken as its last statement before commit), and commits.
+    func push(_ load: PushLoad, decide: @Sendable (PushSnapshot) throws -> PushPlan) async throws -> PushPlan
+
+    /// One pull page in one read transaction (a consistent snapshot): loads ``PullContext``,
+    /// calls `plan` to choose what to read, reads it.
+    func pull(clientID: ClientID, user: String, plan: @Sendable (PullContext) throws -> PullRead) async throws -> PullPage
+
+    /// The scopes a user owns or was granted.
+    func scopes(of user: String) async throws -> [ScopeAccess]
+
+    /// A scope's owner and members, or nil when nobody has claimed it.
+    func scope(_ scope: ScopeID) async throws -> ScopeRecord?
+
+    /// Changes a scope's membership in one transaction: `decide` gets the current record (nil
+    /// when unclaimed) and returns the new one (or throws to refuse).
+    func updateScope(_ scope: ScopeID, decide: @Sendable (ScopeRecord?) throws -> ScopeRecord) async throws -> ScopeRecord
+
+    /// Removes log entries, tombstones and push results written before `milliseconds`, and
+    /// raises the horizon below which cursors are told to reset.
+    func compact(before milliseconds: Int64) async throws -> CompactionResult
+
+    /// Whether the storage can serve (for `/ready`).
+    func isReady() async -> Bool
+
+    /// Closes the storage; later calls fail.
+    func close() async throws
+}
+
+/// What a storage keeps about itself.
+public struct StorageMetadata: Sendable, Hashable {
+    /// Made when the database was created: a cursor from another epoch gets a reset.
+    public var epoch: String
+    /// The key cursors are signed with.
+    public var cursorKey: Data
+
+    /// Makes metadata.
+    public init(epoch: String, cursorKey: Data) {
+        self.epoch = epoch
+        self.cursorKey = cursorKey
+    }
+}
+
+/// What a push needs loaded.
+public struct PushLoad: Sendable {
+    /// The pushing client.
+    public var clientID: ClientID
+    /// The ids of the request's mutations (their recorded results are loaded, if any).
+    public var mutationIDs: [MutationID]
+    /// The records the mutations touch.
+    public var keys: Set<RecordKey>
+    /// The scopes the mutations name (the scopes of the loaded records are loaded too).
+    public var scopes: Set<ScopeID>
+    /// For records under `rejectStale`, the version after which to load which clients changed
+    /// them.
+    public var historyAfter: [RecordKey: ServerVersion]
+
+    /// Makes a load request.
+    public init(clientID: ClientID, mutationIDs: [MutationID], keys: Set<RecordKey>, scopes: Set<ScopeID>, historyAfter: [RecordKey: ServerVersion]) {
+        self.clientID = clientID
+        self.mutationIDs = mutationIDs
+        self.keys = keys
+        self.scopes = scopes
+        self.historyAfter = historyAfter
+    }
+}
+
+/// The state a push is decided on, read inside its transaction.
+public struct PushSnapshot: Sendable {
+    /// The client, if it pushed before.
+    public var client: ClientRecord?
+    /// Recorded results of the request's ids processed before.
+    public var results: [MutationID: StoredResult]
+    /// The touched records the server has (tombstones included), with their links.
+    public var records: [RecordKey: StoredRecord]
+    /// The claimed scopes among those named and those of the loaded records.
+    public var scopes: [ScopeID: ScopeRecord]
+    /// Per record, the (version, client) of each logged change after the requested version.
+    public var history: [RecordKey: [(version: ServerVersion, client: ClientID?)]]
+    /// The last sequence number handed out.
+    public var head: ServerVersion
+    /// Log entries at or below this version were compacted away.
+    public var horizon: ServerVersion
+    /// The server's hybrid-logical-clock state.
+    public var clock: HLCTimestamp
+
+    /// Makes a snapshot.
+    public init(client: ClientRecord?, results: [MutationID: StoredResult], records: [RecordKey: StoredRecord], scopes: [ScopeID: ScopeRecord], history: [RecordKey: [(version: ServerVersion, client: ClientID?)]], head: ServerVersion, horizon: ServerVersion, clock: HLCTimestamp) {
+        self.client = client
+        self.results = results
+        self.records = records
+        self.scopes = scopes
+        self.history = history
+        self.head = head
+        self.horizon = horizon
+        self.clock = clock
+    }
+}
+
+/// What a push writes, decided by the core.
+public struct PushPlan: Sendable {
+    /// The answer to send.
+    public var response: PushResponse
+    /// The client row to write (nil: unchanged).
+    public var client: ClientRecord?
+    /// Results of newly processed mutations.
+    public var results: [StoredResult]
+    /// The final state of every record changed (links are written whole for each).
+    public var records: [StoredRecord]
+    /// New log entries, sequence ascending from `head + 1`.
+    public var changes: [LogEntry]
+    /// Scopes claimed by this push.
+    public var newScopes: [ScopeRecord]
+    /// The server clock after the push.
+    public var clock: HLCTimestamp
+    /// The head after the push.
+    public var head: ServerVersion
+    /// When the push was processed, in milliseconds since 1970.
+    public var now: Int64
+    /// The users who may read the scopes this push changed (for live notifications).
+    public var readers: Set<String>
+    /// The scopes this push changed.
+    public var changedScopes: Set<ScopeID>
+    /// Counts for metrics.
+    public var applied = 0, rejected = 0, conflicts = 0
+
+    /// Makes a plan.
+    public init(response: PushResponse, client: ClientRecord?, results: [StoredResult], records: [StoredRecord], changes: [LogEntry], newScopes: [ScopeRecord], clock: HLCTimestamp, head: ServerVersion, now: Int64, readers: Set<String>, changedScopes: Set<ScopeID>) {
+        self.response = response
+        self.client = client
+        self.results = results
+        self.records = records
+        self.changes = changes
+        self.newScopes = newScopes
+        self.clock = clock
+        self.head = head
+        self.now = now
+        self.readers = readers
+        self.changedScopes = changedScopes
+    }
+}
+
+/// What a pull's transaction sees before it chooses what to read.
+public struct PullContext: Sendable {
+    /// The last sequence number handed out.
+    public var head: ServerVersion
+    /// Log entries at or below it were compacted away.
+    public var horizon: ServerVersion
+    /// The scopes the user may read, with their role.
+    public var grants: [ScopeID: ScopeRole]
+    /// The user the client belongs to, if the client pushed before.
+    public var clientOwner: String?
+    /// The last mutation id processed for the client.
+    public var lastMutationID: MutationID
+    /// The server's clock.
+    public var clock: HLCTimestamp
+
+    /// Makes a context.
+    public init(head: ServerVersion, horizon: ServerVersion, grants: [ScopeID: ScopeRole], clientOwner: String?, lastMutationID: MutationID, clock: HLCTimestamp) {
+        self.head = head
+        self.horizon = horizon
+        self.grants = grants
+        self.clientOwner = clientOwner
+        self.lastMutationID = lastMutationID
+        self.clock = clock
+    }
+}
+
+/// A position in a snapshot's keyset order: (scope, entity, record id).
+public struct SnapshotKey: Hashable, Sendable, Codable {
+    /// The scope.
+    public var scope: ScopeID
+    /// The entity.
+    public var entity: SyncName
+    /// The record id.
+    public var recordID: RecordID
+
+    /// Makes a key.
+    public init(scope: ScopeID, entity: SyncName, recordID: RecordID) {
+        self.scope = scope
+        self.entity = entity
+        self.recordID = recordID
+    }
+
+    private enum CodingKeys: String, CodingKey { case scope = "s", entity = "e", recordID = "r" }
+}
+
+/// What a pull page reads.
+public enum PullRead: Sendable {
+    /// Live records of `scopes` (sorted) after `after` in keyset order, at most `limit`;
+    /// `count` also counts all live records of the scopes.
+    case snapshot(scopes: [ScopeID], after: SnapshotKey?, limit: Int, count: Bool)
+    /// Log entries after `after` in `scopes`, and in `tailScopes` above `tailFrom`; at least
+    /// `limit` unless fewer exist, completed to the end of the last entry's mutation.
+    case log(after: ServerVersion, scopes: [ScopeID], tailScopes: [ScopeID], tailFrom: ServerVersion, limit: Int)
+}
+
+/// What a pull page read.
+public struct PullPage: Sendable {
+    /// The context it was read in.
+    public var context: PullContext
+    /// What was read.
+    public var read: PullRead
+    /// For a snapshot: the records, keyset order.
+    public var records: [StoredRecord]
+    /// For a snapshot with `count`: the number of live records of its scopes.
+    public var total: Int?
+    /// For the log: the changes, sequence order.
+    public var changes: [PulledChange]
+    /// For the log: the sequence the page ends at (the head when nothing more is waiting).
+    public var end: ServerVersion
+    /// Whether more is waiting.
+    public var hasMore: Bool
+
+    /// Makes a page.
+    public init(context: PullContext, read: PullRead, records: [StoredRecord] = [], total: Int? = nil, changes: [PulledChange] = [], end: ServerVersion, hasMore: Bool) {
+        self.context = context
+        self.read = read
+        self.records = records
+        self.total = total
+        self.changes = changes
+        self.end = end
+        self.hasMore = hasMore
+    }
+}
+
+/// What a compaction removed.
+public struct CompactionResult: Sendable, Hashable {
+    /// The new horizon.
+    public var horizon: ServerVersion
+    /// Log entries removed.
+    public var changesRemoved: Int
+    /// Tombstones removed.
+    public var tombstonesRemoved: Int
+
+    /// Makes a result.
+    public init(horizon: ServerVersion, changesRemoved: Int, tombstonesRemoved: Int) {
+        self.horizon = horizon
+        self.changesRemoved = changesRemoved
+        self.tombstonesRemoved = tombstonesRemoved
+    }
+}

@@ -1,0 +1,136 @@
+import Foundation
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+import OpenSwiftDataSyncProtocol
+import ServiceLifecycle
+
+/// The settings of a running server.
+public struct SyncServerConfiguration: Sendable {
+    /// The address to listen on.
+    public var hostname: String
+    /// The port (0: any free port; the bound one is reported to `onServerRunning`).
+    public var port: Int
+    /// The SQLite database file.
+    public var databasePath: String
+    /// Where token keys come from.
+    public var auth: AuthConfiguration
+    /// The largest request body accepted, in bytes.
+    public var maxBodySize: Int
+    /// The sync semantics' settings (limits, retention, policies).
+    public var sync: SyncConfiguration
+    /// How often tombstones and old log entries are compacted, in seconds.
+    public var compactionInterval: TimeInterval
+
+    /// Makes a configuration.
+    public init(hostname: String = "127.0.0.1", port: Int = 8080, databasePath: String = "osd-server.sqlite", auth: AuthConfiguration = AuthConfiguration(), maxBodySize: Int = 8 * 1024 * 1024, sync: SyncConfiguration = SyncConfiguration(), compactionInterval: TimeInterval = 3600) {
+        self.hostname = hostname
+        self.port = port
+        self.databasePath = databasePath
+        self.auth = auth
+        self.maxBodySize = maxBodySize
+        self.sync = sync
+        self.compactionInterval = compactionInterval
+    }
+}
+
+/// The sync server assembled: core, storage, auth, metrics and live hub, with its routes. Use
+/// ``makeApplication(logger:onServerRunning:)`` to run it alone, or ``addRoutes(to:)`` and
+/// ``addLiveRoute(to:)`` to mount it in your own Hummingbird application.
+public final class SyncServer: Sendable {
+    /// The settings.
+    public let configuration: SyncServerConfiguration
+    /// The transport-free core.
+    public let service: SyncService
+    /// The token verifier.
+    public let verifier: TokenVerifier
+    /// The metrics.
+    public let metrics: ServerMetrics
+    /// The live connections.
+    public let hub: LiveHub
+
+    /// Opens the server's storage (the SQLite file of the configuration, unless `storage` is
+    /// given) and loads its keys.
+    public init(configuration: SyncServerConfiguration, storage: (any SyncStorage)? = nil, clock: @escaping SyncClock = { Date() }) async throws {
+        let metrics = ServerMetrics()
+        let hub = LiveHub(onCount: { metrics.liveClients($0) })
+        let storage = try storage ?? SQLiteSyncStorage(path: configuration.databasePath)
+        self.configuration = configuration
+        self.metrics = metrics
+        self.hub = hub
+        self.service = try await SyncService(
+            storage: storage, configuration: configuration.sync, clock: clock,
+            observer: SyncObserver(event: { event in Task { await hub.publish(event) } }, pushed: { metrics.pushed($0) }))
+        self.verifier = try await TokenVerifier(configuration: configuration.auth, clock: clock)
+    }
+
+    /// Adds the protocol's HTTP routes (`/v1/push`, `/v1/pull`, `/v1/scopes…`, `/health`,
+    /// `/ready`, `/metrics`) and their error/log/metrics middleware to a router.
+    public func addRoutes(to router: Router<SyncRequestContext>) {
+        router.middlewares.add(SyncMiddleware(metrics: metrics))
+        SyncRoutes(service: service, verifier: verifier, metrics: metrics, maxBodySize: configuration.maxBodySize).add(to: router)
+    }
+
+    /// Adds `GET /v1/live` to a WebSocket router.
+    public func addLiveRoute(to router: Router<BasicWebSocketRequestContext>) {
+        LiveRoute(verifier: verifier, hub: hub).add(to: router)
+    }
+
+    /// A Hummingbird application serving the protocol, with the live channel, periodic
+    /// compaction and a graceful shutdown that ends live connections. `onServerRunning` gets
+    /// the bound port.
+    public func makeApplication(logger: Logger = Logger(label: "osd-server"), onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
+        let router = Router(context: SyncRequestContext.self)
+        addRoutes(to: router)
+        let liveRouter = Router(context: BasicWebSocketRequestContext.self)
+        addLiveRoute(to: liveRouter)
+        return Application(
+            router: router,
+            server: .http1WebSocketUpgrade(webSocketRouter: liveRouter),
+            configuration: ApplicationConfiguration(address: .hostname(configuration.hostname, port: configuration.port), serverName: "osd-server"),
+            services: [LiveShutdownService(hub: hub), CompactionService(service: service, interval: configuration.compactionInterval, logger: logger)],
+            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
+            logger: logger)
+    }
+
+    /// Closes the storage (after the application stopped).
+    public func close() async throws {
+        await hub.shutdown()
+        try await service.storage.close()
+    }
+}
+
+/// Ends the live connections when graceful shutdown begins, so that they do not hold it up.
+struct LiveShutdownService: Service {
+    let hub: LiveHub
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await hub.shutdown()
+    }
+}
+
+/// Compacts the log and tombstones past the retention window, periodically.
+struct CompactionService: Service {
+    let service: SyncService
+    let interval: TimeInterval
+    let logger: Logger
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                do {
+                    try await Task.sleep(for: .seconds(max(1, interval)))
+                    let result = try await service.compact()
+                    if result.changesRemoved + result.tombstonesRemoved > 0 {
+                        logger.info("compacted", metadata: ["horizon": "\(result.horizon)", "changes": "\(result.changesRemoved)", "tombstones": "\(result.tombstonesRemoved)"])
+                    }
+                } catch is CancellationError {
+                    return
+                } catch {
+                    logger.error("compaction failed", metadata: ["error": "\(error)"])
+                }
+            }
+        }
+    }
+}

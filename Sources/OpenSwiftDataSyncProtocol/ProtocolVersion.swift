@@ -1,0 +1,33 @@
+import Foundation
+
+/// The version of the sync wire protocol that a request speaks.
+///
+/// Every request carries it (`protocolVersion` in a body, or the query parameter of the same
+/// name for `GET` requests); a server answers a version it does not accept with
+/// ``SyncErrorCode/unsupportedProtocolVersion`` and the versions it does accept.
+public struct ProtocolVersion: RawRepresentable, Hashable, Comparable, Codable, Sendable, CustomStringConvertible {
+    /// The version number.
+    public var rawValue: Int
+
+    /// Makes a version from its number.
+    public init(rawValue: Int) { self.rawValue = rawValue }
+
+    /// The version this build of the protocol module speaks.
+    public static let current = ProtocolVersion(rawValue: 1)
+
+    /// The versions this build can serve.
+    public static let supported: [ProtocolVersion] = [.current]
+
+    public static func < (lhs: ProtocolVersion, rhs: ProtocolVersion) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    public init(from decoder: any Decoder) throws {
+        rawValue = try decoder.singleValueContainer().decode(Int.self)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+
+    public var description: String { "\(rawValue)" }
+}

@@ -1,0 +1,138 @@
+import ArgumentParser
+import Foundation
+import Logging
+import OpenSwiftDataServer
+import OpenSwiftDataSyncProtocol
+
+/// `osd-server`: the OpenSwiftData sync server. `osd-server` (or `osd-server serve`) serves;
+/// `osd-server token --user alice` mints a development token.
+@main
+struct OSDServer: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "osd-server",
+        abstract: "The OpenSwiftData sync server: push, pull and live sync on an embedded SQLite file.",
+        subcommands: [Serve.self, Token.self],
+        defaultSubcommand: Serve.self)
+}
+
+/// The secret used when neither a secret nor a JWKS is configured: development only.
+let developmentSecret = "osd-development-secret-do-not-use-in-production"
+
+func environment(_ name: String) -> String? {
+    ProcessInfo.processInfo.environment[name].flatMap { $0.isEmpty ? nil : $0 }
+}
+
+/// The default database file: `$OSD_DATA_DIR/osd-server.sqlite`, or `./osd-server.sqlite`.
+func defaultDatabasePath() -> String {
+    if let directory = environment("OSD_DATA_DIR") { return (directory as NSString).appendingPathComponent("osd-server.sqlite") }
+    return "osd-server.sqlite"
+}
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Serve the sync protocol (the default command).")
+
+    @Option(help: "Address to listen on (env OSD_HOSTNAME).")
+    var hostname: String = environment("OSD_HOSTNAME") ?? "127.0.0.1"
+
+    @Option(help: "Port to listen on; 0 picks a free one (env OSD_PORT).")
+    var port: Int = environment("OSD_PORT").flatMap { Int($0) } ?? 8080
+
+    @Option(help: "SQLite database file (env OSD_DATABASE; default $OSD_DATA_DIR/osd-server.sqlite or ./osd-server.sqlite).")
+    var database: String = environment("OSD_DATABASE") ?? defaultDatabasePath()
+
+    @Option(help: "HS256 secret that signs bearer tokens (env OSD_JWT_SECRET). Without it and without a JWKS, a development secret is used.")
+    var jwtSecret: String?
+
+    @Option(help: "JWKS file with the identity provider's public keys (env OSD_JWKS_FILE).")
+    var jwksFile: String?
+
+    @Option(help: "JWKS URL, fetched at start (env OSD_JWKS_URL).")
+    var jwksURL: String?
+
+    @Option(help: "Largest request body in bytes (env OSD_MAX_BODY_BYTES).")
+    var maxBodyBytes: Int = environment("OSD_MAX_BODY_BYTES").flatMap { Int($0) } ?? 8 * 1024 * 1024
+
+    @Option(help: "Most mutations in one push (env OSD_MAX_MUTATIONS).")
+    var maxMutations: Int = environment("OSD_MAX_MUTATIONS").flatMap { Int($0) } ?? 1_000
+
+    @Option(help: "Most record changes in one push (env OSD_MAX_CHANGES).")
+    var maxChanges: Int = environment("OSD_MAX_CHANGES").flatMap { Int($0) } ?? 10_000
+
+    @Option(help: "Largest pull page (env OSD_MAX_PULL_LIMIT).")
+    var maxPullLimit: Int = environment("OSD_MAX_PULL_LIMIT").flatMap { Int($0) } ?? 10_000
+
+    @Option(help: "Days tombstones, the change log and push results are kept; older cursors reset (env OSD_RETENTION_DAYS).")
+    var retentionDays: Double = environment("OSD_RETENTION_DAYS").flatMap { Double($0) } ?? 30
+
+    @Option(help: "Seconds between compactions (env OSD_COMPACTION_INTERVAL).")
+    var compactionInterval: Double = environment("OSD_COMPACTION_INTERVAL").flatMap { Double($0) } ?? 3600
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (env OSD_LOG_LEVEL).")
+    var logLevel: String = environment("OSD_LOG_LEVEL") ?? "info"
+
+    func run() async throws {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "osd-server")
+        let jwtSecret = jwtSecret ?? environment("OSD_JWT_SECRET")
+        let jwksFile = jwksFile ?? environment("OSD_JWKS_FILE")
+        let jwksURL = jwksURL ?? environment("OSD_JWKS_URL")
+        var jwks: String?
+        if let jwksFile {
+            jwks = try String(contentsOfFile: jwksFile, encoding: .utf8)
+        }
+        let usesDevelopmentSecret = jwtSecret == nil && jwks == nil && jwksURL == nil
+        let auth = AuthConfiguration(hmacSecret: usesDevelopmentSecret ? developmentSecret : jwtSecret, jwksJSON: jwks, jwksURL: jwksURL.flatMap { URL(string: $0) })
+        let configuration = SyncServerConfiguration(
+            hostname: hostname, port: port, databasePath: database, auth: auth, maxBodySize: maxBodyBytes,
+            sync: SyncConfiguration(maxMutationsPerPush: maxMutations, maxChangesPerPush: maxChanges, maxPullLimit: maxPullLimit, retention: retentionDays * 86_400),
+            compactionInterval: compactionInterval)
+        let server = try await SyncServer(configuration: configuration)
+        let hostname = hostname
+        let database = database
+        let app = server.makeApplication(logger: logger) { port in
+            print("osd-server listening on http://\(hostname):\(port)")
+            print("database: \(database)")
+            if usesDevelopmentSecret {
+                print("auth: development HS256 secret (set --jwt-secret or --jwks-file for production)")
+                print("get a token: swift run osd-server token --user alice")
+            } else {
+                print("get a token: osd-server token --user alice --jwt-secret <secret> (HS256), or from your identity provider")
+            }
+            fflush(nil)  // all streams: stdout may be a pipe or file
+        }
+        do {
+            try await app.runService()
+        } catch {
+            try? await server.close()
+            throw error
+        }
+        try await server.close()
+        print("osd-server stopped; database closed")
+        fflush(nil)  // all streams: stdout may be a pipe or file
+    }
+}
+
+struct Token: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Mint a development bearer token (HS256); the token is the last line printed.")
+
+    @Option(help: "The user id (the token's sub claim).")
+    var user: String
+
+    @Option(help: "HS256 secret, the same as the server's (env OSD_JWT_SECRET; default: the development secret).")
+    var jwtSecret: String = environment("OSD_JWT_SECRET") ?? developmentSecret
+
+    @Option(help: "Days until the token expires.")
+    var days: Double = 30
+
+    func run() async throws {
+        let verifier = try await TokenVerifier(configuration: AuthConfiguration(hmacSecret: jwtSecret), clock: { Date() })
+        let token = try await verifier.mint(user: user, lifetime: days * 86_400)
+        print("token for \(user), valid \(days) days (send as Authorization: Bearer <token>):")
+        print(token)
+    }
+}

@@ -1,0 +1,151 @@
+import Foundation
+import GRDB
+import HTTPTypes
+import HummingbirdWSClient
+import Logging
+import OpenSwiftDataServer
+import OpenSwiftDataSyncProtocol
+import Testing
+
+/// Runs `body`, failing if it takes longer than `seconds`.
+func withTimeout<T: Sendable>(_ seconds: Double, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: .seconds(seconds))
+            throw SyncServiceError(500, .internalError, "timed out after \(seconds) s")
+        }
+        defer { group.cancelAll() }
+        guard let result = try await group.next() else { throw CancellationError() }
+        return result
+    }
+}
+
+@Suite("Live channel and the osd-server process", .serialized)
+struct LiveAndProcessTests {
+    @Test("a connected client gets hello, then changed after another client's push; other users get nothing")
+    func live() async throws {
+        try await LiveServer.run { server in
+            let alice = try await server.token("alice")
+            let bob = try await server.token("bob")
+            let (aliceMessages, aliceContinuation) = AsyncStream<LiveMessage>.makeStream()
+            let (bobMessages, bobContinuation) = AsyncStream<LiveMessage>.makeStream()
+            let logger: Logger = {
+                var logger = Logger(label: "ws-test")
+                logger.logLevel = .warning
+                return logger
+            }()
+            let url = "ws://127.0.0.1:\(server.port)/v1/live"
+            func connect(_ token: String, _ continuation: AsyncStream<LiveMessage>.Continuation) -> Task<Void, any Error> {
+                Task {
+                    var headers = HTTPFields()
+                    headers[.authorization] = "Bearer \(token)"
+                    try await WebSocketClient.connect(url: url, configuration: WebSocketClientConfiguration(additionalHeaders: headers), logger: logger) { inbound, _, _ in
+                        for try await message in inbound.messages(maxSize: 1 << 20) {
+                            if case .text(let text) = message, let decoded = try? JSONDecoder().decode(LiveMessage.self, from: Data(text.utf8)) {
+                                continuation.yield(decoded)
+                            }
+                        }
+                        continuation.finish()
+                    }
+                }
+            }
+            let aliceSocket = connect(alice, aliceContinuation)
+            let bobSocket = connect(bob, bobContinuation)
+            defer {
+                aliceSocket.cancel()
+                bobSocket.cancel()
+            }
+            let hello = try await withTimeout(10) { var iterator = aliceMessages.makeAsyncIterator(); return await iterator.next() }
+            #expect(hello?.type == .hello)
+            let bobHello = try await withTimeout(10) { var iterator = bobMessages.makeAsyncIterator(); return await iterator.next() }
+            #expect(bobHello?.type == .hello)
+            #expect(await server.server.hub.count == 2)
+            let push = try await server.push(PushRequest(clientID: "alice-phone", mutations: [mutation(1, .insert, "n1")]), token: alice)
+            #expect(push.status == 200)
+            let changed = try await withTimeout(10) { var iterator = aliceMessages.makeAsyncIterator(); return await iterator.next() }
+            #expect(changed?.type == .changed)
+            #expect(changed?.scopes == [.user("alice")])
+            // Bob's next message is the grant, not alice's private change.
+            _ = try await server.send(.POST, "/v1/scopes/team:t1/members", token: alice, body: Data(#"{"protocolVersion":1,"user":"bob"}"#.utf8))
+            let bobNext = try await withTimeout(10) { var iterator = bobMessages.makeAsyncIterator(); return await iterator.next() }
+            #expect(bobNext?.type == .grantsChanged)
+            // A socket without a valid token is refused.
+            await #expect(throws: (any Error).self) {
+                try await WebSocketClient.connect(url: url + "?access_token=forged", logger: logger) { _, _, _ in }
+            }
+        }
+    }
+
+    /// The built `osd-server` executable, next to the test bundle.
+    private func executable() throws -> URL {
+        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = directory.appendingPathComponent("osd-server")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            directory.deleteLastPathComponent()
+        }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let candidate = root.appendingPathComponent(".build/debug/osd-server")
+        guard FileManager.default.isExecutableFile(atPath: candidate.path) else {
+            throw SyncServiceError(500, .internalError, "osd-server is not built (swift build --build-tests builds it)")
+        }
+        return candidate
+    }
+
+    private func run(_ executable: URL, _ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    @Test("osd-server runs as a process: prints its port, mints tokens, serves, and on SIGTERM exits 0 with the data on disk")
+    func process() async throws {
+        let binary = try executable()
+        let directory = try TemporaryDirectory()
+        let database = directory.path("data/osd.sqlite")
+        let secret = "process-test-secret-of-32-bytes-or-more"
+        let help = try run(binary, ["serve", "--help"])
+        for flag in ["--hostname", "--port", "--database", "--jwt-secret", "--jwks-file", "--jwks-url", "--max-body-bytes", "--retention-days", "OSD_PORT"] {
+            #expect(help.contains(flag), "--help lists \(flag)")
+        }
+        let tokenOutput = try run(binary, ["token", "--user", "alice", "--jwt-secret", secret])
+        let token = try #require(tokenOutput.split(separator: "\n").last.map(String.init))
+
+        let output = directory.path("stdout.txt")
+        _ = FileManager.default.createFile(atPath: output, contents: nil)
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = ["--port", "0", "--database", database, "--jwt-secret", secret, "--log-level", "warning"]
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        var port: Int?
+        for _ in 0..<300 where port == nil {
+            try await Task.sleep(for: .milliseconds(100))
+            let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("osd-server listening on http://127.0.0.1:") }) {
+                port = Int(line.split(separator: ":").last ?? "")
+            }
+        }
+        let bound = try #require(port)
+        #expect(bound > 0)
+        let client = LiveServerClient(base: "http://127.0.0.1:\(bound)")
+        let push = try await client.push(PushRequest(clientID: "p1", mutations: [mutation(1, .insert, "n1", fields: ["title": .string("on disk")])]), token: token)
+        #expect(push.status == 200, "\(push.text)")
+        process.terminate()  // SIGTERM
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0)
+        let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        #expect(text.contains("database closed"))
+        let queue = try DatabaseQueue(path: database)
+        let fields = try await queue.read { db in try String.fetchOne(db, sql: "SELECT CAST(fields AS TEXT) FROM osd_records WHERE record_id = 'n1'") }
+        #expect(fields?.contains("on disk") == true)
+    }
+}

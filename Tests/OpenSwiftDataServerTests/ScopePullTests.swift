@@ -1,0 +1,129 @@
+import Foundation
+import OpenSwiftDataServer
+import OpenSwiftDataSyncProtocol
+import Testing
+
+@Suite("Sync core: scopes, grants, pulls, cursors")
+struct ScopePullTests {
+    @Test("a shared scope is owned by its first writer; grants let others read and write; a revoke stops both")
+    func grantsAndRevoke() async throws {
+        let h = try await CoreHarness()
+        let room: ScopeID = "conversation:c1"
+        _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(1, .insert, "m1", scope: room, entity: "Message", fields: ["text": .string("hi")])]))
+        #expect(try await h.service.members(user: "alice", scope: room) == ScopeMembersResponse(scope: room, owner: "alice", members: []))
+        // Bob is not granted: his write is rejected and he sees nothing.
+        let denied = try await h.service.push(user: "bob", request: PushRequest(clientID: "b", mutations: [mutation(1, .insert, "m2", scope: room, entity: "Message")]))
+        #expect(denied.results.first?.reason == .scopeNotGranted)
+        let denied2 = try await h.service.push(user: "bob", request: PushRequest(clientID: "b", mutations: [mutation(2, .update, "m1", scope: room, entity: "Message", fields: ["text": .string("pwned")])]))
+        #expect(denied2.results.first?.reason == .scopeNotGranted)
+        #expect(denied2.results.first?.serverRecords == [], "nothing of a scope not granted is revealed")
+        let bobFirst = try await h.pullAll("bob", client: "b")
+        #expect(bobFirst.changes.isEmpty)
+        await expectError(.forbidden) { _ = try await h.service.grant(user: "bob", scope: room, request: GrantRequest(user: "bob")) }
+        await expectError(.forbidden) { _ = try await h.service.members(user: "bob", scope: room) }
+        // Granted: the next pull downloads the scope whole, and bob may write.
+        _ = try await h.service.grant(user: "alice", scope: room, request: GrantRequest(user: "bob"))
+        let granted = try await h.pullAll("bob", client: "b", cursor: bobFirst.last.cursor)
+        #expect(granted.changes.map(\.recordID) == ["m1"])
+        #expect(granted.last.consistent)
+        let write = try await h.service.push(user: "bob", request: PushRequest(clientID: "b", mutations: [mutation(3, .insert, "m2", scope: room, entity: "Message", fields: ["text": .string("yo")])]))
+        #expect(write.results.first?.status == .applied)
+        #expect(try await h.service.scopes(user: "bob").scopes.contains(ScopeAccess(scope: room, role: .member)))
+        // Revoked: the pull says so, and writes are rejected at once.
+        _ = try await h.service.revoke(user: "alice", scope: room, member: "bob")
+        let revoked = try await h.pullAll("bob", client: "b", cursor: granted.last.cursor)
+        #expect(revoked.pages.first?.revokedScopes == [room])
+        let after = try await h.service.push(user: "bob", request: PushRequest(clientID: "b", mutations: [mutation(4, .update, "m2", scope: room, entity: "Message", fields: ["text": .string("still?")])]))
+        #expect(after.results.first?.reason == .scopeNotGranted)
+        #expect(try await h.state("alice")["Message/m2"]?["text"] == .string("yo"))
+    }
+
+    @Test("an insert whose record id exists in a scope the caller may not read is recordIDTaken, revealing nothing")
+    func recordIDTaken() async throws {
+        let h = try await CoreHarness()
+        _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(1, .insert, "u42", entity: "User", fields: ["name": .string("secret")])]))
+        let response = try await h.service.push(user: "bob", request: PushRequest(clientID: "b", mutations: [mutation(1, .insert, "u42", scope: .user("bob"), entity: "User", fields: ["name": .string("bob")])]))
+        #expect(response.results.first?.reason == .recordIDTaken)
+        #expect(response.results.first?.serverRecords == [])
+        #expect(response.results.first?.message?.contains("secret") == false)
+        // Writing into another user's private scope is refused.
+        let other = try await h.service.push(user: "bob", request: PushRequest(clientID: "b", mutations: [mutation(2, .insert, "x", scope: .user("alice"))]))
+        #expect(other.results.first?.reason == .scopeNotGranted)
+    }
+
+    @Test("pull pages break only between mutations, carry lastMutationID, and never go back")
+    func paging() async throws {
+        let h = try await CoreHarness()
+        let first = try await h.pullAll("alice", client: "a")
+        let changes = (1...3).map { RecordChange(op: .insert, entity: "Note", recordID: "n\($0)", scope: .user("alice")) }
+        _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [
+            Mutation(id: 1, stamp: stamp(1_790_000_000_000), changes: changes),
+            mutation(2, .insert, "n4", at: 1_790_000_000_001),
+        ]))
+        let page = try await h.service.pull(user: "alice", request: PullRequest(clientID: "a", cursor: first.last.cursor, limit: 2))
+        #expect(page.changes.map(\.recordID) == ["n1", "n2", "n3"])
+        #expect(page.hasMore && page.consistent && page.lastMutationID == 2)
+        let next = try await h.service.pull(user: "alice", request: PullRequest(clientID: "a", cursor: page.cursor, limit: 2))
+        #expect(next.changes.map(\.recordID) == ["n4"])
+        #expect(next.changes.allSatisfy { $0.version > page.changes.last!.version })
+        #expect(!next.hasMore)
+        let empty = try await h.service.pull(user: "alice", request: PullRequest(clientID: "a", cursor: next.cursor))
+        #expect(empty.changes.isEmpty && !empty.hasMore)
+    }
+
+    @Test("a first sync is a snapshot in keyset pages, inconsistent until complete, then the log resumes")
+    func snapshot() async throws {
+        let h = try await CoreHarness()
+        _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: (1...25).map { mutation(MutationID($0), .insert, String(format: "n%02d", $0), at: 1_790_000_000_000 + UInt64($0), fields: ["i": .int(Int64($0))]) }))
+        _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(26, .delete, "n05", at: 1_790_000_001_000)]))
+        var page = try await h.service.pull(user: "alice", request: PullRequest(clientID: "d", limit: 10))
+        #expect(page.changes.count == 10 && !page.consistent && page.hasMore)
+        #expect(page.progress == PullProgress(received: 10, total: 24))
+        // A write between pages, behind the keyset position, reaches the client through the log.
+        _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(27, .update, "n01", at: 1_790_000_002_000, fields: ["i": .int(100)])]))
+        var all = page.changes
+        while page.hasMore {
+            page = try await h.service.pull(user: "alice", request: PullRequest(clientID: "d", cursor: page.cursor, limit: 10))
+            all += page.changes
+        }
+        #expect(page.consistent)
+        #expect(Set(all.filter { $0.op == .insert }.map(\.recordID)).count == 24)
+        #expect(all.last { $0.recordID == "n01" }?.fields["i"] == .int(100))
+    }
+
+    @Test("a forged or altered cursor is invalidCursor; one from another epoch resets")
+    func cursors() async throws {
+        let h = try await CoreHarness()
+        _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(1, .insert, "n1")]))
+        let good = try await h.pullAll("alice", client: "a").last.cursor
+        await expectError(.invalidCursor) { _ = try await h.service.pull(user: "alice", request: PullRequest(clientID: "a", cursor: "garbage")) }
+        var bytes = Array(good.utf8)
+        bytes[3] = bytes[3] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        await expectError(.invalidCursor) { _ = try await h.service.pull(user: "alice", request: PullRequest(clientID: "a", cursor: String(decoding: bytes, as: UTF8.self))) }
+        // Another server (another epoch and key) refuses it as forged; the same database
+        // reopened with the same key but a new epoch resets.
+        let other = try await CoreHarness()
+        await expectError(.invalidCursor) { _ = try await other.service.pull(user: "alice", request: PullRequest(clientID: "a", cursor: good)) }
+        let metadata = try await h.storage.metadata()
+        let restored = try SQLiteSyncStorage(path: other.directory.path("restored.sqlite"), cursorKey: metadata.cursorKey)
+        let service = try await SyncService(storage: restored, clock: h.clock.clock)
+        let reset = try await service.pull(user: "alice", request: PullRequest(clientID: "a", cursor: good))
+        #expect(reset.reset == .epochChanged)
+    }
+
+    @Test("past the retention window, tombstones and the log are compacted and old cursors reset")
+    func compaction() async throws {
+        let h = try await CoreHarness(configuration: SyncConfiguration(retention: 3600))
+        _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(1, .insert, "n1"), mutation(2, .insert, "n2", at: 1_790_000_000_001)]))
+        let old = try await h.pullAll("alice", client: "a").last.cursor
+        _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(3, .delete, "n1", at: 1_790_000_000_002)]))
+        h.clock.advance(7200)
+        let result = try await h.service.compact()
+        #expect(result.tombstonesRemoved == 1 && result.changesRemoved == 3)
+        let page = try await h.service.pull(user: "alice", request: PullRequest(clientID: "a", cursor: old))
+        #expect(page.reset == .historyCompacted)
+        let restart = try await h.pullAll("alice", client: "a", cursor: old)
+        #expect(restart.changes.map(\.recordID) == ["n2"])
+        #expect(restart.last.lastMutationID == 3)
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import GRDB
+import OpenSwiftDataServer
+import OpenSwiftDataSyncProtocol
+import Testing
+
+/// A clock the tests move by hand.
+/// `@unchecked Sendable`: its only state, `now`, is read and written under `lock`.
+final class ManualClock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var now: Date
+
+    init(_ start: Date = Date(timeIntervalSince1970: 1_800_000_000)) { now = start }
+
+    var date: Date { lock.withLock { now } }
+
+    func advance(_ seconds: TimeInterval) { lock.withLock { now += seconds } }
+
+    var clock: SyncClock { { self.date } }
+}
+
+/// A temporary directory removed when the value is released.
+final class TemporaryDirectory: Sendable {
+    let url: URL
+
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("osd-server-tests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+/// A core over a real SQLite file in a temporary directory.
+struct CoreHarness {
+    let directory: TemporaryDirectory
+    let clock: ManualClock
+    let storage: SQLiteSyncStorage
+    let service: SyncService
+    let path: String
+
+    init(configuration: SyncConfiguration = SyncConfiguration(), directory: TemporaryDirectory? = nil, name: String = "sync.sqlite") async throws {
+        self.directory = try directory ?? TemporaryDirectory()
+        clock = ManualClock()
+        path = self.directory.path(name)
+        storage = try SQLiteSyncStorage(path: path)
+        service = try await SyncService(storage: storage, configuration: configuration, clock: clock.clock)
+    }
+
+    /// Counts rows of a table through a separate connection (what is really on disk).
+    func count(_ table: String) throws -> Int {
+        let queue = try DatabaseQueue(path: path)
+        return try queue.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)") ?? 0 }
+    }
+
+    /// Every table's row count: compared before and after a refused request.
+    func footprint() throws -> [String: Int] {
+        var result: [String: Int] = [:]
+        for table in ["osd_records", "osd_links", "osd_changes", "osd_clients", "osd_results", "osd_scopes", "osd_grants"] {
+            result[table] = try count(table)
+        }
+        let queue = try DatabaseQueue(path: path)
+        result["head"] = try queue.read { db in try Int.fetchOne(db, sql: "SELECT seq FROM osd_head") ?? -1 }
+        return result
+    }
+
+    /// Pulls until there is nothing more; returns every change and the last response.
+    func pullAll(_ user: String, client: ClientID, cursor: String? = nil, limit: Int? = nil) async throws -> (changes: [PulledChange], last: PullResponse, pages: [PullResponse]) {
+        var cursor = cursor
+        var changes: [PulledChange] = []
+        var pages: [PullResponse] = []
+        for _ in 0..<10_000 {
+            let page = try await service.pull(user: user, request: PullRequest(clientID: client, cursor: cursor, limit: limit))
+            pages.append(page)
+            changes += page.changes
+            cursor = page.cursor
+            if !page.hasMore { return (changes, page, pages) }
+        }
+        Issue.record("pull did not finish")
+        return (changes, pages[pages.count - 1], pages)
+    }
+
+    /// The visible state of a user's scopes after a full pull from scratch: records by key.
+    func state(_ user: String) async throws -> [String: [SyncName: SyncValue]] {
+        var records: [String: [SyncName: SyncValue]] = [:]
+        for change in try await pullAll(user, client: "observer-\(user)").changes {
+            let key = "\(change.entity)/\(change.recordID)"
+            switch change.op {
+            case .insert: records[key] = change.fields
+            case .update: records[key, default: [:]].merge(change.fields) { $1 }
+            case .delete: records[key] = nil
+            }
+        }
+        return records
+    }
+}
+
+func stamp(_ milliseconds: UInt64, _ counter: UInt16 = 0) -> HLCTimestamp { HLCTimestamp(milliseconds: milliseconds, counter: counter) }
+
+/// A mutation with one change, stamped in 2027 (before the test clock's now, so the server
+/// keeps the stamp).
+func mutation(_ id: MutationID, _ op: RecordOperation, _ recordID: RecordID, scope: ScopeID = .user("alice"), entity: SyncName = "Note", base: ServerVersion? = nil, at milliseconds: UInt64 = 1_790_000_000_000, fields: [SyncName: SyncValue] = [:], links: [SyncName: LinkChange] = [:]) -> Mutation {
+    Mutation(id: id, stamp: stamp(milliseconds), changes: [RecordChange(op: op, entity: entity, recordID: recordID, scope: scope, baseVersion: base, fields: fields, links: links)])
+}
+
+/// Expects a request error with a code (and returns it).
+@discardableResult
+func expectError(_ code: SyncErrorCode, _ body: () async throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) async -> SyncServiceError? {
+    do {
+        try await body()
+        Issue.record("expected \(code), got success", sourceLocation: sourceLocation)
+    } catch let error as SyncServiceError {
+        #expect(error.error.code == code, "\(error)", sourceLocation: sourceLocation)
+        return error
+    } catch {
+        Issue.record("expected \(code), got \(error)", sourceLocation: sourceLocation)
+    }
+    return nil
+}
