@@ -19,10 +19,20 @@ extension ModelContainer {
     /// unique value a local row already has updates that row: a record id names one record.
     @discardableResult
     @_spi(Sync) public func applyRemoteChanges(_ batch: [RemoteRecordChange]) throws -> RemoteApplyResult {
+        try applyRemoteChanges(batch, alsoWriting: nil)
+    }
+
+    /// Applies a batch of remote changes like ``applyRemoteChanges(_:)``, and runs `alsoWriting`
+    /// in the same transaction, after the batch's rows are written (the sync engine saves its
+    /// cursor and rebase state there, so they commit or roll back with the batch). An error it
+    /// throws rolls the whole batch back.
+    @discardableResult
+    @_spi(Sync) public func applyRemoteChanges(_ batch: [RemoteRecordChange], alsoWriting: ((Database) throws -> Void)?) throws -> RemoteApplyResult {
         guard let state = syncCapture else { throw SyncCaptureError.notEnabled }
         let context = ModelContext(self)
         context.author = state.engineAuthor
         var apply = RemoteApply(state: state, context: context)
+        apply.alsoWriting = alsoWriting
         return try apply.run(batch)
     }
 }
@@ -37,6 +47,8 @@ struct RemoteApply {
     private var deleted: Set<RecordKey> = []
     private let work = SyncApplyWork()
     private var result = RemoteApplyResult()
+    /// The caller's own writes, run in the batch's transaction (see `applyRemoteChanges(_:alsoWriting:)`).
+    var alsoWriting: ((Database) throws -> Void)?
 
     private struct RecordKey: Hashable {
         let entity: String
@@ -103,6 +115,7 @@ struct RemoteApply {
             try link(item, model)
         }
         try resolvePending()
+        work.alsoWriting = alsoWriting
         context.syncApply = work
         defer { context.syncApply = nil }
         if context.hasChanges {
