@@ -8,7 +8,15 @@ extension SyncEngine {
     /// inconsistent pages staged before it) in one transaction.
     func pullAll() async throws {
         do {
-            try await pullPages()
+            do {
+                try await pullPages()
+            } catch let error as SyncTransportError where error.code == .clientIDOwnedByAnotherUser {
+                // The id is another user's: take a new one and download again under it.
+                try takeNewClientID()
+                staged = []
+                requestCursor = cursor
+                try await pullPages()
+            }
         } catch {
             // Nothing of a failed download stays: the next pull starts from the last applied page.
             staged = []

@@ -82,16 +82,7 @@ extension SyncEngine {
         case .clientForked, .clientIDOwnedByAnotherUser:
             // A restored device, or an id taken by someone else: a new client id, and the
             // unanswered mutations renumbered from 1 under it. Answered ones stay settled.
-            let client = Self.makeClientID(&random)
-            let next = try storeWrite { db -> MutationID in
-                try db.execute(sql: "DELETE FROM \(SyncEngineStore.sentTable) WHERE status != 'sent'")
-                let next = try SyncEngineStore.renumber(above: 0, from: 1, in: db)
-                try SyncEngineStore.set("clientID", client, in: db)
-                try SyncEngineStore.set("nextMutationID", String(next), in: db)
-                return next
-            }
-            clientID = client
-            nextMutationID = next
+            try takeNewClientID()
         case .batchTooLarge where batch.count > 1:
             pushLimit = max(1, batch.count / 2)
         case .forbidden:
@@ -99,5 +90,20 @@ extension SyncEngine {
         default:
             throw error
         }
+    }
+
+    /// Takes a new client id (a restored device, or an id another user holds): the unanswered
+    /// mutations are renumbered from 1 under it; answered ones stay settled.
+    func takeNewClientID() throws {
+        let client = Self.makeClientID(&random)
+        let next = try storeWrite { db -> MutationID in
+            try db.execute(sql: "DELETE FROM \(SyncEngineStore.sentTable) WHERE status != 'sent'")
+            let next = try SyncEngineStore.renumber(above: 0, from: 1, in: db)
+            try SyncEngineStore.set("clientID", client, in: db)
+            try SyncEngineStore.set("nextMutationID", String(next), in: db)
+            return next
+        }
+        clientID = client
+        nextMutationID = next
     }
 }

@@ -354,14 +354,19 @@ public actor SyncEngine {
         while !Task.isCancelled {
             let stream = transport.live(clientID: clientID)
             do {
-                for try await message in stream {
+                for try await _ in stream {
                     failures = 0
-                    if !liveConnected { liveConnected = true }
-                    _ = message
+                    if !liveConnected {
+                        liveConnected = true
+                        await setLive(true)
+                    }
                     wake()
                 }
             } catch {}
-            liveConnected = false
+            if liveConnected {
+                liveConnected = false
+                await setLive(false)
+            }
             if Task.isCancelled { break }
             failures += 1
             let delay = configuration.backoff.delay(attempt: failures, using: &random)
@@ -393,6 +398,11 @@ public actor SyncEngine {
     }
 
     // MARK: Status
+
+    private func setLive(_ live: Bool) async {
+        let status = self.status
+        await MainActor.run { status.isLiveConnected = live }
+    }
 
     private func setSyncing(_ syncing: Bool) async {
         let status = self.status

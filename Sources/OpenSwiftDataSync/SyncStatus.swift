@@ -8,6 +8,8 @@ import Observation
 public final class SyncStatus {
     /// Whether the last request reached the server.
     public internal(set) var isOnline = false
+    /// Whether the live channel is connected (the server announces news; no polling needed).
+    public internal(set) var isLiveConnected = false
     /// Whether a push or pull is in progress.
     public internal(set) var isSyncing = false
     /// Local saves not yet settled with the server.

@@ -59,8 +59,14 @@ struct Device {
     let url: URL
     let container: ModelContainer
     let engine: SyncEngine
-    let transport: InMemorySyncTransport
+    let inMemory: InMemorySyncTransport?
     let context: ModelContext
+
+    /// The in-memory transport of a device made with `open` (HTTP devices have none).
+    var transport: InMemorySyncTransport {
+        guard let inMemory else { preconditionFailure("an HTTP device has no in-memory transport") }
+        return inMemory
+    }
 
     static func configuration(pageSize: Int = 1000) -> OpenSwiftDataSync.SyncConfiguration {
         var configuration = OpenSwiftDataSync.SyncConfiguration()
@@ -78,7 +84,7 @@ struct Device {
         let container = try ModelContainer(for: Schema(engineTestTypes + [Unsynced.self]), configurations: ModelConfiguration(url: url))
         let transport = transport ?? InMemorySyncTransport(service: server.service, user: user)
         let engine = try SyncEngine(container: container, transport: transport, user: user, configuration: configuration(pageSize: pageSize), clock: server.clock, seed: seed(of: url.lastPathComponent + user))
-        return Device(url: url, container: container, engine: engine, transport: transport, context: ModelContext(container))
+        return Device(url: url, container: container, engine: engine, inMemory: transport, context: ModelContext(container))
     }
 
     func fetch<T: PersistentModel>(_ type: T.Type) throws -> [T] {
