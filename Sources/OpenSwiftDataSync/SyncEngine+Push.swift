@@ -83,8 +83,15 @@ extension SyncEngine {
             // A restored device, or an id taken by someone else: a new client id, and the
             // unanswered mutations renumbered from 1 under it. Answered ones stay settled.
             try takeNewClientID()
-        case .batchTooLarge where batch.count > 1:
-            pushLimit = max(1, batch.count / 2)
+        case .malformedRequest, .wrongValueType, .unknownOperation, .bodyTooLarge, .batchTooLarge:
+            // The request was refused for its content. Several mutations: send them one by one
+            // to find the one at fault. One: it can never be accepted, so it is rejected here
+            // and the queue behind it flows (no head-of-line wedge).
+            if batch.count > 1 {
+                pushLimit = 1
+            } else if let bad = batch.first {
+                try rejectLocally(bad, message: refusal.description)
+            }
         case .forbidden:
             throw SyncEngineError.accessDenied(refusal.message)
         default:
@@ -105,5 +112,29 @@ extension SyncEngine {
         }
         clientID = client
         nextMutationID = next
+    }
+
+    /// Drops a mutation the server refuses as a request (it was never processed): the ones
+    /// after it move down by one, its inserts are removed locally (the server never had
+    /// them), and it is reported as rejected. Its updates stay local until a later change of
+    /// those records arrives: the server sent no state to return to.
+    func rejectLocally(_ mutation: Mutation, message: String) throws {
+        let inserts = mutation.changes.filter { $0.op == .insert }
+        let next = try storeWrite { db -> MutationID in
+            try db.execute(sql: "DELETE FROM \(SyncEngineStore.sentTable) WHERE id = ?", arguments: [mutation.id])
+            let next = try SyncEngineStore.renumber(above: mutation.id, from: mutation.id, in: db)
+            let last = try MutationID.fetchOne(db, sql: "SELECT MAX(id) FROM \(SyncEngineStore.sentTable)")
+            let following = max(next, (last ?? 0) + 1, mutation.id)
+            try SyncEngineStore.set("nextMutationID", String(following), in: db)
+            return following
+        }
+        nextMutationID = next
+        pushLimit = max(1, configuration.maxMutationsPerPush)
+        if !inserts.isEmpty {
+            let deletes = inserts.map { RemoteRecordChange.delete($0.entity, recordID: $0.recordID, serverVersion: 0) }
+            do { try container.applyRemoteChanges(deletes) } catch { throw SyncEngineError.store("\(error)") }
+        }
+        let records = mutation.changes.map { SyncRecordReference(entity: $0.entity, recordID: $0.recordID) }
+        emit(.rejected(SyncRejection(mutationID: mutation.id, reason: .validation, message: message, records: records, serverRecords: [])))
     }
 }

@@ -171,4 +171,56 @@ struct FailureTests {
         #expect(try b.noteState() == ["before crash||false|-|"])
         #expect(try reopened.noteState() == ["before crash||false|-|"])
     }
+
+    @Test("a save the server refuses as a request (a malformed scope) does not wedge the queue: it is rejected locally, reported, and the saves behind it are pushed")
+    func noHeadOfLineWedge() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let events = EventLog(a.engine)
+        a.context.insert(Note(title: "first"))
+        try a.context.save()
+        let bad = Note(title: "bad scope")
+        bad.space = "no colon here"
+        a.context.insert(bad)
+        try a.context.save()
+        a.context.insert(Note(title: "after"))
+        try a.context.save()
+        try await a.engine.syncNow()
+        try await a.engine.syncNow()
+        #expect(try a.noteState() == ["after||false|-|", "first||false|-|"])
+        #expect(events.all.contains { if case let .rejected(rejection) = $0 { return rejection.reason == .validation } else { return false } })
+        #expect(try await a.engine.pendingChangeCount() == 0)
+        let b = try Device.open(server, directory: directory, name: "b")
+        try await b.engine.syncNow()
+        #expect(try b.noteState() == ["after||false|-|", "first||false|-|"])
+        // The ids the server saw still grow by one.
+        let ids = a.transport.sentPushes.filter { $0.mutations.count == 1 }.map { $0.mutations[0].id }
+        #expect(ids.contains(2) && !ids.contains(4))
+    }
+
+    @Test("a server restored empty (another epoch): the client resets, keeps and pushes its unpushed save, drops what the server no longer has, without looping")
+    func resetAfterEpochChange() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let events = EventLog(a.engine)
+        a.context.insert(Note(title: "lost with the server"))
+        try a.context.save()
+        try await a.engine.syncNow()
+        a.context.insert(Note(title: "unpushed"))
+        try a.context.save()
+
+        let metadata = try await server.storage.metadata()
+        let restoredStorage = try SQLiteSyncStorage(path: directory.path("restored.sqlite"), cursorKey: metadata.cursorKey)
+        let restored = try await SyncService(storage: restoredStorage, clock: { [clock = server.clock] in clock.now() })
+        a.transport.service = restored
+        try await a.engine.syncNow()
+        try await a.engine.syncNow()
+        #expect(events.all.contains(.reset(.epochChanged)))
+        #expect(try a.noteState() == ["unpushed||false|-|"])
+        #expect(try await a.engine.pendingChangeCount() == 0)
+        let pulled = try await restored.pull(user: "alice", request: PullRequest(clientID: "probe"))
+        #expect(pulled.changes.compactMap { $0.fields["title"] } == [.string("unpushed")])
+    }
 }
