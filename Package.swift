@@ -90,6 +90,8 @@ let package = Package(
         .executableTarget(name: "Queries", dependencies: ["OpenSwiftData"], path: "Examples/Queries"),
         .executableTarget(name: "Migrations", dependencies: ["OpenSwiftData"], path: "Examples/Migrations"),
         .executableTarget(name: "History", dependencies: ["OpenSwiftData"], path: "Examples/History"),
+        // Two processes syncing notes through osd-server; also the client the kill test runs.
+        .executableTarget(name: "SyncedNotes", dependencies: ["OpenSwiftData", "OpenSwiftDataSync"], path: "Examples/SyncedNotes"),
         // OpenSwiftData against hand-written GRDB code: `swift run -c release osd-benchmarks`.
         // Built (in debug) by every `swift build`, so it keeps compiling as the API changes.
         .executableTarget(
