@@ -74,8 +74,12 @@ case "watch":
 default:
     break
 }
-try await engine.syncNow()
-print("synced; pending:", try await engine.pendingChangeCount())
+do {
+    try await engine.syncNow()
+    print("synced; pending:", try await engine.pendingChangeCount())
+} catch {
+    print("not synced (the saves wait in the store):", error)
+}
 if command == "list" {
     for note in try context.fetch(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.text)])) {
         print(note.done ? "[x]" : "[ ]", note.text)

@@ -20,7 +20,7 @@ public final class HTTPSyncTransport: SyncTransport {
 
     /// Makes a transport to the server at `server`; `tokenProvider` returns a current bearer
     /// token (it is asked again after a 401).
-    public init(server: URL, client: HTTPClient = .shared, timeout: TimeAmount = .seconds(60), logger: Logger = Logger(label: "OpenSwiftDataSync.http"), tokenProvider: @escaping @Sendable () async throws -> String) {
+    public init(server: URL, client: HTTPClient = HTTPSyncTransport.sharedClient, timeout: TimeAmount = .seconds(60), logger: Logger = Logger(label: "OpenSwiftDataSync.http"), tokenProvider: @escaping @Sendable () async throws -> String) {
         self.server = server
         self.client = client
         self.timeout = timeout
@@ -112,4 +112,14 @@ public final class HTTPSyncTransport: SyncTransport {
         continuation.onTermination = { _ in task.cancel() }
         return stream
     }
+
+    /// The client every transport uses unless given one: a failed connection fails the request
+    /// at once instead of being retried until the request's deadline, because the engine
+    /// retries with its own backoff (and shows the app that it is offline meanwhile).
+    public static let sharedClient: HTTPClient = {
+        var configuration = HTTPClient.Configuration.singletonConfiguration
+        configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.timeout.connect = .seconds(10)
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
 }
