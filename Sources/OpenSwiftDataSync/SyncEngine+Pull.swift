@@ -115,7 +115,7 @@ extension SyncEngine {
             }
             rebase.delete(removing)
         }
-        try rebase.flush()
+        try rebase.flush(local: SyncRebase.localValues(of: settled.map(\.mutation)))
         let batch = rebase.batch
         let newShadows = rebase.shadows
         let cursor = page.cursor

@@ -146,7 +146,8 @@ struct SyncRebase {
                 if !added.isEmpty || !removed.isEmpty { links.append(SyncLinkChange(relationship: relationship, added: added, removed: removed)) }
             }
             guard mask?.deletedLocally != true else { return }
-            if mask?.record == true, applied.isEmpty, links.isEmpty { return }
+            // Even with every field masked, the upsert records the server version the record
+            // is at, as the base version of the next local change.
             batch.append(.upsert(change.entity, recordID: change.recordID, serverVersion: change.version, scope: change.scope.rawValue, fields: try fields(applied, entity: change.entity), links: links))
         }
     }
@@ -180,12 +181,40 @@ struct SyncRebase {
         }
     }
 
-    /// Writes the shadows that no pending mutation masks any more, and forgets them.
-    mutating func flush() throws {
+    /// What the settled mutations last wrote locally, per key: a shadow equal to it is
+    /// already what the model shows (the server kept our value), so it is not written again.
+    static func localValues(of mutations: [Mutation]) -> [SyncEngineStore.ShadowKey: SyncEngineStore.ShadowValue] {
+        var values: [SyncEngineStore.ShadowKey: SyncEngineStore.ShadowValue] = [:]
+        for mutation in mutations.sorted(by: { $0.id < $1.id }) {
+            for change in mutation.changes {
+                func key(_ name: String) -> SyncEngineStore.ShadowKey { SyncEngineStore.ShadowKey(entity: change.entity, recordID: change.recordID, key: name) }
+                if change.op == .delete {
+                    values = values.filter { !($0.key.entity == change.entity && $0.key.recordID == change.recordID) }
+                    values[key(recordKey)] = .record(exists: false)
+                    continue
+                }
+                values[key(recordKey)] = .record(exists: true)
+                for (name, value) in change.fields { values[key(fieldKey(name))] = .field(value) }
+                for (relationship, link) in change.links {
+                    for target in link.added { values[key(linkKey(relationship, target))] = .link(present: true) }
+                    for target in link.removed { values[key(linkKey(relationship, target))] = .link(present: false) }
+                }
+            }
+        }
+        return values
+    }
+
+    /// Writes the shadows that no pending mutation masks any more, and forgets them. Those
+    /// equal to what the settled mutations wrote locally (`local`) are forgotten only.
+    mutating func flush(local: [SyncEngineStore.ShadowKey: SyncEngineStore.ShadowValue] = [:]) throws {
         var byRecord: [RecordRef: [(key: String, value: SyncEngineStore.ShadowValue, version: Int64)]] = [:]
         for (key, entry) in shadows {
             let ref = RecordRef(entity: key.entity, recordID: key.recordID)
             guard !Self.isMasked(key.key, by: after[ref]) else { continue }
+            if local[key] == entry.value {
+                shadows[key] = nil
+                continue
+            }
             byRecord[ref, default: []].append((key.key, entry.value, entry.version))
         }
         for (ref, entries) in byRecord.sorted(by: { ($0.key.entity, $0.key.recordID) < ($1.key.entity, $1.key.recordID) }) {
