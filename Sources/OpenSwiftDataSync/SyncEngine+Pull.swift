@@ -46,7 +46,10 @@ extension SyncEngine {
             revoked += page.revokedScopes
             staged += page.changes
             requestCursor = page.cursor
-            if let progress = page.progress { emit(.progress(progress)) }
+            if let progress = page.progress {
+                emit(.progress(progress))
+                progressContinuation.yield(progress)
+            }
             if page.consistent {
                 try apply(page)
             }

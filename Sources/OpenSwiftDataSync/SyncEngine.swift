@@ -28,6 +28,9 @@ public actor SyncEngine {
     public nonisolated let status: SyncStatus
     /// Everything the engine does, in order: pushed, pulled, rejected, conflict, reset, errors.
     public nonisolated let events: AsyncStream<SyncEvent>
+    /// Progress of long downloads (a first sync, a newly granted scope, a reset): records
+    /// received of total, as pages arrive. Keeps only the newest value for a slow reader.
+    public nonisolated let downloadProgress: AsyncStream<PullProgress>
 
     let container: ModelContainer
     let transport: any SyncTransport
@@ -37,6 +40,7 @@ public actor SyncEngine {
     let shapes: [String: SyncEntityShape]
     let schema: SchemaDescriptor
     private let eventContinuation: AsyncStream<SyncEvent>.Continuation
+    let progressContinuation: AsyncStream<PullProgress>.Continuation
     var random: SyncRandom
 
     // Persistent state, mirrored from `osd_sync_engine`.
@@ -107,6 +111,7 @@ public actor SyncEngine {
         var random = SyncRandom(seed: seed ?? UInt64.random(in: 0...UInt64.max))
         self.status = SyncStatus()
         (events, eventContinuation) = AsyncStream<SyncEvent>.makeStream(bufferingPolicy: .unbounded)
+        (downloadProgress, progressContinuation) = AsyncStream<PullProgress>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let state = try Self.loadState(container: container, user: user, random: &random)
         self.random = random
         clientID = state.clientID
@@ -260,6 +265,7 @@ public actor SyncEngine {
             }
         }
         eventContinuation.finish()
+        progressContinuation.finish()
         await updateStatus()
     }
 

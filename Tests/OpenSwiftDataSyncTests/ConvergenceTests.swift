@@ -224,4 +224,31 @@ struct ConvergenceTests {
         #expect(try a.noteState() == ["Taxes||false|-|urgent,work"])
         #expect(try a.noteState() == b.noteState())
     }
+
+    @Test("a first download in pages reports its progress (records received of total) on the events and on downloadProgress")
+    func initialDownloadProgress() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        for index in 0..<25 { a.context.insert(Note(title: "n\(index)")) }
+        try a.context.save()
+        try await a.engine.syncNow()
+
+        let b = try Device.open(server, directory: directory, name: "b", pageSize: 10)
+        let events = EventLog(b.engine)
+        try await b.engine.syncNow()
+        #expect(try b.fetch(Note.self).count == 25)
+        let progress = events.all.compactMap { event -> PullProgress? in
+            if case let .progress(value) = event { return value }
+            return nil
+        }
+        #expect(progress.map(\.received) == [10, 20, 25])
+        #expect(progress.allSatisfy { $0.total == 25 })
+        var latest: PullProgress?
+        for await value in b.engine.downloadProgress {
+            latest = value
+            break
+        }
+        #expect(latest == PullProgress(received: 25, total: 25))
+    }
 }
