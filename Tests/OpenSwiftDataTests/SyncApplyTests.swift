@@ -158,6 +158,31 @@ struct SyncApplyTests {
         #expect(try b.syncServerVersion(entity: "SyncProject", recordID: "ok") == nil)
     }
 
+    @Test("a batch whose save fails leaves the store as it was: no rows, records, versions or pending references, and the models of the failed batch are not kept")
+    func failedSaveRollsBackWhole() throws {
+        let b = try device()
+        try b.applyRemoteChanges([.upsert("SyncProject", recordID: "kept", serverVersion: 1, fields: [text("before")])])
+        // Passes the checks, then fails in the save (a required value missing from a new record),
+        // after an update, a new record and a pending reference were prepared.
+        let batch: [RemoteRecordChange] = [
+            .upsert("SyncProject", recordID: "kept", serverVersion: 2, fields: [text("after")]),
+            .upsert("SyncTask", recordID: "T", serverVersion: 3, fields: [text("waiting"), SyncField(name: "project", value: .reference("absent"))]),
+            .upsert("SyncTask", recordID: "broken", serverVersion: 4, fields: []),
+        ]
+        #expect(throws: (any Error).self) { try b.applyRemoteChanges(batch) }
+        let context = ModelContext(b)
+        #expect(try context.fetch(FetchDescriptor<SyncProject>()).map(\.title) == ["before"])
+        #expect(try context.fetchCount(FetchDescriptor<SyncTask>()) == 0)
+        #expect(try b.syncServerVersion(entity: "SyncProject", recordID: "kept") == 1)
+        #expect(try b.persistentIdentifier(forSyncRecord: "T", entity: "SyncTask") == nil)
+        #expect(try b.pendingSyncReferenceCount() == 0)
+        #expect(try b.syncLogCount() == 0)
+        // The next batch starts from the store, not from the failed batch's models.
+        try b.applyRemoteChanges([.upsert("SyncTask", recordID: "T", serverVersion: 5, fields: [text("arrived")])])
+        #expect(try ModelContext(b).fetch(FetchDescriptor<SyncTask>()).map(\.title) == ["arrived"])
+        #expect(try ModelContext(b).fetch(FetchDescriptor<SyncProject>()).map(\.title) == ["before"])
+    }
+
     @Test("a record whose unique value a local row has is that row: the upsert updates it; an id that is not the unique value is refused")
     func uniqueMerge() throws {
         let b = try device()
@@ -206,6 +231,26 @@ struct SyncApplyTests {
         #expect(event.deleted.count == 2)
         #expect(event.historyToken != nil)
         #expect(try b.syncLogCount() == 0)
+    }
+
+    @Test("a remote insert of a model whose attributes have no defaults (an enum among them) fills them without reading them first")
+    func insertWithoutDefaults() throws {
+        let container = try ModelContainer(for: Schema([SyncTicket.self]), configurations: ModelConfiguration(url: syncStoreURL()))
+        var configuration = SyncCaptureConfiguration()
+        configuration.sync(SyncTicket.self)
+        try container.enableSyncCapture(configuration)
+        let fields = [
+            SyncField(name: "state", value: SyncFieldValue(kind: .string, stored: .text("closed"))),
+            SyncField(name: "summary", value: SyncFieldValue(kind: .string, stored: .text("remote"))),
+        ]
+        let result = try container.applyRemoteChanges([.upsert("SyncTicket", recordID: "K", serverVersion: 1, fields: fields)])
+        #expect(result.inserted == 1)
+        let ticket = try #require(try ModelContext(container).fetch(FetchDescriptor<SyncTicket>()).first)
+        #expect(ticket.state == .closed)
+        #expect(ticket.summary == "remote")
+        // The same record again: an update through the setters.
+        try container.applyRemoteChanges([.upsert("SyncTicket", recordID: "K", serverVersion: 2, fields: [SyncField(name: "state", value: SyncFieldValue(kind: .string, stored: .text("open")))])])
+        #expect(try ModelContext(container).fetch(FetchDescriptor<SyncTicket>()).map(\.state) == [.open])
     }
 
     @Test("applying requires capture to be on")

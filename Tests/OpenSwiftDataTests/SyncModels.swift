@@ -57,6 +57,18 @@ final class SyncLabel {
     init(name: String) { self.name = name }
 }
 
+/// Attributes without defaults, one of a type with no empty value (an enum): what a remote
+/// insert must fill without reading them first.
+@Model
+final class SyncTicket {
+    var state: SyncTaskState
+    var summary: String
+    init(state: SyncTaskState, summary: String) {
+        self.state = state
+        self.summary = summary
+    }
+}
+
 /// Not synced by the tests: references to it are not captured.
 @Model
 final class SyncLocalNote {

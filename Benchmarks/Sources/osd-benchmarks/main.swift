@@ -9,7 +9,8 @@ import Foundation
 /// --queries` only the query table, `osd-benchmarks --insert` only the insert row,
 /// `osd-benchmarks --concurrency [seconds]` writer and reader actors on one store and a live
 /// query's latency, `osd-benchmarks --migration` the migration figures (not part of the full
-/// run: it writes 2.2 million rows).
+/// run: it writes 2.2 million rows), `osd-benchmarks --sync-capture` and `--sync-apply` the cost
+/// of sync capture and of applying remote changes (``SyncCaptureBenchmark``).
 let arguments = CommandLine.arguments
 do {
     if arguments.count == 4, arguments[1] == MemoryProbe.childFlag {
@@ -36,6 +37,14 @@ do {
         try await ConcurrencyBenchmark.run(seconds: arguments.count == 3 ? Int(arguments[2]) ?? 10 : 10, in: workbench.directory)
     } else if arguments.count == 2, arguments[1] == "--insert" {
         try BenchmarkSuite.runInsert()
+    } else if arguments.count == 2, arguments[1] == "--sync-capture" {
+        let workbench = try Workbench()
+        defer { workbench.removeAll() }
+        try SyncCaptureBenchmark.runCapture(in: workbench)
+    } else if arguments.count == 2, arguments[1] == "--sync-apply" {
+        let workbench = try Workbench()
+        defer { workbench.removeAll() }
+        try SyncCaptureBenchmark.runApply(in: workbench)
     } else if arguments.count == 2, arguments[1] == "--queries" {
         let workbench = try Workbench()
         defer { workbench.removeAll() }

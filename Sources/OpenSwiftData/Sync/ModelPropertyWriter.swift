@@ -24,6 +24,28 @@ enum ModelPropertyWriter {
         return open(model)
     }
 
+    /// Gives a new model's attribute its first value in its slot, as the property's init
+    /// accessor does. A key-path write to a computed property reads it first (get, then set),
+    /// and a new model's attribute without a default has nothing to read yet. False when the
+    /// value does not fit or the property has no slot of its type.
+    static func initialize(_ model: any PersistentModel, _ property: PropertyLayout, to value: Any?) -> Bool {
+        func open<M: PersistentModel>(_ model: M) -> Bool {
+            func typed<V>(_ type: V.Type) -> Bool {
+                guard property.keyPath is KeyPath<M, V>, let storage = model.persistentBackingData as? ModelStorage<M> else { return false }
+                let converted: V?
+                if let value {
+                    converted = value as? V
+                } else {
+                    converted = (Optional<Any>.none as Any) as? V
+                }
+                guard let converted else { return false }
+                return storage.setSlot(at: property.index, to: converted)
+            }
+            return _openExistential(Swift.type(of: property.keyPath).valueType, do: typed)
+        }
+        return open(model)
+    }
+
     /// Adds and removes related models of a to-many relationship.
     static func editLinks(_ model: any PersistentModel, _ keyPath: AnyKeyPath, adding: [any PersistentModel], removing: [any PersistentModel]) -> Bool {
         func open<M: PersistentModel>(_ model: M) -> Bool {

@@ -90,19 +90,25 @@ struct RemoteApply {
             case .upsert:
                 deleted.remove(key)
                 let model: any PersistentModel
+                let isNew: Bool
                 if let existing = try self.model(key) {
                     model = existing
+                    isNew = false
                     result.updated += 1
                 } else {
                     model = try makeModel(item.plan, recordID: change.recordID)
                     models[change.entity, default: [:]][change.recordID] = model
+                    isNew = true
                     result.inserted += 1
                 }
                 let storage = model.storageBase
                 work.scopes[ObjectIdentifier(storage)] = .some(change.scope)
                 work.versions.append((change.entity, change.recordID, change.serverVersion, .some(change.scope)))
                 for (index, attribute) in item.attributes.enumerated() {
-                    guard ModelPropertyWriter.set(model, attribute.property.keyPath, to: item.decoded[index]) else {
+                    // A new model's attribute may have no value yet to read: it is written in its
+                    // slot, as the model's initializer would; an existing one through its setter.
+                    let written = isNew && ModelPropertyWriter.initialize(model, attribute.property, to: item.decoded[index])
+                    guard written || ModelPropertyWriter.set(model, attribute.property.keyPath, to: item.decoded[index]) else {
                         throw SyncCaptureError.undecodableValue(entity: change.entity, property: attribute.property.name, reason: "the value does not fit the property's type")
                     }
                 }

@@ -17,6 +17,10 @@ final class SyncEntityPlan: @unchecked Sendable {
     let fieldNames: [String]
     let fieldKinds: [SyncFieldKind]
     let fieldTargets: [String?]
+    /// The fields' kinds as the log blob codes them (`SyncLogCoding`).
+    let fieldKindCodes: [UInt8]
+    /// Whether any field is a reference (whose value the log rewrites as a record id).
+    let hasReferences: Bool
     /// For each column, its position in `fieldColumns` (nil: the column does not sync).
     let fieldOfColumn: [Int?]
     /// The many-to-many relationships whose join table this entity writes and whose destination
@@ -64,6 +68,8 @@ final class SyncEntityPlan: @unchecked Sendable {
         fieldNames = names
         fieldKinds = kinds
         fieldTargets = targets
+        fieldKindCodes = kinds.map(SyncLogCoding.Encoder.code(of:))
+        hasReferences = targets.contains { $0 != nil }
         self.fieldOfColumn = fieldOfColumn
         links = layout.relationships.filter { property in
             guard case let .joinTable(_, _, writes)? = property.relationship?.storage, writes,

@@ -180,7 +180,7 @@ extension SyncStoredValue {
             if kind == .uuid, data.count == 16 {
                 var bytes: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
                 withUnsafeMutableBytes(of: &bytes) { $0.copyBytes(from: data) }
-                return UUID(uuid: bytes).uuidString
+                return RandomRecordID.format(UUID(uuid: bytes))
             }
             return data.map { String(format: "%02x", $0) }.joined()
         }

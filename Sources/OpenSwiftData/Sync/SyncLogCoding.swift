@@ -15,7 +15,6 @@ enum SyncLogCoding {
         private var names: [String] = []
         private let body = HistoryCoding.ByteWriter(capacity: 4096)
         private(set) var count = 0
-        private var kindCodes: [SyncFieldKind: UInt8] = Dictionary(uniqueKeysWithValues: SyncLogCoding.kinds.enumerated().map { ($1, UInt8($0)) })
 
         func intern(_ name: String) -> Int {
             if let index = nameIndexes[name] { return index }
@@ -24,11 +23,14 @@ enum SyncLogCoding {
             return names.count - 1
         }
 
-        /// Appends a change whose fields are given by interned name indexes, kinds and values.
-        func append(
-            _ kind: SyncChange.Kind, entity: Int, recordID: String, scope: String?, baseVersion: Int64?,
-            fieldNames: [Int], fieldKinds: [SyncFieldKind], values: [DatabaseValue], links: [SyncLinkChange]
-        ) {
+        /// The code a field kind has in the blob (its position in `SyncFieldKind.allCases`).
+        static func code(of kind: SyncFieldKind) -> UInt8 {
+            UInt8(SyncLogCoding.kinds.firstIndex(of: kind) ?? 0)
+        }
+
+        /// Starts a change: what follows are `fieldCount` calls of ``field(name:kindCode:value:)``
+        /// and one of ``links(_:)``.
+        func change(_ kind: SyncChange.Kind, entity: Int, recordID: String, scope: String?, baseVersion: Int64?, fieldCount: Int) {
             count += 1
             body.byte(kind.rawValue)
             body.unsigned(UInt64(entity))
@@ -45,12 +47,19 @@ enum SyncLogCoding {
             } else {
                 body.byte(0)
             }
-            body.unsigned(UInt64(fieldNames.count))
-            for index in 0..<fieldNames.count {
-                body.unsigned(UInt64(fieldNames[index]))
-                body.byte(kindCodes[fieldKinds[index]] ?? 0)
-                body.value(values[index])
-            }
+            body.unsigned(UInt64(fieldCount))
+        }
+
+        /// One field of the current change: its interned name, its kind's code, its stored value.
+        @inline(__always)
+        func field(name: Int, kindCode: UInt8, value: DatabaseValue) {
+            body.unsigned(UInt64(name))
+            body.byte(kindCode)
+            body.value(value)
+        }
+
+        /// Ends the current change with its link changes.
+        func links(_ links: [SyncLinkChange]) {
             body.unsigned(UInt64(links.count))
             for link in links {
                 body.unsigned(UInt64(intern(link.relationship)))

@@ -52,12 +52,6 @@ enum SyncRecords {
         return Dictionary(rows.map { ($0[0] as String, $0[1] as Int64) }, uniquingKeysWith: { first, _ in first })
     }
 
-    static func insert(entity: String, row: Int64, recordID: String, scope: String?, in db: Database) throws {
-        let statement = try db.cachedStatement(sql: "INSERT INTO \(quoted(table)) (entity, pk, record_id, scope) VALUES (?, ?, ?, ?)")
-        statement.setUncheckedArguments([entity, row, recordID, scope])
-        try statement.execute()
-    }
-
     static func delete(entity: String, row: Int64, in db: Database) throws {
         try db.cachedStatement(sql: "DELETE FROM \(quoted(table)) WHERE entity = ? AND pk = ?").execute(arguments: [entity, row])
     }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// Collects, while one save writes, what it changed in synced entities: keeps each synced row's
 /// record identity (`SyncRecords`) and, unless the save is the sync engine's own, builds the
@@ -23,12 +24,27 @@ final class SyncSaveCapture {
         var baseVersion: Int64?
         /// Positions in the plan's fields (nil: every field, in order).
         var fields: [Int]?
+        /// With `fields` nil, the row's values in column order (the array the save bound, kept
+        /// as is: no copy per row), else the values of `fields`, in their order.
         var values: [DatabaseValue]
         var links: [SyncLinkChange] = []
+
+        /// The value of the `index`-th logged field.
+        @inline(__always)
+        func value(at index: Int) -> DatabaseValue {
+            fields == nil ? values[plan.fieldColumns[index]] : values[index]
+        }
     }
 
     private var changes: [Captured] = []
+    /// The save's prepared insert into `osd_sync_records` (see `insertRecord`).
+    private var recordInsert: Statement?
+    /// The entity bound to `recordInsert`'s first parameter (a reset keeps bindings, so a run of
+    /// rows of one entity binds it once).
+    private var boundEntity: String?
     private var changeOfStorage: [ObjectIdentifier: Int] = [:]
+    /// The record ids of new rows without a unique attribute or temporary identifier.
+    private var newRecordIDs = RandomRecordID()
 
     init(state: SyncCaptureState, author: String?, apply: SyncApplyWork?) {
         self.state = state
@@ -48,9 +64,35 @@ final class SyncSaveCapture {
             let value = try DatabaseValue.fetchOne(db, sql: "SELECT \(quoted(name)) FROM \(quoted(plan.layout.name)) WHERE \(quoted(TableDescription.primaryKey)) = ?", arguments: [row])
             recordID = value.flatMap { SyncStoredValue($0).canonicalRecordID(kind: plan.recordIDKind) }
         }
-        let record = SyncRecords.Record(recordID: recordID ?? UUID().uuidString, scope: nil, serverVersion: nil)
-        try SyncRecords.insert(entity: plan.layout.name, row: row, recordID: record.recordID, scope: nil, in: db)
+        let record = SyncRecords.Record(recordID: recordID ?? newRecordIDs.make(), scope: nil, serverVersion: nil)
+        try insertRecord(entity: plan.layout.name, row: row, recordID: record.recordID, scope: nil, in: db)
         return record
+    }
+
+    /// Adds a row's record. This runs once per new synced row, so the save keeps one prepared
+    /// statement and binds values through SQLite's C API (as `TableWriter` does for the rows),
+    /// not through GRDB's `StatementArguments` and the statement cache's lookup.
+    private func insertRecord(entity: String, row: Int64, recordID: String, scope: String?, in db: Database) throws {
+        let statement: Statement
+        if let prepared = recordInsert {
+            statement = prepared
+        } else {
+            statement = try db.makeStatement(sql: "INSERT INTO \(quoted(SyncRecords.table)) (entity, pk, record_id, scope) VALUES (?, ?, ?, ?)")
+            // Mark the (empty) arguments as bound: `execute()` then only steps and resets.
+            statement.setUncheckedArguments(StatementArguments())
+            recordInsert = statement
+        }
+        // Bindings are refused on a statement stepped since its last reset; the reset's result
+        // repeats the last step's error, which that step already reported.
+        sqlite3_reset(statement.sqliteStatement)
+        if entity != boundEntity {
+            try TableWriter.bind(entity.databaseValue, at: 1, in: statement)
+            boundEntity = entity
+        }
+        try TableWriter.bind(row.databaseValue, at: 2, in: statement)
+        try TableWriter.bind(recordID.databaseValue, at: 3, in: statement)
+        try TableWriter.bind(scope?.databaseValue ?? .null, at: 4, in: statement)
+        try statement.execute()
     }
 
     /// A new row of a synced entity: gives it its record id and records every field.
@@ -61,23 +103,20 @@ final class SyncSaveCapture {
         if let column = plan.recordIDColumn {
             recordID = SyncStoredValue(values[column]).canonicalRecordID(kind: plan.recordIDKind)
         }
-        let id = recordID ?? apply?.recordIDs[key] ?? storage.temporaryID?.uuidString ?? UUID().uuidString
+        let id = recordID ?? apply?.recordIDs[key] ?? storage.temporaryID.map(RandomRecordID.format) ?? newRecordIDs.make()
         let scope = apply?.scopes[key] ?? plan.scope?(registration.model)
-        try SyncRecords.insert(entity: plan.layout.name, row: row, recordID: id, scope: scope, in: db)
+        try insertRecord(entity: plan.layout.name, row: row, recordID: id, scope: scope, in: db)
         guard logs else { return }
-        var fieldValues: [DatabaseValue] = []
-        fieldValues.reserveCapacity(plan.fieldColumns.count)
-        for column in plan.fieldColumns { fieldValues.append(values[column]) }
         changeOfStorage[key] = changes.count
-        changes.append(Captured(kind: .insert, plan: plan, recordID: id, scope: scope, baseVersion: nil, fields: nil, values: fieldValues))
+        changes.append(Captured(kind: .insert, plan: plan, recordID: id, scope: scope, baseVersion: nil, fields: nil, values: values))
     }
 
     /// Foreign keys an insertion wrote as NULL first and set once their target existed.
     func fixed(_ storage: AnyModelStorage, columns: [Int], values: [DatabaseValue]) {
         guard logs, let index = changeOfStorage[ObjectIdentifier(storage)], changes[index].kind == .insert else { return }
         let plan = changes[index].plan
-        for (column, value) in zip(columns, values) {
-            if let field = plan.fieldOfColumn[column] { changes[index].values[field] = value }
+        for (column, value) in zip(columns, values) where plan.fieldOfColumn[column] != nil {
+            changes[index].values[column] = value
         }
     }
 
@@ -90,7 +129,7 @@ final class SyncSaveCapture {
         if scope != record.scope { try SyncRecords.setScope(scope, entity: plan.layout.name, row: row, in: db) }
         guard logs else { return }
         changeOfStorage[key] = changes.count
-        changes.append(Captured(kind: .update, plan: plan, recordID: record.recordID, scope: scope, baseVersion: record.serverVersion, fields: nil, values: plan.fieldColumns.map { values[$0] }))
+        changes.append(Captured(kind: .update, plan: plan, recordID: record.recordID, scope: scope, baseVersion: record.serverVersion, fields: nil, values: values))
     }
 
     /// A changed row: `columns` are the changed column indexes, `values` their new values.
@@ -178,28 +217,32 @@ final class SyncSaveCapture {
         let stamp = try SyncLog.takeStamp(now: now, in: db)
         let encoder = SyncLogCoding.Encoder()
         var namesOfPlan: [ObjectIdentifier: (entity: Int, fields: [Int])] = [:]
+        var lastPlan: SyncEntityPlan?
+        var names: (entity: Int, fields: [Int]) = (0, [])
         for change in changes {
             let plan = change.plan
-            let names: (entity: Int, fields: [Int])
-            if let known = namesOfPlan[ObjectIdentifier(plan)] {
-                names = known
-            } else {
-                names = (encoder.intern(plan.layout.name), plan.fieldNames.map(encoder.intern))
-                namesOfPlan[ObjectIdentifier(plan)] = names
+            if plan !== lastPlan {
+                lastPlan = plan
+                if let known = namesOfPlan[ObjectIdentifier(plan)] {
+                    names = known
+                } else {
+                    names = (encoder.intern(plan.layout.name), plan.fieldNames.map(encoder.intern))
+                    namesOfPlan[ObjectIdentifier(plan)] = names
+                }
             }
-            let positions = change.fields ?? Array(plan.fieldNames.indices)
-            var values = change.values
-            // References travel as the target's record id.
-            for (offset, field) in positions.enumerated() {
-                guard let target = plan.fieldTargets[field], case let .int64(key) = values[offset].storage,
-                      let targetPlan = state.plan(target) else { continue }
-                values[offset] = try ensureRecord(targetPlan, row: key, in: db).recordID.databaseValue
+            let count = change.fields?.count ?? plan.fieldColumns.count
+            encoder.change(change.kind, entity: names.entity, recordID: change.recordID, scope: change.scope, baseVersion: change.baseVersion, fieldCount: count)
+            for index in 0..<count {
+                let field = change.fields?[index] ?? index
+                var value = change.value(at: index)
+                // References travel as the target's record id.
+                if plan.hasReferences, let target = plan.fieldTargets[field], case let .int64(key) = value.storage,
+                   let targetPlan = state.plan(target) {
+                    value = try ensureRecord(targetPlan, row: key, in: db).recordID.databaseValue
+                }
+                encoder.field(name: names.fields[field], kindCode: plan.fieldKindCodes[field], value: value)
             }
-            encoder.append(
-                change.kind, entity: names.entity, recordID: change.recordID, scope: change.scope, baseVersion: change.baseVersion,
-                fieldNames: positions.map { names.fields[$0] }, fieldKinds: positions.map { plan.fieldKinds[$0] },
-                values: values, links: change.links
-            )
+            encoder.links(change.links)
         }
         return try SyncLog.append(encoder.finish(), stamp: stamp, author: author, timestamp: now, in: db)
     }
