@@ -133,6 +133,18 @@ let package = Package(
             ],
             path: "Benchmarks/Sources/osd-server-benchmarks"
         ),
+        // Sync engine figures on loopback: `swift run -c release osd-sync-benchmarks`.
+        .executableTarget(
+            name: "osd-sync-benchmarks",
+            dependencies: [
+                "OpenSwiftData",
+                "OpenSwiftDataSync",
+                "OpenSwiftDataServer",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Benchmarks/Sources/osd-sync-benchmarks"
+        ),
         .testTarget(
             name: "OpenSwiftDataServerTests",
             dependencies: [

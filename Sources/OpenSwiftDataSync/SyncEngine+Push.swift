@@ -13,7 +13,7 @@ extension SyncEngine {
         let batch = try storeWrite { db -> [Mutation] in
             let unanswered = try SyncEngineStore.sent(in: db).filter { $0.status == .sent }.map(\.mutation)
             if !unanswered.isEmpty { return Array(unanswered.prefix(limit)) }
-            let cursor = try Int64.fetchOne(db, sql: "SELECT cursor FROM osd_sync_consumers WHERE name = ?", arguments: [SyncEngineStore.consumer]) ?? 0
+            let cursor = try ModelContainer.syncConsumerCursor(SyncEngineStore.consumer, in: db)
             let entries = try ModelContainer.syncLogEntries(after: cursor, limit: limit, in: db)
             guard let last = entries.last else { return [] }
             var mutations: [Mutation] = []

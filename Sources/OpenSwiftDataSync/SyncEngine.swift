@@ -235,8 +235,8 @@ public actor SyncEngine {
     public func pendingChangeCount() throws -> Int {
         try storeRead { db in
             let sent = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(SyncEngineStore.sentTable)") ?? 0
-            let cursor = try Int64.fetchOne(db, sql: "SELECT cursor FROM osd_sync_consumers WHERE name = ?", arguments: [SyncEngineStore.consumer]) ?? 0
-            let unsent = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM osd_sync_log WHERE seq > ?", arguments: [cursor]) ?? 0
+            let cursor = try ModelContainer.syncConsumerCursor(SyncEngineStore.consumer, in: db)
+            let unsent = try ModelContainer.syncLogCount(after: cursor, in: db)
             return sent + unsent
         }
     }
@@ -257,7 +257,7 @@ public actor SyncEngine {
             do {
                 try self.container.applyRemoteChanges(deletes, alsoWriting: { db in
                     try SyncEngineStore.clearAll(in: db)
-                    let last = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'osd_sync_log'") ?? 0
+                    let last = try ModelContainer.lastSyncLogSequence(in: db)
                     try ModelContainer.advanceSyncConsumer(SyncEngineStore.consumer, to: last, in: db)
                 })
             } catch {
@@ -452,7 +452,7 @@ public actor SyncEngine {
         let outbox = SyncOutbox(user: user)
         return try storeRead { db in
             let sent = try SyncEngineStore.sent(in: db)
-            let cursor = try Int64.fetchOne(db, sql: "SELECT cursor FROM osd_sync_consumers WHERE name = ?", arguments: [SyncEngineStore.consumer]) ?? 0
+            let cursor = try ModelContainer.syncConsumerCursor(SyncEngineStore.consumer, in: db)
             let unsent = try ModelContainer.syncLogEntries(after: cursor, limit: nil, in: db).flatMap(outbox.changes)
             let before = sent.flatMap(\.mutation.changes) + unsent
             let after = sent.filter { $0.mutation.id > (settledThrough ?? MutationID.min) }.flatMap(\.mutation.changes) + unsent

@@ -107,3 +107,20 @@ extension ModelContainer {
         return try apply.run(batch)
     }
 }
+
+extension ModelContainer {
+    /// A registered consumer's cursor read inside the caller's transaction (0 when not registered).
+    @_spi(Sync) public static func syncConsumerCursor(_ name: String, in db: Database) throws -> Int64 {
+        try SyncLog.cursor(of: name, in: db) ?? 0
+    }
+
+    /// How many log entries come after `sequence`, read inside the caller's transaction.
+    @_spi(Sync) public static func syncLogCount(after sequence: Int64, in db: Database) throws -> Int {
+        try SyncLog.count(after: sequence, in: db)
+    }
+
+    /// The sequence of the last log entry ever appended, read inside the caller's transaction.
+    @_spi(Sync) public static func lastSyncLogSequence(in db: Database) throws -> Int64 {
+        try SyncLog.lastSequence(in: db)
+    }
+}
