@@ -71,6 +71,29 @@ extension SyncEngine {
     /// Applies the staged changes, settles the mutations the page covers, writes the shadows
     /// that nothing masks any more, and saves the cursor, all in one transaction.
     private func apply(_ page: PullResponse) throws {
+        // A local save that commits between reading the pending mutations and the apply's
+        // transaction would not be masked: the transaction checks that no save was logged in
+        // between and, if one was, rolls back and is computed again.
+        for _ in 0..<8 {
+            do {
+                try applyOnce(page)
+                return
+            } catch is LocalSaveRaced {
+                continue
+            }
+        }
+        throw SyncEngineError.store("local saves kept landing while a pulled page was applied; retrying later")
+    }
+
+    private struct LocalSaveRaced: Error {}
+
+    /// Set inside the apply's transaction when a local save was logged since the pending
+    /// mutations were read (the store wraps errors thrown there, so the flag says which it was).
+    private final class RaceFlag {
+        var raced = false
+    }
+
+    private func applyOnce(_ page: PullResponse) throws {
         // Mutations are settled only on the page that reaches the server's head (all their
         // changes are then in), and only once answered (a rejection's records are known).
         let sentRows = try storeRead { db in try SyncEngineStore.sent(in: db) }
@@ -79,7 +102,8 @@ extension SyncEngine {
             let firstUnanswered = sentRows.first { $0.status == .sent }?.mutation.id ?? MutationID.max
             settleThrough = min(page.lastMutationID, firstUnanswered - 1)
         }
-        let pending = try pendingChanges(settledThrough: settleThrough)
+        let pending = try pendingChangesAndLogSequence(settledThrough: settleThrough)
+        let lastLogSequence = pending.lastLogSequence
         let shadows = try storeRead { db in try SyncEngineStore.shadows(in: db) }
         var rebase = SyncRebase(shapes: shapes, before: SyncRebase.masks(of: pending.before), after: SyncRebase.masks(of: pending.after), shadows: shadows)
         var events: [SyncEvent] = []
@@ -123,12 +147,19 @@ extension SyncEngine {
         let newShadows = rebase.shadows
         let cursor = page.cursor
         let changeCount = staged.count
+        let race = RaceFlag()
         do {
             try container.applyRemoteChanges(batch, alsoWriting: { db in
+                guard try ModelContainer.lastSyncLogSequence(in: db) == lastLogSequence else {
+                    race.raced = true
+                    throw LocalSaveRaced()
+                }
                 try SyncEngineStore.set("cursor", cursor, in: db)
                 if let settleThrough { try SyncEngineStore.deleteSent(through: settleThrough, in: db) }
                 try SyncEngineStore.replaceShadows(newShadows, in: db)
             })
+        } catch where race.raced {
+            throw LocalSaveRaced()
         } catch let error as SyncCaptureError {
             throw SyncEngineError.badServerAnswer(error.description)
         } catch let error as SyncEngineError {

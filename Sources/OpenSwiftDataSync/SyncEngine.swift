@@ -449,6 +449,13 @@ public actor SyncEngine {
 
     /// The record changes of every pending mutation: sent and unsettled, then unsent saves.
     func pendingChanges(settledThrough: MutationID? = nil) throws -> (before: [RecordChange], after: [RecordChange]) {
+        let pending = try pendingChangesAndLogSequence(settledThrough: settledThrough)
+        return (pending.before, pending.after)
+    }
+
+    /// The pending changes with the sequence of the last log entry they include: an apply
+    /// computed from them is only valid while no later save has been logged.
+    func pendingChangesAndLogSequence(settledThrough: MutationID? = nil) throws -> (before: [RecordChange], after: [RecordChange], lastLogSequence: Int64) {
         let outbox = SyncOutbox(user: user)
         return try storeRead { db in
             let sent = try SyncEngineStore.sent(in: db)
@@ -456,7 +463,7 @@ public actor SyncEngine {
             let unsent = try ModelContainer.syncLogEntries(after: cursor, limit: nil, in: db).flatMap(outbox.changes)
             let before = sent.flatMap(\.mutation.changes) + unsent
             let after = sent.filter { $0.mutation.id > (settledThrough ?? MutationID.min) }.flatMap(\.mutation.changes) + unsent
-            return (before, after)
+            return (before, after, try ModelContainer.lastSyncLogSequence(in: db))
         }
     }
 

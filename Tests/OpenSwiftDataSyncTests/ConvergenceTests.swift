@@ -251,4 +251,31 @@ struct ConvergenceTests {
         }
         #expect(latest == PullProgress(received: 25, total: 25))
     }
+
+    @Test("local saves racing with pulls of many pages: every local edit is kept or pushed, and both devices converge")
+    func savesDuringPulls() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let b = try Device.open(server, directory: directory, name: "b", pageSize: 5)
+        for index in 0..<60 { a.context.insert(Note(title: "remote \(index)")) }
+        try a.context.save()
+        try await a.engine.syncNow()
+        let container = b.container
+        let writer = Task.detached {
+            let context = ModelContext(container)
+            for index in 0..<40 {
+                context.insert(Note(title: "local \(index)"))
+                try context.save()
+                await Task.yield()
+            }
+        }
+        try await b.engine.syncNow()
+        try await writer.value
+        try await b.engine.syncNow()
+        try await a.engine.syncNow()
+        #expect(try b.fetch(Note.self).count == 100)
+        #expect(try a.noteState() == b.noteState())
+        #expect(try await b.engine.pendingChangeCount() == 0)
+    }
 }
