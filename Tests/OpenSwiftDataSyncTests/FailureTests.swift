@@ -223,4 +223,33 @@ struct FailureTests {
         let pulled = try await restored.pull(user: "alice", request: PullRequest(clientID: "probe"))
         #expect(pulled.changes.compactMap { $0.fields["title"] } == [.string("unpushed")])
     }
+
+    @Test("a record whose pending edit lost to another writer keeps its scope, so a later revoke still removes it")
+    func scopeKeptThroughRebase() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let bob = try Device.open(server, user: "bob", directory: directory, name: "bob")
+        let shared = Note(title: "team plan")
+        shared.space = "team:t1"
+        bob.context.insert(shared)
+        try bob.context.save()
+        try await bob.engine.syncNow()
+        _ = try await server.service.grant(user: "bob", scope: "team:t1", request: GrantRequest(user: "alice"))
+        let a = try Device.open(server, directory: directory, name: "a")
+        try await a.engine.syncNow()
+
+        let aNote = try #require(try a.context.fetch(FetchDescriptor<Note>()).first)
+        aNote.body = "alice's body"
+        try a.context.save()
+        server.clock.advance(1)
+        shared.body = "bob's body"
+        try bob.context.save()
+        try await bob.engine.syncNow()
+        try await a.engine.syncNow()
+        #expect(try a.noteState() == ["team plan|bob's body|false|-|"])
+
+        _ = try await server.service.revoke(user: "bob", scope: "team:t1", member: "alice")
+        try await a.engine.syncNow()
+        #expect(try a.fetch(Note.self).isEmpty)
+    }
 }

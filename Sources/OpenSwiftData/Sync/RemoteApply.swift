@@ -102,8 +102,10 @@ struct RemoteApply {
                     result.inserted += 1
                 }
                 let storage = model.storageBase
-                work.scopes[ObjectIdentifier(storage)] = .some(change.scope)
-                work.versions.append((change.entity, change.recordID, change.serverVersion, .some(change.scope)))
+                // A nil scope keeps the record's scope (the sync engine writes back values it
+                // held while a local edit was pending, without a scope of their own).
+                if let scope = change.scope { work.scopes[ObjectIdentifier(storage)] = .some(scope) }
+                work.versions.append((change.entity, change.recordID, change.serverVersion, change.scope.map { .some($0) } ?? .none))
                 for (index, attribute) in item.attributes.enumerated() {
                     // A new model's attribute may have no value yet to read: it is written in its
                     // slot, as the model's initializer would; an existing one through its setter.
