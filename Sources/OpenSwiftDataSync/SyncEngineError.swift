@@ -28,6 +28,7 @@ public enum SyncEngineError: Error, Sendable, Hashable, CustomStringConvertible 
     /// The engine was signed out.
     case signedOut
 
+    /// A readable explanation.
     public var description: String {
         switch self {
         case let .modelNotInSchema(name): return "\(name) is configured to sync but is not in the container's schema"

@@ -45,6 +45,7 @@ public enum SyncTransportError: Error, Sendable, Hashable, CustomStringConvertib
         return nil
     }
 
+    /// A readable explanation.
     public var description: String {
         switch self {
         case let .refused(status, error): return "server refused the request (\(status)): \(error)"

@@ -74,6 +74,8 @@ public final class InMemorySyncTransport: SyncTransport, @unchecked Sendable {
         return error
     }
 
+    /// Pushes through the server core (unreachable while offline or while pushes are blocked);
+    /// the push hook may replace or lose the answer.
     public func push(_ request: PushRequest) async throws -> PushResponse {
         guard online, !blockPushes else { throw SyncTransportError.unreachable("offline") }
         lock.withLock { pushes.append(request) }
@@ -83,6 +85,8 @@ public final class InMemorySyncTransport: SyncTransport, @unchecked Sendable {
         return try result.get()
     }
 
+    /// Pulls through the server core (unreachable while offline); the pull hook may replace
+    /// the answer.
     public func pull(_ request: PullRequest) async throws -> PullResponse {
         guard online else { throw SyncTransportError.unreachable("offline") }
         let response: PullResponse
@@ -91,6 +95,8 @@ public final class InMemorySyncTransport: SyncTransport, @unchecked Sendable {
         return response
     }
 
+    /// A live channel that says `hello` at once, then carries ``announce(_:)``'s messages, and
+    /// drops when the transport goes offline.
     public func live(clientID: ClientID) -> AsyncThrowingStream<LiveMessage, any Error> {
         let (stream, continuation) = AsyncThrowingStream<LiveMessage, any Error>.makeStream()
         guard online else {
