@@ -131,6 +131,18 @@ public actor SyncEngine {
     private static func loadState(container: ModelContainer, user: String, random: inout SyncRandom) throws -> (clientID: ClientID, cursor: String?, next: MutationID) {
         do {
             try container.registerSyncConsumer(SyncEngineStore.consumer)
+            // One user's edits are never pushed into another's account: another user's
+            // unpushed saves stop the setup until that user returns or they are discarded.
+            let previous = try container.performSyncRead { db -> (user: String?, pending: Int) in
+                guard try db.tableExists(SyncEngineStore.stateTable), try db.tableExists(SyncEngineStore.sentTable) else { return (nil, 0) }
+                let last = try SyncEngineStore.value("user", in: db)
+                let sent = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(SyncEngineStore.sentTable)") ?? 0
+                let unsent = try ModelContainer.syncLogCount(after: try ModelContainer.syncConsumerCursor(SyncEngineStore.consumer, in: db), in: db)
+                return (last, sent + unsent)
+            }
+            if let last = previous.user, last != user, previous.pending > 0 {
+                throw SyncEngineError.pendingChangesOfAnotherUser(last)
+            }
             let fresh = makeClientID(&random)
             return try container.performSyncTransaction { db in
                 try SyncEngineStore.create(in: db)
@@ -146,6 +158,10 @@ public actor SyncEngine {
                 let next = MutationID(try SyncEngineStore.value("nextMutationID", in: db) ?? "1") ?? 1
                 return (client ?? fresh, cursor, next)
             }
+        } catch let error as SyncEngineError {
+            throw error
+        } catch let error as SwiftDataError {
+            throw SyncEngineError.store(error.description)
         } catch {
             throw SyncEngineError.store("\(error)")
         }

@@ -9,6 +9,10 @@ public enum SyncEngineError: Error, Sendable, Hashable, CustomStringConvertible 
     case modelNotInSchema(String)
     /// A configured model cannot sync (its identity is not stable; see the README).
     case unsupportedModel(entity: String, reason: String)
+    /// Another user's saves are still waiting to be pushed in this store: they are never
+    /// pushed into this user's account. Sign that user in again, or discard them with
+    /// ``SyncEngine/signOut(removingLocalData:)``.
+    case pendingChangesOfAnotherUser(String)
     /// The configuration names no model.
     case nothingToSync
     /// The server answered with something the engine cannot use: nothing of it was applied and
@@ -33,6 +37,7 @@ public enum SyncEngineError: Error, Sendable, Hashable, CustomStringConvertible 
         switch self {
         case let .modelNotInSchema(name): return "\(name) is configured to sync but is not in the container's schema"
         case let .unsupportedModel(entity, reason): return "\(entity) cannot sync: \(reason)"
+        case let .pendingChangesOfAnotherUser(user): return "unpushed saves of \(user) wait in this store; sign \(user) in again or sign out removing local data"
         case .nothingToSync: return "the sync configuration names no model"
         case let .badServerAnswer(reason): return "bad server answer: \(reason)"
         case let .unsupportedProtocolVersion(server): return "the server speaks protocol version \(server), this engine \(ProtocolVersion.current.rawValue)"

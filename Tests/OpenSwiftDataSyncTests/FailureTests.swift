@@ -252,4 +252,29 @@ struct FailureTests {
         try await a.engine.syncNow()
         #expect(try a.fetch(Note.self).isEmpty)
     }
+
+    @Test("another user signing in on a store with unpushed saves is refused at setup; after sign-out removing local data, they start clean")
+    func userSwitch() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let url = directory.file("shared-device.sqlite")
+        do {
+            let alice = try Device.open(server, url: url, directory: directory)
+            alice.context.insert(Note(title: "alice offline"))
+            try alice.context.save()
+        }
+        #expect(throws: SyncEngineError.pendingChangesOfAnotherUser("alice")) {
+            _ = try Device.open(server, user: "bob", url: url, directory: directory)
+        }
+        let alice = try Device.open(server, url: url, directory: directory)
+        try await alice.engine.signOut(removingLocalData: true)
+        let bob = try Device.open(server, user: "bob", url: url, directory: directory)
+        bob.context.insert(Note(title: "bob's"))
+        try bob.context.save()
+        try await bob.engine.syncNow()
+        #expect(try bob.noteState() == ["bob's||false|-|"])
+        let probe = try Device.open(server, directory: directory, name: "alice-probe")
+        try await probe.engine.syncNow()
+        #expect(try probe.fetch(Note.self).isEmpty)
+    }
 }
