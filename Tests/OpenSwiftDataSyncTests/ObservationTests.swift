@@ -51,4 +51,35 @@ struct ObservationTests {
         try await a.engine.syncNow()
         #expect(try await a.engine.pendingChangeCount() == 0)
     }
+
+    @Test("the observable status follows the network: offline with the error and the pending count, then online and settled")
+    func statusFollowsNetwork() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let status = a.engine.status
+        a.context.insert(Note(title: "one"))
+        try a.context.save()
+        a.context.insert(Note(title: "two"))
+        try a.context.save()
+        a.transport.online = false
+        await #expect(throws: SyncEngineError.self) { try await a.engine.syncNow() }
+        var snapshot = await MainActor.run { (status.isOnline, status.pendingChangeCount, status.lastError, status.lastSyncDate, status.isSyncing) }
+        #expect(snapshot.0 == false)
+        #expect(snapshot.1 == 2)
+        #expect(snapshot.2 == .transport(.unreachable("offline")))
+        #expect(snapshot.3 == nil)
+        #expect(snapshot.4 == false)
+        let note = try #require(try a.context.fetch(FetchDescriptor<Note>()).first)
+        #expect(try await a.engine.hasPendingChanges(for: note.persistentModelID))
+
+        a.transport.online = true
+        try await a.engine.syncNow()
+        snapshot = await MainActor.run { (status.isOnline, status.pendingChangeCount, status.lastError, status.lastSyncDate, status.isSyncing) }
+        #expect(snapshot.0 == true)
+        #expect(snapshot.1 == 0)
+        #expect(snapshot.2 == nil)
+        #expect(snapshot.3 == server.clock.now())
+        #expect(try await !a.engine.hasPendingChanges(for: note.persistentModelID))
+    }
 }
