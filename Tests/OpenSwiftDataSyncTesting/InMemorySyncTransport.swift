@@ -11,6 +11,7 @@ import OpenSwiftDataSyncProtocol
 public final class InMemorySyncTransport: SyncTransport, @unchecked Sendable {
     private var currentService: SyncService
     private var pushesBlocked = false
+    private var helloOnConnect = true
     /// The user the requests authenticate as.
     public let user: String
     private let lock = NSLock()
@@ -30,6 +31,13 @@ public final class InMemorySyncTransport: SyncTransport, @unchecked Sendable {
     public var service: SyncService {
         get { lock.withLock { currentService } }
         set { lock.withLock { currentService = newValue } }
+    }
+
+    /// Whether a new live channel says `hello` at once (false: it stays silent until
+    /// ``announce(_:)``).
+    public var sendsHello: Bool {
+        get { lock.withLock { helloOnConnect } }
+        set { lock.withLock { helloOnConnect = newValue } }
     }
 
     /// Whether pushes fail as unreachable before reaching the server (pulls still work).
@@ -105,7 +113,7 @@ public final class InMemorySyncTransport: SyncTransport, @unchecked Sendable {
         }
         let key = UUID()
         lock.withLock { liveContinuations[key] = continuation }
-        continuation.yield(LiveMessage(type: .hello))
+        if sendsHello { continuation.yield(LiveMessage(type: .hello)) }
         continuation.onTermination = { [weak self] _ in
             guard let self else { return }
             _ = self.lock.withLock { self.liveContinuations.removeValue(forKey: key) }

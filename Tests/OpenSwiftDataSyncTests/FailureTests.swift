@@ -277,4 +277,44 @@ struct FailureTests {
         try await probe.engine.syncNow()
         #expect(try probe.fetch(Note.self).isEmpty)
     }
+
+    @Test("the run loop: a permanent error waits for the next trigger (the poll), a transient one backs off with growing jittered delays")
+    func runLoopRetries() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let clock = GatedClock()
+        let a = try Device.open(server, directory: directory, name: "a", clock: clock)
+        let pulls = TokenCounter()
+        a.transport.onPull { page in
+            _ = pulls.next()
+            var page = page
+            page.protocolVersion = ProtocolVersion(rawValue: 99)
+            return page
+        }
+        a.transport.sendsHello = false  // only the start and the poll trigger cycles here
+        await a.engine.start()
+        func waitForSleeps(_ count: Int) async throws {
+            for _ in 0..<20_000 where clock.sleeps.count < count { try await Task.sleep(for: .milliseconds(2)) }
+        }
+        try await waitForSleeps(1)
+        // The first cycle (on start) failed permanently: the loop waits a poll, not a backoff.
+        #expect(clock.sleeps == [30])
+        #expect(pulls.calls == 1)
+        clock.release()
+        try await waitForSleeps(2)
+        #expect(clock.sleeps == [30, 30])
+        #expect(pulls.calls == 2)
+
+        // Transient: the network is down; each retry waits a jittered delay under the cap.
+        a.transport.onPull(nil)
+        a.transport.online = false
+        for round in 3...6 {
+            clock.release()
+            try await waitForSleeps(round)
+        }
+        let backoffs = Array(clock.sleeps.dropFirst(2))
+        #expect(backoffs.count >= 3)
+        #expect(backoffs.allSatisfy { $0 >= 0 && $0 < 30 })
+        await a.engine.stop()
+    }
 }

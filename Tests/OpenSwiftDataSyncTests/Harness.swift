@@ -79,11 +79,11 @@ struct Device {
     }
 
     /// Opens (or reopens) a device's store at `url`.
-    static func open(_ server: TestServer, user: String = "alice", url: URL? = nil, directory: TemporaryDirectory, name: String = UUID().uuidString, pageSize: Int = 1000, transport: InMemorySyncTransport? = nil) throws -> Device {
+    static func open(_ server: TestServer, user: String = "alice", url: URL? = nil, directory: TemporaryDirectory, name: String = UUID().uuidString, pageSize: Int = 1000, transport: InMemorySyncTransport? = nil, clock: (any OpenSwiftDataSync.SyncClock)? = nil) throws -> Device {
         let url = url ?? directory.file("\(name).sqlite")
         let container = try ModelContainer(for: Schema(engineTestTypes + [Unsynced.self]), configurations: ModelConfiguration(url: url))
         let transport = transport ?? InMemorySyncTransport(service: server.service, user: user)
-        let engine = try SyncEngine(container: container, transport: transport, user: user, configuration: configuration(pageSize: pageSize), clock: server.clock, seed: seed(of: url.lastPathComponent + user))
+        let engine = try SyncEngine(container: container, transport: transport, user: user, configuration: configuration(pageSize: pageSize), clock: clock ?? server.clock, seed: seed(of: url.lastPathComponent + user))
         return Device(url: url, container: container, engine: engine, inMemory: transport, context: ModelContext(container))
     }
 
@@ -138,4 +138,33 @@ func seed(of name: String) -> UInt64 {
         value = value &* 0x0000_0100_0000_01B3
     }
     return value
+}
+
+/// A clock whose sleeps wait until the test releases them: the run loop's delays are read, not
+/// waited for.
+/// `@unchecked Sendable`: `requests` and `generation` are only touched while holding `lock`.
+final class GatedClock: OpenSwiftDataSync.SyncClock, @unchecked Sendable {
+    private let lock = NSLock()
+    private var requests: [Double] = []
+    private var generation = 0
+    let start = Date(timeIntervalSince1970: 1_800_000_000)
+
+    func now() -> Date { start }
+
+    /// The delays asked for so far, in order.
+    var sleeps: [Double] { lock.withLock { requests } }
+
+    /// Ends every sleep in progress.
+    func release() { lock.withLock { generation += 1 } }
+
+    func sleep(seconds: Double) async throws {
+        let mine = lock.withLock { () -> Int in
+            requests.append(seconds)
+            return generation
+        }
+        while lock.withLock({ generation }) == mine {
+            try Task.checkCancellation()
+            try await Task.sleep(for: .milliseconds(1))
+        }
+    }
 }
