@@ -8,6 +8,10 @@ let package = Package(
     products: [
         .library(name: "OpenSwiftData", targets: ["OpenSwiftData"]),
         .library(name: "OpenSwiftDataSyncProtocol", targets: ["OpenSwiftDataSyncProtocol"]),
+        // The sync engine (client side): SwiftData models that sync through osd-server. Its
+        // network dependencies (AsyncHTTPClient, the WebSocket client) stay out of the
+        // `OpenSwiftData` product.
+        .library(name: "OpenSwiftDataSync", targets: ["OpenSwiftDataSync"]),
         .executable(name: "osd-demo", targets: ["osd-demo"]),
         .executable(name: "osd-benchmarks", targets: ["osd-benchmarks"]),
         // The sync server: a library to mount in a Hummingbird application, and the executable.
@@ -55,6 +59,25 @@ let package = Package(
         // The sync wire protocol: Codable types on Foundation alone, shared by the sync engine
         // and the server.
         .target(name: "OpenSwiftDataSyncProtocol"),
+        // The sync engine: outbox, push, pull, rebase, status and events over a SyncTransport.
+        .target(
+            name: "OpenSwiftDataSync",
+            dependencies: [
+                "OpenSwiftData",
+                "OpenSwiftDataSyncProtocol",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Test support for the engine (not a product): an in-memory transport that calls the
+        // server's transport-free SyncService directly (the simulator's transport).
+        .target(
+            name: "OpenSwiftDataSyncTesting",
+            dependencies: ["OpenSwiftDataSync", "OpenSwiftDataServer", "OpenSwiftDataSyncProtocol"],
+            path: "Tests/OpenSwiftDataSyncTesting"
+        ),
         .executableTarget(
             name: "osd-demo",
             dependencies: ["OpenSwiftData"]
@@ -67,6 +90,8 @@ let package = Package(
         .executableTarget(name: "Queries", dependencies: ["OpenSwiftData"], path: "Examples/Queries"),
         .executableTarget(name: "Migrations", dependencies: ["OpenSwiftData"], path: "Examples/Migrations"),
         .executableTarget(name: "History", dependencies: ["OpenSwiftData"], path: "Examples/History"),
+        // Two processes syncing notes through osd-server; also the client the kill test runs.
+        .executableTarget(name: "SyncedNotes", dependencies: ["OpenSwiftData", "OpenSwiftDataSync"], path: "Examples/SyncedNotes"),
         // OpenSwiftData against hand-written GRDB code: `swift run -c release osd-benchmarks`.
         // Built (in debug) by every `swift build`, so it keeps compiling as the API changes.
         .executableTarget(
@@ -108,6 +133,18 @@ let package = Package(
             ],
             path: "Benchmarks/Sources/osd-server-benchmarks"
         ),
+        // Sync engine figures on loopback: `swift run -c release osd-sync-benchmarks`.
+        .executableTarget(
+            name: "osd-sync-benchmarks",
+            dependencies: [
+                "OpenSwiftData",
+                "OpenSwiftDataSync",
+                "OpenSwiftDataServer",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Benchmarks/Sources/osd-sync-benchmarks"
+        ),
         .testTarget(
             name: "OpenSwiftDataServerTests",
             dependencies: [
@@ -117,6 +154,18 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "JWTKit", package: "jwt-kit"),
+            ]
+        ),
+        .testTarget(
+            name: "OpenSwiftDataSyncTests",
+            dependencies: [
+                "OpenSwiftDataSync",
+                "OpenSwiftDataSyncTesting",
+                "OpenSwiftDataServer",
+                "OpenSwiftData",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .testTarget(

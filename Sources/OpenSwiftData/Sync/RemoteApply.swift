@@ -19,10 +19,20 @@ extension ModelContainer {
     /// unique value a local row already has updates that row: a record id names one record.
     @discardableResult
     @_spi(Sync) public func applyRemoteChanges(_ batch: [RemoteRecordChange]) throws -> RemoteApplyResult {
+        try applyRemoteChanges(batch, alsoWriting: nil)
+    }
+
+    /// Applies a batch of remote changes like ``applyRemoteChanges(_:)``, and runs `alsoWriting`
+    /// in the same transaction, after the batch's rows are written (the sync engine saves its
+    /// cursor and rebase state there, so they commit or roll back with the batch). An error it
+    /// throws rolls the whole batch back.
+    @discardableResult
+    @_spi(Sync) public func applyRemoteChanges(_ batch: [RemoteRecordChange], alsoWriting: ((Database) throws -> Void)?) throws -> RemoteApplyResult {
         guard let state = syncCapture else { throw SyncCaptureError.notEnabled }
         let context = ModelContext(self)
         context.author = state.engineAuthor
         var apply = RemoteApply(state: state, context: context)
+        apply.alsoWriting = alsoWriting
         return try apply.run(batch)
     }
 }
@@ -37,6 +47,8 @@ struct RemoteApply {
     private var deleted: Set<RecordKey> = []
     private let work = SyncApplyWork()
     private var result = RemoteApplyResult()
+    /// The caller's own writes, run in the batch's transaction (see `applyRemoteChanges(_:alsoWriting:)`).
+    var alsoWriting: ((Database) throws -> Void)?
 
     private struct RecordKey: Hashable {
         let entity: String
@@ -90,13 +102,15 @@ struct RemoteApply {
                     result.inserted += 1
                 }
                 let storage = model.storageBase
-                work.scopes[ObjectIdentifier(storage)] = .some(change.scope)
+                // A nil scope keeps the record's scope (the sync engine writes back values it
+                // held while a local edit was pending, without a scope of their own).
+                if let scope = change.scope { work.scopes[ObjectIdentifier(storage)] = .some(scope) }
                 let modelKey = ObjectIdentifier(storage)
                 if isNew || work.versionsOfNew[modelKey] != nil {
                     // Written with the record the save inserts for the new model.
                     work.versionsOfNew[modelKey] = change.serverVersion
                 } else {
-                    work.versions.append((change.entity, change.recordID, change.serverVersion, .some(change.scope)))
+                    work.versions.append((change.entity, change.recordID, change.serverVersion, change.scope.map { .some($0) } ?? .none))
                 }
                 for (index, attribute) in item.attributes.enumerated() {
                     // A new model's attribute may have no value yet to read: it is written in its
@@ -117,6 +131,7 @@ struct RemoteApply {
             try link(item, model)
         }
         try resolvePending()
+        work.alsoWriting = alsoWriting
         context.syncApply = work
         defer { context.syncApply = nil }
         if context.hasChanges {

@@ -21,7 +21,7 @@ import Foundation
     /// The server's version of the record after this change: kept as the record's base version
     /// for the local changes that follow.
     public var serverVersion: Int64
-    /// The record's scope on the server (upserts).
+    /// The record's scope on the server (upserts); nil keeps the local record's scope.
     public var scope: String?
     /// The fields to set (upserts): stored values with their kinds; references hold the target's
     /// record id.

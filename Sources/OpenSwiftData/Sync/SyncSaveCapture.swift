@@ -287,6 +287,8 @@ final class SyncApplyWork {
     var pendingCleared: [(entity: String, recordID: String, property: String)] = []
     /// Records the batch deleted (or that were already gone): nothing waits for them any more.
     var deletedRecords: [(entity: String, recordID: String)] = []
+    /// The sync engine's own writes for this batch (cursor, rebase state), run last.
+    var alsoWriting: ((Database) throws -> Void)?
 
     func run(in db: Database) throws {
         for (entity, recordID) in deletedRecords {
@@ -300,5 +302,6 @@ final class SyncApplyWork {
         for (entity, recordID, version, scope) in versions {
             try SyncRecords.setServerVersion(version, scope: scope, entity: entity, recordID: recordID, in: db)
         }
+        try alsoWriting?(db)
     }
 }

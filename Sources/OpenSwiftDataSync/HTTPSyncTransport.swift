@@ -1,0 +1,125 @@
+import AsyncHTTPClient
+import Foundation
+import HTTPTypes
+import HummingbirdWSClient
+import Logging
+import NIOCore
+import NIOHTTP1
+import OpenSwiftDataSyncProtocol
+
+/// The transport to `osd-server`: `POST /v1/push` and `GET /v1/pull` over AsyncHTTPClient,
+/// and the `/v1/live` WebSocket. Every request carries a bearer token from the token provider;
+/// an answer of 401 asks the provider for a new token once and retries the request.
+public final class HTTPSyncTransport: SyncTransport {
+    /// The server's base URL (`http://host:port`).
+    public let server: URL
+    private let tokenProvider: @Sendable () async throws -> String
+    private let client: HTTPClient
+    private let timeout: TimeAmount
+    private let logger: Logger
+
+    /// Makes a transport to the server at `server`; `tokenProvider` returns a current bearer
+    /// token (it is asked again after a 401).
+    public init(server: URL, client: HTTPClient = HTTPSyncTransport.sharedClient, timeout: TimeAmount = .seconds(60), logger: Logger = Logger(label: "OpenSwiftDataSync.http"), tokenProvider: @escaping @Sendable () async throws -> String) {
+        self.server = server
+        self.client = client
+        self.timeout = timeout
+        self.logger = logger
+        self.tokenProvider = tokenProvider
+    }
+
+    private var base: String {
+        var text = server.absoluteString
+        while text.hasSuffix("/") { text.removeLast() }
+        return text
+    }
+
+    /// Pushes a batch.
+    public func push(_ request: PushRequest) async throws -> PushResponse {
+        let body: Data
+        do { body = try JSONEncoder.syncProtocol().encode(request) } catch { throw SyncTransportError.malformedResponse("cannot encode the request: \(error)") }
+        return try await send(.POST, SyncEndpoint.push, body: body, as: PushResponse.self)
+    }
+
+    /// Pulls a page.
+    public func pull(_ request: PullRequest) async throws -> PullResponse {
+        var components = URLComponents()
+        components.queryItems = request.queryItems
+        return try await send(.GET, SyncEndpoint.pull + "?" + (components.percentEncodedQuery ?? ""), body: nil, as: PullResponse.self)
+    }
+
+    private func token() async throws -> String {
+        do { return try await tokenProvider() } catch { throw SyncTransportError.refused(status: 401, error: SyncError(.unauthorized, "the token provider failed: \(error)")) }
+    }
+
+    private func send<T: Decodable>(_ method: HTTPMethod, _ path: String, body: Data?, as type: T.Type) async throws -> T {
+        var answer = try await execute(method, path, body: body, token: try await token())
+        if answer.status == 401 {
+            // Refresh once: the provider is asked again for a new token.
+            answer = try await execute(method, path, body: body, token: try await token())
+        }
+        guard answer.status == 200 else {
+            let error = (try? JSONDecoder().decode(ErrorResponse.self, from: answer.body))?.error
+                ?? SyncError(answer.status >= 500 ? .internalError : .malformedRequest, "HTTP \(answer.status): \(String(decoding: answer.body.prefix(200), as: UTF8.self))")
+            throw SyncTransportError.refused(status: answer.status, error: error)
+        }
+        do {
+            return try JSONDecoder().decode(T.self, from: answer.body)
+        } catch {
+            throw SyncTransportError.malformedResponse("\(path): \(error)")
+        }
+    }
+
+    private func execute(_ method: HTTPMethod, _ path: String, body: Data?, token: String) async throws -> (status: Int, body: Data) {
+        var request = HTTPClientRequest(url: base + path)
+        request.method = method
+        request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: body))
+        }
+        do {
+            let response = try await client.execute(request, timeout: timeout)
+            let bytes = try await response.body.collect(upTo: 512 * 1024 * 1024)
+            return (Int(response.status.code), Data(bytes.readableBytesView))
+        } catch {
+            throw SyncTransportError.unreachable("\(error)")
+        }
+    }
+
+    /// Opens the live WebSocket; the stream ends when the socket closes.
+    public func live(clientID: String) -> AsyncThrowingStream<LiveMessage, any Error> {
+        let (stream, continuation) = AsyncThrowingStream<LiveMessage, any Error>.makeStream()
+        var url = base + SyncEndpoint.live
+        if url.hasPrefix("https://") { url = "wss://" + url.dropFirst(8) } else if url.hasPrefix("http://") { url = "ws://" + url.dropFirst(7) }
+        let logger = self.logger
+        let task = Task { [url] in
+            do {
+                var headers = HTTPFields()
+                headers[.authorization] = "Bearer \(try await self.token())"
+                try await WebSocketClient.connect(url: url, configuration: WebSocketClientConfiguration(additionalHeaders: headers), logger: logger) { inbound, _, _ in
+                    for try await message in inbound.messages(maxSize: 1 << 20) {
+                        guard case let .text(text) = message else { continue }
+                        guard let decoded = try? JSONDecoder().decode(LiveMessage.self, from: Data(text.utf8)) else { continue }
+                        continuation.yield(decoded)
+                    }
+                }
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: SyncTransportError.unreachable("live channel: \(error)"))
+            }
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+
+    /// The client every transport uses unless given one: a failed connection fails the request
+    /// at once instead of being retried until the request's deadline, because the engine
+    /// retries with its own backoff (and shows the app that it is offline meanwhile).
+    public static let sharedClient: HTTPClient = {
+        var configuration = HTTPClient.Configuration.singletonConfiguration
+        configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.timeout.connect = .seconds(10)
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
+}

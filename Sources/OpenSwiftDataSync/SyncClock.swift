@@ -1,0 +1,25 @@
+import Foundation
+
+/// The engine's time: the wall clock that stamps saves and status, and sleeping between retries.
+/// The engine never reads `Date()` or calls `Task.sleep` itself, so a simulator drives it on a
+/// virtual clock.
+public protocol SyncClock: Sendable {
+    /// The current wall-clock time.
+    func now() -> Date
+    /// Suspends for `seconds` (or until the task is cancelled, which throws).
+    func sleep(seconds: Double) async throws
+}
+
+/// The system clock: `Date()` and `Task.sleep`.
+public struct SystemSyncClock: SyncClock {
+    /// Makes the system clock.
+    public init() {}
+
+    /// The current time.
+    public func now() -> Date { Date() }
+
+    /// Sleeps on the continuous clock.
+    public func sleep(seconds: Double) async throws {
+        try await Task.sleep(for: .nanoseconds(Int64(max(0, seconds) * 1_000_000_000)))
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+@_spi(Sync) import OpenSwiftData
+import OpenSwiftDataSyncProtocol
+
+/// Which models sync and how: each entity's scope rule and conflict policy.
+///
+/// ```swift
+/// var configuration = SyncConfiguration()
+/// configuration.sync(Folder.self)                                   // the user's private scope
+/// configuration.sync(Note.self, scope: { note in note.folder.map { "folder:\($0.name)" } })
+/// configuration.sync(Reading.self, policy: .rejectStale)
+/// ```
+public struct SyncConfiguration: Sendable {
+    /// One synced model type.
+    public struct Entity: Sendable {
+        /// The entity's name (its sync name).
+        public let name: String
+        /// The conflict policy the engine declares to the server.
+        public let policy: ConflictPolicy
+        let scope: (@Sendable (any PersistentModel) -> String?)?
+        let register: @Sendable (inout SyncCaptureConfiguration) -> Void
+    }
+
+    /// The synced entities, in the order they were added.
+    public private(set) var entities: [Entity] = []
+    /// The most mutations sent in one push request.
+    public var maxMutationsPerPush: Int = 100
+    /// The most changes asked for in one pull page.
+    public var pullPageSize: Int = 1000
+    /// Retry timing for failed requests.
+    public var backoff = SyncBackoff()
+    /// How often to pull while the live channel is down, in seconds (stretched by backoff on
+    /// failures).
+    public var pollInterval: Double = 30
+
+    /// An empty configuration.
+    public init() {}
+
+    /// Syncs a model type. `scope` picks each record's scope when it is saved (`"kind:id"`, for
+    /// example `"folder:\(folder.id)"`); nil, or no rule, is the signed-in user's private scope.
+    public mutating func sync<T: PersistentModel>(_ type: T.Type, policy: ConflictPolicy = .fieldLastWriterWins, scope: (@Sendable (T) -> String?)? = nil) {
+        let name = Schema.entityName(for: type)
+        var erased: (@Sendable (any PersistentModel) -> String?)?
+        if let scope {
+            erased = { @Sendable (model: any PersistentModel) -> String? in
+                guard let typed = model as? T else { return nil }
+                return scope(typed)
+            }
+        }
+        entities.removeAll { $0.name == name }
+        entities.append(Entity(name: name, policy: policy, scope: erased, register: { capture in capture.sync(type, scope: scope) }))
+    }
+
+    /// Syncs a model type whose scope is the value of a key path (nil: the user's private scope).
+    public mutating func sync<T: PersistentModel>(_ type: T.Type, policy: ConflictPolicy = .fieldLastWriterWins, scope keyPath: KeyPath<T, String?> & Sendable) {
+        sync(type, policy: policy, scope: { model in model[keyPath: keyPath] })
+    }
+
+    /// The entity of a name, if it syncs.
+    public func entity(named name: String) -> Entity? { entities.first { $0.name == name } }
+}

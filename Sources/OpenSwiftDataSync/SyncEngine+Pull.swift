@@ -1,0 +1,180 @@
+import Foundation
+import GRDB
+@_spi(Sync) import OpenSwiftData
+import OpenSwiftDataSyncProtocol
+
+extension SyncEngine {
+    /// Pulls pages until the server has nothing more, applying each consistent one (with the
+    /// inconsistent pages staged before it) in one transaction.
+    func pullAll() async throws {
+        do {
+            do {
+                try await pullPages()
+            } catch let error as SyncTransportError where error.code == .clientIDOwnedByAnotherUser {
+                // The id is another user's: take a new one and download again under it.
+                try takeNewClientID()
+                staged = []
+                requestCursor = cursor
+                try await pullPages()
+            }
+        } catch {
+            // Nothing of a failed download stays: the next pull starts from the last applied page.
+            staged = []
+            resetting = false
+            revoked = []
+            requestCursor = cursor
+            throw error
+        }
+    }
+
+    private func pullPages() async throws {
+        for _ in 0..<100_000 {
+            let page = try await transport.pull(PullRequest(clientID: clientID, cursor: requestCursor, limit: configuration.pullPageSize))
+            try check(page)
+            observe(page.serverStamp)
+            if let reason = page.reset {
+                // The server cannot continue the cursor: this page starts a fresh download.
+                // Mutations the server no longer has are resent under their ids.
+                staged = []
+                resetting = true
+                let last = page.lastMutationID
+                try storeWrite { db in
+                    try db.execute(sql: "UPDATE \(SyncEngineStore.sentTable) SET status = 'sent', result = NULL WHERE id > ?", arguments: [last])
+                }
+                emit(.reset(reason))
+            }
+            revoked += page.revokedScopes
+            staged += page.changes
+            requestCursor = page.cursor
+            if let progress = page.progress {
+                emit(.progress(progress))
+                progressContinuation.yield(progress)
+            }
+            if page.consistent {
+                try apply(page)
+            }
+            if !page.hasMore { return }
+        }
+    }
+
+    /// Refuses a page the engine cannot apply: another protocol version, or an entity this app
+    /// does not sync. Nothing of it is applied.
+    private func check(_ page: PullResponse) throws {
+        guard page.protocolVersion == .current else {
+            throw SyncEngineError.unsupportedProtocolVersion(server: page.protocolVersion.rawValue)
+        }
+        for change in page.changes where shapes[change.entity] == nil {
+            throw SyncEngineError.unknownEntity(change.entity)
+        }
+    }
+
+    /// Applies the staged changes, settles the mutations the page covers, writes the shadows
+    /// that nothing masks any more, and saves the cursor, all in one transaction.
+    private func apply(_ page: PullResponse) throws {
+        // A local save that commits between reading the pending mutations and the apply's
+        // transaction would not be masked: the transaction checks that no save was logged in
+        // between and, if one was, rolls back and is computed again.
+        for _ in 0..<8 {
+            do {
+                try applyOnce(page)
+                return
+            } catch is LocalSaveRaced {
+                continue
+            }
+        }
+        throw SyncEngineError.store("local saves kept landing while a pulled page was applied; retrying later")
+    }
+
+    private struct LocalSaveRaced: Error {}
+
+    /// Set inside the apply's transaction when a local save was logged since the pending
+    /// mutations were read (the store wraps errors thrown there, so the flag says which it was).
+    private final class RaceFlag {
+        var raced = false
+    }
+
+    private func applyOnce(_ page: PullResponse) throws {
+        // Mutations are settled only on the page that reaches the server's head (all their
+        // changes are then in), and only once answered (a rejection's records are known).
+        let sentRows = try storeRead { db in try SyncEngineStore.sent(in: db) }
+        var settleThrough: MutationID?
+        if !page.hasMore {
+            let firstUnanswered = sentRows.first { $0.status == .sent }?.mutation.id ?? MutationID.max
+            settleThrough = min(page.lastMutationID, firstUnanswered - 1)
+        }
+        let pending = try pendingChangesAndLogSequence(settledThrough: settleThrough)
+        let lastLogSequence = pending.lastLogSequence
+        let shadows = try storeRead { db in try SyncEngineStore.shadows(in: db) }
+        var rebase = SyncRebase(shapes: shapes, before: SyncRebase.masks(of: pending.before), after: SyncRebase.masks(of: pending.after), shadows: shadows)
+        var events: [SyncEvent] = []
+        for change in staged { try rebase.add(change) }
+        let limit = settleThrough ?? 0
+        let settled = sentRows.filter { $0.mutation.id <= limit }
+        for item in settled {
+            guard item.status == SyncEngineStore.Status.rejected, let result = item.result else { continue }
+            let serverRecords = result.serverRecords ?? []
+            rebase.seedRejected(item.mutation, serverRecords: serverRecords)
+            let records = item.mutation.changes.map { SyncRecordReference(entity: $0.entity, recordID: $0.recordID) }
+            let rejection = SyncRejection(mutationID: item.mutation.id, reason: result.reason ?? RejectionReason.validation, message: result.message, records: records, serverRecords: serverRecords)
+            events.append(SyncEvent.rejected(rejection))
+            if result.reason == RejectionReason.stale {
+                for change in item.mutation.changes {
+                    let server: RecordState? = serverRecords.first { $0.entity == change.entity && $0.recordID == change.recordID }
+                    let record = SyncRecordReference(entity: change.entity, recordID: change.recordID)
+                    let conflict = SyncConflict(mutationID: item.mutation.id, record: record, localFields: change.fields, server: server)
+                    events.append(SyncEvent.conflict(conflict))
+                }
+            }
+        }
+        if !revoked.isEmpty || resetting {
+            let local = try storeRead { db in try ModelContainer.syncRecordEntries(in: db) }
+            let revokedScopes = Set(revoked.map(\.rawValue))
+            var removing: [SyncRebase.RecordRef] = []
+            var snapshot: Set<SyncRebase.RecordRef> = []
+            if resetting { snapshot = Set(staged.map { SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID) }) }
+            for entry in local {
+                let ref = SyncRebase.RecordRef(entity: entry.entity, recordID: entry.recordID)
+                if let scope = entry.scope, revokedScopes.contains(scope) {
+                    removing.append(ref)
+                } else if resetting, !snapshot.contains(ref), rebase.before[ref] == nil {
+                    removing.append(ref)
+                }
+            }
+            rebase.delete(removing)
+        }
+        try rebase.flush(local: SyncRebase.localValues(of: settled.map(\.mutation)))
+        let batch = rebase.batch
+        let newShadows = rebase.shadows
+        let cursor = page.cursor
+        let changeCount = staged.count
+        let race = RaceFlag()
+        do {
+            try container.applyRemoteChanges(batch, alsoWriting: { db in
+                guard try ModelContainer.lastSyncLogSequence(in: db) == lastLogSequence else {
+                    race.raced = true
+                    throw LocalSaveRaced()
+                }
+                try SyncEngineStore.set("cursor", cursor, in: db)
+                if let settleThrough { try SyncEngineStore.deleteSent(through: settleThrough, in: db) }
+                try SyncEngineStore.replaceShadows(newShadows, in: db)
+            })
+        } catch where race.raced {
+            throw LocalSaveRaced()
+        } catch let error as SyncCaptureError {
+            throw SyncEngineError.badServerAnswer(error.description)
+        } catch let error as SyncEngineError {
+            throw error
+        } catch {
+            throw SyncEngineError.store("\(error)")
+        }
+        self.cursor = cursor
+        staged = []
+        if resetting { resetting = false }
+        if !revoked.isEmpty {
+            events.insert(.revoked(revoked), at: 0)
+            revoked = []
+        }
+        if changeCount > 0 { emit(.pulled(changes: changeCount)) }
+        for event in events { emit(event) }
+    }
+}

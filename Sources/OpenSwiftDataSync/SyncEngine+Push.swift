@@ -1,0 +1,140 @@
+import Foundation
+import GRDB
+@_spi(Sync) import OpenSwiftData
+import OpenSwiftDataSyncProtocol
+
+extension SyncEngine {
+    /// The next batch: the stored mutations the server has not answered (resent exactly as
+    /// stored), or else new mutations made from the outbox, stored before they are sent.
+    func nextBatch() throws -> [Mutation] {
+        let limit = pushLimit
+        let outbox = SyncOutbox(user: user)
+        var next = nextMutationID
+        let batch = try storeWrite { db -> [Mutation] in
+            let unanswered = try SyncEngineStore.sent(in: db).filter { $0.status == .sent }.map(\.mutation)
+            if !unanswered.isEmpty { return Array(unanswered.prefix(limit)) }
+            let cursor = try ModelContainer.syncConsumerCursor(SyncEngineStore.consumer, in: db)
+            let entries = try ModelContainer.syncLogEntries(after: cursor, limit: limit, in: db)
+            guard let last = entries.last else { return [] }
+            var mutations: [Mutation] = []
+            for entry in entries {
+                let mutation = Mutation(id: next, stamp: HLCTimestamp(rawValue: entry.stamp), changes: outbox.changes(of: entry))
+                try SyncEngineStore.insertSent(mutation, logSequence: entry.sequence, in: db)
+                mutations.append(mutation)
+                next += 1
+            }
+            try ModelContainer.advanceSyncConsumer(SyncEngineStore.consumer, to: last.sequence, in: db)
+            try SyncEngineStore.set("nextMutationID", String(next), in: db)
+            return mutations
+        }
+        nextMutationID = next
+        return batch
+    }
+
+    /// Pushes until nothing is left to send; returns how many mutations the server answered.
+    @discardableResult
+    func pushAll() async throws -> Int {
+        var rounds = 0
+        var answered = 0
+        while true {
+            let batch = try nextBatch()
+            guard let first = batch.first, let last = batch.last else { return answered }
+            rounds += 1
+            if rounds > 10_000 { return answered }
+            let response: PushResponse
+            do {
+                response = try await transport.push(PushRequest(clientID: clientID, mutations: batch, schema: schema))
+            } catch let error as SyncTransportError {
+                try await handlePushRefusal(error, batch: batch)
+                continue
+            }
+            guard response.protocolVersion == .current else {
+                throw SyncEngineError.unsupportedProtocolVersion(server: response.protocolVersion.rawValue)
+            }
+            let results = response.results.filter { $0.id >= first.id && $0.id <= last.id }
+            guard response.lastMutationID >= last.id, Set(results.map(\.id)) == Set(batch.map(\.id)) else {
+                throw SyncEngineError.badServerAnswer("the push answer does not account for mutations \(first.id)…\(last.id)")
+            }
+            observe(response.serverStamp)
+            try storeWrite { db in
+                for result in results { try SyncEngineStore.record(result, in: db) }
+            }
+            answered += results.count
+            emit(.pushed(count: results.count, lastMutationID: last.id))
+            await updateStatus()
+        }
+    }
+
+    /// Recovers from a refused push, or throws what cannot be recovered here.
+    private func handlePushRefusal(_ error: SyncTransportError, batch: [Mutation]) async throws {
+        guard case let .refused(_, refusal) = error else { throw error }
+        switch refusal.code {
+        case .mutationGap:
+            // The server lost mutations (restored from a backup): resend from its last id.
+            guard let last = refusal.lastMutationID else { throw SyncEngineError.badServerAnswer("a mutationGap answer without lastMutationID") }
+            let next = try storeWrite { db -> MutationID in
+                try db.execute(sql: "UPDATE \(SyncEngineStore.sentTable) SET status = 'sent', result = NULL WHERE id > ?", arguments: [last])
+                let next = try SyncEngineStore.renumber(above: last, from: last + 1, in: db)
+                try SyncEngineStore.set("nextMutationID", String(next), in: db)
+                return next
+            }
+            nextMutationID = next
+        case .clientForked, .clientIDOwnedByAnotherUser:
+            // A restored device, or an id taken by someone else: a new client id, and the
+            // unanswered mutations renumbered from 1 under it. Answered ones stay settled.
+            try takeNewClientID()
+        case .malformedRequest, .wrongValueType, .unknownOperation, .bodyTooLarge, .batchTooLarge:
+            // The request was refused for its content. Several mutations: send them one by one
+            // to find the one at fault. One: it can never be accepted, so it is rejected here
+            // and the queue behind it flows (no head-of-line wedge).
+            if batch.count > 1 {
+                pushLimit = 1
+            } else if let bad = batch.first {
+                try rejectLocally(bad, message: refusal.description)
+            }
+        case .forbidden:
+            throw SyncEngineError.accessDenied(refusal.message)
+        default:
+            throw error
+        }
+    }
+
+    /// Takes a new client id (a restored device, or an id another user holds): the unanswered
+    /// mutations are renumbered from 1 under it; answered ones stay settled.
+    func takeNewClientID() throws {
+        let client = Self.makeClientID(&random)
+        let next = try storeWrite { db -> MutationID in
+            try db.execute(sql: "DELETE FROM \(SyncEngineStore.sentTable) WHERE status != 'sent'")
+            let next = try SyncEngineStore.renumber(above: 0, from: 1, in: db)
+            try SyncEngineStore.set("clientID", client, in: db)
+            try SyncEngineStore.set("nextMutationID", String(next), in: db)
+            return next
+        }
+        clientID = client
+        nextMutationID = next
+    }
+
+    /// Drops a mutation the server refuses as a request (it was never processed): the ones
+    /// after it move down by one, its inserts are removed locally (the server never had
+    /// them), and it is reported as rejected. Its updates stay local until a later change of
+    /// those records arrives: the server sent no state to return to.
+    func rejectLocally(_ mutation: Mutation, message: String) throws {
+        let inserts = mutation.changes.filter { $0.op == .insert }
+        let next = try storeWrite { db -> MutationID in
+            try db.execute(sql: "DELETE FROM \(SyncEngineStore.sentTable) WHERE id = ?", arguments: [mutation.id])
+            let next = try SyncEngineStore.renumber(above: mutation.id, from: mutation.id, in: db)
+            let last = try MutationID.fetchOne(db, sql: "SELECT MAX(id) FROM \(SyncEngineStore.sentTable)")
+            let following = max(next, (last ?? 0) + 1, mutation.id)
+            try SyncEngineStore.set("nextMutationID", String(following), in: db)
+            return following
+        }
+        nextMutationID = next
+        pushLimit = max(1, configuration.maxMutationsPerPush)
+        if !inserts.isEmpty {
+            let deletes = inserts.map { RemoteRecordChange.delete($0.entity, recordID: $0.recordID, serverVersion: 0) }
+            do { try container.applyRemoteChanges(deletes) } catch { throw SyncEngineError.store("\(error)") }
+        }
+        let records = mutation.changes.map { SyncRecordReference(entity: $0.entity, recordID: $0.recordID) }
+        emit(.rejected(SyncRejection(mutationID: mutation.id, reason: .validation, message: message, records: records, serverRecords: [])))
+    }
+}

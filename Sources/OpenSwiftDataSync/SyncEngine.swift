@@ -1,0 +1,489 @@
+import Foundation
+import GRDB
+@_spi(Sync) import OpenSwiftData
+import OpenSwiftDataSyncProtocol
+
+/// Keeps a ``ModelContainer``'s synced models in sync with an OpenSwiftData server, offline
+/// first: the app keeps saving its contexts as before; the engine pushes those saves when it
+/// can, pulls the server's changes into the store, and reports what it did.
+///
+/// ```swift
+/// var configuration = SyncConfiguration()
+/// configuration.sync(Note.self)
+/// let engine = try SyncEngine(container: container, server: URL(string: "http://127.0.0.1:8080")!,
+///                             user: "alice", configuration: configuration,
+///                             tokenProvider: { try await auth.token() })
+/// await engine.start()
+/// for await event in engine.events { print(event) }
+/// ```
+///
+/// Saves never wait on the network: each is captured in its own transaction into the store's
+/// sync log. One save is one mutation; mutations are numbered one by one per client, stored
+/// before they are sent and resent identically until the server answers, so the server applies
+/// each exactly once. Pulled pages are applied in one transaction with their cursor, under the
+/// engine's own author (never pushed back). A field with an unpushed local edit keeps its
+/// local value until the server has decided (see the design notes in `ARCHITECTURE.md`).
+public actor SyncEngine {
+    /// What the app can show: online, syncing, pending changes, last sync, last error.
+    public nonisolated let status: SyncStatus
+    /// Everything the engine does, in order: pushed, pulled, rejected, conflict, reset, errors.
+    public nonisolated let events: AsyncStream<SyncEvent>
+    /// Progress of long downloads (a first sync, a newly granted scope, a reset): records
+    /// received of total, as pages arrive. Keeps only the newest value for a slow reader.
+    public nonisolated let downloadProgress: AsyncStream<PullProgress>
+
+    let container: ModelContainer
+    let transport: any SyncTransport
+    let configuration: SyncConfiguration
+    let clock: any SyncClock
+    let user: String
+    let shapes: [String: SyncEntityShape]
+    let schema: SchemaDescriptor
+    private let eventContinuation: AsyncStream<SyncEvent>.Continuation
+    let progressContinuation: AsyncStream<PullProgress>.Continuation
+    var random: SyncRandom
+
+    // Persistent state, mirrored from `osd_sync_engine`.
+    var clientID: ClientID = ""
+    var cursor: String?
+    /// The cursor to continue a staged (inconsistent) download from.
+    var requestCursor: String?
+    var nextMutationID: MutationID = 1
+    var pushLimit: Int
+
+    // Download staging.
+    var staged: [PulledChange] = []
+    var resetting = false
+    var revoked: [ScopeID] = []
+
+    // Run loop.
+    private var runTask: Task<Void, Never>?
+    private var liveTask: Task<Void, Never>?
+    private var saveTask: Task<Void, Never>?
+    private var wakePending = false
+    private var waiter: CheckedContinuation<Void, Never>?
+    private var busy = false
+    private var lockWaiters: [CheckedContinuation<Void, Never>] = []
+    var liveConnected = false
+    private var signedOut = false
+
+    /// Sets up an engine over any transport: the designated initializer, used by tests and the
+    /// simulator with an in-memory transport, a virtual clock and a seed.
+    ///
+    /// Turns on change capture for the configured models. Throws
+    /// ``SyncEngineError/modelNotInSchema(_:)`` when a configured model is not in the
+    /// container's schema, and ``SyncEngineError/unsupportedModel(entity:reason:)`` when one
+    /// cannot sync.
+    public init(container: ModelContainer, transport: any SyncTransport, user: String, configuration: SyncConfiguration, clock: any SyncClock = SystemSyncClock(), seed: UInt64? = nil) throws {
+        guard !configuration.entities.isEmpty else { throw SyncEngineError.nothingToSync }
+        for entity in configuration.entities where !container.hasEntity(named: entity.name) {
+            throw SyncEngineError.modelNotInSchema(entity.name)
+        }
+        var capture = SyncCaptureConfiguration(clock: { [clock] in clock.now() })
+        for entity in configuration.entities { entity.register(&capture) }
+        do {
+            try container.enableSyncCapture(capture)
+        } catch let error as SyncCaptureError {
+            if case let .unsupportedIdentity(entity, reason) = error { throw SyncEngineError.unsupportedModel(entity: entity, reason: reason) }
+            if case let .unknownEntity(entity) = error { throw SyncEngineError.modelNotInSchema(entity) }
+            throw SyncEngineError.store(error.description)
+        }
+        var shapes: [String: SyncEntityShape] = [:]
+        var entities: [EntityDescriptor] = []
+        for entity in configuration.entities {
+            guard let shape = container.syncEntityShape(entity.name) else { throw SyncEngineError.modelNotInSchema(entity.name) }
+            shapes[entity.name] = shape
+            entities.append(EntityDescriptor(
+                name: entity.name,
+                fields: shape.fields.map { FieldDescriptor(name: $0.name, kind: SyncValueMapping.kind($0.kind), optional: $0.optional, destination: $0.destination) },
+                links: shape.links.map { LinkDescriptor(name: $0.name, destination: $0.destination) },
+                policy: entity.policy
+            ))
+        }
+        self.container = container
+        self.transport = transport
+        self.user = user
+        self.configuration = configuration
+        self.clock = clock
+        self.shapes = shapes
+        self.schema = SchemaDescriptor(entities: entities)
+        self.pushLimit = max(1, configuration.maxMutationsPerPush)
+        var random = SyncRandom(seed: seed ?? UInt64.random(in: 0...UInt64.max))
+        self.status = SyncStatus()
+        (events, eventContinuation) = AsyncStream<SyncEvent>.makeStream(bufferingPolicy: .unbounded)
+        (downloadProgress, progressContinuation) = AsyncStream<PullProgress>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let state = try Self.loadState(container: container, user: user, random: &random)
+        self.random = random
+        clientID = state.clientID
+        cursor = state.cursor
+        requestCursor = state.cursor
+        nextMutationID = state.next
+    }
+
+    /// Sets up an engine that talks to `osd-server` at `server` over HTTP, with a token from
+    /// `tokenProvider` (asked again when the server answers 401).
+    public init(container: ModelContainer, server: URL, user: String, configuration: SyncConfiguration, tokenProvider: @escaping @Sendable () async throws -> String) throws {
+        try self.init(container: container, transport: HTTPSyncTransport(server: server, tokenProvider: tokenProvider), user: user, configuration: configuration)
+    }
+
+    /// Reads the engine's state from the store, making a client id for a new install (or a
+    /// user other than the last one).
+    private static func loadState(container: ModelContainer, user: String, random: inout SyncRandom) throws -> (clientID: ClientID, cursor: String?, next: MutationID) {
+        do {
+            try container.registerSyncConsumer(SyncEngineStore.consumer)
+            // One user's edits are never pushed into another's account: another user's
+            // unpushed saves stop the setup until that user returns or they are discarded.
+            let previous = try container.performSyncRead { db -> (user: String?, pending: Int) in
+                guard try db.tableExists(SyncEngineStore.stateTable), try db.tableExists(SyncEngineStore.sentTable) else { return (nil, 0) }
+                let last = try SyncEngineStore.value("user", in: db)
+                let sent = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(SyncEngineStore.sentTable)") ?? 0
+                let unsent = try ModelContainer.syncLogCount(after: try ModelContainer.syncConsumerCursor(SyncEngineStore.consumer, in: db), in: db)
+                return (last, sent + unsent)
+            }
+            if let last = previous.user, last != user, previous.pending > 0 {
+                throw SyncEngineError.pendingChangesOfAnotherUser(last)
+            }
+            let fresh = makeClientID(&random)
+            return try container.performSyncTransaction { db in
+                try SyncEngineStore.create(in: db)
+                var client = try SyncEngineStore.value("clientID", in: db)
+                let lastUser = try SyncEngineStore.value("user", in: db)
+                if client == nil || lastUser != user {
+                    client = fresh
+                    try SyncEngineStore.set("clientID", fresh, in: db)
+                    try SyncEngineStore.set("user", user, in: db)
+                    try SyncEngineStore.set("cursor", nil, in: db)
+                }
+                let cursor = try SyncEngineStore.value("cursor", in: db)
+                let next = MutationID(try SyncEngineStore.value("nextMutationID", in: db) ?? "1") ?? 1
+                return (client ?? fresh, cursor, next)
+            }
+        } catch let error as SyncEngineError {
+            throw error
+        } catch let error as SwiftDataError {
+            throw SyncEngineError.store(error.description)
+        } catch {
+            throw SyncEngineError.store("\(error)")
+        }
+    }
+
+    static func makeClientID(_ random: inout SyncRandom) -> ClientID {
+        let high = random.next()
+        let low = random.next()
+        let hex = String(high, radix: 16) + "-" + String(low, radix: 16)
+        return "c-" + hex
+    }
+
+    // MARK: Store access
+
+    func storeWrite<T>(_ body: (Database) throws -> T) throws -> T {
+        do {
+            return try container.performSyncTransaction(body)
+        } catch let error as SyncEngineError {
+            throw error
+        } catch {
+            throw SyncEngineError.store("\(error)")
+        }
+    }
+
+    func storeRead<T>(_ body: (Database) throws -> T) throws -> T {
+        do {
+            return try container.performSyncRead(body)
+        } catch let error as SyncEngineError {
+            throw error
+        } catch {
+            throw SyncEngineError.store("\(error)")
+        }
+    }
+
+    func emit(_ event: SyncEvent) { eventContinuation.yield(event) }
+
+    func observe(_ stamp: HLCTimestamp) {
+        let ceiling = UInt64(max(0, clock.now().timeIntervalSince1970 * 1000)) + 60_000
+        let accepted = min(stamp, HLCTimestamp(milliseconds: ceiling, counter: .max))
+        _ = try? container.advanceSyncClock(receivedStamp: accepted.rawValue)
+    }
+
+    // MARK: Lifecycle
+
+    /// Starts syncing in the background: a push and pull now, after each local save, on each
+    /// live-channel message, and by polling while the live channel is down.
+    public func start() {
+        guard runTask == nil, !signedOut else { return }
+        let saves = container.saveEvents()
+        let engineAuthor = container.syncEngineAuthor
+        let synced = Set(configuration.entities.map(\.name))
+        saveTask = Task { [weak self] in
+            for await event in saves {
+                guard event.author != engineAuthor, !event.entities.isDisjoint(with: synced) else { continue }
+                await self?.wake()
+            }
+        }
+        liveTask = Task { [weak self] in await self?.runLiveChannel() }
+        runTask = Task { [weak self] in await self?.runLoop() }
+    }
+
+    /// Stops background syncing (the state stays in the store; ``start()`` resumes it).
+    public func stop() async {
+        let tasks = [runTask, liveTask, saveTask]
+        runTask = nil
+        liveTask = nil
+        saveTask = nil
+        for task in tasks { task?.cancel() }
+        wake()
+        for task in tasks { await task?.value }
+    }
+
+    /// Pushes every pending save and pulls everything new, now; throws what failed.
+    public func syncNow() async throws {
+        guard !signedOut else { throw SyncEngineError.signedOut }
+        try await exclusively { try await self.cycle() }
+    }
+
+    /// Whether a model has local changes the server has not settled yet.
+    public func hasPendingChanges(for identifier: PersistentIdentifier) throws -> Bool {
+        guard let recordID = try container.syncRecordID(for: identifier) else { return false }
+        let masks = try pendingMasks()
+        return masks[SyncRebase.RecordRef(entity: identifier.entityName, recordID: recordID)] != nil
+    }
+
+    /// How many local saves the server has not settled yet.
+    public func pendingChangeCount() throws -> Int {
+        try storeRead { db in
+            let sent = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(SyncEngineStore.sentTable)") ?? 0
+            let cursor = try ModelContainer.syncConsumerCursor(SyncEngineStore.consumer, in: db)
+            let unsent = try ModelContainer.syncLogCount(after: cursor, in: db)
+            return sent + unsent
+        }
+    }
+
+    /// The client id the engine pushes under.
+    public var currentClientID: ClientID { clientID }
+
+    /// Stops syncing. With `removingLocalData`, deletes every synced record from the store
+    /// (not pushed: the server keeps them) and forgets the engine's state, unpushed changes
+    /// included; without, the state stays for when the user signs in again.
+    public func signOut(removingLocalData: Bool) async throws {
+        await stop()
+        signedOut = true
+        guard removingLocalData else { return }
+        try await exclusively {
+            let entries = try self.storeRead { db in try ModelContainer.syncRecordEntries(in: db) }
+            let deletes = entries.map { RemoteRecordChange.delete($0.entity, recordID: $0.recordID, serverVersion: 0) }
+            do {
+                try self.container.applyRemoteChanges(deletes, alsoWriting: { db in
+                    try SyncEngineStore.clearAll(in: db)
+                    let last = try ModelContainer.lastSyncLogSequence(in: db)
+                    try ModelContainer.advanceSyncConsumer(SyncEngineStore.consumer, to: last, in: db)
+                })
+            } catch {
+                throw SyncEngineError.store("\(error)")
+            }
+        }
+        eventContinuation.finish()
+        progressContinuation.finish()
+        await updateStatus()
+    }
+
+    // MARK: Run loop
+
+    func wake() {
+        if let waiter {
+            self.waiter = nil
+            waiter.resume()
+        } else {
+            wakePending = true
+        }
+    }
+
+    /// Waits for a wake-up, or `seconds` when given.
+    private func waitForWake(seconds: Double?) async {
+        if wakePending {
+            wakePending = false
+            return
+        }
+        var timer: Task<Void, Never>?
+        if let seconds {
+            let clock = self.clock
+            timer = Task { [weak self] in
+                do { try await clock.sleep(seconds: seconds) } catch { return }
+                await self?.wake()
+            }
+        }
+        await withCheckedContinuation { continuation in
+            if Task.isCancelled || wakePending {
+                wakePending = false
+                continuation.resume()
+            } else {
+                waiter = continuation
+            }
+        }
+        timer?.cancel()
+    }
+
+    private func exclusively<T>(_ body: () async throws -> T) async throws -> T {
+        while busy { await withCheckedContinuation { lockWaiters.append($0) } }
+        busy = true
+        defer {
+            busy = false
+            if !lockWaiters.isEmpty { lockWaiters.removeFirst().resume() }
+        }
+        return try await body()
+    }
+
+    private func runLoop() async {
+        var failures = 0
+        while !Task.isCancelled {
+            var delay: Double?
+            do {
+                try await exclusively { try await self.cycle() }
+                failures = 0
+                delay = liveConnected ? nil : configuration.pollInterval
+            } catch {
+                let engineError = Self.engineError(error)
+                if Self.isTransient(engineError) {
+                    failures += 1
+                    delay = configuration.backoff.delay(attempt: failures, using: &random)
+                } else {
+                    // Permanent: not retried until something new happens (a save, a live
+                    // message, syncNow, the poll).
+                    failures = 0
+                    delay = configuration.pollInterval
+                }
+            }
+            if Task.isCancelled { break }
+            await waitForWake(seconds: delay)
+        }
+    }
+
+    static func engineError(_ error: any Error) -> SyncEngineError {
+        if let error = error as? SyncEngineError { return error }
+        if let error = error as? SyncTransportError { return .transport(error) }
+        if let error = error as? SyncCaptureError { return .store(error.description) }
+        return .store("\(error)")
+    }
+
+    static func isTransient(_ error: SyncEngineError) -> Bool {
+        switch error {
+        case let .transport(transport): return transport.isTransient
+        case .store: return true
+        default: return false
+        }
+    }
+
+    private func runLiveChannel() async {
+        var failures = 0
+        while !Task.isCancelled {
+            let stream = transport.live(clientID: clientID)
+            do {
+                for try await _ in stream {
+                    failures = 0
+                    if !liveConnected {
+                        liveConnected = true
+                        await setLive(true)
+                    }
+                    wake()
+                }
+            } catch {}
+            if liveConnected {
+                liveConnected = false
+                await setLive(false)
+            }
+            if Task.isCancelled { break }
+            failures += 1
+            let delay = configuration.backoff.delay(attempt: failures, using: &random)
+            do { try await clock.sleep(seconds: max(delay, 0.05)) } catch { break }
+        }
+    }
+
+    /// One full sync: push everything, pull to the end, push what the pull made pending.
+    func cycle() async throws {
+        await setSyncing(true)
+        do {
+            // A push that fails does not keep the pull from running: the queue's trouble never
+            // stops the app from seeing others' changes.
+            var pushError: (any Error)?
+            do { _ = try await pushAll() } catch { pushError = error }
+            try await pullAll()
+            if let pushError { throw pushError }
+            // Saves made (or mutations to resend) while pulling: push them and settle them.
+            if try await pushAll() > 0 { try await pullAll() }
+            await setSyncing(false)
+            await succeeded()
+        } catch {
+            let engineError = Self.engineError(error)
+            emit(.error(engineError))
+            await setSyncing(false)
+            await failed(engineError)
+            throw engineError
+        }
+    }
+
+    // MARK: Status
+
+    private func setLive(_ live: Bool) async {
+        let status = self.status
+        await MainActor.run { status.isLiveConnected = live }
+    }
+
+    private func setSyncing(_ syncing: Bool) async {
+        let status = self.status
+        await MainActor.run { status.isSyncing = syncing }
+    }
+
+    private func succeeded() async {
+        let pending = (try? pendingChangeCount()) ?? 0
+        let now = clock.now()
+        let status = self.status
+        await MainActor.run {
+            status.isOnline = true
+            status.pendingChangeCount = pending
+            status.lastSyncDate = now
+            status.lastError = nil
+        }
+    }
+
+    private func failed(_ error: SyncEngineError) async {
+        let pending = (try? pendingChangeCount()) ?? 0
+        let offline: Bool
+        if case let .transport(transport) = error, case .unreachable = transport { offline = true } else { offline = false }
+        let status = self.status
+        await MainActor.run {
+            if offline { status.isOnline = false }
+            status.pendingChangeCount = pending
+            status.lastError = error
+        }
+    }
+
+    func updateStatus() async {
+        let pending = (try? pendingChangeCount()) ?? 0
+        let status = self.status
+        await MainActor.run { status.pendingChangeCount = pending }
+    }
+
+    // MARK: Pending state
+
+    /// The record changes of every pending mutation: sent and unsettled, then unsent saves.
+    func pendingChanges(settledThrough: MutationID? = nil) throws -> (before: [RecordChange], after: [RecordChange]) {
+        let pending = try pendingChangesAndLogSequence(settledThrough: settledThrough)
+        return (pending.before, pending.after)
+    }
+
+    /// The pending changes with the sequence of the last log entry they include: an apply
+    /// computed from them is only valid while no later save has been logged.
+    func pendingChangesAndLogSequence(settledThrough: MutationID? = nil) throws -> (before: [RecordChange], after: [RecordChange], lastLogSequence: Int64) {
+        let outbox = SyncOutbox(user: user)
+        return try storeRead { db in
+            let sent = try SyncEngineStore.sent(in: db)
+            let cursor = try ModelContainer.syncConsumerCursor(SyncEngineStore.consumer, in: db)
+            let unsent = try ModelContainer.syncLogEntries(after: cursor, limit: nil, in: db).flatMap(outbox.changes)
+            let before = sent.flatMap(\.mutation.changes) + unsent
+            let after = sent.filter { $0.mutation.id > (settledThrough ?? MutationID.min) }.flatMap(\.mutation.changes) + unsent
+            return (before, after, try ModelContainer.lastSyncLogSequence(in: db))
+        }
+    }
+
+    func pendingMasks() throws -> [SyncRebase.RecordRef: SyncRebase.Mask] {
+        SyncRebase.masks(of: try pendingChanges().before)
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+import OpenSwiftDataSyncProtocol
+
+/// Why the engine could not be set up, or an operation refused. Setup errors are thrown by
+/// ``SyncEngine/init(container:transport:user:configuration:clock:seed:)``; the rest travel as
+/// ``SyncEvent/error(_:)`` events and ``SyncStatus/lastError``.
+public enum SyncEngineError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A configured model type is not in the container's schema.
+    case modelNotInSchema(String)
+    /// A configured model cannot sync (its identity is not stable; see the README).
+    case unsupportedModel(entity: String, reason: String)
+    /// Another user's saves are still waiting to be pushed in this store: they are never
+    /// pushed into this user's account. Sign that user in again, or discard them with
+    /// ``SyncEngine/signOut(removingLocalData:)``.
+    case pendingChangesOfAnotherUser(String)
+    /// The configuration names no model.
+    case nothingToSync
+    /// The server answered with something the engine cannot use: nothing of it was applied and
+    /// the queue is intact.
+    case badServerAnswer(String)
+    /// The server speaks another protocol version.
+    case unsupportedProtocolVersion(server: Int)
+    /// The server sent records of an entity this app does not sync.
+    case unknownEntity(String)
+    /// A request failed; the engine retries transient failures with backoff.
+    case transport(SyncTransportError)
+    /// The server refused access (revoked or missing grants, or another user's client id);
+    /// not retried until the next sync request.
+    case accessDenied(String)
+    /// The local store failed.
+    case store(String)
+    /// The engine was signed out.
+    case signedOut
+
+    /// A readable explanation.
+    public var description: String {
+        switch self {
+        case let .modelNotInSchema(name): return "\(name) is configured to sync but is not in the container's schema"
+        case let .unsupportedModel(entity, reason): return "\(entity) cannot sync: \(reason)"
+        case let .pendingChangesOfAnotherUser(user): return "unpushed saves of \(user) wait in this store; sign \(user) in again or sign out removing local data"
+        case .nothingToSync: return "the sync configuration names no model"
+        case let .badServerAnswer(reason): return "bad server answer: \(reason)"
+        case let .unsupportedProtocolVersion(server): return "the server speaks protocol version \(server), this engine \(ProtocolVersion.current.rawValue)"
+        case let .unknownEntity(name): return "the server sent records of \(name), which this app does not sync"
+        case let .transport(error): return error.description
+        case let .accessDenied(reason): return "access denied: \(reason)"
+        case let .store(reason): return "local store error: \(reason)"
+        case .signedOut: return "the sync engine is signed out"
+        }
+    }
+}

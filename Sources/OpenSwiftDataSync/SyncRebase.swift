@@ -1,0 +1,254 @@
+import Foundation
+@_spi(Sync) import OpenSwiftData
+import OpenSwiftDataSyncProtocol
+
+/// Local state = server state ⊕ pending mutations, field by field.
+///
+/// Every field, link or record existence that a pending (unsettled) mutation touched is
+/// *masked*: a pulled value for it is kept as the *shadow* (the server's latest known value)
+/// instead of being written to the model, so the user keeps seeing their own edit. When the
+/// mutations masking a key are settled (a page whose `lastMutationID` covers them has been
+/// applied) and no later pending mutation masks it, the shadow is written to the model: the
+/// server's decision, whether the local write won, lost, or was rejected. A rejected mutation
+/// seeds the shadows from the records the server returned with the rejection, so it is rolled
+/// back even when no later change of those records arrives.
+struct SyncRebase {
+    typealias Shadows = [SyncEngineStore.ShadowKey: (value: SyncEngineStore.ShadowValue, version: Int64)]
+
+    struct RecordRef: Hashable {
+        var entity: String
+        var recordID: String
+    }
+
+    /// What pending mutations touch of one record.
+    struct Mask {
+        var record = false
+        var deletedLocally = false
+        var fields: Set<String> = []
+        var links: Set<String> = []
+    }
+
+    static let recordKey = "#record"
+    static func fieldKey(_ name: String) -> String { "f:" + name }
+    static func linkKey(_ relationship: String, _ target: String) -> String { "l:" + relationship + "\u{1F}" + target }
+
+    static func masks(of changes: [RecordChange]) -> [RecordRef: Mask] {
+        var masks: [RecordRef: Mask] = [:]
+        for change in changes {
+            let ref = RecordRef(entity: change.entity, recordID: change.recordID)
+            var mask = masks[ref] ?? Mask()
+            switch change.op {
+            case .insert:
+                mask.record = true
+                mask.deletedLocally = false
+            case .delete:
+                mask.record = true
+                mask.deletedLocally = true
+            case .update:
+                break
+            }
+            mask.fields.formUnion(change.fields.keys)
+            for (relationship, link) in change.links {
+                for target in link.added + link.removed { mask.links.insert(linkKey(relationship, target)) }
+            }
+            masks[ref] = mask
+        }
+        return masks
+    }
+
+    static func isMasked(_ key: String, by mask: Mask?) -> Bool {
+        guard let mask else { return false }
+        if mask.record { return true }
+        if key == recordKey { return false }
+        if key.hasPrefix("f:") { return mask.fields.contains(String(key.dropFirst(2))) }
+        return mask.links.contains(key)
+    }
+
+    /// The shapes of the synced entities, to read wire values into stored form.
+    let shapes: [String: SyncEntityShape]
+    /// Masks of every pending mutation before this page is settled.
+    let before: [RecordRef: Mask]
+    /// Masks of the mutations still pending after it.
+    let after: [RecordRef: Mask]
+    var shadows: Shadows
+    /// The changes to apply, in order.
+    private(set) var batch: [RemoteRecordChange] = []
+
+    init(shapes: [String: SyncEntityShape], before: [RecordRef: Mask], after: [RecordRef: Mask], shadows: Shadows) {
+        self.shapes = shapes
+        self.before = before
+        self.after = after
+        self.shadows = shadows
+    }
+
+    private mutating func shadow(_ ref: RecordRef, _ key: String, _ value: SyncEngineStore.ShadowValue, version: Int64) {
+        let shadowKey = SyncEngineStore.ShadowKey(entity: ref.entity, recordID: ref.recordID, key: key)
+        if let existing = shadows[shadowKey], existing.version > version { return }
+        shadows[shadowKey] = (value, version)
+    }
+
+    private mutating func dropShadows(of ref: RecordRef) {
+        shadows = shadows.filter { !($0.key.entity == ref.entity && $0.key.recordID == ref.recordID) }
+    }
+
+    func fields(_ values: [SyncName: SyncValue], entity: String) throws -> [SyncField] {
+        guard let shape = shapes[entity] else { throw SyncEngineError.unknownEntity(entity) }
+        var fields: [SyncField] = []
+        for (name, value) in values.sorted(by: { $0.key < $1.key }) {
+            guard let kind = shape.kind(of: name) else {
+                throw SyncEngineError.badServerAnswer("\(entity) has no synced field \(name)")
+            }
+            guard let stored = SyncValueMapping.stored(value, kind: kind) else {
+                throw SyncEngineError.badServerAnswer("\(entity).\(name) holds \(kind) values, the server sent \(value.kind?.rawValue ?? "null")")
+            }
+            fields.append(SyncField(name: name, value: stored))
+        }
+        return fields
+    }
+
+    /// Adds one pulled change: unmasked parts are applied, masked ones shadowed.
+    mutating func add(_ change: PulledChange) throws {
+        let ref = RecordRef(entity: change.entity, recordID: change.recordID)
+        let mask = before[ref]
+        switch change.op {
+        case .delete:
+            if mask?.record == true {
+                shadow(ref, Self.recordKey, .record(exists: false), version: change.version)
+            } else {
+                dropShadows(of: ref)
+                batch.append(.delete(change.entity, recordID: change.recordID, serverVersion: change.version))
+            }
+        case .insert, .update:
+            if mask?.record == true {
+                shadow(ref, Self.recordKey, .record(exists: true), version: change.version)
+            }
+            var applied: [SyncName: SyncValue] = [:]
+            for (name, value) in change.fields {
+                let key = Self.fieldKey(name)
+                if Self.isMasked(key, by: mask) {
+                    shadow(ref, key, .field(value), version: change.version)
+                } else {
+                    applied[name] = value
+                }
+            }
+            var links: [SyncLinkChange] = []
+            for (relationship, link) in change.links.sorted(by: { $0.key < $1.key }) {
+                var added: [String] = []
+                var removed: [String] = []
+                for target in link.added {
+                    let key = Self.linkKey(relationship, target)
+                    if Self.isMasked(key, by: mask) { shadow(ref, key, .link(present: true), version: change.version) } else { added.append(target) }
+                }
+                for target in link.removed {
+                    let key = Self.linkKey(relationship, target)
+                    if Self.isMasked(key, by: mask) { shadow(ref, key, .link(present: false), version: change.version) } else { removed.append(target) }
+                }
+                if !added.isEmpty || !removed.isEmpty { links.append(SyncLinkChange(relationship: relationship, added: added, removed: removed)) }
+            }
+            guard mask?.deletedLocally != true else { return }
+            // Even with every field masked, the upsert records the server version the record
+            // is at, as the base version of the next local change.
+            batch.append(.upsert(change.entity, recordID: change.recordID, serverVersion: change.version, scope: change.scope.rawValue, fields: try fields(applied, entity: change.entity), links: links))
+        }
+    }
+
+    /// Seeds the shadows of a rejected mutation from the server's records, so that settling it
+    /// rolls it back.
+    mutating func seedRejected(_ mutation: Mutation, serverRecords: [RecordState]) {
+        for change in mutation.changes {
+            let ref = RecordRef(entity: change.entity, recordID: change.recordID)
+            guard let state = serverRecords.first(where: { $0.entity == change.entity && $0.recordID == change.recordID }), !state.deleted else {
+                let version = serverRecords.first { $0.entity == change.entity && $0.recordID == change.recordID }?.version ?? 0
+                shadow(ref, Self.recordKey, .record(exists: false), version: version)
+                continue
+            }
+            shadow(ref, Self.recordKey, .record(exists: true), version: state.version)
+            let names = change.op == .update ? Array(change.fields.keys) : Array(Set(state.fields.keys).union(change.fields.keys))
+            for name in names {
+                shadow(ref, Self.fieldKey(name), .field(state.fields[name] ?? .null), version: state.version)
+            }
+            for (relationship, link) in change.links {
+                let present = Set(state.links[relationship] ?? [])
+                for target in link.added + link.removed {
+                    shadow(ref, Self.linkKey(relationship, target), .link(present: present.contains(target)), version: state.version)
+                }
+            }
+            if change.op != .update {
+                for (relationship, targets) in state.links {
+                    for target in targets { shadow(ref, Self.linkKey(relationship, target), .link(present: true), version: state.version) }
+                }
+            }
+        }
+    }
+
+    /// What the settled mutations last wrote locally, per key: a shadow equal to it is
+    /// already what the model shows (the server kept our value), so it is not written again.
+    static func localValues(of mutations: [Mutation]) -> [SyncEngineStore.ShadowKey: SyncEngineStore.ShadowValue] {
+        var values: [SyncEngineStore.ShadowKey: SyncEngineStore.ShadowValue] = [:]
+        for mutation in mutations.sorted(by: { $0.id < $1.id }) {
+            for change in mutation.changes {
+                func key(_ name: String) -> SyncEngineStore.ShadowKey { SyncEngineStore.ShadowKey(entity: change.entity, recordID: change.recordID, key: name) }
+                if change.op == .delete {
+                    values = values.filter { !($0.key.entity == change.entity && $0.key.recordID == change.recordID) }
+                    values[key(recordKey)] = .record(exists: false)
+                    continue
+                }
+                values[key(recordKey)] = .record(exists: true)
+                for (name, value) in change.fields { values[key(fieldKey(name))] = .field(value) }
+                for (relationship, link) in change.links {
+                    for target in link.added { values[key(linkKey(relationship, target))] = .link(present: true) }
+                    for target in link.removed { values[key(linkKey(relationship, target))] = .link(present: false) }
+                }
+            }
+        }
+        return values
+    }
+
+    /// Writes the shadows that no pending mutation masks any more, and forgets them. Those
+    /// equal to what the settled mutations wrote locally (`local`) are forgotten only.
+    mutating func flush(local: [SyncEngineStore.ShadowKey: SyncEngineStore.ShadowValue] = [:]) throws {
+        var byRecord: [RecordRef: [(key: String, value: SyncEngineStore.ShadowValue, version: Int64)]] = [:]
+        for (key, entry) in shadows {
+            let ref = RecordRef(entity: key.entity, recordID: key.recordID)
+            guard !Self.isMasked(key.key, by: after[ref]) else { continue }
+            if local[key] == entry.value {
+                shadows[key] = nil
+                continue
+            }
+            byRecord[ref, default: []].append((key.key, entry.value, entry.version))
+        }
+        for (ref, entries) in byRecord.sorted(by: { ($0.key.entity, $0.key.recordID) < ($1.key.entity, $1.key.recordID) }) {
+            for entry in entries { shadows[SyncEngineStore.ShadowKey(entity: ref.entity, recordID: ref.recordID, key: entry.key)] = nil }
+            let version = entries.map(\.version).max() ?? 0
+            if entries.contains(where: { $0.value == .record(exists: false) }) {
+                batch.append(.delete(ref.entity, recordID: ref.recordID, serverVersion: version))
+                continue
+            }
+            var values: [SyncName: SyncValue] = [:]
+            var links: [String: SyncLinkChange] = [:]
+            for entry in entries {
+                switch entry.value {
+                case .record: break
+                case let .field(value): values[String(entry.key.dropFirst(2))] = value
+                case let .link(present):
+                    let parts = entry.key.dropFirst(2).split(separator: "\u{1F}", maxSplits: 1).map(String.init)
+                    guard parts.count == 2 else { continue }
+                    var link = links[parts[0]] ?? SyncLinkChange(relationship: parts[0])
+                    if present { link.added.append(parts[1]) } else { link.removed.append(parts[1]) }
+                    links[parts[0]] = link
+                }
+            }
+            guard !values.isEmpty || !links.isEmpty || entries.contains(where: { $0.value == .record(exists: true) }) else { continue }
+            // The scope is kept as it is locally (nil: not changed by this write).
+            batch.append(RemoteRecordChange(kind: .upsert, entity: ref.entity, recordID: ref.recordID, serverVersion: version, scope: nil, fields: try fields(values, entity: ref.entity), links: links.values.sorted { $0.relationship < $1.relationship }))
+        }
+    }
+
+    /// Deletes local records (revoked scopes, records a reset snapshot no longer has).
+    mutating func delete(_ refs: [RecordRef]) {
+        for ref in refs {
+            dropShadows(of: ref)
+            batch.append(.delete(ref.entity, recordID: ref.recordID, serverVersion: 0))
+        }
+    }
+}

@@ -1,0 +1,23 @@
+import Foundation
+import Observation
+
+/// What an app shows about sync, observable from SwiftUI or `withObservationTracking`.
+/// Updated by the engine on the main actor.
+@MainActor
+@Observable
+public final class SyncStatus {
+    /// Whether the last request reached the server.
+    public internal(set) var isOnline = false
+    /// Whether the live channel is connected (the server announces news; no polling needed).
+    public internal(set) var isLiveConnected = false
+    /// Whether a push or pull is in progress.
+    public internal(set) var isSyncing = false
+    /// Local saves not yet settled with the server.
+    public internal(set) var pendingChangeCount = 0
+    /// When the engine last completed a full sync (pushed and pulled to the end).
+    public internal(set) var lastSyncDate: Date?
+    /// The last error, cleared by the next successful sync.
+    public internal(set) var lastError: SyncEngineError?
+
+    nonisolated init() {}
+}

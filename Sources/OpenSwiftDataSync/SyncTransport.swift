@@ -1,0 +1,56 @@
+import Foundation
+import OpenSwiftDataSyncProtocol
+
+/// The engine's only access to the network: push a batch, pull a page, and listen on the live
+/// channel. ``HTTPSyncTransport`` speaks HTTP and WebSocket to `osd-server`; tests and the
+/// simulator plug in an in-memory transport that calls the server's core directly.
+///
+/// Errors are ``SyncTransportError``s: the engine decides from them whether to retry, refresh
+/// its client id, or give up on a request.
+public protocol SyncTransport: Sendable {
+    /// Sends a push request and returns the server's answer.
+    func push(_ request: PushRequest) async throws -> PushResponse
+    /// Asks for one page of changes.
+    func pull(_ request: PullRequest) async throws -> PullResponse
+    /// Opens the live channel: a stream of the server's notifications that ends (or throws)
+    /// when the channel drops. The engine opens it again with backoff.
+    func live(clientID: ClientID) -> AsyncThrowingStream<LiveMessage, any Error>
+}
+
+/// Why a transport request failed.
+public enum SyncTransportError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The server refused the request with an HTTP status and a protocol error (nothing of it
+    /// was stored).
+    case refused(status: Int, error: SyncError)
+    /// The server could not be reached, or the connection failed before an answer arrived
+    /// (the request may or may not have been processed).
+    case unreachable(String)
+    /// The server answered with something that is not a protocol message.
+    case malformedResponse(String)
+
+    /// Whether the same request may succeed later without anything changing on the client:
+    /// network failures, 5xx, 429 and 401 (a refreshed token).
+    public var isTransient: Bool {
+        switch self {
+        case .unreachable: return true
+        case .malformedResponse: return false
+        case let .refused(status, error):
+            return status >= 500 || status == 429 || status == 401 || error.code == .unavailable || error.code == .rateLimited || error.code == .internalError || error.code == .unauthorized
+        }
+    }
+
+    /// The protocol error code, when the server sent one.
+    public var code: SyncErrorCode? {
+        if case let .refused(_, error) = self { return error.code }
+        return nil
+    }
+
+    /// A readable explanation.
+    public var description: String {
+        switch self {
+        case let .refused(status, error): return "server refused the request (\(status)): \(error)"
+        case let .unreachable(reason): return "server unreachable: \(reason)"
+        case let .malformedResponse(reason): return "malformed server answer: \(reason)"
+        }
+    }
+}

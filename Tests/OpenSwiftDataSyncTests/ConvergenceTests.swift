@@ -1,0 +1,281 @@
+import Foundation
+@_spi(Sync) import OpenSwiftData
+import OpenSwiftDataServer
+import OpenSwiftDataSync
+import OpenSwiftDataSyncProtocol
+import OpenSwiftDataSyncTesting
+import Testing
+
+@Suite("Sync engine: push, pull and convergence against the real server core")
+struct ConvergenceTests {
+    @Test("two clients converge: inserts, updates and to-one relationships travel both ways, nothing echoes back")
+    func twoClientsConverge() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let b = try Device.open(server, directory: directory, name: "b")
+
+        let folder = Folder(name: "Home")
+        a.context.insert(folder)
+        a.context.insert(Note(title: "Milk", body: "2 litres", folder: folder))
+        try a.context.save()
+        #expect(try await a.engine.pendingChangeCount() == 1)
+        try await a.engine.syncNow()
+        #expect(try await a.engine.pendingChangeCount() == 0)
+
+        try await b.engine.syncNow()
+        #expect(try b.noteState() == ["Milk|2 litres|false|Home|"])
+
+        let note = try #require(try b.context.fetch(FetchDescriptor<Note>()).first)
+        note.body = "3 litres"
+        note.pinned = true
+        try b.context.save()
+        try await b.engine.syncNow()
+        try await a.engine.syncNow()
+        #expect(try a.noteState() == ["Milk|3 litres|true|Home|"])
+        #expect(try a.noteState() == b.noteState())
+        // Pulled changes are applied under the engine's author: nothing to push back.
+        #expect(try await a.engine.pendingChangeCount() == 0)
+        #expect(try await b.engine.pendingChangeCount() == 0)
+        #expect(try a.container.syncLogCount(after: try a.container.syncConsumerCursor("OpenSwiftDataSync.outbox") ?? 0) == 0)
+        let pushesBefore = a.transport.sentPushes.count
+        try await a.engine.syncNow()
+        #expect(a.transport.sentPushes.count == pushesBefore)
+    }
+
+    @Test("offline saves are pushed later, each exactly once, with ids growing by one")
+    func offlineThenOnline() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let b = try Device.open(server, directory: directory, name: "b")
+        a.transport.online = false
+        for index in 1...3 {
+            a.context.insert(Note(title: "offline \(index)"))
+            try a.context.save()
+        }
+        await #expect(throws: SyncEngineError.self) { try await a.engine.syncNow() }
+        #expect(try await a.engine.pendingChangeCount() == 3)
+        a.transport.online = true
+        try await a.engine.syncNow()
+        try await b.engine.syncNow()
+        #expect(try b.noteState() == ["offline 1||false|-|", "offline 2||false|-|", "offline 3||false|-|"])
+        let ids = a.transport.sentPushes.flatMap { $0.mutations.map(\.id) }
+        #expect(ids == [1, 2, 3])
+    }
+
+    @Test("an answer lost after the server applied the batch: the same batch is resent, applied once")
+    func lostAnswerResentExactlyOnce() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let b = try Device.open(server, directory: directory, name: "b")
+        a.context.insert(Note(title: "once"))
+        try a.context.save()
+        a.transport.onPush { _, _ in throw SyncTransportError.unreachable("answer lost") }
+        await #expect(throws: SyncEngineError.self) { try await a.engine.syncNow() }
+        a.context.insert(Note(title: "twice?"))
+        try a.context.save()
+        a.transport.onPush(nil)
+        try await a.engine.syncNow()
+        let pushes = a.transport.sentPushes
+        // The first request is resent byte for byte; the new save goes in a batch after it.
+        #expect(pushes.count == 3)
+        #expect(pushes[0] == pushes[1])
+        #expect(pushes[2].mutations.map(\.id) == [2])
+        try await b.engine.syncNow()
+        #expect(try b.noteState() == ["once||false|-|", "twice?||false|-|"])
+    }
+
+    @Test("a field with an unpushed local edit keeps its local value while pulled changes apply to the others; the server's decision lands after the push")
+    func rebaseUnderPendingEdit() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let b = try Device.open(server, directory: directory, name: "b")
+        a.context.insert(Note(title: "Plan", body: "v1"))
+        try a.context.save()
+        try await a.engine.syncNow()
+        try await b.engine.syncNow()
+
+        // A edits the title offline (pushes fail, pulls work).
+        let aNote = try #require(try a.context.fetch(FetchDescriptor<Note>()).first)
+        aNote.title = "Plan (A)"
+        try a.context.save()
+        server.clock.advance(1)
+        // B edits the title and the body later, and pushes.
+        let bNote = try #require(try b.context.fetch(FetchDescriptor<Note>()).first)
+        bNote.title = "Plan (B)"
+        bNote.body = "v2"
+        try b.context.save()
+        try await b.engine.syncNow()
+
+        a.transport.blockPushes = true
+        await #expect(throws: SyncEngineError.self) { try await a.engine.syncNow() }
+        // Read-your-writes: A still sees its own title, and B's body.
+        #expect(try a.noteState() == ["Plan (A)|v2|false|-|"])
+        #expect(try await a.engine.hasPendingChanges(for: aNote.persistentModelID))
+
+        // A's edit is older than B's (by the clock): the server keeps B's title, and A shows it
+        // once its mutation is settled.
+        a.transport.blockPushes = false
+        try await a.engine.syncNow()
+        try await b.engine.syncNow()
+        #expect(try a.noteState() == ["Plan (B)|v2|false|-|"])
+        #expect(try a.noteState() == b.noteState())
+        #expect(try await !a.engine.hasPendingChanges(for: aNote.persistentModelID))
+
+        // A later local edit wins.
+        server.clock.advance(1)
+        aNote.title = "Plan (A2)"
+        try a.context.save()
+        try await a.engine.syncNow()
+        try await b.engine.syncNow()
+        #expect(try b.noteState() == ["Plan (A2)|v2|false|-|"])
+        #expect(try a.noteState() == b.noteState())
+    }
+
+    @Test("deletes travel with local delete rules: a cascade removes the children on the other device; a delete under a pending edit wins")
+    func deletesWithRules() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let b = try Device.open(server, directory: directory, name: "b")
+        let folder = Folder(name: "Trip")
+        a.context.insert(folder)
+        a.context.insert(Note(title: "Tickets", folder: folder))
+        a.context.insert(Note(title: "Hotel", folder: folder))
+        a.context.insert(Note(title: "Loose"))
+        try a.context.save()
+        try await a.engine.syncNow()
+        try await b.engine.syncNow()
+        #expect(try b.fetch(Note.self).count == 3)
+
+        a.context.delete(folder)
+        try a.context.save()
+        try await a.engine.syncNow()
+        try await b.engine.syncNow()
+        #expect(try b.fetch(Folder.self).isEmpty)
+        #expect(try b.noteState() == ["Loose||false|-|"])
+        #expect(try a.noteState() == b.noteState())
+
+        // B edits the loose note while A deletes it: the delete is not lost.
+        let loose = try #require(try b.context.fetch(FetchDescriptor<Note>()).first)
+        loose.body = "edited"
+        try b.context.save()
+        let aLoose = try #require(try a.context.fetch(FetchDescriptor<Note>()).first)
+        a.context.delete(aLoose)
+        try a.context.save()
+        try await a.engine.syncNow()
+        try await b.engine.syncNow()
+        try await a.engine.syncNow()
+        #expect(try b.fetch(Note.self).isEmpty)
+        #expect(try a.fetch(Note.self).isEmpty)
+    }
+
+    @Test("a child that arrives before its parent is kept and linked when the parent arrives")
+    func childBeforeParent() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        // Another client pushes the note first and its folder in a later mutation.
+        let note = RecordChange(op: .insert, entity: "Note", recordID: "n1", scope: .user("alice"), fields: ["title": .string("Orphan"), "body": .string(""), "pinned": .bool(false), "folder": .reference("f1"), "space": .null])
+        let folder = RecordChange(op: .insert, entity: "Folder", recordID: "f1", scope: .user("alice"), fields: ["name": .string("Later")])
+        _ = try await server.service.push(user: "alice", request: PushRequest(clientID: "other", mutations: [
+            Mutation(id: 1, stamp: HLCTimestamp(milliseconds: 1_800_000_000_000, counter: 0), changes: [note]),
+        ]))
+        let b = try Device.open(server, directory: directory, name: "b", pageSize: 1)
+        try await b.engine.syncNow()
+        #expect(try b.noteState() == ["Orphan||false|-|"])
+        #expect(try b.container.pendingSyncReferenceCount() == 1)
+        _ = try await server.service.push(user: "alice", request: PushRequest(clientID: "other", mutations: [
+            Mutation(id: 2, stamp: HLCTimestamp(milliseconds: 1_800_000_000_001, counter: 0), changes: [folder]),
+        ]))
+        try await b.engine.syncNow()
+        #expect(try b.noteState() == ["Orphan||false|Later|"])
+        #expect(try b.container.pendingSyncReferenceCount() == 0)
+    }
+
+    @Test("many-to-many links merge: one device adds a tag while the other removes another")
+    func manyToMany() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let b = try Device.open(server, directory: directory, name: "b")
+        let work = Tag(name: "work")
+        let home = Tag(name: "home")
+        let urgent = Tag(name: "urgent")
+        let note = Note(title: "Taxes")
+        a.context.insert(note)
+        a.context.insert(urgent)
+        note.tags = [work, home]
+        try a.context.save()
+        try await a.engine.syncNow()
+        try await b.engine.syncNow()
+        #expect(try b.noteState() == ["Taxes||false|-|home,work"])
+
+        note.tags.append(urgent)
+        try a.context.save()
+        let bNote = try #require(try b.context.fetch(FetchDescriptor<Note>()).first)
+        bNote.tags.removeAll { $0.name == "home" }
+        try b.context.save()
+        try await a.engine.syncNow()
+        try await b.engine.syncNow()
+        try await a.engine.syncNow()
+        #expect(try a.noteState() == ["Taxes||false|-|urgent,work"])
+        #expect(try a.noteState() == b.noteState())
+    }
+
+    @Test("a first download in pages reports its progress (records received of total) on the events and on downloadProgress")
+    func initialDownloadProgress() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        for index in 0..<25 { a.context.insert(Note(title: "n\(index)")) }
+        try a.context.save()
+        try await a.engine.syncNow()
+
+        let b = try Device.open(server, directory: directory, name: "b", pageSize: 10)
+        let events = EventLog(b.engine)
+        try await b.engine.syncNow()
+        #expect(try b.fetch(Note.self).count == 25)
+        let progress = events.all.compactMap { event -> PullProgress? in
+            if case let .progress(value) = event { return value }
+            return nil
+        }
+        #expect(progress.map(\.received) == [10, 20, 25])
+        #expect(progress.allSatisfy { $0.total == 25 })
+        var latest: PullProgress?
+        for await value in b.engine.downloadProgress {
+            latest = value
+            break
+        }
+        #expect(latest == PullProgress(received: 25, total: 25))
+    }
+
+    @Test("local saves racing with pulls of many pages: every local edit is kept or pushed, and both devices converge")
+    func savesDuringPulls() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let b = try Device.open(server, directory: directory, name: "b", pageSize: 5)
+        for index in 0..<60 { a.context.insert(Note(title: "remote \(index)")) }
+        try a.context.save()
+        try await a.engine.syncNow()
+        let container = b.container
+        let writer = Task.detached {
+            let context = ModelContext(container)
+            for index in 0..<40 {
+                context.insert(Note(title: "local \(index)"))
+                try context.save()
+                await Task.yield()
+            }
+        }
+        try await b.engine.syncNow()
+        try await writer.value
+        try await b.engine.syncNow()
+        try await a.engine.syncNow()
+        #expect(try b.fetch(Note.self).count == 100)
+        #expect(try a.noteState() == b.noteState())
+        #expect(try await b.engine.pendingChangeCount() == 0)
+    }
+}

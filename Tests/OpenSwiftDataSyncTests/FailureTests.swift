@@ -1,0 +1,320 @@
+import Foundation
+@_spi(Sync) import OpenSwiftData
+import OpenSwiftDataServer
+import OpenSwiftDataSync
+import OpenSwiftDataSyncProtocol
+import OpenSwiftDataSyncTesting
+import Testing
+
+@Suite("Sync engine: failures, bad answers, reset, revoke, sign-out")
+struct FailureTests {
+    @Test("backoff is capped, exponential and jittered from the seed: the same seed gives the same delays")
+    func backoff() {
+        let backoff = SyncBackoff(base: 0.5, cap: 8)
+        var first = SyncRandom(seed: 7)
+        var second = SyncRandom(seed: 7)
+        let delays = (1...12).map { backoff.delay(attempt: $0, using: &first) }
+        #expect(delays == (1...12).map { backoff.delay(attempt: $0, using: &second) })
+        for (index, delay) in delays.enumerated() {
+            #expect(delay >= 0)
+            #expect(delay <= min(8, 0.5 * Double(1 << index)))
+        }
+        #expect(Set(delays).count > 1)
+    }
+
+    @Test("a page of another protocol version, or with an entity the app does not sync, or malformed: a typed error event, nothing applied, the queue intact")
+    func badAnswers() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let b = try Device.open(server, directory: directory, name: "b")
+        let events = EventLog(b.engine)
+        a.context.insert(Note(title: "from A"))
+        try a.context.save()
+        try await a.engine.syncNow()
+        b.context.insert(Note(title: "pending on B"))
+        try b.context.save()
+        b.transport.blockPushes = true
+
+        b.transport.onPull { page in
+            var page = page
+            page.protocolVersion = ProtocolVersion(rawValue: 99)
+            return page
+        }
+        await #expect(throws: SyncEngineError.unsupportedProtocolVersion(server: 99)) { try await b.engine.syncNow() }
+        b.transport.onPull { page in
+            var page = page
+            page.changes.append(PulledChange(version: 9999, op: .insert, entity: "Ghost", recordID: "g1", scope: .user("alice")))
+            return page
+        }
+        await #expect(throws: SyncEngineError.unknownEntity("Ghost")) { try await b.engine.syncNow() }
+        b.transport.onPull { _ in throw SyncTransportError.malformedResponse("not JSON") }
+        await #expect(throws: SyncEngineError.transport(.malformedResponse("not JSON"))) { try await b.engine.syncNow() }
+        b.transport.onPull { page in
+            var page = page
+            for index in page.changes.indices { page.changes[index].fields["title"] = .int(5) }
+            return page
+        }
+        await #expect(throws: SyncEngineError.self) { try await b.engine.syncNow() }
+        #expect(try b.noteState() == ["pending on B||false|-|"])
+        #expect(try await b.engine.pendingChangeCount() == 1)
+        #expect(events.all.contains(.error(.unknownEntity("Ghost"))))
+        #expect(events.all.contains(.error(.unsupportedProtocolVersion(server: 99))))
+
+        b.transport.onPull(nil)
+        b.transport.blockPushes = false
+        try await b.engine.syncNow()
+        try await a.engine.syncNow()
+        #expect(try b.noteState() == ["from A||false|-|", "pending on B||false|-|"])
+        #expect(try a.noteState() == b.noteState())
+    }
+
+    @Test("history compacted past an offline client's cursor: it downloads again, keeps its unpushed edit, and learns of deletes")
+    func resetAfterCompaction() async throws {
+        let directory = try TemporaryDirectory()
+        var settings = OpenSwiftDataServer.SyncConfiguration()
+        settings.retention = 3600
+        let server = try await TestServer(configuration: settings, directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let b = try Device.open(server, directory: directory, name: "b")
+        let bEvents = EventLog(b.engine)
+        a.context.insert(Note(title: "keep"))
+        a.context.insert(Note(title: "doomed"))
+        try a.context.save()
+        try await a.engine.syncNow()
+        try await b.engine.syncNow()
+        #expect(try b.fetch(Note.self).count == 2)
+
+        b.transport.online = false
+        let bKeep = try #require(try b.context.fetch(FetchDescriptor<Note>()).first { $0.title == "keep" })
+        bKeep.body = "offline edit on B"
+        try b.context.save()
+        let doomed = try #require(try a.context.fetch(FetchDescriptor<Note>()).first { $0.title == "doomed" })
+        a.context.delete(doomed)
+        a.context.insert(Note(title: "new on A"))
+        try a.context.save()
+        try await a.engine.syncNow()
+        server.clock.advance(7200)
+        _ = try await server.service.compact()
+
+        b.transport.online = true
+        try await b.engine.syncNow()
+        try await a.engine.syncNow()
+        #expect(bEvents.all.contains(.reset(.historyCompacted)), "\(bEvents.all)")
+        let bState = try b.noteState()
+        #expect(bState == ["keep|offline edit on B|false|-|", "new on A||false|-|"], "\(bState) \(bEvents.all)")
+        #expect(try a.noteState() == b.noteState())
+    }
+
+    @Test("a revoked scope's records leave the device; a newly granted scope arrives whole")
+    func revokedScope() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let bob = try Device.open(server, user: "bob", directory: directory, name: "bob")
+        let shared = Note(title: "team plan")
+        shared.space = "team:t1"
+        bob.context.insert(shared)
+        bob.context.insert(Note(title: "bob private"))
+        try bob.context.save()
+        try await bob.engine.syncNow()
+        _ = try await server.service.grant(user: "bob", scope: "team:t1", request: GrantRequest(user: "alice"))
+
+        let a = try Device.open(server, directory: directory, name: "a")
+        let events = EventLog(a.engine)
+        a.context.insert(Note(title: "alice private"))
+        try a.context.save()
+        try await a.engine.syncNow()
+        #expect(try a.noteState() == ["alice private||false|-|", "team plan||false|-|"])
+
+        _ = try await server.service.revoke(user: "bob", scope: "team:t1", member: "alice")
+        try await a.engine.syncNow()
+        #expect(try a.noteState() == ["alice private||false|-|"])
+        #expect(events.all.contains(.revoked(["team:t1"])))
+    }
+
+    @Test("sign-out removing local data deletes the synced records (not on the server) and the engine's state")
+    func signOut() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        a.context.insert(Note(title: "mine"))
+        a.context.insert(Unsynced(text: "local only"))
+        try a.context.save()
+        try await a.engine.syncNow()
+        try await a.engine.signOut(removingLocalData: true)
+        #expect(try a.fetch(Note.self).isEmpty)
+        #expect(try a.fetch(Unsynced.self).count == 1)
+        await #expect(throws: SyncEngineError.signedOut) { try await a.engine.syncNow() }
+        let b = try Device.open(server, directory: directory, name: "b")
+        try await b.engine.syncNow()
+        #expect(try b.noteState() == ["mine||false|-|"])
+    }
+
+    @Test("a client killed mid-push (its engine and container dropped after the server applied the batch) resumes from its file and pushes each change exactly once")
+    func crashMidPush() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let url = directory.file("crash.sqlite")
+        do {
+            let a = try Device.open(server, url: url, directory: directory)
+            a.context.insert(Note(title: "before crash"))
+            try a.context.save()
+            a.transport.onPush { _, _ in throw SyncTransportError.unreachable("killed") }
+            await #expect(throws: SyncEngineError.self) { try await a.engine.syncNow() }
+        }
+        let transport = InMemorySyncTransport(service: server.service, user: "alice")
+        let reopened = try Device.open(server, url: url, directory: directory, transport: transport)
+        try await reopened.engine.syncNow()
+        #expect(transport.sentPushes.first?.mutations.map(\.id) == [1])
+        let b = try Device.open(server, directory: directory, name: "b")
+        try await b.engine.syncNow()
+        #expect(try b.noteState() == ["before crash||false|-|"])
+        #expect(try reopened.noteState() == ["before crash||false|-|"])
+    }
+
+    @Test("a save the server refuses as a request (a malformed scope) does not wedge the queue: it is rejected locally, reported, and the saves behind it are pushed")
+    func noHeadOfLineWedge() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let events = EventLog(a.engine)
+        a.context.insert(Note(title: "first"))
+        try a.context.save()
+        let bad = Note(title: "bad scope")
+        bad.space = "no colon here"
+        a.context.insert(bad)
+        try a.context.save()
+        a.context.insert(Note(title: "after"))
+        try a.context.save()
+        try await a.engine.syncNow()
+        try await a.engine.syncNow()
+        #expect(try a.noteState() == ["after||false|-|", "first||false|-|"])
+        #expect(events.all.contains { if case let .rejected(rejection) = $0 { return rejection.reason == .validation } else { return false } })
+        #expect(try await a.engine.pendingChangeCount() == 0)
+        let b = try Device.open(server, directory: directory, name: "b")
+        try await b.engine.syncNow()
+        #expect(try b.noteState() == ["after||false|-|", "first||false|-|"])
+        // The ids the server saw still grow by one.
+        let ids = a.transport.sentPushes.filter { $0.mutations.count == 1 }.map { $0.mutations[0].id }
+        #expect(ids.contains(2) && !ids.contains(4))
+    }
+
+    @Test("a server restored empty (another epoch): the client resets, keeps and pushes its unpushed save, drops what the server no longer has, without looping")
+    func resetAfterEpochChange() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let events = EventLog(a.engine)
+        a.context.insert(Note(title: "lost with the server"))
+        try a.context.save()
+        try await a.engine.syncNow()
+        a.context.insert(Note(title: "unpushed"))
+        try a.context.save()
+
+        let metadata = try await server.storage.metadata()
+        let restoredStorage = try SQLiteSyncStorage(path: directory.path("restored.sqlite"), cursorKey: metadata.cursorKey)
+        let restored = try await SyncService(storage: restoredStorage, clock: { [clock = server.clock] in clock.now() })
+        a.transport.service = restored
+        try await a.engine.syncNow()
+        try await a.engine.syncNow()
+        #expect(events.all.contains(.reset(.epochChanged)))
+        #expect(try a.noteState() == ["unpushed||false|-|"])
+        #expect(try await a.engine.pendingChangeCount() == 0)
+        let pulled = try await restored.pull(user: "alice", request: PullRequest(clientID: "probe"))
+        #expect(pulled.changes.compactMap { $0.fields["title"] } == [.string("unpushed")])
+    }
+
+    @Test("a record whose pending edit lost to another writer keeps its scope, so a later revoke still removes it")
+    func scopeKeptThroughRebase() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let bob = try Device.open(server, user: "bob", directory: directory, name: "bob")
+        let shared = Note(title: "team plan")
+        shared.space = "team:t1"
+        bob.context.insert(shared)
+        try bob.context.save()
+        try await bob.engine.syncNow()
+        _ = try await server.service.grant(user: "bob", scope: "team:t1", request: GrantRequest(user: "alice"))
+        let a = try Device.open(server, directory: directory, name: "a")
+        try await a.engine.syncNow()
+
+        let aNote = try #require(try a.context.fetch(FetchDescriptor<Note>()).first)
+        aNote.body = "alice's body"
+        try a.context.save()
+        server.clock.advance(1)
+        shared.body = "bob's body"
+        try bob.context.save()
+        try await bob.engine.syncNow()
+        try await a.engine.syncNow()
+        #expect(try a.noteState() == ["team plan|bob's body|false|-|"])
+
+        _ = try await server.service.revoke(user: "bob", scope: "team:t1", member: "alice")
+        try await a.engine.syncNow()
+        #expect(try a.fetch(Note.self).isEmpty)
+    }
+
+    @Test("another user signing in on a store with unpushed saves is refused at setup; after sign-out removing local data, they start clean")
+    func userSwitch() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let url = directory.file("shared-device.sqlite")
+        do {
+            let alice = try Device.open(server, url: url, directory: directory)
+            alice.context.insert(Note(title: "alice offline"))
+            try alice.context.save()
+        }
+        #expect(throws: SyncEngineError.pendingChangesOfAnotherUser("alice")) {
+            _ = try Device.open(server, user: "bob", url: url, directory: directory)
+        }
+        let alice = try Device.open(server, url: url, directory: directory)
+        try await alice.engine.signOut(removingLocalData: true)
+        let bob = try Device.open(server, user: "bob", url: url, directory: directory)
+        bob.context.insert(Note(title: "bob's"))
+        try bob.context.save()
+        try await bob.engine.syncNow()
+        #expect(try bob.noteState() == ["bob's||false|-|"])
+        let probe = try Device.open(server, directory: directory, name: "alice-probe")
+        try await probe.engine.syncNow()
+        #expect(try probe.fetch(Note.self).isEmpty)
+    }
+
+    @Test("the run loop: a permanent error waits for the next trigger (the poll), a transient one backs off with growing jittered delays")
+    func runLoopRetries() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let clock = GatedClock()
+        let a = try Device.open(server, directory: directory, name: "a", clock: clock)
+        let pulls = TokenCounter()
+        a.transport.onPull { page in
+            _ = pulls.next()
+            var page = page
+            page.protocolVersion = ProtocolVersion(rawValue: 99)
+            return page
+        }
+        a.transport.sendsHello = false  // only the start and the poll trigger cycles here
+        await a.engine.start()
+        func waitForSleeps(_ count: Int) async throws {
+            for _ in 0..<20_000 where clock.sleeps.count < count { try await Task.sleep(for: .milliseconds(2)) }
+        }
+        try await waitForSleeps(1)
+        // The first cycle (on start) failed permanently: the loop waits a poll, not a backoff.
+        #expect(clock.sleeps == [30])
+        #expect(pulls.calls == 1)
+        clock.release()
+        try await waitForSleeps(2)
+        #expect(clock.sleeps == [30, 30])
+        #expect(pulls.calls == 2)
+
+        // Transient: the network is down; each retry waits a jittered delay under the cap.
+        a.transport.onPull(nil)
+        a.transport.online = false
+        for round in 3...6 {
+            clock.release()
+            try await waitForSleeps(round)
+        }
+        let backoffs = Array(clock.sleeps.dropFirst(2))
+        #expect(backoffs.count >= 3)
+        #expect(backoffs.allSatisfy { $0 >= 0 && $0 < 30 })
+        await a.engine.stop()
+    }
+}

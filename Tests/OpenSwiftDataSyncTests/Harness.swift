@@ -1,0 +1,170 @@
+import Foundation
+@_spi(Sync) import OpenSwiftData
+import OpenSwiftDataServer
+import OpenSwiftDataSync
+import OpenSwiftDataSyncProtocol
+import OpenSwiftDataSyncTesting
+import Testing
+
+/// A clock the tests move by hand; sleeping returns at once (tests drive the engine with
+/// `syncNow()`, never by waiting).
+/// `@unchecked Sendable`: `current` is only read and written while holding `lock`.
+final class TestClock: OpenSwiftDataSync.SyncClock, @unchecked Sendable {
+    private let lock = NSLock()
+    private var current: Date
+
+    init(_ start: Date = Date(timeIntervalSince1970: 1_800_000_000)) { current = start }
+
+    func now() -> Date { lock.withLock { current } }
+
+    func advance(_ seconds: TimeInterval) { lock.withLock { current += seconds } }
+
+    func sleep(seconds: Double) async throws {
+        try await Task.sleep(for: .milliseconds(1))
+    }
+}
+
+/// A temporary directory removed when released.
+final class TemporaryDirectory: Sendable {
+    let url: URL
+
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("osd-sync-tests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+    func file(_ name: String) -> URL { url.appendingPathComponent(name) }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+/// The real server core over SQLite in a temporary directory, on a shared test clock.
+final class TestServer: Sendable {
+    let directory: TemporaryDirectory
+    let clock: TestClock
+    let storage: SQLiteSyncStorage
+    let service: SyncService
+
+    init(configuration: OpenSwiftDataServer.SyncConfiguration = OpenSwiftDataServer.SyncConfiguration(), clock: TestClock = TestClock(), directory: TemporaryDirectory? = nil, name: String = "server.sqlite") async throws {
+        self.directory = try directory ?? TemporaryDirectory()
+        self.clock = clock
+        storage = try SQLiteSyncStorage(path: self.directory.path(name))
+        service = try await SyncService(storage: storage, configuration: configuration, clock: { [clock] in clock.now() })
+    }
+}
+
+/// One device: a store file, its container, an engine and its transport.
+struct Device {
+    let url: URL
+    let container: ModelContainer
+    let engine: SyncEngine
+    let inMemory: InMemorySyncTransport?
+    let context: ModelContext
+
+    /// The in-memory transport of a device made with `open` (HTTP devices have none).
+    var transport: InMemorySyncTransport {
+        guard let inMemory else { preconditionFailure("an HTTP device has no in-memory transport") }
+        return inMemory
+    }
+
+    static func configuration(pageSize: Int = 1000) -> OpenSwiftDataSync.SyncConfiguration {
+        var configuration = OpenSwiftDataSync.SyncConfiguration()
+        configuration.sync(Folder.self)
+        configuration.sync(Note.self, scope: \Note.space)
+        configuration.sync(Tag.self)
+        configuration.sync(Reading.self, policy: .rejectStale)
+        configuration.pullPageSize = pageSize
+        return configuration
+    }
+
+    /// Opens (or reopens) a device's store at `url`.
+    static func open(_ server: TestServer, user: String = "alice", url: URL? = nil, directory: TemporaryDirectory, name: String = UUID().uuidString, pageSize: Int = 1000, transport: InMemorySyncTransport? = nil, clock: (any OpenSwiftDataSync.SyncClock)? = nil) throws -> Device {
+        let url = url ?? directory.file("\(name).sqlite")
+        let container = try ModelContainer(for: Schema(engineTestTypes + [Unsynced.self]), configurations: ModelConfiguration(url: url))
+        let transport = transport ?? InMemorySyncTransport(service: server.service, user: user)
+        let engine = try SyncEngine(container: container, transport: transport, user: user, configuration: configuration(pageSize: pageSize), clock: clock ?? server.clock, seed: seed(of: url.lastPathComponent + user))
+        return Device(url: url, container: container, engine: engine, inMemory: transport, context: ModelContext(container))
+    }
+
+    func fetch<T: PersistentModel>(_ type: T.Type) throws -> [T] {
+        try ModelContext(container).fetch(FetchDescriptor<T>())
+    }
+
+    /// Every note as `title|body|pinned|folder|tags`, sorted: what two converged devices share.
+    func noteState() throws -> [String] {
+        try fetch(Note.self).map { note in
+            "\(note.title)|\(note.body)|\(note.pinned)|\(note.folder?.name ?? "-")|\(note.tags.map(\.name).sorted().joined(separator: ","))"
+        }.sorted()
+    }
+}
+
+/// Collects an engine's events as they come.
+/// `@unchecked Sendable`: `events` is only read and written while holding `lock`.
+final class EventLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var events: [OpenSwiftDataSync.SyncEvent] = []
+    private var task: Task<Void, Never>?
+
+    init(_ engine: SyncEngine) {
+        let stream = engine.events
+        task = Task { [weak self] in
+            for await event in stream { self?.append(event) }
+        }
+    }
+
+    private func append(_ event: OpenSwiftDataSync.SyncEvent) { lock.withLock { events.append(event) } }
+
+    var all: [OpenSwiftDataSync.SyncEvent] { lock.withLock { events } }
+
+    /// Waits (yielding) until an event matches; the bound is a liveness guard, not a timing
+    /// assertion.
+    func waitFor(_ matches: @escaping (OpenSwiftDataSync.SyncEvent) -> Bool) async -> OpenSwiftDataSync.SyncEvent? {
+        for _ in 0..<20_000 {
+            if let found = all.first(where: matches) { return found }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return nil
+    }
+
+    deinit { task?.cancel() }
+}
+
+/// A stable seed from a name (FNV-1a), so each device gets its own client id, the same in every run.
+func seed(of name: String) -> UInt64 {
+    var value: UInt64 = 0xcbf2_9ce4_8422_2325
+    for byte in name.utf8 {
+        value ^= UInt64(byte)
+        value = value &* 0x0000_0100_0000_01B3
+    }
+    return value
+}
+
+/// A clock whose sleeps wait until the test releases them: the run loop's delays are read, not
+/// waited for.
+/// `@unchecked Sendable`: `requests` and `generation` are only touched while holding `lock`.
+final class GatedClock: OpenSwiftDataSync.SyncClock, @unchecked Sendable {
+    private let lock = NSLock()
+    private var requests: [Double] = []
+    private var generation = 0
+    let start = Date(timeIntervalSince1970: 1_800_000_000)
+
+    func now() -> Date { start }
+
+    /// The delays asked for so far, in order.
+    var sleeps: [Double] { lock.withLock { requests } }
+
+    /// Ends every sleep in progress.
+    func release() { lock.withLock { generation += 1 } }
+
+    func sleep(seconds: Double) async throws {
+        let mine = lock.withLock { () -> Int in
+            requests.append(seconds)
+            return generation
+        }
+        while lock.withLock({ generation }) == mine {
+            try Task.checkCancellation()
+            try await Task.sleep(for: .milliseconds(1))
+        }
+    }
+}

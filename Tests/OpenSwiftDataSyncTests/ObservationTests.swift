@@ -1,0 +1,85 @@
+import Foundation
+@_spi(Sync) import OpenSwiftData
+import OpenSwiftDataServer
+@testable import OpenSwiftDataSync
+import OpenSwiftDataSyncProtocol
+import OpenSwiftDataSyncTesting
+import Testing
+
+@Suite("Sync engine: what the app sees")
+struct ObservationTests {
+    @Test("a live query on another context sees pulled changes like any save")
+    func liveQuerySeesPulledChanges() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let b = try Device.open(server, directory: directory, name: "b")
+        var updates = ModelContext(b.container).liveResults(FetchDescriptor<Note>()).makeAsyncIterator()
+        let first = try await updates.next()
+        #expect(first?.isEmpty == true)
+        a.context.insert(Note(title: "seen live"))
+        try a.context.save()
+        try await a.engine.syncNow()
+        try await b.engine.syncNow()
+        let next = try await updates.next()
+        #expect(next?.map(\.title) == ["seen live"])
+    }
+
+    @Test("which failures are retried with backoff and which wait for the next trigger")
+    func transientOrPermanent() {
+        #expect(SyncEngine.isTransient(.transport(.unreachable("down"))))
+        #expect(SyncEngine.isTransient(.transport(.refused(status: 503, error: SyncError(.unavailable, "")))))
+        #expect(SyncEngine.isTransient(.transport(.refused(status: 401, error: SyncError(.unauthorized, "")))))
+        #expect(!SyncEngine.isTransient(.transport(.refused(status: 400, error: SyncError(.malformedRequest, "")))))
+        #expect(!SyncEngine.isTransient(.transport(.malformedResponse("x"))))
+        #expect(!SyncEngine.isTransient(.accessDenied("revoked")))
+        #expect(!SyncEngine.isTransient(.unknownEntity("Ghost")))
+        #expect(!SyncEngine.isTransient(.unsupportedProtocolVersion(server: 2)))
+    }
+
+    @Test("access denied on push is a typed error; the save stays pending, nothing is lost")
+    func accessDeniedKeepsQueue() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        a.context.insert(Note(title: "kept"))
+        try a.context.save()
+        a.transport.onPush { _, _ in throw SyncTransportError.refused(status: 403, error: SyncError(.forbidden, "access revoked")) }
+        await #expect(throws: SyncEngineError.accessDenied("access revoked")) { try await a.engine.syncNow() }
+        #expect(try await a.engine.pendingChangeCount() == 1)
+        a.transport.onPush(nil)
+        try await a.engine.syncNow()
+        #expect(try await a.engine.pendingChangeCount() == 0)
+    }
+
+    @Test("the observable status follows the network: offline with the error and the pending count, then online and settled")
+    func statusFollowsNetwork() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let status = a.engine.status
+        a.context.insert(Note(title: "one"))
+        try a.context.save()
+        a.context.insert(Note(title: "two"))
+        try a.context.save()
+        a.transport.online = false
+        await #expect(throws: SyncEngineError.self) { try await a.engine.syncNow() }
+        var snapshot = await MainActor.run { (status.isOnline, status.pendingChangeCount, status.lastError, status.lastSyncDate, status.isSyncing) }
+        #expect(snapshot.0 == false)
+        #expect(snapshot.1 == 2)
+        #expect(snapshot.2 == .transport(.unreachable("offline")))
+        #expect(snapshot.3 == nil)
+        #expect(snapshot.4 == false)
+        let note = try #require(try a.context.fetch(FetchDescriptor<Note>()).first)
+        #expect(try await a.engine.hasPendingChanges(for: note.persistentModelID))
+
+        a.transport.online = true
+        try await a.engine.syncNow()
+        snapshot = await MainActor.run { (status.isOnline, status.pendingChangeCount, status.lastError, status.lastSyncDate, status.isSyncing) }
+        #expect(snapshot.0 == true)
+        #expect(snapshot.1 == 0)
+        #expect(snapshot.2 == nil)
+        #expect(snapshot.3 == server.clock.now())
+        #expect(try await !a.engine.hasPendingChanges(for: note.persistentModelID))
+    }
+}
