@@ -95,15 +95,17 @@ public enum SyncValue: Hashable, Sendable, Codable, CustomStringConvertible {
         case .bool: self = .bool(try container.decode(Bool.self, forKey: .v))
         case .int: self = .int(try container.decode(Int64.self, forKey: .v))
         case .double:
-            if let text = try? container.decode(String.self, forKey: .v) {
+            // A number first: the common case, decoded without a thrown (and caught) error.
+            if let number = try? container.decode(Double.self, forKey: .v) {
+                self = .double(number)
+            } else {
+                let text = try container.decode(String.self, forKey: .v)
                 switch text {
                 case "nan": self = .double(.nan)
                 case "inf": self = .double(.infinity)
                 case "-inf": self = .double(-.infinity)
                 default: throw DecodingError.dataCorruptedError(forKey: .v, in: container, debugDescription: "a double is a number, \"nan\", \"inf\" or \"-inf\", not \(text.debugDescription)")
                 }
-            } else {
-                self = .double(try container.decode(Double.self, forKey: .v))
             }
         case .string: self = .string(try container.decode(String.self, forKey: .v))
         case .date: self = .date(try container.decode(Double.self, forKey: .v))

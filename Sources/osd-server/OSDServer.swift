@@ -11,6 +11,18 @@ struct OSDServer: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "osd-server",
         abstract: "The OpenSwiftData sync server: push, pull and live sync on an embedded SQLite file.",
+        discussion: """
+            `osd-server` serves (the `serve` command); `osd-server serve --help` describes each setting.
+            Settings, as flags or environment variables (a flag wins):
+              --hostname (OSD_HOSTNAME, default 127.0.0.1)   --port (OSD_PORT, default 8080; 0 picks one)
+              --database (OSD_DATABASE, default $OSD_DATA_DIR/osd-server.sqlite or ./osd-server.sqlite)
+              --jwt-secret (OSD_JWT_SECRET)   --jwks-file (OSD_JWKS_FILE)   --jwks-url (OSD_JWKS_URL)
+              --max-body-bytes (OSD_MAX_BODY_BYTES)   --max-mutations (OSD_MAX_MUTATIONS)
+              --max-changes (OSD_MAX_CHANGES)   --max-pull-limit (OSD_MAX_PULL_LIMIT)
+              --retention-days (OSD_RETENTION_DAYS)   --compaction-interval (OSD_COMPACTION_INTERVAL)
+              --log-level (OSD_LOG_LEVEL)
+            `osd-server token --user alice` mints a development token (the last line printed).
+            """,
         subcommands: [Serve.self, Token.self],
         defaultSubcommand: Serve.self)
 }
@@ -22,7 +34,9 @@ func environment(_ name: String) -> String? {
     ProcessInfo.processInfo.environment[name].flatMap { $0.isEmpty ? nil : $0 }
 }
 
-/// The default database file: `$OSD_DATA_DIR/osd-server.sqlite`, or `./osd-server.sqlite`.
+/// The default database file: `$OSD_DATA_DIR/osd-server.sqlite`, or `osd-server.sqlite` in the
+/// working directory (for `swift run osd-server`, the package's directory). The server prints
+/// the file's absolute path when it starts.
 func defaultDatabasePath() -> String {
     if let directory = environment("OSD_DATA_DIR") { return (directory as NSString).appendingPathComponent("osd-server.sqlite") }
     return "osd-server.sqlite"
@@ -93,7 +107,7 @@ struct Serve: AsyncParsableCommand {
             compactionInterval: compactionInterval)
         let server = try await SyncServer(configuration: configuration)
         let hostname = hostname
-        let database = database
+        let database = URL(fileURLWithPath: database).standardizedFileURL.path
         let app = server.makeApplication(logger: logger) { port in
             print("osd-server listening on http://\(hostname):\(port)")
             print("database: \(database)")

@@ -106,6 +106,26 @@ struct HTTPTests {
         }
     }
 
+    @Test("a cursor from another epoch (a server restored with the same key) is answered reset over HTTP, with nothing stored")
+    func cursorFromAnotherEpoch() async throws {
+        let key = Data(repeating: 7, count: 32)
+        let cursor = try await LiveServer.run(storage: { try SQLiteSyncStorage(path: $0, cursorKey: key) }) { server in
+            let alice = try await server.token("alice")
+            _ = try await server.push(PushRequest(clientID: "a", mutations: [mutation(1, .insert, "n1")]), token: alice)
+            return try await server.pull(PullRequest(clientID: "a"), token: alice).decode(PullResponse.self).cursor
+        }
+        try await LiveServer.run(storage: { try SQLiteSyncStorage(path: $0, cursorKey: key) }) { server in
+            let alice = try await server.token("alice")
+            let before = try server.footprint()
+            let answer = try await server.pull(PullRequest(clientID: "a", cursor: cursor), token: alice)
+            #expect(answer.status == 200, "\(answer.text)")
+            let page = try answer.decode(PullResponse.self)
+            #expect(page.reset == .epochChanged)
+            #expect(page.lastMutationID == 0, "this server never saw the client")
+            #expect(try server.footprint() == before)
+        }
+    }
+
     @Test("the server survives 1,000 random malformed requests in a row, then serves a correct one")
     func fuzz() async throws {
         try await LiveServer.run(maxBodySize: 16 * 1024) { server in

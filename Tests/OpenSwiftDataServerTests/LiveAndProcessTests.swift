@@ -111,9 +111,13 @@ struct LiveAndProcessTests {
         let directory = try TemporaryDirectory()
         let database = directory.path("data/osd.sqlite")
         let secret = "process-test-secret-of-32-bytes-or-more"
-        let help = try run(binary, ["serve", "--help"])
-        for flag in ["--hostname", "--port", "--database", "--jwt-secret", "--jwks-file", "--jwks-url", "--max-body-bytes", "--retention-days", "OSD_PORT"] {
-            #expect(help.contains(flag), "--help lists \(flag)")
+        let settings = ["--hostname", "--port", "--database", "--jwt-secret", "--jwks-file", "--jwks-url", "--max-body-bytes", "--max-mutations", "--max-changes", "--max-pull-limit", "--retention-days", "--compaction-interval", "--log-level"]
+        let environment = ["OSD_HOSTNAME", "OSD_PORT", "OSD_DATABASE", "OSD_DATA_DIR", "OSD_JWT_SECRET", "OSD_JWKS_FILE", "OSD_JWKS_URL", "OSD_MAX_BODY_BYTES", "OSD_MAX_MUTATIONS", "OSD_MAX_CHANGES", "OSD_MAX_PULL_LIMIT", "OSD_RETENTION_DAYS", "OSD_COMPACTION_INTERVAL", "OSD_LOG_LEVEL"]
+        for arguments in [["--help"], ["serve", "--help"]] {
+            let help = try run(binary, arguments)
+            for setting in settings + environment {
+                #expect(help.contains(setting), "osd-server \(arguments.joined(separator: " ")) lists \(setting)")
+            }
         }
         let tokenOutput = try run(binary, ["token", "--user", "alice", "--jwt-secret", secret])
         let token = try #require(tokenOutput.split(separator: "\n").last.map(String.init))
@@ -144,8 +148,61 @@ struct LiveAndProcessTests {
         #expect(process.terminationReason == .exit && process.terminationStatus == 0)
         let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
         #expect(text.contains("database closed"))
+        // A clean close checkpoints the WAL into the database file: a copy of that file alone,
+        // without its -wal, already holds the note.
+        let copy = directory.path("copy.sqlite")
+        try FileManager.default.copyItem(atPath: database, toPath: copy)
+        let copied = try await DatabaseQueue(path: copy).read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM osd_records WHERE record_id = 'n1'") }
+        #expect(copied == 1, "the database file holds the data without its WAL")
         let queue = try DatabaseQueue(path: database)
         let fields = try await queue.read { db in try String.fetchOne(db, sql: "SELECT CAST(fields AS TEXT) FROM osd_records WHERE record_id = 'n1'") }
         #expect(fields?.contains("on disk") == true)
+    }
+
+    /// Starts `osd-server` with `arguments` and `environment` in `directory`, waits for its
+    /// address, pushes one note, and stops it with SIGINT; returns what it printed.
+    private func serveOnce(_ binary: URL, _ arguments: [String], environment: [String: String], in directory: TemporaryDirectory, secret: String) async throws -> String {
+        let output = directory.path("stdout-\(UUID().uuidString).txt")
+        _ = FileManager.default.createFile(atPath: output, contents: nil)
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        process.currentDirectoryURL = directory.url
+        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("OSD_") }.merging(environment) { _, new in new }
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        var port: Int?
+        for _ in 0..<300 where port == nil {
+            try await Task.sleep(for: .milliseconds(100))
+            let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("osd-server listening on http://127.0.0.1:") }) {
+                port = Int(line.split(separator: ":").last ?? "")
+            }
+        }
+        let bound = try #require(port)
+        let token = try await TokenVerifier(configuration: AuthConfiguration(hmacSecret: secret), clock: { Date() }).mint(user: "alice")
+        let push = try await LiveServerClient(base: "http://127.0.0.1:\(bound)").push(PushRequest(clientID: "p1", mutations: [mutation(1, .insert, "n1")]), token: token)
+        #expect(push.status == 200, "\(push.text)")
+        process.interrupt()  // SIGINT
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0)
+        return (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+    }
+
+    @Test("the default database is osd-server.sqlite in the working directory, or in OSD_DATA_DIR; settings come from environment variables; SIGINT stops it cleanly")
+    func defaultDatabaseAndEnvironment() async throws {
+        let binary = try executable()
+        let directory = try TemporaryDirectory()
+        let secret = "environment-test-secret-of-32-bytes-or-more"
+        let defaultOutput = try await serveOnce(binary, ["--port", "0", "--jwt-secret", secret, "--log-level", "warning"], environment: [:], in: directory, secret: secret)
+        let defaultPath = directory.url.appendingPathComponent("osd-server.sqlite").standardizedFileURL.path
+        #expect(FileManager.default.fileExists(atPath: defaultPath), "\(defaultOutput)")
+        #expect(defaultOutput.contains("database: ") && defaultOutput.contains("osd-server.sqlite"), "the absolute path is printed: \(defaultOutput)")
+        #expect(defaultOutput.contains("database closed"))
+
+        let environmentOutput = try await serveOnce(binary, [], environment: ["OSD_PORT": "0", "OSD_DATA_DIR": directory.path("data"), "OSD_JWT_SECRET": secret, "OSD_LOG_LEVEL": "warning"], in: directory, secret: secret)
+        #expect(FileManager.default.fileExists(atPath: directory.path("data/osd-server.sqlite")), "\(environmentOutput)")
+        #expect(environmentOutput.contains("database closed"))
     }
 }

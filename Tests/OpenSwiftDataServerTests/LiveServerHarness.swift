@@ -20,13 +20,19 @@ struct LiveServer {
 
     var base: String { "http://127.0.0.1:\(port)" }
 
-    static func run<T>(maxBodySize: Int = 64 * 1024, sync: SyncConfiguration = SyncConfiguration(), _ body: (LiveServer) async throws -> T) async throws -> T {
+    static func run<T>(
+        maxBodySize: Int = 64 * 1024, sync: SyncConfiguration = SyncConfiguration(), auth: AuthConfiguration = AuthConfiguration(hmacSecret: secret),
+        logger: Logger? = nil, storage: ((String) throws -> any SyncStorage)? = nil, _ body: (LiveServer) async throws -> T
+    ) async throws -> T {
         let directory = try TemporaryDirectory()
         let path = directory.path("server.sqlite")
-        let configuration = SyncServerConfiguration(hostname: "127.0.0.1", port: 0, databasePath: path, auth: AuthConfiguration(hmacSecret: secret), maxBodySize: maxBodySize, sync: sync)
-        let server = try await SyncServer(configuration: configuration)
-        var logger = Logger(label: "osd-server-test")
-        logger.logLevel = .warning
+        let configuration = SyncServerConfiguration(hostname: "127.0.0.1", port: 0, databasePath: path, auth: auth, maxBodySize: maxBodySize, sync: sync)
+        let server = try await SyncServer(configuration: configuration, storage: try storage?(path))
+        let logger = logger ?? {
+            var logger = Logger(label: "osd-server-test")
+            logger.logLevel = .warning
+            return logger
+        }()
         let (ports, portContinuation) = AsyncStream<Int>.makeStream()
         let app = server.makeApplication(logger: logger) { port in portContinuation.yield(port) }
         let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: logger)

@@ -48,7 +48,12 @@ public final class SQLiteSyncStorage: SyncStorage {
         (try? await pool.read { db in try Int.fetchOne(db, sql: "SELECT 1") }) == 1
     }
 
+    /// Checkpoints the WAL into the database file (so that the file alone holds every
+    /// committed change), then closes every connection.
     public func close() async throws {
+        try await pool.writeWithoutTransaction { db in
+            _ = try db.checkpoint(.truncate)
+        }
         try pool.close()
     }
 
@@ -114,7 +119,7 @@ public final class SQLiteSyncStorage: SyncStorage {
         return (try row.decode(atIndex: 0), try row.decode(atIndex: 1), HLCTimestamp(rawValue: UInt64(bitPattern: clock)))
     }
 
-    private static func record(_ row: Row, _ db: Database) throws -> StoredRecord {
+    private static func record(_ row: Row, _ db: Database, decoder: JSONDecoder = JSONDecoder()) throws -> StoredRecord {
         let entity: String = try row.decode(atIndex: 0)
         let recordID: String = try row.decode(atIndex: 1)
         let stamp: Int64 = try row.decode(atIndex: 6)
@@ -130,7 +135,7 @@ public final class SQLiteSyncStorage: SyncStorage {
         }
         return StoredRecord(
             entity: entity, recordID: recordID, scope: ScopeID(rawValue: try row.decode(atIndex: 2)), version: try row.decode(atIndex: 3),
-            deleted: try row.decode(atIndex: 4), fields: try JSONDecoder().decode([SyncName: StoredField].self, from: try row.decode(Data.self, atIndex: 5)),
+            deleted: try row.decode(atIndex: 4), fields: try decoder.decode([SyncName: StoredField].self, from: try row.decode(Data.self, atIndex: 5)),
             stamp: HLCTimestamp(rawValue: UInt64(bitPattern: stamp)), writer: try row.decode(atIndex: 7), links: links)
     }
 
@@ -216,6 +221,7 @@ public final class SQLiteSyncStorage: SyncStorage {
 
     private static func snapshotPage(_ context: PullContext, _ read: PullRead, scopes: [ScopeID], after: SnapshotKey?, limit: Int, count: Bool, _ db: Database) throws -> PullPage {
         var records: [StoredRecord] = []
+        let decoder = JSONDecoder()
         let statement = try db.cachedStatement(sql: """
             SELECT entity, record_id, scope, version, deleted, fields, stamp, writer, has_links FROM osd_records
             WHERE scope = ? AND deleted = 0 AND (entity, record_id) > (?, ?) ORDER BY entity, record_id LIMIT ?
@@ -223,7 +229,7 @@ public final class SQLiteSyncStorage: SyncStorage {
         for scope in scopes where after.map({ scope >= $0.scope }) ?? true {
             let start = after?.scope == scope ? after : nil
             let rows = try Row.fetchAll(statement, arguments: [scope.rawValue, start?.entity ?? "", start?.recordID ?? "", limit + 1 - records.count])
-            for row in rows { records.append(try record(row, db)) }
+            for row in rows { records.append(try record(row, db, decoder: decoder)) }
             if records.count > limit { break }
         }
         let hasMore = records.count > limit
