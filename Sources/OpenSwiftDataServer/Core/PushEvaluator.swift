@@ -28,6 +28,58 @@ struct PushEvaluator: Sendable {
         var conflicts = 0
         var currentMutation: MutationID = 0
         var currentTxn: ServerVersion?
+        /// How to take back the current mutation's changes if it is rejected. (Changing the
+        /// state in place and undoing a rejection, rather than trying each mutation on a copy,
+        /// keeps a batch linear: a copy of the growing log and record map per mutation made a
+        /// batch of n mutations cost n².)
+        var undo = Undo()
+
+        struct Undo {
+            var changesCount = 0
+            var head: ServerVersion = 0
+            var conflicts = 0
+            /// The value before the mutation of each record it set (nil: it had none).
+            var records: [RecordKey: StoredRecord?] = [:]
+            /// Keys the mutation added to `changed`.
+            var changed: [RecordKey] = []
+            /// Scopes the mutation claimed.
+            var claimed: [ScopeID] = []
+        }
+
+        /// Starts a mutation: what it changes from here on can be undone.
+        mutating func begin(_ mutation: MutationID) {
+            currentMutation = mutation
+            currentTxn = nil
+            undo = Undo(changesCount: changes.count, head: head, conflicts: conflicts)
+        }
+
+        /// Takes back everything changed since `begin`.
+        mutating func rollback() {
+            changes.removeSubrange(undo.changesCount...)
+            head = undo.head
+            conflicts = undo.conflicts
+            for (key, old) in undo.records { records[key] = old }
+            for key in undo.changed { changed.remove(key) }
+            for scope in undo.claimed {
+                scopes[scope] = nil
+                newScopes[scope] = nil
+            }
+            undo = Undo(changesCount: changes.count, head: head, conflicts: conflicts)
+        }
+
+        /// Sets a record and marks it changed.
+        mutating func set(_ record: StoredRecord, for key: RecordKey) {
+            if undo.records.index(forKey: key) == nil { undo.records.updateValue(records[key], forKey: key) }
+            records[key] = record
+            if changed.insert(key).inserted { undo.changed.append(key) }
+        }
+
+        /// Claims a scope for `owner`.
+        mutating func claim(_ record: ScopeRecord) {
+            scopes[record.scope] = record
+            newScopes[record.scope] = record
+            undo.claimed.append(record.scope)
+        }
     }
 
     func evaluate(_ snapshot: PushSnapshot) throws -> PushPlan {
@@ -64,18 +116,16 @@ struct PushEvaluator: Sendable {
             }
             let receipt = clock.now(wallMilliseconds: UInt64(max(0, now)))
             let stamp = min(mutation.stamp, receipt)
-            var trial = working
-            trial.currentMutation = mutation.id
-            trial.currentTxn = nil
+            working.begin(mutation.id)
             let result: MutationResult
             do {
                 for change in mutation.changes {
-                    try apply(change, stamp: stamp, schema: schema, to: &trial, snapshot: snapshot)
+                    try apply(change, stamp: stamp, schema: schema, to: &working, snapshot: snapshot)
                 }
-                working = trial
                 result = MutationResult(id: mutation.id, status: .applied)
                 applied += 1
             } catch let rejection as Rejection {
+                working.rollback()
                 let states = rejection.keys.compactMap { key -> RecordState? in
                     guard let record = working.records[key] else { return nil }
                     let access = ScopeAccessLevel.of(user, to: record.scope, record: working.scopes[record.scope])
@@ -124,9 +174,7 @@ struct PushEvaluator: Sendable {
 
     private func claim(_ scope: ScopeID, _ working: inout Working) {
         guard scope.privateOwner == nil, working.scopes[scope] == nil else { return }
-        let record = ScopeRecord(scope: scope, owner: user)
-        working.scopes[scope] = record
-        working.newScopes[scope] = record
+        working.claim(ScopeRecord(scope: scope, owner: user))
     }
 
     private func apply(_ change: RecordChange, stamp: HLCTimestamp, schema: SchemaDescriptor?, to working: inout Working, snapshot: PushSnapshot) throws {
@@ -178,8 +226,7 @@ struct PushEvaluator: Sendable {
             }
             working.head += 1
             let record = StoredRecord(entity: change.entity, recordID: change.recordID, scope: change.scope, version: working.head, deleted: false, fields: fields, stamp: stamp, writer: clientID, links: links)
-            working.records[key] = record
-            working.changed.insert(key)
+            working.set(record, for: key)
             log(.insert, record, fields: record.values, links: insertLinks(record), working: &working)
         case .update:
             guard let existing else {
@@ -220,8 +267,7 @@ struct PushEvaluator: Sendable {
             record.writer = clientID
             working.head += 1
             record.version = working.head
-            working.records[key] = record
-            working.changed.insert(key)
+            working.set(record, for: key)
             log(.delete, record, fields: [:], links: [:], working: &working)
         }
     }
@@ -322,8 +368,7 @@ struct PushEvaluator: Sendable {
             record.version = working.head
             log(.update, record, fields: changedFields, links: changedLinks, working: &working)
         }
-        working.records[key] = record
-        working.changed.insert(key)
+        working.set(record, for: key)
     }
 
     private func insertLinks(_ record: StoredRecord) -> [SyncName: LinkChange] {

@@ -41,10 +41,12 @@ public final class SyncService: Sendable {
         var keys: Set<RecordKey> = []
         var scopes: Set<ScopeID> = []
         var history: [RecordKey: ServerVersion] = [:]
-        let encoder = JSONEncoder.syncProtocol()
+        var writer = SyncJSONWriter(capacity: 1024)
         for mutation in request.mutations {
-            let bytes = try encoder.encode(mutation)
-            hashes[mutation.id] = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+            // The hash of the mutation's protocol encoding (byte for byte JSONEncoder's).
+            writer = SyncJSONWriter(capacity: writer.bytes.count)
+            try writer.mutation(mutation)
+            hashes[mutation.id] = Self.hex(SHA256.hash(data: writer.bytes))
             for change in mutation.changes {
                 let key = RecordKey(entity: change.entity, recordID: change.recordID)
                 keys.insert(key)
@@ -69,6 +71,19 @@ public final class SyncService: Sendable {
             observer.event(.grantsChanged(users: Set(plan.newScopes.map(\.owner))))
         }
         return plan.response
+    }
+
+    /// Lowercase hexadecimal digits of a digest (as `String(format: "%02x")` per byte wrote
+    /// them, without formatting each byte through Foundation).
+    static func hex(_ digest: some Sequence<UInt8>) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(64)
+        for byte in digest {
+            bytes.append(digits[Int(byte >> 4)])
+            bytes.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     private func validate(_ request: PushRequest) throws {

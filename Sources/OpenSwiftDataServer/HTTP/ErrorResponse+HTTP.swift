@@ -33,9 +33,42 @@ enum JSONBody {
         return Response(status: status, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
     }
 
+    /// A pull's answer, written by hand (the same bytes as `JSONEncoder.syncProtocol()`).
+    static func response(_ value: PullResponse) -> Response {
+        var writer = SyncJSONWriter(capacity: 256 + value.changes.count * 256)
+        do { try writer.pullResponse(value) } catch { return response(value, status: .ok) }
+        return response(bytes: writer.bytes)
+    }
+
+    /// A push's answer, written by hand (the same bytes as `JSONEncoder.syncProtocol()`).
+    static func response(_ value: PushResponse) -> Response {
+        var writer = SyncJSONWriter(capacity: 128 + value.results.count * 48)
+        do { try writer.pushResponse(value) } catch { return response(value, status: .ok) }
+        return response(bytes: writer.bytes)
+    }
+
+    private static func response(bytes: [UInt8]) -> Response {
+        Response(status: .ok, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
+    /// Decodes a push: the common form (a supported version, no schema) read by hand, anything
+    /// else through ``decode(_:from:)``'s `JSONDecoder` path and its error messages.
+    static func decode(_ type: PushRequest.Type, from buffer: ByteBuffer) throws -> PushRequest {
+        let fast: PushRequest? = buffer.withUnsafeReadableBytes { bytes in
+            var scanner = StoredJSONScanner(bytes: bytes)
+            return try? scanner.pushRequest()
+        }
+        if let fast { return fast }
+        return try decode(PushRequest.self, generic: buffer)
+    }
+
     /// Decodes a protocol message, naming what is wrong: an unsupported version before
     /// anything else, an unknown operation, or the path of the malformed part.
     static func decode<T: Decodable>(_ type: T.Type, from buffer: ByteBuffer) throws -> T {
+        try decode(type, generic: buffer)
+    }
+
+    private static func decode<T: Decodable>(_ type: T.Type, generic buffer: ByteBuffer) throws -> T {
         let data = Data(buffer.readableBytesView)
         let decoder = JSONDecoder()
         let probe: VersionProbe

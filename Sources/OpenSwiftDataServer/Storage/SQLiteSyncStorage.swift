@@ -63,7 +63,10 @@ public final class SQLiteSyncStorage: SyncStorage {
         try await pool.write { db in
             let snapshot = try Self.loadPush(load, db)
             let plan = try decide(snapshot)
-            try Self.write(plan, clientID: load.clientID, db)
+            // Only records that have link rows now need them deleted before they are written
+            // again (a record the snapshot does not hold has none).
+            let linked = Set(snapshot.records.lazy.filter { !$0.value.links.isEmpty }.map(\.key))
+            try Self.write(plan, clientID: load.clientID, linked: linked, db)
             return plan
         }
     }
@@ -119,7 +122,7 @@ public final class SQLiteSyncStorage: SyncStorage {
         return (try row.decode(atIndex: 0), try row.decode(atIndex: 1), HLCTimestamp(rawValue: UInt64(bitPattern: clock)))
     }
 
-    private static func record(_ row: Row, _ db: Database, decoder: JSONDecoder = JSONDecoder()) throws -> StoredRecord {
+    private static func record(_ row: Row, _ db: Database) throws -> StoredRecord {
         let entity: String = try row.decode(atIndex: 0)
         let recordID: String = try row.decode(atIndex: 1)
         let stamp: Int64 = try row.decode(atIndex: 6)
@@ -135,11 +138,11 @@ public final class SQLiteSyncStorage: SyncStorage {
         }
         return StoredRecord(
             entity: entity, recordID: recordID, scope: ScopeID(rawValue: try row.decode(atIndex: 2)), version: try row.decode(atIndex: 3),
-            deleted: try row.decode(atIndex: 4), fields: try decoder.decode([SyncName: StoredField].self, from: try row.decode(Data.self, atIndex: 5)),
+            deleted: try row.decode(atIndex: 4), fields: try row.withUnsafeData(atIndex: 5) { data in try StoredJSON.fields(data ?? Data()) },
             stamp: HLCTimestamp(rawValue: UInt64(bitPattern: stamp)), writer: try row.decode(atIndex: 7), links: links)
     }
 
-    private static func write(_ plan: PushPlan, clientID: ClientID, _ db: Database) throws {
+    private static func write(_ plan: PushPlan, clientID: ClientID, linked: Set<RecordKey>, _ db: Database) throws {
         let encoder = JSONEncoder.syncProtocol()
         if let client = plan.client {
             try db.execute(
@@ -151,7 +154,9 @@ public final class SQLiteSyncStorage: SyncStorage {
         }
         let resultStatement = try db.cachedStatement(sql: "INSERT INTO osd_results (client_id, mutation_id, hash, result, created_at) VALUES (?, ?, ?, ?, ?)")
         for result in plan.results {
-            try resultStatement.execute(arguments: [clientID, result.id, result.hash, try encoder.encode(result.result), plan.now])
+            var writer = SyncJSONWriter(capacity: 64)
+            try writer.mutationResult(result.result)
+            try resultStatement.execute(arguments: [clientID, result.id, result.hash, writer.data, plan.now])
         }
         for scope in plan.newScopes {
             try db.execute(sql: "INSERT OR IGNORE INTO osd_scopes (scope, owner) VALUES (?, ?)", arguments: [scope.scope.rawValue, scope.owner])
@@ -165,10 +170,10 @@ public final class SQLiteSyncStorage: SyncStorage {
         for record in plan.records {
             let hasLinks = !record.links.isEmpty
             try recordStatement.execute(arguments: [
-                record.entity, record.recordID, record.scope.rawValue, record.version, record.deleted, try encoder.encode(record.fields),
+                record.entity, record.recordID, record.scope.rawValue, record.version, record.deleted, try Self.encodeFields(record.fields),
                 Int64(bitPattern: record.stamp.rawValue), record.writer, hasLinks, plan.now,
             ])
-            try deleteLinks.execute(arguments: [record.entity, record.recordID])
+            if linked.contains(record.key) { try deleteLinks.execute(arguments: [record.entity, record.recordID]) }
             for (name, elements) in record.links {
                 for (target, link) in elements {
                     try insertLink.execute(arguments: [record.entity, record.recordID, name, target, link.present, Int64(bitPattern: link.stamp.rawValue), link.client])
@@ -183,11 +188,23 @@ public final class SQLiteSyncStorage: SyncStorage {
             let change = entry.change
             try changeStatement.execute(arguments: [
                 entry.seq, entry.txn, change.scope.rawValue, change.entity, change.recordID, change.op.rawValue,
-                try encoder.encode(ChangePayload(fields: change.fields, links: change.links)), change.clientID, change.mutationID, entry.createdAt,
+                try Self.encodePayload(change), change.clientID, change.mutationID, entry.createdAt,
             ])
         }
         // Last statement: the head. (On PostgreSQL this is where the sequence numbers are taken.)
         try db.execute(sql: "UPDATE osd_head SET seq = ?, clock = ? WHERE id = 1", arguments: [plan.head, Int64(bitPattern: plan.clock.rawValue)])
+    }
+
+    private static func encodeFields(_ fields: [SyncName: StoredField]) throws -> Data {
+        var writer = SyncJSONWriter()
+        try writer.storedFields(fields)
+        return writer.data
+    }
+
+    private static func encodePayload(_ change: PulledChange) throws -> Data {
+        var writer = SyncJSONWriter()
+        try writer.changePayload(fields: change.fields, links: change.links)
+        return writer.data
     }
 
     // MARK: Pull
@@ -221,15 +238,16 @@ public final class SQLiteSyncStorage: SyncStorage {
 
     private static func snapshotPage(_ context: PullContext, _ read: PullRead, scopes: [ScopeID], after: SnapshotKey?, limit: Int, count: Bool, _ db: Database) throws -> PullPage {
         var records: [StoredRecord] = []
-        let decoder = JSONDecoder()
+        records.reserveCapacity(limit + 1)
         let statement = try db.cachedStatement(sql: """
             SELECT entity, record_id, scope, version, deleted, fields, stamp, writer, has_links FROM osd_records
             WHERE scope = ? AND deleted = 0 AND (entity, record_id) > (?, ?) ORDER BY entity, record_id LIMIT ?
             """)
         for scope in scopes where after.map({ scope >= $0.scope }) ?? true {
             let start = after?.scope == scope ? after : nil
-            let rows = try Row.fetchAll(statement, arguments: [scope.rawValue, start?.entity ?? "", start?.recordID ?? "", limit + 1 - records.count])
-            for row in rows { records.append(try record(row, db, decoder: decoder)) }
+            // A cursor: each row is read from the statement in place (no copy of its columns).
+            let rows = try Row.fetchCursor(statement, arguments: [scope.rawValue, start?.entity ?? "", start?.recordID ?? "", limit + 1 - records.count])
+            while let row = try rows.next() { records.append(try record(row, db)) }
             if records.count > limit { break }
         }
         let hasMore = records.count > limit
@@ -271,14 +289,13 @@ public final class SQLiteSyncStorage: SyncStorage {
             hasMore = try Row.fetchOne(db, sql: "SELECT 1 FROM osd_changes WHERE seq > ? AND \(filter) LIMIT 1", arguments: [end] + filterArguments) != nil
             if !hasMore { end = context.head }
         }
-        let decoder = JSONDecoder()
         var changes: [PulledChange] = []
         changes.reserveCapacity(rows.count)
         for row in rows {
             guard let op = RecordOperation(rawValue: try row.decode(String.self, atIndex: 5)) else {
                 throw SyncServiceError(500, .internalError, "the change log holds an unknown operation")
             }
-            let payload = try decoder.decode(ChangePayload.self, from: try row.decode(Data.self, atIndex: 6))
+            let payload = try row.withUnsafeData(atIndex: 6) { data in try StoredJSON.payload(data ?? Data()) }
             changes.append(PulledChange(
                 version: try row.decode(atIndex: 0), op: op, entity: try row.decode(atIndex: 3), recordID: try row.decode(atIndex: 4),
                 scope: ScopeID(rawValue: try row.decode(atIndex: 2)), fields: payload.fields, links: payload.links,
@@ -345,7 +362,7 @@ public final class SQLiteSyncStorage: SyncStorage {
 }
 
 /// What a log entry stores besides its columns.
-struct ChangePayload: Codable {
+struct ChangePayload: Codable, Sendable {
     var fields: [SyncName: SyncValue]
     var links: [SyncName: LinkChange]
 
