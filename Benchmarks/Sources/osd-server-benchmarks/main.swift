@@ -207,7 +207,12 @@ func benchmark() async throws {
 if let flag = CommandLine.arguments.firstIndex(of: "--postgres"), CommandLine.arguments.count > flag + 1 {
     let url = CommandLine.arguments[flag + 1]
     let batches = CommandLine.arguments.dropFirst(flag + 2).first.flatMap { Int($0) } ?? 20
-    try await postgresBenchmark(url: url, batches: batches)
+    do {
+        try await postgresBenchmark(url: url, batches: batches)
+    } catch {
+        FileHandle.standardError.write(Data("osd-server-benchmarks: \(error)\n".utf8))
+        exit(1)
+    }
 } else {
     try await benchmark()
 }
