@@ -94,7 +94,7 @@ struct RecordRow: Sendable {
     func record() throws -> StoredRecord {
         StoredRecord(
             entity: entity, recordID: recordID, scope: ScopeID(rawValue: scope), version: version, deleted: deleted,
-            fields: try JSONDecoder().decode([SyncName: StoredField].self, from: Data(fields.utf8)),
+            fields: try StoredColumns.decodeFields(Data(fields.utf8)),
             stamp: HLCTimestamp(rawValue: UInt64(bitPattern: stamp)), writer: writer)
     }
 }

@@ -266,7 +266,7 @@ public final class PostgresSyncStorage: SharedSyncStorage {
         if !plan.results.isEmpty {
             try await connection.query("""
                 INSERT INTO osd_results (client_id, mutation_id, hash, result, created_at)
-                SELECT \(clientID), m, h, r, \(plan.now) FROM unnest(\(plan.results.map(\.id))::int8[], \(plan.results.map(\.hash))::text[], \(try plan.results.map { try json($0.result) })::text[]) AS t(m, h, r)
+                SELECT \(clientID), m, h, r, \(plan.now) FROM unnest(\(plan.results.map(\.id))::int8[], \(plan.results.map(\.hash))::text[], \(try plan.results.map { String(decoding: try StoredColumns.encodeResult($0.result), as: UTF8.self) })::text[]) AS t(m, h, r)
                 """, logger: logger)
         }
         if !plan.newScopes.isEmpty {
@@ -281,7 +281,7 @@ public final class PostgresSyncStorage: SharedSyncStorage {
         if !records.isEmpty {
             try await connection.run(UpsertRecordsStatement(
                 entities: records.map(\.entity), recordIDs: records.map(\.recordID), scopes: records.map(\.scope.rawValue),
-                versions: records.map(\.version), deleted: records.map(\.deleted), fields: try records.map { try json($0.fields) },
+                versions: records.map(\.version), deleted: records.map(\.deleted), fields: try records.map { String(decoding: try StoredColumns.encodeFields($0.fields), as: UTF8.self) },
                 stamps: records.map { Int64(bitPattern: $0.stamp.rawValue) }, writers: records.map(\.writer),
                 hasLinks: records.map { !$0.links.isEmpty }, now: plan.now), logger: logger)
             let previouslyLinked = records.map(\.key)
@@ -316,7 +316,7 @@ public final class PostgresSyncStorage: SharedSyncStorage {
             try await connection.run(InsertChangesStatement(
                 seqs: changes.map(\.seq), txns: changes.map(\.txn), scopes: changes.map(\.change.scope.rawValue),
                 entities: changes.map(\.change.entity), recordIDs: changes.map(\.change.recordID), ops: changes.map(\.change.op.rawValue),
-                payloads: try changes.map { try json(ChangePayload(fields: $0.change.fields, links: $0.change.links)) },
+                payloads: try changes.map { String(decoding: try StoredColumns.encodePayload(fields: $0.change.fields, links: $0.change.links), as: UTF8.self) },
                 hasClient: changes.map { $0.change.clientID != nil }, clients: changes.map { $0.change.clientID ?? "" },
                 hasMutation: changes.map { $0.change.mutationID != nil }, mutations: changes.map { $0.change.mutationID ?? 0 },
                 createdAt: changes.map(\.createdAt)), logger: logger)
@@ -418,7 +418,6 @@ public final class PostgresSyncStorage: SharedSyncStorage {
             hasMore = !(try await connection.query(PostgresQuery(unsafeSQL: "SELECT 1 FROM osd_changes WHERE seq > $1 AND \(filter) LIMIT 1", binds: bindings(end, [])), logger: logger).collect().isEmpty)
             if !hasMore { end = context.head }
         }
-        let decoder = JSONDecoder()
         var changes: [PulledChange] = []
         changes.reserveCapacity(rows.count)
         for row in rows {
@@ -426,7 +425,7 @@ public final class PostgresSyncStorage: SharedSyncStorage {
             guard let op = RecordOperation(rawValue: opName) else {
                 throw SyncServiceError(500, .internalError, "the change log holds an unknown operation")
             }
-            let payload = try decoder.decode(ChangePayload.self, from: Data(payloadText.utf8))
+            let payload = try StoredColumns.decodePayload(Data(payloadText.utf8))
             changes.append(PulledChange(version: seq, op: op, entity: entity, recordID: recordID, scope: ScopeID(rawValue: scope), fields: payload.fields, links: payload.links, clientID: clientID, mutationID: mutationID))
         }
         return PullPage(context: context, read: read, changes: changes, end: end, hasMore: hasMore)
@@ -628,14 +627,6 @@ struct EventMessage: Codable {
             self.users = users
         }
     }
-}
-
-/// What a log entry stores besides its columns (the same JSON as the SQLite storage's).
-struct ChangePayload: Codable {
-    var fields: [SyncName: SyncValue]
-    var links: [SyncName: LinkChange]
-
-    private enum CodingKeys: String, CodingKey { case fields = "f", links = "l" }
 }
 
 extension PostgresConnection {
