@@ -19,6 +19,9 @@ let package = Package(
         // dependencies (SwiftPM builds the targets of the products a client uses).
         .library(name: "OpenSwiftDataServer", targets: ["OpenSwiftDataServer"]),
         .executable(name: "osd-server", targets: ["osd-server"]),
+        // The server's PostgreSQL storage, its own product so that an application that mounts
+        // the server on SQLite compiles neither PostgresNIO nor its TLS stack.
+        .library(name: "OpenSwiftDataServerPostgres", targets: ["OpenSwiftDataServerPostgres"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
@@ -35,6 +38,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", exact: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", exact: "2.4.1"),
         .package(url: "https://github.com/swift-server/async-http-client.git", exact: "1.37.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", exact: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio.git", exact: "2.101.3"),
     ],
     targets: [
         .macro(
@@ -115,10 +120,25 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // PostgreSQL storage for the server: several servers on one database.
+        .target(
+            name: "OpenSwiftDataServerPostgres",
+            dependencies: [
+                "OpenSwiftDataServer",
+                "OpenSwiftDataSyncProtocol",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .executableTarget(
             name: "osd-server",
             dependencies: [
                 "OpenSwiftDataServer",
+                "OpenSwiftDataServerPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -128,6 +148,7 @@ let package = Package(
             name: "osd-server-benchmarks",
             dependencies: [
                 "OpenSwiftDataServer",
+                "OpenSwiftDataServerPostgres",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
             ],
@@ -149,6 +170,8 @@ let package = Package(
             name: "OpenSwiftDataServerTests",
             dependencies: [
                 "OpenSwiftDataServer",
+                "OpenSwiftDataServerPostgres",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -88,9 +88,20 @@ public final class SyncServer: Sendable {
             router: router,
             server: .http1WebSocketUpgrade(webSocketRouter: liveRouter),
             configuration: ApplicationConfiguration(address: .hostname(configuration.hostname, port: configuration.port), serverName: "osd-server"),
-            services: [LiveShutdownService(hub: hub), CompactionService(service: service, interval: configuration.compactionInterval, logger: logger)],
+            services: [LiveShutdownService(hub: hub), CompactionService(service: service, interval: configuration.compactionInterval, logger: logger), RemoteEventService(server: self)],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
             logger: logger)
+    }
+
+    /// Delivers to this server's live clients the events that other servers sharing the
+    /// storage committed (a ``SharedSyncStorage``), until the task is cancelled; returns at once
+    /// for a storage of one server. ``makeApplication(logger:onServerRunning:)`` runs it; call
+    /// it in a task of your own when you mount the routes in your own application.
+    public func relayRemoteEvents() async {
+        guard let shared = service.storage as? any SharedSyncStorage else { return }
+        for await event in shared.remoteEvents() {
+            await hub.publish(event)
+        }
     }
 
     /// Closes the storage (after the application stopped).
@@ -107,6 +118,22 @@ struct LiveShutdownService: Service {
     func run() async throws {
         try? await gracefulShutdown()
         await hub.shutdown()
+    }
+}
+
+/// Relays other servers' events to this server's live clients until graceful shutdown.
+struct RemoteEventService: Service {
+    let server: SyncServer
+
+    func run() async throws {
+        guard server.service.storage is any SharedSyncStorage else {
+            // Nothing to relay; a service that returns early would end the group.
+            try? await gracefulShutdown()
+            return
+        }
+        await cancelWhenGracefulShutdown {
+            await server.relayRemoteEvents()
+        }
     }
 }
 

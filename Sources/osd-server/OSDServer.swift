@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import OpenSwiftDataServer
+import OpenSwiftDataServerPostgres
 import OpenSwiftDataSyncProtocol
 
 /// `osd-server`: the OpenSwiftData sync server. `osd-server` (or `osd-server serve`) serves;
@@ -10,7 +11,7 @@ import OpenSwiftDataSyncProtocol
 struct OSDServer: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "osd-server",
-        abstract: "The OpenSwiftData sync server: push, pull and live sync on an embedded SQLite file.",
+        abstract: "The OpenSwiftData sync server: push, pull and live sync on an embedded SQLite file or a shared PostgreSQL database.",
         discussion: """
             `osd-server` serves (the `serve` command); `osd-server serve --help` describes each setting.
             Settings, as flags or environment variables (a flag wins):
@@ -21,6 +22,9 @@ struct OSDServer: AsyncParsableCommand {
               --max-changes (OSD_MAX_CHANGES)   --max-pull-limit (OSD_MAX_PULL_LIMIT)
               --retention-days (OSD_RETENTION_DAYS)   --compaction-interval (OSD_COMPACTION_INTERVAL)
               --log-level (OSD_LOG_LEVEL)
+              --postgres (OSD_POSTGRES_URL: PostgreSQL instead of SQLite; several servers may share it)
+              --postgres-schema (OSD_POSTGRES_SCHEMA)   --postgres-pool-size (OSD_POSTGRES_POOL_SIZE)
+              --postgres-statement-timeout (OSD_POSTGRES_STATEMENT_TIMEOUT_MS)
             `osd-server token --user alice` mints a development token (the last line printed).
             """,
         subcommands: [Serve.self, Token.self],
@@ -58,6 +62,18 @@ struct Serve: AsyncParsableCommand {
 
     @Option(help: "SQLite database file (env OSD_DATABASE; default $OSD_DATA_DIR/osd-server.sqlite or ./osd-server.sqlite).")
     var database: String = environment("OSD_DATABASE") ?? defaultDatabasePath()
+
+    @Option(help: "PostgreSQL URL, postgres://user[:password]@host[:port]/database[?sslmode=disable|prefer|require&host=/socket/dir], instead of the SQLite file: several servers may share it (env OSD_POSTGRES_URL).")
+    var postgres: String?
+
+    @Option(help: "PostgreSQL schema of the tables, created if missing (env OSD_POSTGRES_SCHEMA).")
+    var postgresSchema: String = environment("OSD_POSTGRES_SCHEMA") ?? "public"
+
+    @Option(help: "Most PostgreSQL connections of this server, one of them listening for other servers' events (env OSD_POSTGRES_POOL_SIZE).")
+    var postgresPoolSize: Int = environment("OSD_POSTGRES_POOL_SIZE").flatMap { Int($0) } ?? 16
+
+    @Option(help: "PostgreSQL statement timeout in milliseconds, lock waits included; 0: none (env OSD_POSTGRES_STATEMENT_TIMEOUT_MS).")
+    var postgresStatementTimeout: Int = environment("OSD_POSTGRES_STATEMENT_TIMEOUT_MS").flatMap { Int($0) } ?? 30_000
 
     @Option(help: "HS256 secret that signs bearer tokens (env OSD_JWT_SECRET). Without it and without a JWKS, a development secret is used.")
     var jwtSecret: String?
@@ -115,9 +131,20 @@ struct Serve: AsyncParsableCommand {
             hostname: hostname, port: port, databasePath: database, auth: auth, maxBodySize: maxBodyBytes,
             sync: SyncConfiguration(maxMutationsPerPush: maxMutations, maxChangesPerPush: maxChanges, maxPullLimit: maxPullLimit, retention: retentionDays * 86_400),
             compactionInterval: compactionInterval)
-        let server = try await SyncServer(configuration: configuration)
+        var storage: (any SyncStorage)?
+        var shownDatabase = URL(fileURLWithPath: database).standardizedFileURL.path
+        if let url = postgres ?? environment("OSD_POSTGRES_URL") {
+            var settings = try PostgresStorageConfiguration(url: url)
+            let query = URLComponents(string: url)?.queryItems ?? []
+            if !query.contains(where: { $0.name == "schema" }) { settings.schema = postgresSchema }
+            if !query.contains(where: { $0.name == "pool_size" }) { settings.poolSize = postgresPoolSize }
+            if !query.contains(where: { $0.name == "statement_timeout" }) { settings.statementTimeoutMilliseconds = postgresStatementTimeout }
+            storage = try await PostgresSyncStorage(configuration: settings, logger: logger)
+            shownDatabase = settings.redactedDescription
+        }
+        let server = try await SyncServer(configuration: configuration, storage: storage)
         let hostname = hostname
-        let database = URL(fileURLWithPath: database).standardizedFileURL.path
+        let database = shownDatabase
         let app = server.makeApplication(logger: logger) { port in
             print("osd-server listening on http://\(hostname):\(port)")
             print("database: \(database)")

@@ -7,10 +7,10 @@ import Testing
 struct ConflictTests {
     /// Two clients' concurrent edits of one record, delivered in both orders to fresh servers.
     /// Under `recordLastWriterWins` a writer sends every field it knows (`wholeRecords`).
-    private func converge(policy: ConflictPolicy, wholeRecords: Bool = false) async throws -> [[SyncName: SyncValue]?] {
+    private func converge(_ backend: Backend, policy: ConflictPolicy, wholeRecords: Bool = false) async throws -> [[SyncName: SyncValue]?] {
         var outcomes: [[SyncName: SyncValue]?] = []
         for order in [["a", "b"], ["b", "a"]] {
-            let h = try await CoreHarness(configuration: SyncConfiguration(policies: ["Note": policy]))
+            let h = try await CoreHarness(backend, configuration: SyncConfiguration(policies: ["Note": policy]))
             _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "seed", mutations: [
                 mutation(1, .insert, "n1", fields: ["title": .string("t0"), "body": .string("b0"), "pinned": .bool(false)]),
             ]))
@@ -29,25 +29,25 @@ struct ConflictTests {
         return outcomes
     }
 
-    @Test("per-field last-writer-wins: the result does not depend on arrival order")
-    func fieldLWW() async throws {
-        let outcomes = try await converge(policy: .fieldLastWriterWins)
+    @Test("per-field last-writer-wins: the result does not depend on arrival order", arguments: Backend.all)
+    func fieldLWW(_ backend: Backend) async throws {
+        let outcomes = try await converge(backend, policy: .fieldLastWriterWins)
         #expect(outcomes[0] == outcomes[1])
         #expect(outcomes[0] == ["title": .string("ta"), "body": .string("bb"), "pinned": .bool(true)])
     }
 
-    @Test("record-level last-writer-wins: the latest write decides every field, whatever the order")
-    func recordLWW() async throws {
-        let outcomes = try await converge(policy: .recordLastWriterWins, wholeRecords: true)
+    @Test("record-level last-writer-wins: the latest write decides every field, whatever the order", arguments: Backend.all)
+    func recordLWW(_ backend: Backend) async throws {
+        let outcomes = try await converge(backend, policy: .recordLastWriterWins, wholeRecords: true)
         #expect(outcomes[0] == outcomes[1])
         #expect(outcomes[0] == ["title": .string("ta"), "body": .string("b0"), "pinned": .bool(false)])
     }
 
-    @Test("equal stamps are ordered by client id")
-    func tieBreak() async throws {
+    @Test("equal stamps are ordered by client id", arguments: Backend.all)
+    func tieBreak(_ backend: Backend) async throws {
         var outcomes: [SyncValue?] = []
         for order in [["x", "y"], ["y", "x"]] {
-            let h = try await CoreHarness()
+            let h = try await CoreHarness(backend)
             _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "seed", mutations: [mutation(1, .insert, "n1", at: 1_000, fields: ["title": .string("t0")])]))
             for client in order {
                 _ = try await h.service.push(user: "alice", request: PushRequest(clientID: client, mutations: [mutation(1, .update, "n1", at: 1_790_000_000_000, fields: ["title": .string(client)])]))
@@ -57,9 +57,9 @@ struct ConflictTests {
         #expect(outcomes == [.string("y"), .string("y")])
     }
 
-    @Test("a stamp from the future is limited to the server's clock")
-    func futureStamp() async throws {
-        let h = try await CoreHarness()
+    @Test("a stamp from the future is limited to the server's clock", arguments: Backend.all)
+    func futureStamp(_ backend: Backend) async throws {
+        let h = try await CoreHarness(backend)
         _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "liar", mutations: [mutation(1, .insert, "n1", at: 4_000_000_000_000, fields: ["title": .string("2096")])]))
         h.clock.advance(10)
         let response = try await h.service.push(user: "alice", request: PushRequest(clientID: "honest", mutations: [mutation(1, .update, "n1", at: UInt64(h.clock.date.timeIntervalSince1970 * 1000), fields: ["title": .string("now")])]))
@@ -67,9 +67,9 @@ struct ConflictTests {
         #expect(try await h.state("alice")["Note/n1"]?["title"] == .string("now"))
     }
 
-    @Test("rejectStale: stale only after another client's change, with the server's record returned")
-    func rejectStale() async throws {
-        let h = try await CoreHarness(configuration: SyncConfiguration(policies: ["Note": .rejectStale]))
+    @Test("rejectStale: stale only after another client's change, with the server's record returned", arguments: Backend.all)
+    func rejectStale(_ backend: Backend) async throws {
+        let h = try await CoreHarness(backend, configuration: SyncConfiguration(policies: ["Note": .rejectStale]))
         _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(1, .insert, "n1", fields: ["title": .string("t0")])]))
         // The same client updating on its own old base is never stale.
         let own = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [
@@ -85,15 +85,15 @@ struct ConflictTests {
         #expect(fresh.results.first?.status == .applied)
     }
 
-    @Test("a resolver decides, as a pure function of the server record and the change")
-    func resolver() async throws {
+    @Test("a resolver decides, as a pure function of the server record and the change", arguments: Backend.all)
+    func resolver(_ backend: Backend) async throws {
         let resolver: ConflictResolver = { input in
             if case .int(let count) = input.change.fields["count"], case .int(let current)? = input.serverRecord?.fields["count"] {
                 return count < current ? .refuse("count may only grow") : .usePolicy
             }
             return .usePolicy
         }
-        let h = try await CoreHarness(configuration: SyncConfiguration(resolvers: ["Counter": resolver]))
+        let h = try await CoreHarness(backend, configuration: SyncConfiguration(resolvers: ["Counter": resolver]))
         let response = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [
             mutation(1, .insert, "k", entity: "Counter", fields: ["count": .int(5)]),
             mutation(2, .update, "k", entity: "Counter", at: 1_790_000_000_001, fields: ["count": .int(3)]),
@@ -103,9 +103,9 @@ struct ConflictTests {
         #expect(try await h.state("alice")["Counter/k"]?["count"] == .int(7))
     }
 
-    @Test("deletes win over concurrent updates; an insert of a deleted id starts a new life")
-    func deletes() async throws {
-        let h = try await CoreHarness()
+    @Test("deletes win over concurrent updates; an insert of a deleted id starts a new life", arguments: Backend.all)
+    func deletes(_ backend: Backend) async throws {
+        let h = try await CoreHarness(backend)
         _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(1, .insert, "n1", fields: ["title": .string("t0"), "body": .string("b0")])]))
         _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(2, .delete, "n1", base: 1, at: 1_790_000_000_001)]))
         // An update stamped later than the delete, based on the version before it, is dropped.
@@ -121,15 +121,15 @@ struct ConflictTests {
         #expect(try await h.state("alice")["Note/n1"] == ["title": .string("reborn")])
     }
 
-    @Test("a value of another kind than the field holds is rejected wrongValueType")
-    func wrongValueType() async throws {
-        let h = try await CoreHarness()
+    @Test("a value of another kind than the field holds is rejected wrongValueType", arguments: Backend.all)
+    func wrongValueType(_ backend: Backend) async throws {
+        let h = try await CoreHarness(backend)
         _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(1, .insert, "n1", fields: ["title": .string("t0"), "due": .null])]))
-        let before = try h.footprint()
+        let before = try await h.footprint()
         let response = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(2, .update, "n1", at: 1_790_000_000_001, fields: ["title": .date(3)])]))
         #expect(response.results.first?.reason == .wrongValueType)
         #expect(response.results.first?.message?.contains("\"title\" holds string values, not date") == true)
-        #expect(try h.count("osd_changes") == before["osd_changes"])
+        #expect(try await h.count("osd_changes") == before["osd_changes"])
         // nil is accepted for any kind; a schema's kind is enforced for a field never set.
         let schema = SchemaDescriptor(entities: [EntityDescriptor(name: "Note", fields: [
             FieldDescriptor(name: "title", kind: .string, optional: false), FieldDescriptor(name: "due", kind: .date, optional: true),
@@ -143,9 +143,9 @@ struct ConflictTests {
         #expect(typed.results.map(\.reason) == [.wrongValueType, nil, .validation, .validation])
     }
 
-    @Test("links merge element by element: two devices' additions both stay")
-    func links() async throws {
-        let h = try await CoreHarness()
+    @Test("links merge element by element: two devices' additions both stay", arguments: Backend.all)
+    func links(_ backend: Backend) async throws {
+        let h = try await CoreHarness(backend)
         _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(1, .insert, "n1", links: ["tags": LinkChange(added: ["t1"])])]))
         _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(2, .update, "n1", at: 1_790_000_000_002, links: ["tags": LinkChange(added: ["t2"], removed: ["t1"])])]))
         _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "b", mutations: [mutation(1, .update, "n1", at: 1_790_000_000_001, links: ["tags": LinkChange(added: ["t3", "t1"])])]))

@@ -8,9 +8,9 @@ import Testing
 struct HTTPTests {
     private func json(_ text: String) -> Data { Data(text.utf8) }
 
-    @Test("push and pull round-trip; health, ready and metrics answer; every answer has a request id")
-    func roundTrip() async throws {
-        try await LiveServer.run { server in
+    @Test("push and pull round-trip; health, ready and metrics answer; every answer has a request id", arguments: Backend.all)
+    func roundTrip(_ backend: Backend) async throws {
+        try await LiveServer.run(backend) { server in
             let alice = try await server.token("alice")
             let push = try await server.push(PushRequest(clientID: "a", mutations: [mutation(1, .insert, "n1", fields: ["title": .string("hello")])]), token: alice)
             #expect(push.status == 200)
@@ -32,9 +32,9 @@ struct HTTPTests {
         }
     }
 
-    @Test("every bad request is a 4xx JSON error naming what was wrong, and nothing is stored")
-    func badRequests() async throws {
-        try await LiveServer.run(maxBodySize: 4096) { server in
+    @Test("every bad request is a 4xx JSON error naming what was wrong, and nothing is stored", arguments: Backend.all)
+    func badRequests(_ backend: Backend) async throws {
+        try await LiveServer.run(backend, maxBodySize: 4096) { server in
             let alice = try await server.token("alice")
             let bob = try await server.token("bob")
             _ = try await server.push(PushRequest(clientID: "a", mutations: [mutation(1, .insert, "n1", fields: ["title": .string("t")])]), token: alice)
@@ -45,7 +45,7 @@ struct HTTPTests {
             let expired = try await expiredVerifier.mint(user: "alice", lifetime: 60)
             let unsigned = "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.eyJzdWIiOiJhbGljZSIsImV4cCI6NDEwMjQ0NDgwMH0."
             let mutation2 = #"{"id":2,"stamp":"1","changes":[{"op":"insert","entity":"Note","recordID":"n2","scope":"user:alice"}]}"#
-            let before = try server.footprint()
+            let before = try await server.footprint()
             let cases: [(String, status: Int, code: SyncErrorCode, send: () async throws -> LiveServerClient.Answer)] = [
                 ("malformed JSON", 400, .malformedRequest, { try await server.send(.POST, "/v1/push", token: alice, body: self.json("{\"protocolVersion\":1,")) }),
                 ("not an object", 400, .malformedRequest, { try await server.send(.POST, "/v1/push", token: alice, body: self.json("[1,2]")) }),
@@ -78,17 +78,17 @@ struct HTTPTests {
                 #expect(answer.status == status, "\(name): \(answer.status) \(answer.text)")
                 #expect(answer.errorCode == code, "\(name): \(answer.text)")
                 #expect((try? answer.decode(ErrorResponse.self))?.error.message.isEmpty == false, "\(name)")
-                #expect(try server.footprint() == before, "\(name) stored something")
+                #expect(try await server.footprint() == before, "\(name) stored something")
             }
         }
     }
 
-    @Test("mutation errors are answered per mutation: wrong value type, scope not granted; the replay is identical and stores nothing")
-    func mutationErrors() async throws {
-        try await LiveServer.run { server in
+    @Test("mutation errors are answered per mutation: wrong value type, scope not granted; the replay is identical and stores nothing", arguments: Backend.all)
+    func mutationErrors(_ backend: Backend) async throws {
+        try await LiveServer.run(backend) { server in
             let alice = try await server.token("alice")
             _ = try await server.push(PushRequest(clientID: "a", mutations: [mutation(1, .insert, "n1", fields: ["title": .string("t")])]), token: alice)
-            let records = try server.footprint()["osd_changes"]
+            let records = try await server.footprint()["osd_changes"]
             let batch = PushRequest(clientID: "a", mutations: [
                 mutation(2, .update, "n1", at: 1_790_000_000_001, fields: ["title": .int(3)]),
                 mutation(3, .insert, "x", scope: .user("bob"), at: 1_790_000_000_002),
@@ -98,11 +98,11 @@ struct HTTPTests {
             let response = try answer.decode(PushResponse.self)
             #expect(response.results.map(\.reason) == [.wrongValueType, .scopeNotGranted])
             #expect(response.lastMutationID == 3)
-            #expect(try server.footprint()["osd_changes"] == records, "a rejected mutation changes no record")
-            let before = try server.footprint()
+            #expect(try await server.footprint()["osd_changes"] == records, "a rejected mutation changes no record")
+            let before = try await server.footprint()
             let replay = try await server.push(batch, token: alice)
             #expect(try replay.decode(PushResponse.self) .results == response.results)
-            #expect(try server.footprint() == before)
+            #expect(try await server.footprint() == before)
         }
     }
 
@@ -116,24 +116,24 @@ struct HTTPTests {
         }
         try await LiveServer.run(storage: { try SQLiteSyncStorage(path: $0, cursorKey: key) }) { server in
             let alice = try await server.token("alice")
-            let before = try server.footprint()
+            let before = try await server.footprint()
             let answer = try await server.pull(PullRequest(clientID: "a", cursor: cursor), token: alice)
             #expect(answer.status == 200, "\(answer.text)")
             let page = try answer.decode(PullResponse.self)
             #expect(page.reset == .epochChanged)
             #expect(page.lastMutationID == 0, "this server never saw the client")
-            #expect(try server.footprint() == before)
+            #expect(try await server.footprint() == before)
         }
     }
 
-    @Test("the server survives 1,000 random malformed requests in a row, then serves a correct one")
-    func fuzz() async throws {
-        try await LiveServer.run(maxBodySize: 16 * 1024) { server in
+    @Test("the server survives 1,000 random malformed requests in a row, then serves a correct one", arguments: Backend.all)
+    func fuzz(_ backend: Backend) async throws {
+        try await LiveServer.run(backend, maxBodySize: 16 * 1024) { server in
             let alice = try await server.token("alice")
             var generator = SystemRandomNumberGenerator()
             let fragments = [#"{"protocolVersion":1"#, #","clientID":"#, #""a""#, #","mutations":["#, #"{"id":"#, "1", #","stamp":"#, #""5""#, #","changes":[{"op":"#, #""insert""#, #""delete""#, #""nope""#, #","entity":"N","recordID":"r","scope":"#, #""user:alice""#, #""bad scope""#, "}", "]", "null", "\u{0}", "\"", "{", "[", "-1e999", "9999999999999999999999"]
             let paths = ["/v1/push", "/v1/pull", "/v1/scopes/user:alice/members", "/v1/scopes/%ZZ/members", "/v1/push?x=%", "/v1/scopes/a:b/members/c"]
-            let before = try server.footprint()
+            let before = try await server.footprint()
             var statuses: [Int: Int] = [:]
             for index in 0..<1_000 {
                 var body = ""
@@ -149,7 +149,7 @@ struct HTTPTests {
                 }
             }
             #expect(statuses.keys.allSatisfy { $0 < 500 })
-            #expect(try server.footprint()["osd_records"] == before["osd_records"])
+            #expect(try await server.footprint()["osd_records"] == before["osd_records"])
             let push = try await server.push(PushRequest(clientID: "fresh", mutations: [mutation(1, .insert, "ok", fields: ["title": .string("still serving")])]), token: alice)
             #expect(push.status == 200)
             #expect(try push.decode(PushResponse.self).results.first?.status == .applied)

@@ -23,9 +23,9 @@ func withTimeout<T: Sendable>(_ seconds: Double, _ body: @escaping @Sendable () 
 
 @Suite("Live channel and the osd-server process", .serialized)
 struct LiveAndProcessTests {
-    @Test("a connected client gets hello, then changed after another client's push; other users get nothing")
-    func live() async throws {
-        try await LiveServer.run { server in
+    @Test("a connected client gets hello, then changed after another client's push; other users get nothing", arguments: Backend.all)
+    func live(_ backend: Backend) async throws {
+        try await LiveServer.run(backend) { server in
             let alice = try await server.token("alice")
             let bob = try await server.token("bob")
             let (aliceMessages, aliceContinuation) = AsyncStream<LiveMessage>.makeStream()

@@ -10,24 +10,38 @@ import ServiceLifecycle
 import Testing
 
 /// A real server on 127.0.0.1 with a port the system picked, over a SQLite file in a
-/// temporary directory, and an HTTP client for it.
+/// temporary directory or a schema on the test PostgreSQL server, and an HTTP client for it.
 struct LiveServer {
     static let secret = "test-secret-of-at-least-32-bytes!"
     let port: Int
     let server: SyncServer
     let directory: TemporaryDirectory
-    let databasePath: String
+    let storage: TestStorage
 
     var base: String { "http://127.0.0.1:\(port)" }
 
     static func run<T>(
-        maxBodySize: Int = 64 * 1024, sync: SyncConfiguration = SyncConfiguration(), auth: AuthConfiguration = AuthConfiguration(hmacSecret: secret),
-        logger: Logger? = nil, storage: ((String) throws -> any SyncStorage)? = nil, _ body: (LiveServer) async throws -> T
+        _ backend: Backend = .sqlite, maxBodySize: Int = 64 * 1024, sync: SyncConfiguration = SyncConfiguration(), auth: AuthConfiguration = AuthConfiguration(hmacSecret: secret),
+        logger: Logger? = nil, storage makeStorage: ((String) throws -> SQLiteSyncStorage)? = nil, _ body: (LiveServer) async throws -> T
     ) async throws -> T {
         let directory = try TemporaryDirectory()
-        let path = directory.path("server.sqlite")
-        let configuration = SyncServerConfiguration(hostname: "127.0.0.1", port: 0, databasePath: path, auth: auth, maxBodySize: maxBodySize, sync: sync)
-        let server = try await SyncServer(configuration: configuration, storage: try storage?(path))
+        let storage: TestStorage
+        if let makeStorage {
+            let path = directory.path("server.sqlite")
+            storage = .sqlite(try makeStorage(path), path: path)
+        } else {
+            storage = try await TestStorage.make(backend, directory: directory, name: "server.sqlite")
+        }
+        return try await run(storage: storage, directory: directory, maxBodySize: maxBodySize, sync: sync, auth: auth, logger: logger, body)
+    }
+
+    /// Serves over a given storage (closed when the server stops).
+    static func run<T>(
+        storage: TestStorage, directory: TemporaryDirectory, maxBodySize: Int = 64 * 1024, sync: SyncConfiguration = SyncConfiguration(),
+        auth: AuthConfiguration = AuthConfiguration(hmacSecret: secret), logger: Logger? = nil, _ body: (LiveServer) async throws -> T
+    ) async throws -> T {
+        let configuration = SyncServerConfiguration(hostname: "127.0.0.1", port: 0, databasePath: directory.path("unused.sqlite"), auth: auth, maxBodySize: maxBodySize, sync: sync)
+        let server = try await SyncServer(configuration: configuration, storage: storage.storage)
         let logger = logger ?? {
             var logger = Logger(label: "osd-server-test")
             logger.logLevel = .warning
@@ -40,7 +54,7 @@ struct LiveServer {
             tasks.addTask { try await group.run() }
             var iterator = ports.makeAsyncIterator()
             guard let port = await iterator.next() else { throw SyncServiceError(500, .internalError, "the server did not start") }
-            let live = LiveServer(port: port, server: server, directory: directory, databasePath: path)
+            let live = LiveServer(port: port, server: server, directory: directory, storage: storage)
             let result: Result<T, any Error>
             do {
                 result = .success(try await body(live))
@@ -67,9 +81,8 @@ struct LiveServer {
     func pull(_ request: PullRequest, token: String) async throws -> LiveServerClient.Answer { try await client.pull(request, token: token) }
 
     /// Every table's row count, read through a separate connection.
-    func footprint() throws -> [String: Int] {
-        let queue = try GRDBProbe(path: databasePath)
-        return try queue.footprint()
+    func footprint() async throws -> [String: Int] {
+        try await storage.footprint()
     }
 }
 

@@ -134,7 +134,7 @@ struct OperationsTests {
             let push = try await server.push(note(1, "n1"), token: token)
             #expect(push.status == 200, "\(push.text)")
             #expect(try push.decode(PushResponse.self).results.first?.status == .applied)
-            let before = try server.footprint()
+            let before = try await server.footprint()
             let hmac = try await TokenVerifier(configuration: AuthConfiguration(hmacSecret: LiveServer.secret), clock: { Date() }).mint(user: "alice")
             for (name, bad) in [
                 ("another key under the same kid", try await impostor.token("alice")),
@@ -144,7 +144,7 @@ struct OperationsTests {
                 let answer = try await server.push(note(2, "n2"), token: bad)
                 #expect(answer.status == 401, "\(name): \(answer.text)")
                 #expect(answer.errorCode == .unauthorized, "\(name)")
-                #expect(try server.footprint() == before, "\(name) stored something")
+                #expect(try await server.footprint() == before, "\(name) stored something")
             }
         }
     }

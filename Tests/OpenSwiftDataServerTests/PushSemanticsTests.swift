@@ -5,73 +5,73 @@ import Testing
 
 @Suite("Sync core: exactly-once, order, gaps and forks")
 struct PushSemanticsTests {
-    @Test("a replayed batch gets the same answers and is not applied again")
-    func replay() async throws {
-        let h = try await CoreHarness()
+    @Test("a replayed batch gets the same answers and is not applied again", arguments: Backend.all)
+    func replay(_ backend: Backend) async throws {
+        let h = try await CoreHarness(backend)
         let batch = PushRequest(clientID: "c1", mutations: [
             mutation(1, .insert, "n1", fields: ["title": .string("a")]),
             mutation(2, .update, "n1", at: 1_790_000_000_001, fields: ["title": .string("b")]),
         ])
         let first = try await h.service.push(user: "alice", request: batch)
         #expect(first.lastMutationID == 2 && first.results.map(\.status) == [.applied, .applied])
-        let before = try h.footprint()
+        let before = try await h.footprint()
         let again = try await h.service.push(user: "alice", request: batch)
         #expect(again.results == first.results && again.lastMutationID == 2)
-        #expect(try h.footprint() == before)
+        #expect(try await h.footprint() == before)
         // A resend that overlaps: 1–2 acknowledged, 3 applied.
         let overlap = PushRequest(clientID: "c1", mutations: batch.mutations + [mutation(3, .update, "n1", at: 1_790_000_000_002, fields: ["title": .string("c")])])
         let third = try await h.service.push(user: "alice", request: overlap)
         #expect(third.lastMutationID == 3 && third.results.count == 3)
-        #expect(try h.count("osd_changes") == before["osd_changes"]! + 1)
+        #expect(try await h.count("osd_changes") == before["osd_changes"]! + 1)
         #expect(try await h.state("alice")["Note/n1"]?["title"] == .string("c"))
     }
 
-    @Test("a gap is refused with the last id, and nothing is stored")
-    func gap() async throws {
-        let h = try await CoreHarness()
+    @Test("a gap is refused with the last id, and nothing is stored", arguments: Backend.all)
+    func gap(_ backend: Backend) async throws {
+        let h = try await CoreHarness(backend)
         _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "c1", mutations: [mutation(1, .insert, "n1")]))
-        let before = try h.footprint()
+        let before = try await h.footprint()
         let error = await expectError(.mutationGap) {
             _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "c1", mutations: [mutation(3, .insert, "n2")]))
         }
         #expect(error?.error.lastMutationID == 1 && error?.statusCode == 409)
-        #expect(try h.footprint() == before)
+        #expect(try await h.footprint() == before)
         await expectError(.mutationGap) {
             _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "new", mutations: [mutation(2, .insert, "n2")]))
         }
     }
 
-    @Test("an id already processed with other content is a fork")
-    func fork() async throws {
-        let h = try await CoreHarness()
+    @Test("an id already processed with other content is a fork", arguments: Backend.all)
+    func fork(_ backend: Backend) async throws {
+        let h = try await CoreHarness(backend)
         _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "c1", mutations: [mutation(1, .insert, "n1"), mutation(2, .insert, "n2")]))
-        let before = try h.footprint()
+        let before = try await h.footprint()
         for id: MutationID in [1, 2] {
             let error = await expectError(.clientForked) {
                 _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "c1", mutations: [mutation(id, .insert, "other")]))
             }
             #expect(error?.error.lastMutationID == 2)
         }
-        #expect(try h.footprint() == before)
+        #expect(try await h.footprint() == before)
     }
 
-    @Test("a client id belongs to the user who first pushed with it")
-    func clientOwnership() async throws {
-        let h = try await CoreHarness()
+    @Test("a client id belongs to the user who first pushed with it", arguments: Backend.all)
+    func clientOwnership(_ backend: Backend) async throws {
+        let h = try await CoreHarness(backend)
         _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "c1", mutations: [mutation(1, .insert, "n1")]))
-        let before = try h.footprint()
+        let before = try await h.footprint()
         await expectError(.clientIDOwnedByAnotherUser) {
             _ = try await h.service.push(user: "bob", request: PushRequest(clientID: "c1", mutations: [mutation(2, .insert, "n2", scope: .user("bob"))]))
         }
         await expectError(.clientIDOwnedByAnotherUser) {
             _ = try await h.service.pull(user: "bob", request: PullRequest(clientID: "c1"))
         }
-        #expect(try h.footprint() == before)
+        #expect(try await h.footprint() == before)
     }
 
-    @Test("a rejected mutation uses up its id; the ones behind it apply, in order")
-    func rejectionKeepsQueueFlowing() async throws {
-        let h = try await CoreHarness()
+    @Test("a rejected mutation uses up its id; the ones behind it apply, in order", arguments: Backend.all)
+    func rejectionKeepsQueueFlowing(_ backend: Backend) async throws {
+        let h = try await CoreHarness(backend)
         let response = try await h.service.push(user: "alice", request: PushRequest(clientID: "c1", mutations: [
             mutation(1, .insert, "n1", fields: ["title": .string("a")]),
             Mutation(id: 2, stamp: stamp(1_790_000_000_001), changes: [
@@ -93,9 +93,9 @@ struct PushSemanticsTests {
         #expect(next.results.first?.status == .applied)
     }
 
-    @Test("a client's mutations apply in order: an update before its insert is refused")
-    func order() async throws {
-        let h = try await CoreHarness()
+    @Test("a client's mutations apply in order: an update before its insert is refused", arguments: Backend.all)
+    func order(_ backend: Backend) async throws {
+        let h = try await CoreHarness(backend)
         let response = try await h.service.push(user: "alice", request: PushRequest(clientID: "c1", mutations: [
             mutation(1, .update, "n1", fields: ["title": .string("early")]),
             mutation(2, .insert, "n1", at: 1_790_000_000_001, fields: ["title": .string("a")]),
@@ -105,10 +105,10 @@ struct PushSemanticsTests {
         #expect(try await h.state("alice")["Note/n1"]?["title"] == .string("b"))
     }
 
-    @Test("bad batches are request errors: ids not growing by one, too many, malformed scope, unsupported version")
-    func badBatches() async throws {
-        let h = try await CoreHarness(configuration: SyncConfiguration(maxMutationsPerPush: 3))
-        let before = try h.footprint()
+    @Test("bad batches are request errors: ids not growing by one, too many, malformed scope, unsupported version", arguments: Backend.all)
+    func badBatches(_ backend: Backend) async throws {
+        let h = try await CoreHarness(backend, configuration: SyncConfiguration(maxMutationsPerPush: 3))
+        let before = try await h.footprint()
         await expectError(.malformedRequest) {
             _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "c1", mutations: [mutation(1, .insert, "a"), mutation(3, .insert, "b")]))
         }
@@ -121,6 +121,6 @@ struct PushSemanticsTests {
         await expectError(.unsupportedProtocolVersion) {
             _ = try await h.service.push(user: "alice", request: PushRequest(protocolVersion: ProtocolVersion(rawValue: 99), clientID: "c1", mutations: [mutation(1, .insert, "a")]))
         }
-        #expect(try h.footprint() == before)
+        #expect(try await h.footprint() == before)
     }
 }

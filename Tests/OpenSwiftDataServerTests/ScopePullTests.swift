@@ -5,9 +5,9 @@ import Testing
 
 @Suite("Sync core: scopes, grants, pulls, cursors")
 struct ScopePullTests {
-    @Test("a shared scope is owned by its first writer; grants let others read and write; a revoke stops both")
-    func grantsAndRevoke() async throws {
-        let h = try await CoreHarness()
+    @Test("a shared scope is owned by its first writer; grants let others read and write; a revoke stops both", arguments: Backend.all)
+    func grantsAndRevoke(_ backend: Backend) async throws {
+        let h = try await CoreHarness(backend)
         let room: ScopeID = "conversation:c1"
         _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(1, .insert, "m1", scope: room, entity: "Message", fields: ["text": .string("hi")])]))
         #expect(try await h.service.members(user: "alice", scope: room) == ScopeMembersResponse(scope: room, owner: "alice", members: []))
@@ -38,9 +38,9 @@ struct ScopePullTests {
         #expect(try await h.state("alice")["Message/m2"]?["text"] == .string("yo"))
     }
 
-    @Test("an insert whose record id exists in a scope the caller may not read is recordIDTaken, revealing nothing")
-    func recordIDTaken() async throws {
-        let h = try await CoreHarness()
+    @Test("an insert whose record id exists in a scope the caller may not read is recordIDTaken, revealing nothing", arguments: Backend.all)
+    func recordIDTaken(_ backend: Backend) async throws {
+        let h = try await CoreHarness(backend)
         _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(1, .insert, "u42", entity: "User", fields: ["name": .string("secret")])]))
         let response = try await h.service.push(user: "bob", request: PushRequest(clientID: "b", mutations: [mutation(1, .insert, "u42", scope: .user("bob"), entity: "User", fields: ["name": .string("bob")])]))
         #expect(response.results.first?.reason == .recordIDTaken)
@@ -51,9 +51,9 @@ struct ScopePullTests {
         #expect(other.results.first?.reason == .scopeNotGranted)
     }
 
-    @Test("pull pages break only between mutations, carry lastMutationID, and never go back")
-    func paging() async throws {
-        let h = try await CoreHarness()
+    @Test("pull pages break only between mutations, carry lastMutationID, and never go back", arguments: Backend.all)
+    func paging(_ backend: Backend) async throws {
+        let h = try await CoreHarness(backend)
         let first = try await h.pullAll("alice", client: "a")
         let changes = (1...3).map { RecordChange(op: .insert, entity: "Note", recordID: "n\($0)", scope: .user("alice")) }
         _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [
@@ -71,9 +71,9 @@ struct ScopePullTests {
         #expect(empty.changes.isEmpty && !empty.hasMore)
     }
 
-    @Test("a first sync is a snapshot in keyset pages, inconsistent until complete, then the log resumes")
-    func snapshot() async throws {
-        let h = try await CoreHarness()
+    @Test("a first sync is a snapshot in keyset pages, inconsistent until complete, then the log resumes", arguments: Backend.all)
+    func snapshot(_ backend: Backend) async throws {
+        let h = try await CoreHarness(backend)
         _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: (1...25).map { mutation(MutationID($0), .insert, String(format: "n%02d", $0), at: 1_790_000_000_000 + UInt64($0), fields: ["i": .int(Int64($0))]) }))
         _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(26, .delete, "n05", at: 1_790_000_001_000)]))
         var page = try await h.service.pull(user: "alice", request: PullRequest(clientID: "d", limit: 10))
@@ -91,9 +91,9 @@ struct ScopePullTests {
         #expect(all.last { $0.recordID == "n01" }?.fields["i"] == .int(100))
     }
 
-    @Test("a forged or altered cursor is invalidCursor; one from another epoch resets")
-    func cursors() async throws {
-        let h = try await CoreHarness()
+    @Test("a forged or altered cursor is invalidCursor; one from another epoch resets", arguments: Backend.all)
+    func cursors(_ backend: Backend) async throws {
+        let h = try await CoreHarness(backend)
         _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(1, .insert, "n1")]))
         let good = try await h.pullAll("alice", client: "a").last.cursor
         await expectError(.invalidCursor) { _ = try await h.service.pull(user: "alice", request: PullRequest(clientID: "a", cursor: "garbage")) }
@@ -102,18 +102,18 @@ struct ScopePullTests {
         await expectError(.invalidCursor) { _ = try await h.service.pull(user: "alice", request: PullRequest(clientID: "a", cursor: String(decoding: bytes, as: UTF8.self))) }
         // Another server (another epoch and key) refuses it as forged; the same database
         // reopened with the same key but a new epoch resets.
-        let other = try await CoreHarness()
+        let other = try await CoreHarness(backend)
         await expectError(.invalidCursor) { _ = try await other.service.pull(user: "alice", request: PullRequest(clientID: "a", cursor: good)) }
         let metadata = try await h.storage.metadata()
-        let restored = try SQLiteSyncStorage(path: other.directory.path("restored.sqlite"), cursorKey: metadata.cursorKey)
+        let restored = try await other.restoredStorage(cursorKey: metadata.cursorKey)
         let service = try await SyncService(storage: restored, clock: h.clock.clock)
         let reset = try await service.pull(user: "alice", request: PullRequest(clientID: "a", cursor: good))
         #expect(reset.reset == .epochChanged)
     }
 
-    @Test("past the retention window, tombstones and the log are compacted and old cursors reset")
-    func compaction() async throws {
-        let h = try await CoreHarness(configuration: SyncConfiguration(retention: 3600))
+    @Test("past the retention window, tombstones and the log are compacted and old cursors reset", arguments: Backend.all)
+    func compaction(_ backend: Backend) async throws {
+        let h = try await CoreHarness(backend, configuration: SyncConfiguration(retention: 3600))
         _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(1, .insert, "n1"), mutation(2, .insert, "n2", at: 1_790_000_000_001)]))
         let old = try await h.pullAll("alice", client: "a").last.cursor
         _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(3, .delete, "n1", at: 1_790_000_000_002)]))

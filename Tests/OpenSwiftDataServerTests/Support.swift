@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import OpenSwiftDataServer
 import OpenSwiftDataSyncProtocol
 import Testing
@@ -33,37 +32,38 @@ final class TemporaryDirectory: Sendable {
     deinit { try? FileManager.default.removeItem(at: url) }
 }
 
-/// A core over a real SQLite file in a temporary directory.
+/// A core over a real storage: a SQLite file in a temporary directory, or a fresh schema on
+/// the test PostgreSQL server.
 struct CoreHarness {
+    let backend: Backend
     let directory: TemporaryDirectory
     let clock: ManualClock
-    let storage: SQLiteSyncStorage
+    let testStorage: TestStorage
     let service: SyncService
-    let path: String
 
-    init(configuration: SyncConfiguration = SyncConfiguration(), directory: TemporaryDirectory? = nil, name: String = "sync.sqlite") async throws {
+    var storage: any SyncStorage { testStorage.storage }
+
+    init(_ backend: Backend, configuration: SyncConfiguration = SyncConfiguration(), directory: TemporaryDirectory? = nil, name: String = "sync.sqlite") async throws {
+        self.backend = backend
         self.directory = try directory ?? TemporaryDirectory()
         clock = ManualClock()
-        path = self.directory.path(name)
-        storage = try SQLiteSyncStorage(path: path)
-        service = try await SyncService(storage: storage, configuration: configuration, clock: clock.clock)
+        testStorage = try await TestStorage.make(backend, directory: self.directory, name: name)
+        service = try await SyncService(storage: testStorage.storage, configuration: configuration, clock: clock.clock)
     }
 
-    /// Counts rows of a table through a separate connection (what is really on disk).
-    func count(_ table: String) throws -> Int {
-        let queue = try DatabaseQueue(path: path)
-        return try queue.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)") ?? 0 }
+    /// Counts rows of a table through a separate connection (what is really stored).
+    func count(_ table: String) async throws -> Int {
+        try await footprint()[table] ?? -1
     }
 
     /// Every table's row count: compared before and after a refused request.
-    func footprint() throws -> [String: Int] {
-        var result: [String: Int] = [:]
-        for table in ["osd_records", "osd_links", "osd_changes", "osd_clients", "osd_results", "osd_scopes", "osd_grants"] {
-            result[table] = try count(table)
-        }
-        let queue = try DatabaseQueue(path: path)
-        result["head"] = try queue.read { db in try Int.fetchOne(db, sql: "SELECT seq FROM osd_head") ?? -1 }
-        return result
+    func footprint() async throws -> [String: Int] {
+        try await testStorage.footprint()
+    }
+
+    /// Another, empty storage of the same backend whose cursors are signed with `cursorKey`.
+    func restoredStorage(cursorKey: Data) async throws -> any SyncStorage {
+        try await TestStorage.make(backend, directory: directory, name: "restored.sqlite", cursorKey: cursorKey).storage
     }
 
     /// Pulls until there is nothing more; returns every change and the last response.

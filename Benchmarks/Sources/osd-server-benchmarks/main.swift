@@ -3,6 +3,8 @@
 // 1. push throughput: 8 concurrent clients pushing batches of 100 mutations (p50/p99 latency);
 // 2. a pull of 100,000 records from a fresh cursor (server-side time, and over HTTP);
 // 3. live notification latency: from a push's answer to another client's WebSocket message.
+// With `--postgres URL [batches]`: SQLite and PostgreSQL (one and two servers) side by side
+// (PostgresBenchmark.swift).
 import AsyncHTTPClient
 import Foundation
 import HTTPTypes
@@ -202,4 +204,15 @@ func benchmark() async throws {
     try await server.close()
 }
 
-try await benchmark()
+if let flag = CommandLine.arguments.firstIndex(of: "--postgres"), CommandLine.arguments.count > flag + 1 {
+    let url = CommandLine.arguments[flag + 1]
+    let batches = CommandLine.arguments.dropFirst(flag + 2).first.flatMap { Int($0) } ?? 20
+    do {
+        try await postgresBenchmark(url: url, batches: batches)
+    } catch {
+        FileHandle.standardError.write(Data("osd-server-benchmarks: \(error)\n".utf8))
+        exit(1)
+    }
+} else {
+    try await benchmark()
+}
