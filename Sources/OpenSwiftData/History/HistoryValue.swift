@@ -38,6 +38,12 @@ public enum HistoryValue: Sendable, Hashable, Codable, CustomStringConvertible {
         }
     }
 
+    /// Whether this is SQL NULL.
+    public var isNull: Bool {
+        if case .null = self { return true }
+        return false
+    }
+
     /// The value as SQL would print it (blobs as their size).
     public var description: String {
         switch self {

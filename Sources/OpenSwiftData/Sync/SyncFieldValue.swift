@@ -59,45 +59,9 @@ import GRDB
     }
 }
 
-/// A value in the form SQLite stores it: what a column holds, bit for bit.
-@_spi(Sync) public enum SyncStoredValue: Sendable, Hashable, Codable {
-    /// SQL NULL.
-    case null
-    /// A 64-bit signed integer.
-    case integer(Int64)
-    /// A 64-bit IEEE double.
-    case real(Double)
-    /// UTF-8 text.
-    case text(String)
-    /// Bytes.
-    case blob(Data)
-
-    init(_ value: DatabaseValue) {
-        switch value.storage {
-        case .null: self = .null
-        case let .int64(integer): self = .integer(integer)
-        case let .double(double): self = .real(double)
-        case let .string(string): self = .text(string)
-        case let .blob(data): self = .blob(data)
-        }
-    }
-
-    var databaseValue: DatabaseValue {
-        switch self {
-        case .null: return .null
-        case let .integer(integer): return integer.databaseValue
-        case let .real(double): return double.databaseValue
-        case let .text(text): return text.databaseValue
-        case let .blob(data): return data.databaseValue
-        }
-    }
-
-    /// Whether this is SQL NULL.
-    public var isNull: Bool {
-        if case .null = self { return true }
-        return false
-    }
-}
+/// A value in the form SQLite stores it: what a column holds, bit for bit. The same value the
+/// History log records (``HistoryValue``): one type, so the two logs cannot drift apart.
+@_spi(Sync) public typealias SyncStoredValue = HistoryValue
 
 /// One field's value as the sync log records it and a remote batch carries it: the stored form
 /// and the kind the schema gives it, so the other side writes it into its column unchanged.
