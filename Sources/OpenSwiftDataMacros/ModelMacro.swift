@@ -36,7 +36,13 @@ extension ModelMacro: MemberMacro {
         let needsConformance = protocols.contains { $0.trimmedDescription.hasSuffix("PersistentModel") }
         let declaresConformance = firstInherited.map { ["PersistentModel", "OpenSwiftData.PersistentModel"].contains($0.trimmedDescription) } ?? false
         let superclass = needsConformance || declaresConformance ? nil : firstInherited?.trimmedDescription
-        if needsConformance, let firstInherited, knownNonModelClasses.contains(firstInherited.trimmedDescription) {
+        // A class that lacks the conformance has no model superclass; its first inherited type
+        // is then a protocol or a class that is not a model, which syntax alone cannot tell apart
+        // (the type may be declared in another file). It is provably a class when it is a known
+        // one, or when the class's own members use `super` or `override` (a class without a
+        // superclass cannot): then the error is placed here, at the user's inheritance clause.
+        if needsConformance, let firstInherited, !declaresConformance,
+           knownNonModelClasses.contains(firstInherited.trimmedDescription) || Self.provesSuperclass(classDecl.memberBlock) {
             context.diagnose(Diagnostic(node: firstInherited, message: ModelDiagnostic.nonModelSuperclass))
             return []
         }
@@ -164,6 +170,26 @@ extension ModelMacro: MemberMacro {
         decls += keyPathGroups(of: members, macro: "Unique", schemaType: "Unique", member: "_$uniquenessConstraints", className: className, modifiers: isFinal ? "static" : "class", always: !isFinal)
         decls += keyPathGroups(of: members, macro: "Index", schemaType: "Index", member: "_$indices", className: className, modifiers: isFinal ? "static" : "class", always: !isFinal)
         return decls
+    }
+
+    /// Whether the class's own members (not those of nested types) say it has a superclass: a
+    /// member declared `override`, or `super` used in a member's body.
+    static func provesSuperclass(_ members: MemberBlockSyntax) -> Bool {
+        for member in members.members {
+            let decl = member.decl
+            if decl.is(ClassDeclSyntax.self) || decl.is(StructDeclSyntax.self) || decl.is(EnumDeclSyntax.self)
+                || decl.is(ActorDeclSyntax.self) || decl.is(ProtocolDeclSyntax.self) || decl.is(ExtensionDeclSyntax.self) {
+                continue
+            }
+            if let modifiers = decl.asProtocol(WithModifiersSyntax.self)?.modifiers,
+               modifiers.contains(where: { $0.name.tokenKind == .keyword(.override) }) {
+                return true
+            }
+            if decl.tokens(viewMode: .sourceAccurate).contains(where: { $0.tokenKind == .keyword(.super) }) {
+                return true
+            }
+        }
+        return false
     }
 
     /// Classes that are not models and that a model class cannot inherit from.
@@ -393,6 +419,11 @@ extension ModelMacro: ExtensionMacro {
     ) throws -> [ExtensionDeclSyntax] {
         guard let classDecl = declaration.as(ClassDeclSyntax.self) else { return [] }
         if let first = classDecl.inheritanceClause?.inheritedTypes.first?.type.trimmedDescription, knownNonModelClasses.contains(first) {
+            return []
+        }
+        // The member role reported a superclass that is not a model (see there).
+        let needsConformance = protocols.contains { $0.trimmedDescription.hasSuffix("PersistentModel") }
+        if needsConformance, classDecl.inheritanceClause != nil, provesSuperclass(classDecl.memberBlock) {
             return []
         }
         return protocols.map { proto in

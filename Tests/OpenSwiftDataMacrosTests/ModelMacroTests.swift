@@ -1485,6 +1485,58 @@ struct ModelMacroSuperclassDiagnosticTests {
         }
     }
 
+    /// Any superclass that is not a model (here declared elsewhere, unknown to the macro) is an
+    /// error at the user's inheritance clause when the class's members show it has a superclass:
+    /// the compiler asked for `PersistentModel`, so that superclass is not a model.
+    @Test func unknownNonModelSuperclass() {
+        assertMacro {
+            """
+            @Model
+            class Dog: Animal {
+                var breed: String
+
+                init(breed: String) {
+                    self.breed = breed
+                    super.init(legs: 4)
+                }
+            }
+            """
+        } diagnostics: {
+            """
+            @Model
+            class Dog: Animal {
+                       ┬─────
+                       ╰─ 🛑 a @Model class can inherit only from another @Model class; this superclass is not a model
+                var breed: String
+
+                init(breed: String) {
+                    self.breed = breed
+                    super.init(legs: 4)
+                }
+            }
+            """
+        }
+        assertMacro {
+            """
+            @Model
+            final class Sheep: Animal {
+                var wool: Int = 0
+                override func speak() -> String { "baa" }
+            }
+            """
+        } diagnostics: {
+            """
+            @Model
+            final class Sheep: Animal {
+                               ┬─────
+                               ╰─ 🛑 a @Model class can inherit only from another @Model class; this superclass is not a model
+                var wool: Int = 0
+                override func speak() -> String { "baa" }
+            }
+            """
+        }
+    }
+
     /// A class that is not a model cannot be a model's superclass: the error points at it.
     @Test func nonModelSuperclass() {
         assertMacro {

@@ -8,6 +8,7 @@ struct HistoryCapture {
     private var preserved: [String: [PropertyLayout]] = [:]
     private var shapes: [ObjectIdentifier: (names: [String], joinRelationships: [PropertyLayout])] = [:]
     private var referencing: [String: [(table: String, column: String)]] = [:]
+    private var hierarchyLinks: [String: [(table: String, column: String)]] = [:]
 
     /// A new row, recorded by its key alone: its values are the row's, which the table already
     /// holds, and a bulk insert must not write them twice (later changes are recorded with
@@ -91,6 +92,32 @@ struct HistoryCapture {
                 changes.append(.update, entity: table, primaryKey: key, names: [column], values: [.null])
             }
         }
+        // The links of join-table sides that hold keys of a class hierarchy, which SQLite's
+        // `ON DELETE CASCADE` cannot reach: deleted as the cascade would (unrecorded, as its
+        // deletions are: the deleted row's record covers them).
+        for (table, column) in hierarchyLinkColumns(of: layout.name, in: container) {
+            try db.execute(sql: "DELETE FROM \(quoted(table)) WHERE \(quoted(column)) IN (\(rows))", arguments: StatementArguments(arguments))
+        }
+    }
+
+    /// The join-table columns that may hold keys of `entity`'s rows without a foreign-key
+    /// constraint (a side whose class has subclasses: `JoinTableDescription.targetSpansHierarchy`),
+    /// found once per entity and save.
+    private mutating func hierarchyLinkColumns(of entity: String, in container: ModelContainer) -> [(table: String, column: String)] {
+        if let known = hierarchyLinks[entity] { return known }
+        var targets: Set<String> = [entity]
+        var ancestor = container.layout(named: entity)?.superLayout
+        while let superLayout = ancestor {
+            targets.insert(superLayout.name)
+            ancestor = superLayout.superLayout
+        }
+        var columns: [(table: String, column: String)] = []
+        for join in container.store.layout.joinTables {
+            if join.sourceSpansHierarchy && targets.contains(join.sourceTable) { columns.append((join.name, JoinTableDescription.sourceColumn)) }
+            if join.targetSpansHierarchy && targets.contains(join.targetTable) { columns.append((join.name, JoinTableDescription.targetColumn)) }
+        }
+        hierarchyLinks[entity] = columns
+        return columns
     }
 
     /// The foreign-key columns (table and column) that hold keys of `entity`'s rows, found once

@@ -88,16 +88,66 @@ extension ModelContext {
         return Array(candidates[start..<end])
     }
 
-    /// The models of a class and of its subclasses that match a descriptor: each class's table
-    /// is read with the predicate translated for it (a predicate of the superclass names
-    /// inherited properties), each row made an instance of its own class, and the sort, offset
-    /// and limit applied to them together in memory.
+    /// The models of a class and of its subclasses that match a descriptor, each row an
+    /// instance of its own class, and the relationships the descriptor names prefetched.
+    ///
+    /// When every class's part runs in SQL (a predicate translated for each class's layout, which
+    /// resolves the superclass's key paths; sort keys that are columns; no unsaved changes of the
+    /// classes), one query sorts and windows the union of their tables' keys
+    /// (``SelectBuilder/unionKeys(_:limit:offset:)``) and each table's rows are then read by key.
+    /// Otherwise each table is read with what SQL can filter, and the rest (predicate, unsaved
+    /// changes, sort, offset, limit) runs in memory. Ties go by primary key either way (one key
+    /// space per hierarchy).
     private func fetchHierarchy<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, layouts: [EntityLayout]) throws -> [T] {
+        let plans = layouts.map { plan(descriptor, layout: $0) }
+        var results: [T]
+        if let keys = try hierarchyKeys(descriptor, layouts: layouts, plans: plans) {
+            results = try materialize(T.self, keys: keys, layouts: layouts)
+        } else {
+            results = try fetchHierarchyInMemory(descriptor, layouts: layouts, plans: plans)
+        }
+        // Prefetching per class: the superclass's key paths resolve in each layout.
+        if !descriptor.relationshipKeyPathsForPrefetching.isEmpty {
+            for layout in layouts {
+                let ofClass = results.filter { $0.storageBase.entityName == layout.name }
+                prefetch(descriptor.relationshipKeyPathsForPrefetching, of: ofClass, layout: layout)
+            }
+        }
+        return results
+    }
+
+    /// The keys (and the position in `layouts` of each key's class) of a hierarchy fetch in
+    /// order, read with one SQL query, or nil when part of the fetch must run in memory.
+    private func hierarchyKeys<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, layouts: [EntityLayout], plans: [FetchPlan]) throws -> [(key: Int64, part: Int)]? {
+        guard plans.allSatisfy(\.runsInSQL) else { return nil }
+        let parts = zip(layouts, plans).map { layout, plan in (table: layout.table, filter: plan.filter, order: plan.order ?? []) }
+        let query = SelectBuilder.unionKeys(parts, limit: descriptor.fetchLimit, offset: descriptor.fetchOffset)
+        return try container.store.read { db in
+            try Row.fetchAll(db, sql: query.sql, arguments: query.arguments).map { (key: $0[0] as Int64, part: $0[1] as Int) }
+        }
+    }
+
+    /// The models of `keys`, in that order: each table's rows read with one query.
+    private func materialize<T: PersistentModel>(_ type: T.Type, keys: [(key: Int64, part: Int)], layouts: [EntityLayout]) throws -> [T] {
+        var byKey: [Int64: T] = [:]
+        byKey.reserveCapacity(keys.count)
+        for (position, layout) in layouts.enumerated() {
+            let ofClass = keys.filter { $0.part == position }.map(\.key)
+            guard !ofClass.isEmpty else { continue }
+            try materializeRows(layout: layout, query: SelectBuilder.rows(layout.table, primaryKeyIn: jsonKeyArray(ofClass))) { registration in
+                if let model = registration.model as? T, let key = registration.storage.primaryKey { byKey[key] = model }
+            }
+        }
+        return keys.compactMap { byKey[$0.key] }
+    }
+
+    /// A hierarchy fetch whose predicate, sort or unsaved changes need memory: each table read
+    /// with what SQL filters, the rest applied to them together.
+    private func fetchHierarchyInMemory<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, layouts: [EntityLayout], plans: [FetchPlan]) throws -> [T] {
         var candidates: [T] = []
         var exact = true
         var pending = false
-        for layout in layouts {
-            let plan = plan(descriptor, layout: layout)
+        for (layout, plan) in zip(layouts, plans) {
             exact = exact && plan.filtersInSQL
             pending = pending || plan.pending
             let query = SelectBuilder.rows(layout.table, columns: nil, filter: plan.filter, order: [], limit: nil, offset: nil)
@@ -105,6 +155,8 @@ extension ModelContext {
                 if let model = registration.model as? T { candidates.append(model) }
             }
         }
+        // Ties by primary key, as the SQL path breaks them (unsaved models last).
+        candidates.sort { ($0.storageBase.primaryKey ?? .max) < ($1.storageBase.primaryKey ?? .max) }
         if pending {
             candidates.removeAll { $0.storageBase.state == .deleted }
             var seen = Set(candidates.map { ObjectIdentifier($0) })
@@ -158,7 +210,15 @@ extension ModelContext {
         defer { use.end() }
         let layout = try container.requireLayout(for: T.self)
         let plan = plan(descriptor, layout: layout)
-        if plan.runsInSQL, container.descendants(of: layout).isEmpty {
+        let subclasses = container.descendants(of: layout)
+        if !subclasses.isEmpty {
+            // A hierarchy: the union query's keys, each under its own class's entity.
+            let layouts = [layout] + subclasses
+            if let keys = try hierarchyKeys(descriptor, layouts: layouts, plans: layouts.map { self.plan(descriptor, layout: $0) }) {
+                let storeIdentifier = container.store.identifier
+                return keys.map { PersistentIdentifier(storeIdentifier: storeIdentifier, entityName: layouts[$0.part].name, key: .row($0.key)) }
+            }
+        } else if plan.runsInSQL {
             let query = SelectBuilder.primaryKeys(layout.table, filter: plan.filter, order: plan.order ?? [], limit: descriptor.fetchLimit, offset: descriptor.fetchOffset)
             let storeIdentifier = container.store.identifier
             return try container.store.read { db in

@@ -104,6 +104,22 @@ extension ModelContext {
             }
         case let .joinTable(table, isSource, _):
             query = SelectBuilder.rows(destination.table, joinedThrough: table, fromSource: isSource, key: key)
+            // A link's key names a row of the destination's table or of a subclass's (one key
+            // space per hierarchy): each table is joined with the links in turn.
+            let subclasses = container.descendants(of: destination)
+            if !subclasses.isEmpty {
+                do {
+                    var refs = try materializeRefs(destination, query: query)
+                    for subclass in subclasses {
+                        refs += try materializeRefs(subclass, query: SelectBuilder.rows(subclass.table, joinedThrough: table, fromSource: isSource, key: key))
+                    }
+                    // In primary-key order over the tables, as prefetching gives them.
+                    return refs.sorted { ($0.base.primaryKey ?? 0) < ($1.base.primaryKey ?? 0) }
+                } catch {
+                    log("loading \(storage.entityName).\(property.name) failed: \(error)")
+                    return []
+                }
+            }
         }
         do {
             return try materializeRefs(destination, query: query)
@@ -293,17 +309,6 @@ extension ModelContext {
                         "\(layout.name).\(property.name) holds a \(relationship.destinationName) that belongs to another context; pass its persistentModelID and load it with model(for:) here",
                         entity: layout.name, property: property.name
                     )
-                }
-                if case .joinTable = relationship.storage {
-                    // A join table's rows point into the destination's own table, and each
-                    // class has a table of its own.
-                    for ref in loadedRefs(storage, property) where ObjectIdentifier(type(of: ref.model)) != ObjectIdentifier(relationship.destinationType) {
-                        throw SwiftDataError(
-                            .modelValidationFailure,
-                            "\(layout.name).\(property.name) holds a \(type(of: ref.model)), a subclass of \(relationship.destinationName); a many-to-many relationship or a to-many without inverse (kept in a join table) holds only \(relationship.destinationName) models so far",
-                            entity: layout.name, property: property.name
-                        )
-                    }
                 }
                 if !relationship.isToMany && !relationship.isOptional {
                     let missing: Bool

@@ -35,10 +35,7 @@ extension ModelContext {
     /// Loads one relationship for all `storages` with one query (see `prefetch(_:of:layout:wholeTable:)`
     /// and `preload(_:of:)`); a failure is logged, and the models then load it one by one.
     private func load(_ property: PropertyLayout, of storages: [AnyModelStorage], wholeTable: Bool, includingDeleted: Bool) {
-        // A destination with subclasses has rows in several tables: its models load one by one.
-        guard let relationship = property.relationship, let destination = container.layout(named: relationship.destinationName),
-              container.descendants(of: destination).isEmpty
-        else { return }
+        guard let relationship = property.relationship, let destination = container.layout(named: relationship.destinationName) else { return }
         do {
             if relationship.isToMany || relationship.storage != .foreignKey {
                 try prefetchCollections(property, relationship, of: storages, destination: destination, wholeTable: wholeTable, includingDeleted: includingDeleted)
@@ -54,14 +51,12 @@ extension ModelContext {
     private func prefetchTargets(_ property: PropertyLayout, of storages: [AnyModelStorage], destination: EntityLayout) throws {
         var missing = Set<Int64>()
         for storage in storages {
-            if case let .fault(key?) = storage.toOneSlot(property), identityMap[destination.name]?[key] == nil { missing.insert(key) }
+            if case let .fault(key?) = storage.toOneSlot(property), registered(key, in: destination) == nil { missing.insert(key) }
         }
-        if !missing.isEmpty {
-            try materializeRows(layout: destination, query: SelectBuilder.rows(destination.table, primaryKeyIn: jsonKeyArray(missing))) { _ in }
-        }
+        try materialize(missing, of: destination)
         for storage in storages {
             guard case let .fault(key) = storage.toOneSlot(property) else { continue }
-            let ref = key.flatMap { identityMap[destination.name]?[$0] }.map(RelatedRef.init)
+            let ref = key.flatMap { registered($0, in: destination) }.map(RelatedRef.init)
             storage.writeSlot(property, ToOneSlot.loaded(ref), change: false)
         }
     }
@@ -97,15 +92,19 @@ extension ModelContext {
                   let inverse = destination.properties.first(where: { $0.name == inverseName })
             else { return }
             // Each related model's owner is read as the model is made, while it is in the cache.
-            let query = scans ? SelectBuilder.rows(destination.table, referencing: inverseName) : SelectBuilder.rows(destination.table, groupedBy: inverseName, in: keys())
-            try materializeRows(layout: destination, query: query) { registration in
-                let owner: Int64?
-                switch registration.storage.toOneSlot(inverse) {
-                case let .fault(key): owner = key
-                case let .loaded(target): owner = target.flatMap { key($0.base) }
-                case .notLoaded: owner = nil
+            // The destination's subclasses inherit the foreign key, in tables of their own.
+            let ownerKeys = scans ? "" : keys()
+            for table in [destination] + container.descendants(of: destination) {
+                let query = scans ? SelectBuilder.rows(table.table, referencing: inverseName) : SelectBuilder.rows(table.table, groupedBy: inverseName, in: ownerKeys)
+                try materializeRows(layout: table, query: query) { registration in
+                    let owner: Int64?
+                    switch registration.storage.toOneSlot(inverse) {
+                    case let .fault(key): owner = key
+                    case let .loaded(target): owner = target.flatMap { key($0.base) }
+                    case .notLoaded: owner = nil
+                    }
+                    if let owner, let position = positions[owner] { related.add(RelatedRef(registration), owner: position) }
                 }
-                if let owner, let position = positions[owner] { related.add(RelatedRef(registration), owner: position) }
             }
         case let .joinTable(table, isSource, _):
             let query = SelectBuilder.joinPairs(table, fromSource: isSource, in: keys())
@@ -113,12 +112,9 @@ extension ModelContext {
                 try Row.fetchAll(db, sql: query.sql, arguments: query.arguments)
                     .map { (near: $0[0] as Int64, far: $0[1] as Int64) }
             }
-            let missing = Set(pairs.map(\.far)).filter { identityMap[destination.name]?[$0] == nil }
-            if !missing.isEmpty {
-                try materializeRows(layout: destination, query: SelectBuilder.rows(destination.table, primaryKeyIn: jsonKeyArray(missing))) { _ in }
-            }
+            try materialize(Set(pairs.map(\.far)).filter { registered($0, in: destination) == nil }, of: destination)
             for pair in pairs {
-                if let position = positions[pair.near], let registration = identityMap[destination.name]?[pair.far] {
+                if let position = positions[pair.near], let registration = registered(pair.far, in: destination) {
                     related.add(RelatedRef(registration), owner: position)
                 }
             }
@@ -131,6 +127,28 @@ extension ModelContext {
                 storage.writeSlot(property, ToOneSlot.loaded(groups[position].first), change: false)
             }
             groups[position] = []
+        }
+    }
+}
+
+extension ModelContext {
+    /// The registered model of the row `key` of `destination`'s table or of one of its
+    /// subclasses' (one key space per hierarchy), if any.
+    fileprivate func registered(_ key: Int64, in destination: EntityLayout) -> Registration? {
+        if let registration = identityMap[destination.name]?[key] { return registration }
+        for subclass in container.descendants(of: destination) {
+            if let registration = identityMap[subclass.name]?[key] { return registration }
+        }
+        return nil
+    }
+
+    /// Registers the rows `keys` names, from `destination`'s table and its subclasses' (where
+    /// each key is in exactly one of them).
+    fileprivate func materialize(_ keys: Set<Int64>, of destination: EntityLayout) throws {
+        guard !keys.isEmpty else { return }
+        let array = jsonKeyArray(keys)
+        for table in [destination] + container.descendants(of: destination) {
+            try materializeRows(layout: table, query: SelectBuilder.rows(table.table, primaryKeyIn: array)) { _ in }
         }
     }
 }

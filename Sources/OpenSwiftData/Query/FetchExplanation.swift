@@ -41,7 +41,24 @@ extension ModelContext {
     /// How `descriptor` would be fetched now: its SQL and what runs in memory.
     public func explain<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> FetchExplanation {
         let layout = try container.requireLayout(for: T.self)
-        return explanation(of: plan(descriptor, layout: layout), descriptor, layout: layout)
+        let subclasses = container.descendants(of: layout)
+        guard !subclasses.isEmpty else { return explanation(of: plan(descriptor, layout: layout), descriptor, layout: layout) }
+        // A class with subclasses: one query over the union of their tables, or each table read
+        // and the rest done in memory.
+        let layouts = [layout] + subclasses
+        let plans = layouts.map { plan(descriptor, layout: $0) }
+        if plans.allSatisfy(\.runsInSQL) {
+            let parts = zip(layouts, plans).map { layout, plan in (table: layout.table, filter: plan.filter, order: plan.order ?? []) }
+            let query = SelectBuilder.unionKeys(parts, limit: descriptor.fetchLimit, offset: descriptor.fetchOffset)
+            return FetchExplanation(sql: query.sql, argumentCount: query.sql.filter { $0 == "?" }.count, predicateInMemory: [], sortsInMemory: false, mergesPendingChanges: false)
+        }
+        let root = explanation(of: plans[0], descriptor, layout: layout)
+        var untranslated: [String] = []
+        for reason in plans.flatMap({ $0.filter?.untranslated ?? [] }) where !untranslated.contains(reason) { untranslated.append(reason) }
+        return FetchExplanation(
+            sql: root.sql, argumentCount: root.argumentCount, predicateInMemory: untranslated,
+            sortsInMemory: !descriptor.sortBy.isEmpty, mergesPendingChanges: plans.contains { $0.pending }
+        )
     }
 
     func explanation<T: PersistentModel>(of plan: FetchPlan, _ descriptor: FetchDescriptor<T>, layout: EntityLayout) -> FetchExplanation {

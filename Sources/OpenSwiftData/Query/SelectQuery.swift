@@ -54,19 +54,7 @@ enum SelectBuilder {
         // Sorting through to-one relationships joins their tables; with joins or a filter, the
         // entity's table is aliased `t` and its own columns qualified.
         let qualify = filter != nil || order.contains { !$0.hops.isEmpty }
-        var aliases: [[OrderTerm.Hop]: String] = [:]
-        var joinSQL = ""
-        for term in order {
-            for length in term.hops.indices {
-                let path = Array(term.hops[...length])
-                guard aliases[path] == nil else { continue }
-                let alias = "j\(aliases.count)"
-                let previous = length == 0 ? "t" : aliases[Array(term.hops[..<length])] ?? "t"
-                let hop = term.hops[length]
-                joinSQL += " LEFT JOIN \(quoted(hop.table)) AS \(alias) ON \(alias).\(quoted(TableDescription.primaryKey)) = \(previous).\(quoted(hop.foreignKey))"
-                aliases[path] = alias
-            }
-        }
+        let (joinSQL, aliases) = orderJoins(order)
         let selected = qualify ? qualified(columns, alias: "t") : columns
         var sql = "SELECT \(selected) FROM \(quoted(table.name))" + (qualify ? " AS t" + (filter?.joins ?? "") + joinSQL : "")
         var arguments: [DatabaseValueConvertible] = []
@@ -85,6 +73,56 @@ enum SelectBuilder {
         sql += " ORDER BY " + (terms + [tieBreak]).joined(separator: ", ")
         sql += window(limit: limit, offset: offset, into: &arguments)
         return SelectQuery(sql: sql, arguments: StatementArguments(arguments))
+    }
+
+    /// The keys of the rows of several tables (a class's and its subclasses', one key space)
+    /// that match, sorted and windowed together:
+    /// `SELECT k, c FROM (SELECT t._pk AS k, 0 AS c, <sort columns> FROM A AS t … WHERE … UNION ALL
+    /// SELECT …, 1, … FROM B …) ORDER BY <sort columns>, k LIMIT … OFFSET …`. `c` is the position
+    /// of the row's part in `parts`. Each part's terms name the same columns (inherited ones, under
+    /// the names the superclass gives them) in the same directions; ties go by primary key, which
+    /// is unique across the tables.
+    static func unionKeys(_ parts: [(table: TableDescription, filter: PredicateSQL?, order: [OrderTerm])], limit: Int?, offset: Int?) -> SelectQuery {
+        var arguments: [DatabaseValueConvertible] = []
+        var selects: [String] = []
+        for (position, part) in parts.enumerated() {
+            let (joinSQL, aliases) = orderJoins(part.order)
+            let sortColumns = part.order.enumerated().map { index, term -> String in
+                let alias = term.hops.isEmpty ? "t" : aliases[term.hops] ?? "t"
+                return ", \(alias).\(quoted(term.column)) AS o\(index)"
+            }.joined()
+            var sql = "SELECT t.\(quoted(TableDescription.primaryKey)) AS k, \(position) AS c\(sortColumns) FROM \(quoted(part.table.name)) AS t" + (part.filter?.joins ?? "") + joinSQL
+            if let condition = part.filter?.condition {
+                sql += " WHERE " + condition.sql
+                arguments += condition.arguments.map { $0 as DatabaseValueConvertible }
+            }
+            selects.append(sql)
+        }
+        let terms = (parts.first?.order ?? []).enumerated().map { index, term -> String in
+            "o\(index)\(term.collation.map { " COLLATE \($0)" } ?? "") \(term.ascending ? "ASC" : "DESC")"
+        }
+        var sql = "SELECT k, c FROM (" + selects.joined(separator: " UNION ALL ") + ") ORDER BY " + (terms + ["k ASC"]).joined(separator: ", ")
+        sql += window(limit: limit, offset: offset, into: &arguments)
+        return SelectQuery(sql: sql, arguments: StatementArguments(arguments))
+    }
+
+    /// The `LEFT JOIN`s that sorting through to-one relationships needs, from the table aliased
+    /// `t`, and the alias of each path of hops.
+    private static func orderJoins(_ order: [OrderTerm]) -> (sql: String, aliases: [[OrderTerm.Hop]: String]) {
+        var aliases: [[OrderTerm.Hop]: String] = [:]
+        var joinSQL = ""
+        for term in order {
+            for length in term.hops.indices {
+                let path = Array(term.hops[...length])
+                guard aliases[path] == nil else { continue }
+                let alias = "j\(aliases.count)"
+                let previous = length == 0 ? "t" : aliases[Array(term.hops[..<length])] ?? "t"
+                let hop = term.hops[length]
+                joinSQL += " LEFT JOIN \(quoted(hop.table)) AS \(alias) ON \(alias).\(quoted(TableDescription.primaryKey)) = \(previous).\(quoted(hop.foreignKey))"
+                aliases[path] = alias
+            }
+        }
+        return (joinSQL, aliases)
     }
 
     /// `"a", "b"` → `t."a", t."b"`.

@@ -65,7 +65,10 @@ extension Schema {
         var joinTables: [String: JoinTableDescription] = [:]
         for entity in entities {
             for property in entity.layout?.relationships ?? [] {
-                if let table = property.relationship?.joinTable { joinTables[table.name] = table }
+                guard var table = property.relationship?.joinTable else { continue }
+                table.sourceSpansHierarchy = superclasses.contains(table.sourceTable)
+                table.targetSpansHierarchy = superclasses.contains(table.targetTable)
+                joinTables[table.name] = table
             }
         }
         let names = tables.map(\.name) + joinTables.keys

@@ -34,10 +34,22 @@ struct JoinTableDescription: Hashable, Sendable {
     /// The table whose primary keys fill `target`.
     let targetTable: String
 
+    /// Whether `source` holds keys of several tables: `sourceTable`'s class has subclasses, whose
+    /// rows share its key space (`ModelContainer.keyFamily(of:)`), so a key names exactly one row
+    /// of one of the hierarchy's tables but SQLite cannot check it against one table. Such a side
+    /// has no `REFERENCES` clause, and the save deletes its links when the row goes.
+    var sourceSpansHierarchy = false
+    /// The same for `target`.
+    var targetSpansHierarchy = false
+
     static let sourceColumn = "source"
     static let targetColumn = "target"
 
-    var fingerprint: String { "join \(name)(source -> \(sourceTable), target -> \(targetTable))" }
+    var fingerprint: String {
+        let source = sourceSpansHierarchy ? "\(sourceTable) hierarchy" : sourceTable
+        let target = targetSpansHierarchy ? "\(targetTable) hierarchy" : targetTable
+        return "join \(name)(source -> \(source), target -> \(target))"
+    }
 }
 
 /// Everything the context and the store need to know about one relationship property, resolved

@@ -106,8 +106,29 @@ struct LightweightMigration {
             steps += try indexSteps(for: table, source: source, in: db, rebuilt: rewritten)
         }
 
-        for join in layout.joinTables where !existingTables.contains(join.name) {
-            steps += join.createStatements.map { Step(sql: $0, purpose: "add the relationship table \(join.name)") }
+        for join in layout.joinTables {
+            guard existingTables.contains(join.name) else {
+                steps += join.createStatements.map { Step(sql: $0, purpose: "add the relationship table \(join.name)") }
+                continue
+            }
+            // A side whose class gained (or lost) subclasses holds keys of several tables (or of
+            // one again): its `REFERENCES` clause goes (or comes back), so the table is rebuilt
+            // with its links.
+            let checked = Set(try String.fetchAll(db, sql: "SELECT \"from\" FROM pragma_foreign_key_list(?)", arguments: [join.name]))
+            var wantedChecked: Set<String> = []
+            if !join.sourceSpansHierarchy { wantedChecked.insert(JoinTableDescription.sourceColumn) }
+            if !join.targetSpansHierarchy { wantedChecked.insert(JoinTableDescription.targetColumn) }
+            guard checked != wantedChecked else { continue }
+            let rebuilt = "osd_rebuild_\(join.name)"
+            let create = join.createStatements(named: rebuilt)
+            let columns = [JoinTableDescription.sourceColumn, JoinTableDescription.targetColumn].map(quoted).joined(separator: ", ")
+            let purpose = "rebuild the relationship table \(join.name), whose sides now hold keys of a class hierarchy (or of one table again)"
+            steps.append(Step(sql: create[0], purpose: purpose))
+            steps.append(Step(sql: "INSERT INTO \(quoted(rebuilt)) (\(columns)) SELECT \(columns) FROM \(quoted(join.name))", purpose: purpose))
+            steps.append(Step(sql: "DROP TABLE \(quoted(join.name))", purpose: purpose))
+            steps.append(Step(sql: "ALTER TABLE \(quoted(rebuilt)) RENAME TO \(quoted(join.name))", purpose: purpose))
+            steps += create.dropFirst().map { Step(sql: $0, purpose: purpose) }
+            rewrites = true
         }
         return LightweightMigration(steps: steps, rewritesTables: rewrites, renames: renames, deferredColumns: deferred)
     }

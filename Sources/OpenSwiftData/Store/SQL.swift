@@ -61,15 +61,24 @@ extension TableDescription {
 
 extension JoinTableDescription {
     /// The statements that create the join table and the index of its `target` column.
-    var createStatements: [String] {
+    var createStatements: [String] { createStatements(named: name) }
+
+    /// The statements that create the join table under `tableName` (a rebuild creates it under a
+    /// temporary name first) and the index of its `target` column, named after ``name``.
+    func createStatements(named tableName: String) -> [String] {
         let source = quoted(Self.sourceColumn)
         let target = quoted(Self.targetColumn)
         let key = quoted(TableDescription.primaryKey)
+        // A side that spans a class hierarchy holds keys of several tables: SQLite cannot check
+        // it, and the save deletes its links itself (`HistoryCapture.nullifyReferences`).
+        func references(_ table: String, spansHierarchy: Bool) -> String {
+            spansHierarchy ? "" : " REFERENCES \(quoted(table))(\(key)) ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED"
+        }
         return [
             """
-            CREATE TABLE \(quoted(name)) (\
-            \(source) INTEGER NOT NULL REFERENCES \(quoted(sourceTable))(\(key)) ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED, \
-            \(target) INTEGER NOT NULL REFERENCES \(quoted(targetTable))(\(key)) ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED, \
+            CREATE TABLE \(quoted(tableName)) (\
+            \(source) INTEGER NOT NULL\(references(sourceTable, spansHierarchy: sourceSpansHierarchy)), \
+            \(target) INTEGER NOT NULL\(references(targetTable, spansHierarchy: targetSpansHierarchy)), \
             PRIMARY KEY (\(source), \(target))) STRICT, WITHOUT ROWID
             """,
             "CREATE INDEX \(quoted("osd_\(name)_target")) ON \(quoted(name)) (\(target), \(source))",
