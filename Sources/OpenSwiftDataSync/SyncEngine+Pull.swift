@@ -33,6 +33,7 @@ extension SyncEngine {
         var prefetched: Task<PullResponse, any Error>?
         defer { prefetched?.cancel() }
         var inSnapshot = requestCursor == nil
+        var observed: HLCTimestamp?
         for _ in 0..<100_000 {
             let page: PullResponse
             if let next = prefetched {
@@ -42,7 +43,13 @@ extension SyncEngine {
                 page = try await transport.pull(pullRequest(snapshot: inSnapshot))
             }
             try check(page)
-            observe(page.serverStamp)
+            // The clock observes the newest stamp once per applied group of pages (each
+            // observation is a write to the store).
+            observed = max(observed ?? page.serverStamp, page.serverStamp)
+            if page.consistent || !page.hasMore, let stamp = observed {
+                observe(stamp)
+                observed = nil
+            }
             if let reason = page.reset {
                 // The server cannot continue the cursor: this page starts a fresh download.
                 // Mutations the server no longer has are resent under their ids.
