@@ -38,21 +38,27 @@ public final class HTTPSyncTransport: SyncTransport {
     public func push(_ request: PushRequest) async throws -> PushResponse {
         let body: Data
         do { body = try JSONEncoder.syncProtocol().encode(request) } catch { throw SyncTransportError.malformedResponse("cannot encode the request: \(error)") }
-        return try await send(.POST, SyncEndpoint.push, body: body, as: PushResponse.self)
+        return try decode(PushResponse.self, from: try await send(.POST, SyncEndpoint.push, body: body), path: SyncEndpoint.push)
     }
 
     /// Pulls a page.
     public func pull(_ request: PullRequest) async throws -> PullResponse {
         var components = URLComponents()
         components.queryItems = request.queryItems
-        return try await send(.GET, SyncEndpoint.pull + "?" + (components.percentEncodedQuery ?? ""), body: nil, as: PullResponse.self)
+        let path = SyncEndpoint.pull + "?" + (components.percentEncodedQuery ?? "")
+        let body = try await send(.GET, path, body: nil)
+        // The page reader first (a first download is mostly decoding); `JSONDecoder` for
+        // anything it does not accept, to name the fault.
+        if let page = PullPageReader.read(body) { return page }
+        return try decode(PullResponse.self, from: body, path: SyncEndpoint.pull)
     }
 
     private func token() async throws -> String {
         do { return try await tokenProvider() } catch { throw SyncTransportError.refused(status: 401, error: SyncError(.unauthorized, "the token provider failed: \(error)")) }
     }
 
-    private func send<T: Decodable>(_ method: HTTPMethod, _ path: String, body: Data?, as type: T.Type) async throws -> T {
+    /// Sends a request and returns the body of a 200 answer (or throws the server's error).
+    private func send(_ method: HTTPMethod, _ path: String, body: Data?) async throws -> Data {
         var answer = try await execute(method, path, body: body, token: try await token())
         if answer.status == 401 {
             // Refresh once: the provider is asked again for a new token.
@@ -63,8 +69,12 @@ public final class HTTPSyncTransport: SyncTransport {
                 ?? SyncError(answer.status >= 500 ? .internalError : .malformedRequest, "HTTP \(answer.status): \(String(decoding: answer.body.prefix(200), as: UTF8.self))")
             throw SyncTransportError.refused(status: answer.status, error: error)
         }
+        return answer.body
+    }
+
+    private func decode<T: Decodable>(_ type: T.Type, from body: Data, path: String) throws -> T {
         do {
-            return try JSONDecoder().decode(T.self, from: answer.body)
+            return try JSONDecoder().decode(T.self, from: body)
         } catch {
             throw SyncTransportError.malformedResponse("\(path): \(error)")
         }

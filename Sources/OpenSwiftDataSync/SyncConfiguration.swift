@@ -25,8 +25,16 @@ public struct SyncConfiguration: Sendable {
     public private(set) var entities: [Entity] = []
     /// The most mutations sent in one push request.
     public var maxMutationsPerPush: Int = 100
-    /// The most changes asked for in one pull page.
+    /// The most changes asked for in one pull page (each page of the log is applied in one
+    /// transaction).
     public var pullPageSize: Int = 1000
+    /// The most records asked for in one page of a snapshot (a first download, a new scope, a
+    /// reset), whose pages are staged and applied together; the server caps it.
+    public var snapshotPageSize: Int = 10_000
+    /// How many settled mutations the engine keeps after the server acknowledged them, to send
+    /// them again if the server is restored from a backup older than they are. Older ones are
+    /// reported as ``SyncEvent/lostInServerRestore(_:)`` when that happens.
+    public var acknowledgedMutationRetention: Int = 1000
     /// Retry timing for failed requests.
     public var backoff = SyncBackoff()
     /// How often to pull while the live channel is down, in seconds (stretched by backoff on

@@ -28,24 +28,45 @@ extension SyncEngine {
     }
 
     private func pullPages() async throws {
+        // The next page is asked for as soon as this one's cursor is known, so the server
+        // reads it (and the client receives and decodes it) while this one is applied.
+        var prefetched: Task<PullResponse, any Error>?
+        defer { prefetched?.cancel() }
+        var inSnapshot = requestCursor == nil
+        var observed: HLCTimestamp?
         for _ in 0..<100_000 {
-            let page = try await transport.pull(PullRequest(clientID: clientID, cursor: requestCursor, limit: configuration.pullPageSize))
+            let page: PullResponse
+            if let next = prefetched {
+                prefetched = nil
+                page = try await next.value
+            } else {
+                page = try await transport.pull(pullRequest(snapshot: inSnapshot))
+            }
             try check(page)
-            observe(page.serverStamp)
+            // The clock observes the newest stamp once per applied group of pages (each
+            // observation is a write to the store).
+            observed = max(observed ?? page.serverStamp, page.serverStamp)
+            if page.consistent || !page.hasMore, let stamp = observed {
+                observe(stamp)
+                observed = nil
+            }
             if let reason = page.reset {
                 // The server cannot continue the cursor: this page starts a fresh download.
                 // Mutations the server no longer has are resent under their ids.
                 staged = []
                 resetting = true
-                let last = page.lastMutationID
-                try storeWrite { db in
-                    try db.execute(sql: "UPDATE \(SyncEngineStore.sentTable) SET status = 'sent', result = NULL WHERE id > ?", arguments: [last])
-                }
                 emit(.reset(reason))
+                try resendLost(after: page.lastMutationID)
             }
             revoked += page.revokedScopes
             staged += page.changes
             requestCursor = page.cursor
+            inSnapshot = !page.consistent
+            if page.hasMore {
+                let transport = self.transport
+                let request = pullRequest(snapshot: inSnapshot)
+                prefetched = Task { try await transport.pull(request) }
+            }
             if let progress = page.progress {
                 emit(.progress(progress))
                 progressContinuation.yield(progress)
@@ -57,14 +78,20 @@ extension SyncEngine {
         }
     }
 
-    /// Refuses a page the engine cannot apply: another protocol version, or an entity this app
-    /// does not sync. Nothing of it is applied.
+    /// The request for the page after `requestCursor`: larger pages while a snapshot is being
+    /// read (they are staged and applied together anyway).
+    private func pullRequest(snapshot: Bool) -> PullRequest {
+        let limit = snapshot ? configuration.snapshotPageSize : configuration.pullPageSize
+        return PullRequest(clientID: clientID, cursor: requestCursor, limit: limit)
+    }
+
+    /// Refuses a page the engine cannot apply: another protocol version. Nothing of it is
+    /// applied. Records of entities this app does not sync (written by a newer version of the
+    /// app) are not an error: they are skipped (see ``SyncRebase/add(_:)``), and downloaded
+    /// again when an update of the app syncs them.
     private func check(_ page: PullResponse) throws {
         guard page.protocolVersion == .current else {
             throw SyncEngineError.unsupportedProtocolVersion(server: page.protocolVersion.rawValue)
-        }
-        for change in page.changes where shapes[change.entity] == nil {
-            throw SyncEngineError.unknownEntity(change.entity)
         }
     }
 
@@ -147,6 +174,7 @@ extension SyncEngine {
         let newShadows = rebase.shadows
         let cursor = page.cursor
         let changeCount = staged.count
+        let retention = configuration.acknowledgedMutationRetention
         let race = RaceFlag()
         do {
             try container.applyRemoteChanges(batch, alsoWriting: { db in
@@ -155,7 +183,7 @@ extension SyncEngine {
                     throw LocalSaveRaced()
                 }
                 try SyncEngineStore.set("cursor", cursor, in: db)
-                if let settleThrough { try SyncEngineStore.deleteSent(through: settleThrough, in: db) }
+                if let settleThrough { try SyncEngineStore.settle(through: settleThrough, retention: retention, in: db) }
                 try SyncEngineStore.replaceShadows(newShadows, in: db)
             })
         } catch where race.raced {

@@ -43,7 +43,7 @@ extension SyncEngine {
             if rounds > 10_000 { return answered }
             let response: PushResponse
             do {
-                response = try await transport.push(PushRequest(clientID: clientID, mutations: batch, schema: schema))
+                response = try await transport.push(PushRequest(clientID: clientID, mutations: batch, schema: schemaSent ? nil : schema))
             } catch let error as SyncTransportError {
                 try await handlePushRefusal(error, batch: batch)
                 continue
@@ -56,6 +56,7 @@ extension SyncEngine {
                 throw SyncEngineError.badServerAnswer("the push answer does not account for mutations \(first.id)…\(last.id)")
             }
             observe(response.serverStamp)
+            schemaSent = true
             try storeWrite { db in
                 for result in results { try SyncEngineStore.record(result, in: db) }
             }
@@ -72,18 +73,29 @@ extension SyncEngine {
         case .mutationGap:
             // The server lost mutations (restored from a backup): resend from its last id.
             guard let last = refusal.lastMutationID else { throw SyncEngineError.badServerAnswer("a mutationGap answer without lastMutationID") }
-            let next = try storeWrite { db -> MutationID in
-                try db.execute(sql: "UPDATE \(SyncEngineStore.sentTable) SET status = 'sent', result = NULL WHERE id > ?", arguments: [last])
-                let next = try SyncEngineStore.renumber(above: last, from: last + 1, in: db)
-                try SyncEngineStore.set("nextMutationID", String(next), in: db)
-                return next
-            }
-            nextMutationID = next
+            try resendLost(after: last)
         case .clientForked, .clientIDOwnedByAnotherUser:
             // A restored device, or an id taken by someone else: a new client id, and the
             // unanswered mutations renumbered from 1 under it. Answered ones stay settled.
             try takeNewClientID()
-        case .malformedRequest, .wrongValueType, .unknownOperation, .bodyTooLarge, .batchTooLarge:
+        case .bodyTooLarge, .batchTooLarge:
+            // Over the server's size limits: fewer mutations per push, and a save too large
+            // on its own is sent in parts, each a mutation of its own, in order (one that
+            // cannot be split is rejected, so the queue flows).
+            if batch.count > 1 {
+                pushLimit = max(1, batch.count / 2)
+            } else if let big = batch.first {
+                let next = try storeWrite { db in try SyncEngineStore.split(big.id, in: db).map { next in
+                    try SyncEngineStore.set("nextMutationID", String(next), in: db)
+                    return next
+                } }
+                if let next {
+                    nextMutationID = next
+                } else {
+                    try rejectLocally(big, message: refusal.description)
+                }
+            }
+        case .malformedRequest, .wrongValueType, .unknownOperation:
             // The request was refused for its content. Several mutations: send them one by one
             // to find the one at fault. One: it can never be accepted, so it is rejected here
             // and the queue behind it flows (no head-of-line wedge).
@@ -99,6 +111,21 @@ extension SyncEngine {
         }
     }
 
+    /// The server has processed this client's mutations only through `last` (it was restored
+    /// from a backup): every mutation after it that the engine still has is sent again, from
+    /// `last + 1` on, before anything new; those it no longer has are reported lost.
+    func resendLost(after last: MutationID) throws {
+        let current = nextMutationID
+        let outcome = try storeWrite { db -> (lost: [MutationID], next: MutationID) in
+            let outcome = try SyncEngineStore.resend(after: last, next: current, in: db)
+            try SyncEngineStore.set("nextMutationID", String(outcome.next), in: db)
+            return outcome
+        }
+        nextMutationID = outcome.next
+        schemaSent = false
+        if !outcome.lost.isEmpty { emit(.lostInServerRestore(outcome.lost)) }
+    }
+
     /// Takes a new client id (a restored device, or an id another user holds): the unanswered
     /// mutations are renumbered from 1 under it; answered ones stay settled.
     func takeNewClientID() throws {
@@ -112,15 +139,20 @@ extension SyncEngine {
         }
         clientID = client
         nextMutationID = next
+        schemaSent = false
     }
 
     /// Drops a mutation the server refuses as a request (it was never processed): the ones
     /// after it move down by one, its inserts are removed locally (the server never had
-    /// them), and it is reported as rejected. Its updates stay local until a later change of
-    /// those records arrives: the server sent no state to return to.
+    /// them), and it is reported as rejected. Its updates and deletes are rolled back by
+    /// downloading the scopes again (the server sent no state to return to; the request was
+    /// refused before it was read): the next pull is a snapshot, and with the mutation gone
+    /// nothing masks those records any more.
     func rejectLocally(_ mutation: Mutation, message: String) throws {
         let inserts = mutation.changes.filter { $0.op == .insert }
+        let refetch = mutation.changes.contains { $0.op != .insert }
         let next = try storeWrite { db -> MutationID in
+            if refetch { try SyncEngineStore.set("cursor", nil, in: db) }
             try db.execute(sql: "DELETE FROM \(SyncEngineStore.sentTable) WHERE id = ?", arguments: [mutation.id])
             let next = try SyncEngineStore.renumber(above: mutation.id, from: mutation.id, in: db)
             let last = try MutationID.fetchOne(db, sql: "SELECT MAX(id) FROM \(SyncEngineStore.sentTable)")
@@ -129,6 +161,11 @@ extension SyncEngine {
             return following
         }
         nextMutationID = next
+        if refetch {
+            cursor = nil
+            requestCursor = nil
+            staged = []
+        }
         pushLimit = max(1, configuration.maxMutationsPerPush)
         if !inserts.isEmpty {
             let deletes = inserts.map { RemoteRecordChange.delete($0.entity, recordID: $0.recordID, serverVersion: 0) }

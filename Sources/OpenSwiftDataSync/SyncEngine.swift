@@ -50,6 +50,9 @@ public actor SyncEngine {
     var requestCursor: String?
     var nextMutationID: MutationID = 1
     var pushLimit: Int
+    /// Whether the server has this session's schema descriptor (sent with the first push, and
+    /// again after a new client id or a server restore); later pushes leave it out.
+    var schemaSent = false
 
     // Download staging.
     var staged: [PulledChange] = []
@@ -106,13 +109,14 @@ public actor SyncEngine {
         self.configuration = configuration
         self.clock = clock
         self.shapes = shapes
-        self.schema = SchemaDescriptor(entities: entities)
+        let schema = SchemaDescriptor(entities: entities)
+        self.schema = schema
         self.pushLimit = max(1, configuration.maxMutationsPerPush)
         var random = SyncRandom(seed: seed ?? UInt64.random(in: 0...UInt64.max))
         self.status = SyncStatus()
         (events, eventContinuation) = AsyncStream<SyncEvent>.makeStream(bufferingPolicy: .unbounded)
         (downloadProgress, progressContinuation) = AsyncStream<PullProgress>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        let state = try Self.loadState(container: container, user: user, random: &random)
+        let state = try Self.loadState(container: container, user: user, schema: schema, random: &random)
         self.random = random
         clientID = state.clientID
         cursor = state.cursor
@@ -128,7 +132,7 @@ public actor SyncEngine {
 
     /// Reads the engine's state from the store, making a client id for a new install (or a
     /// user other than the last one).
-    private static func loadState(container: ModelContainer, user: String, random: inout SyncRandom) throws -> (clientID: ClientID, cursor: String?, next: MutationID) {
+    private static func loadState(container: ModelContainer, user: String, schema: SchemaDescriptor, random: inout SyncRandom) throws -> (clientID: ClientID, cursor: String?, next: MutationID) {
         do {
             try container.registerSyncConsumer(SyncEngineStore.consumer)
             // One user's edits are never pushed into another's account: another user's
@@ -136,7 +140,7 @@ public actor SyncEngine {
             let previous = try container.performSyncRead { db -> (user: String?, pending: Int) in
                 guard try db.tableExists(SyncEngineStore.stateTable), try db.tableExists(SyncEngineStore.sentTable) else { return (nil, 0) }
                 let last = try SyncEngineStore.value("user", in: db)
-                let sent = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(SyncEngineStore.sentTable)") ?? 0
+                let sent = try SyncEngineStore.unsettledCount(in: db)
                 let unsent = try ModelContainer.syncLogCount(after: try ModelContainer.syncConsumerCursor(SyncEngineStore.consumer, in: db), in: db)
                 return (last, sent + unsent)
             }
@@ -154,6 +158,16 @@ public actor SyncEngine {
                     try SyncEngineStore.set("user", user, in: db)
                     try SyncEngineStore.set("cursor", nil, in: db)
                 }
+                // An app update that syncs entities or fields the last run did not: those were
+                // skipped as they arrived, so everything is downloaded again (pending changes
+                // stay, and mask what they touched as in any pull).
+                let encoded = String(decoding: try JSONEncoder.syncProtocol().encode(schema), as: UTF8.self)
+                if let stored = try SyncEngineStore.value("schema", in: db), stored != encoded,
+                   let previous = try? JSONDecoder().decode(SchemaDescriptor.self, from: Data(stored.utf8)),
+                   schema.adds(to: previous) {
+                    try SyncEngineStore.set("cursor", nil, in: db)
+                }
+                try SyncEngineStore.set("schema", encoded, in: db)
                 let cursor = try SyncEngineStore.value("cursor", in: db)
                 let next = MutationID(try SyncEngineStore.value("nextMutationID", in: db) ?? "1") ?? 1
                 return (client ?? fresh, cursor, next)
@@ -250,7 +264,7 @@ public actor SyncEngine {
     /// How many local saves the server has not settled yet.
     public func pendingChangeCount() throws -> Int {
         try storeRead { db in
-            let sent = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(SyncEngineStore.sentTable)") ?? 0
+            let sent = try SyncEngineStore.unsettledCount(in: db)
             let cursor = try ModelContainer.syncConsumerCursor(SyncEngineStore.consumer, in: db)
             let unsent = try ModelContainer.syncLogCount(after: cursor, in: db)
             return sent + unsent
@@ -485,5 +499,18 @@ public actor SyncEngine {
 
     func pendingMasks() throws -> [SyncRebase.RecordRef: SyncRebase.Mask] {
         SyncRebase.masks(of: try pendingChanges().before)
+    }
+}
+
+extension SchemaDescriptor {
+    /// Whether this schema syncs an entity, field or link that `previous` did not.
+    func adds(to previous: SchemaDescriptor) -> Bool {
+        let known = Dictionary(previous.entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        for entity in entities {
+            guard let old = known[entity.name] else { return true }
+            if !Set(entity.fields.map(\.name)).isSubset(of: old.fields.map(\.name)) { return true }
+            if !Set(entity.links.map(\.name)).isSubset(of: old.links.map(\.name)) { return true }
+        }
+        return false
     }
 }

@@ -20,7 +20,9 @@ public enum SyncEngineError: Error, Sendable, Hashable, CustomStringConvertible 
     case badServerAnswer(String)
     /// The server speaks another protocol version.
     case unsupportedProtocolVersion(server: Int)
-    /// The server sent records of an entity this app does not sync.
+    /// An entity this app does not sync was named (a conflict to resolve, for example).
+    /// Pulled records of such entities are not an error: they are skipped (a newer version of
+    /// the app wrote them).
     case unknownEntity(String)
     /// A request failed; the engine retries transient failures with backoff.
     case transport(SyncTransportError)
@@ -41,7 +43,7 @@ public enum SyncEngineError: Error, Sendable, Hashable, CustomStringConvertible 
         case .nothingToSync: return "the sync configuration names no model"
         case let .badServerAnswer(reason): return "bad server answer: \(reason)"
         case let .unsupportedProtocolVersion(server): return "the server speaks protocol version \(server), this engine \(ProtocolVersion.current.rawValue)"
-        case let .unknownEntity(name): return "the server sent records of \(name), which this app does not sync"
+        case let .unknownEntity(name): return "\(name) is not an entity this app syncs"
         case let .transport(error): return error.description
         case let .accessDenied(reason): return "access denied: \(reason)"
         case let .store(reason): return "local store error: \(reason)"

@@ -8,7 +8,9 @@ import OpenSwiftDataSyncProtocol
 ///
 /// - `osd_sync_engine`: key/value (client id, user, pull cursor, next mutation id).
 /// - `osd_sync_sent`: each mutation sent and not yet settled (its body, exactly as sent, its
-///   status and the server's result).
+///   status and the server's result), and the last settled ones (status `settled`, up to
+///   ``SyncConfiguration/acknowledgedMutationRetention``), resent if the server is restored from
+///   a backup that predates them.
 /// - `osd_sync_shadow`: the server's latest known value of each field, link or record
 ///   existence that a pending mutation masks (see ``SyncRebase``).
 enum SyncEngineStore {
@@ -54,6 +56,8 @@ enum SyncEngineStore {
         case applied
         /// The server rejected it.
         case rejected
+        /// Settled (a pulled page covered it): kept only to be resent after a server restore.
+        case settled
     }
 
     struct Sent {
@@ -68,9 +72,19 @@ enum SyncEngineStore {
         try db.execute(sql: "INSERT INTO \(sentTable) (id, log_seq, body, status) VALUES (?, ?, ?, 'sent')", arguments: [mutation.id, logSequence, body])
     }
 
+    /// The mutations sent and not settled yet, in id order.
     static func sent(in db: Database) throws -> [Sent] {
+        try rows(db, where: "status != 'settled'")
+    }
+
+    /// How many mutations are sent and not settled yet.
+    static func unsettledCount(in db: Database) throws -> Int {
+        try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(sentTable) WHERE status != 'settled'") ?? 0
+    }
+
+    private static func rows(_ db: Database, where condition: String, arguments: StatementArguments = []) throws -> [Sent] {
         let decoder = JSONDecoder()
-        return try Row.fetchAll(db, sql: "SELECT id, log_seq, body, status, result FROM \(sentTable) ORDER BY id").map { row in
+        return try Row.fetchAll(db, sql: "SELECT id, log_seq, body, status, result FROM \(sentTable) WHERE \(condition) ORDER BY id", arguments: arguments).map { row in
             let body: Data = row[2]
             let mutation = try decoder.decode(Mutation.self, from: body)
             let status = Status(rawValue: row[3]) ?? .sent
@@ -85,15 +99,57 @@ enum SyncEngineStore {
         try db.execute(sql: "UPDATE \(sentTable) SET status = ?, result = ? WHERE id = ?", arguments: [result.status == .applied ? Status.applied.rawValue : Status.rejected.rawValue, body, result.id])
     }
 
-    static func deleteSent(through id: MutationID, in db: Database) throws {
-        try db.execute(sql: "DELETE FROM \(sentTable) WHERE id <= ?", arguments: [id])
+    /// Marks the mutations through `id` settled, keeping the last `retention` settled ones (by
+    /// id) for a server restore, and forgetting older ones.
+    static func settle(through id: MutationID, retention: Int, in db: Database) throws {
+        try db.execute(sql: "UPDATE \(sentTable) SET status = 'settled' WHERE id <= ? AND status != 'settled'", arguments: [id])
+        try db.execute(sql: "DELETE FROM \(sentTable) WHERE status = 'settled' AND id <= ?", arguments: [id - Int64(max(0, retention))])
+    }
+
+    /// After the server lost mutations above `last` (restored from a backup): every mutation
+    /// above it is to be sent again, under ids from `last + 1` on. Applied ones still kept are
+    /// resent; rejected ones are dropped (rolled back already); the settled ones already
+    /// forgotten are returned (their ids as they were), lost. Returns the next free id too.
+    static func resend(after last: MutationID, next: MutationID, in db: Database) throws -> (lost: [MutationID], next: MutationID) {
+        let kept = try rows(db, where: "id > ?", arguments: [last])
+        let keptIDs = Set(kept.map(\.mutation.id))
+        var lost: [MutationID] = []
+        if last + 1 < next {
+            for id in (last + 1)..<next where !keptIDs.contains(id) { lost.append(id) }
+        }
+        for item in kept where item.status == .settled && item.result?.status == .rejected {
+            try db.execute(sql: "DELETE FROM \(sentTable) WHERE id = ?", arguments: [item.mutation.id])
+        }
+        try db.execute(sql: "UPDATE \(sentTable) SET status = 'sent', result = NULL WHERE id > ?", arguments: [last])
+        let following = try renumber(above: last, from: last + 1, in: db)
+        return (lost, following)
+    }
+
+    /// Splits the unanswered mutation `id` in two (its changes in order, both halves with its
+    /// stamp), moving the ones after it up by one. Returns the next free id, or nil when it
+    /// holds fewer than two changes.
+    static func split(_ id: MutationID, in db: Database) throws -> MutationID? {
+        let moving = try rows(db, where: "id >= ?", arguments: [id])
+        guard let first = moving.first, first.mutation.id == id, first.mutation.changes.count > 1 else { return nil }
+        try db.execute(sql: "DELETE FROM \(sentTable) WHERE id >= ?", arguments: [id])
+        let changes = first.mutation.changes
+        let half = changes.count / 2
+        try insertSent(Mutation(id: id, stamp: first.mutation.stamp, changes: Array(changes[..<half])), logSequence: first.logSequence, in: db)
+        try insertSent(Mutation(id: id + 1, stamp: first.mutation.stamp, changes: Array(changes[half...])), logSequence: first.logSequence, in: db)
+        var next = id + 2
+        for var item in moving.dropFirst() {
+            item.mutation.id = next
+            try insertSent(item.mutation, logSequence: item.logSequence, in: db)
+            next += 1
+        }
+        return next
     }
 
     /// Rewrites the ids of the mutations above `above` to run from `first` on, in order, as
     /// unanswered (after a fork or a server restore that lost them: they were never processed
     /// under their old ids). Returns the next free id.
     static func renumber(above: MutationID, from first: MutationID, in db: Database) throws -> MutationID {
-        let moving = try sent(in: db).filter { $0.mutation.id > above }
+        let moving = try rows(db, where: "id > ?", arguments: [above])
         try db.execute(sql: "DELETE FROM \(sentTable) WHERE id > ?", arguments: [above])
         var next = first
         for var item in moving {

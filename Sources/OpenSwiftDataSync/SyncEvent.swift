@@ -15,6 +15,11 @@ public enum SyncEvent: Sendable, Hashable {
     /// The server could not continue the engine's cursor (restored or compacted); the engine
     /// downloaded its scopes again and kept its unpushed changes.
     case reset(ResetReason)
+    /// The server was restored from a backup that predates mutations it had acknowledged, and
+    /// these (their ids when sent) were older than the engine keeps
+    /// (``SyncConfiguration/acknowledgedMutationRetention``): they could not be sent again.
+    /// The newer ones the engine still had were sent again, each once.
+    case lostInServerRestore([MutationID])
     /// The user lost access to scopes; their records were removed locally.
     case revoked([ScopeID])
     /// A download's progress (records received of total).

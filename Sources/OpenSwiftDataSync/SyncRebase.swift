@@ -88,16 +88,18 @@ struct SyncRebase {
     }
 
     private mutating func dropShadows(of ref: RecordRef) {
+        guard !shadows.isEmpty else { return }
         shadows = shadows.filter { !($0.key.entity == ref.entity && $0.key.recordID == ref.recordID) }
     }
 
+    /// The stored form of pulled field values. Fields this app's model does not have (added by
+    /// a newer version of the app) are left out: the server keeps them for the clients that
+    /// know them.
     func fields(_ values: [SyncName: SyncValue], entity: String) throws -> [SyncField] {
         guard let shape = shapes[entity] else { throw SyncEngineError.unknownEntity(entity) }
         var fields: [SyncField] = []
         for (name, value) in values.sorted(by: { $0.key < $1.key }) {
-            guard let kind = shape.kind(of: name) else {
-                throw SyncEngineError.badServerAnswer("\(entity) has no synced field \(name)")
-            }
+            guard let kind = shape.kind(of: name) else { continue }
             guard let stored = SyncValueMapping.stored(value, kind: kind) else {
                 throw SyncEngineError.badServerAnswer("\(entity).\(name) holds \(kind) values, the server sent \(value.kind?.rawValue ?? "null")")
             }
@@ -106,10 +108,13 @@ struct SyncRebase {
         return fields
     }
 
-    /// Adds one pulled change: unmasked parts are applied, masked ones shadowed.
+    /// Adds one pulled change: unmasked parts are applied, masked ones shadowed. A change of an
+    /// entity this app does not sync (a newer version's) is skipped, as are links of
+    /// relationships it does not have.
     mutating func add(_ change: PulledChange) throws {
+        guard let shape = shapes[change.entity] else { return }
         let ref = RecordRef(entity: change.entity, recordID: change.recordID)
-        let mask = before[ref]
+        let mask = before.isEmpty ? nil : before[ref]
         switch change.op {
         case .delete:
             if mask?.record == true {
@@ -122,6 +127,15 @@ struct SyncRebase {
             if mask?.record == true {
                 shadow(ref, Self.recordKey, .record(exists: true), version: change.version)
             }
+            guard let mask else {
+                // Nothing pending touches the record (a first download, mostly): all of it applies.
+                var links: [SyncLinkChange] = []
+                for (relationship, link) in change.links.sorted(by: { $0.key < $1.key }) where shape.links.contains(where: { $0.name == relationship }) {
+                    if !link.added.isEmpty || !link.removed.isEmpty { links.append(SyncLinkChange(relationship: relationship, added: link.added, removed: link.removed)) }
+                }
+                batch.append(.upsert(change.entity, recordID: change.recordID, serverVersion: change.version, scope: change.scope.rawValue, fields: try fields(change.fields, entity: change.entity), links: links))
+                return
+            }
             var applied: [SyncName: SyncValue] = [:]
             for (name, value) in change.fields {
                 let key = Self.fieldKey(name)
@@ -132,7 +146,7 @@ struct SyncRebase {
                 }
             }
             var links: [SyncLinkChange] = []
-            for (relationship, link) in change.links.sorted(by: { $0.key < $1.key }) {
+            for (relationship, link) in change.links.sorted(by: { $0.key < $1.key }) where shape.links.contains(where: { $0.name == relationship }) {
                 var added: [String] = []
                 var removed: [String] = []
                 for target in link.added {
@@ -145,7 +159,7 @@ struct SyncRebase {
                 }
                 if !added.isEmpty || !removed.isEmpty { links.append(SyncLinkChange(relationship: relationship, added: added, removed: removed)) }
             }
-            guard mask?.deletedLocally != true else { return }
+            guard !mask.deletedLocally else { return }
             // Even with every field masked, the upsert records the server version the record
             // is at, as the base version of the next local change.
             batch.append(.upsert(change.entity, recordID: change.recordID, serverVersion: change.version, scope: change.scope.rawValue, fields: try fields(applied, entity: change.entity), links: links))

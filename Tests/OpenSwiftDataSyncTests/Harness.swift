@@ -75,6 +75,7 @@ struct Device {
         configuration.sync(Tag.self)
         configuration.sync(Reading.self, policy: .rejectStale)
         configuration.pullPageSize = pageSize
+        configuration.snapshotPageSize = pageSize
         return configuration
     }
 

@@ -82,6 +82,63 @@ struct RejectionTests {
         #expect(try c.noteState() == ["fine||false|-|"])
     }
 
+    @Test("a rejected delete is undone: the record comes back with the server's values")
+    func rejectedDeleteRestored() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let b = try Device.open(server, directory: directory, name: "b")
+        let events = EventLog(a.engine)
+        a.context.insert(Reading(key: "weight", value: 70))
+        try a.context.save()
+        try await a.engine.syncNow()
+        try await b.engine.syncNow()
+        let bReading = try #require(try b.context.fetch(FetchDescriptor<Reading>()).first)
+        bReading.value = 71
+        try b.context.save()
+        try await b.engine.syncNow()
+
+        // A deletes from a stale base: rejected under rejectStale, and rolled back.
+        let aReading = try #require(try a.context.fetch(FetchDescriptor<Reading>()).first)
+        a.context.delete(aReading)
+        try a.context.save()
+        #expect(try a.fetch(Reading.self).isEmpty)
+        try await a.engine.syncNow()
+        #expect(events.all.contains { if case let .rejected(rejection) = $0 { return rejection.reason == .stale } else { return false } })
+        #expect(try a.fetch(Reading.self).map(\.value) == [71])
+        #expect(try await a.engine.pendingChangeCount() == 0)
+    }
+
+    @Test("an update the server refuses as a request is rolled back to the server's values, not only inserts")
+    func refusedUpdateRolledBack() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let events = EventLog(a.engine)
+        let note = Note(title: "kept", body: "server body")
+        a.context.insert(note)
+        try a.context.save()
+        try await a.engine.syncNow()
+
+        // One save edits the body and moves the note to a malformed scope: refused as a request.
+        note.body = "refused body"
+        note.space = "no colon here"
+        try a.context.save()
+        a.context.insert(Note(title: "behind it"))
+        try a.context.save()
+        try await a.engine.syncNow()
+        try await a.engine.syncNow()
+        #expect(events.all.contains { if case let .rejected(rejection) = $0 { return rejection.reason == .validation } else { return false } })
+        let notes = try a.fetch(Note.self).sorted { $0.title < $1.title }
+        #expect(notes.map(\.title) == ["behind it", "kept"])
+        #expect(notes.last?.body == "server body")
+        #expect(notes.last?.space == nil)
+        #expect(try await a.engine.pendingChangeCount() == 0)
+        let b = try Device.open(server, directory: directory, name: "b")
+        try await b.engine.syncNow()
+        #expect(try b.noteState() == a.noteState())
+    }
+
     @Test("a model type that is not in the container's schema is a typed error at setup")
     func modelNotInSchema() async throws {
         let directory = try TemporaryDirectory()

@@ -1,0 +1,139 @@
+import Foundation
+import GRDB
+@_spi(Sync) import OpenSwiftData
+import OpenSwiftDataServer
+import OpenSwiftDataSync
+import OpenSwiftDataSyncProtocol
+import OpenSwiftDataSyncTesting
+import Testing
+
+@Suite("Sync engine: a server restored from an older backup (properties 10 and 13)")
+struct ServerRestoreTests {
+    /// Copies the server's database as it is now (a consistent backup, WAL included).
+    static func backup(_ server: TestServer, to name: String) throws {
+        let live = try DatabaseQueue(path: server.directory.path("server.sqlite"))
+        try live.writeWithoutTransaction { db in
+            try db.execute(sql: "VACUUM INTO ?", arguments: [server.directory.path(name)])
+        }
+    }
+
+    /// The server brought back from `name`: the restore gives it a new epoch, as an operator's
+    /// restore must, so that clients learn their cursors are from another history.
+    static func restore(_ server: TestServer, from name: String) async throws -> SyncService {
+        let metadata = try await server.storage.metadata()
+        let copy = try DatabaseQueue(path: server.directory.path(name))
+        try await copy.write { db in
+            try db.execute(sql: "UPDATE osd_metadata SET value = ? WHERE key = 'epoch'", arguments: [UUID().uuidString])
+        }
+        try copy.close()
+        let storage = try SQLiteSyncStorage(path: server.directory.path(name), cursorKey: metadata.cursorKey)
+        return try await SyncService(storage: storage, clock: { [clock = server.clock] in clock.now() })
+    }
+
+    static func titles(_ service: SyncService) async throws -> [String] {
+        let pulled = try await service.pull(user: "alice", request: PullRequest(clientID: "probe", limit: 10_000))
+        return pulled.changes.compactMap { change -> String? in
+            guard change.entity == "Note", case let .string(title)? = change.fields["title"] else { return nil }
+            return title
+        }.sorted()
+    }
+
+    @Test("saves the server acknowledged and then lost in a restore are resent from the engine's log, each once; nothing local is deleted")
+    func acknowledgedSavesResent() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let events = EventLog(a.engine)
+        a.context.insert(Note(title: "in the backup"))
+        try a.context.save()
+        try await a.engine.syncNow()
+        try Self.backup(server, to: "backup.sqlite")
+
+        a.context.insert(Note(title: "acknowledged, then lost"))
+        try a.context.save()
+        try await a.engine.syncNow()
+        a.context.insert(Note(title: "also lost"))
+        try a.context.save()
+        try await a.engine.syncNow()
+        #expect(try await a.engine.pendingChangeCount() == 0)
+
+        let restored = try await Self.restore(server, from: "backup.sqlite")
+        a.transport.service = restored
+        a.context.insert(Note(title: "after the restore"))
+        try a.context.save()
+        try await a.engine.syncNow()
+        try await a.engine.syncNow()
+
+        let all = ["acknowledged, then lost", "after the restore", "also lost", "in the backup"]
+        #expect(try a.fetch(Note.self).map(\.title).sorted() == all)
+        #expect(try await Self.titles(restored) == all)
+        #expect(try await a.engine.pendingChangeCount() == 0)
+        #expect(!events.all.contains { if case .lostInServerRestore = $0 { return true } else { return false } })
+        // Another device sees each save once.
+        let b = try Device.open(server, directory: directory, name: "b", transport: InMemorySyncTransport(service: restored, user: "alice"))
+        try await b.engine.syncNow()
+        #expect(try b.fetch(Note.self).map(\.title).sorted() == all)
+    }
+
+    @Test("a pull that meets the restore first (nothing to push) also resends the lost saves before the snapshot could delete them")
+    func resentOnResetPage() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let events = EventLog(a.engine)
+        a.context.insert(Note(title: "in the backup"))
+        try a.context.save()
+        try await a.engine.syncNow()
+        try Self.backup(server, to: "backup.sqlite")
+        a.context.insert(Note(title: "acknowledged, then lost"))
+        try a.context.save()
+        try await a.engine.syncNow()
+
+        a.transport.service = try await Self.restore(server, from: "backup.sqlite")
+        try await a.engine.syncNow()
+        try await a.engine.syncNow()
+        #expect(events.all.contains(.reset(.epochChanged)))
+        let all = ["acknowledged, then lost", "in the backup"]
+        #expect(try a.fetch(Note.self).map(\.title).sorted() == all)
+        #expect(try await Self.titles(a.transport.service) == all)
+        #expect(try await a.engine.pendingChangeCount() == 0)
+    }
+
+    @Test("acknowledged saves older than the engine's retention window are reported as lostInServerRestore, not resent, and the queue keeps flowing")
+    func lostBeyondRetention() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let url = directory.file("a.sqlite")
+        let container = try ModelContainer(for: Schema(engineTestTypes + [Unsynced.self]), configurations: ModelConfiguration(url: url))
+        var configuration = Device.configuration()
+        configuration.acknowledgedMutationRetention = 1
+        let transport = InMemorySyncTransport(service: server.service, user: "alice")
+        let engine = try SyncEngine(container: container, transport: transport, user: "alice", configuration: configuration, clock: server.clock, seed: 7)
+        let events = EventLog(engine)
+        let context = ModelContext(container)
+        context.insert(Note(title: "in the backup"))
+        try context.save()
+        try await engine.syncNow()
+        try Self.backup(server, to: "backup.sqlite")
+        for title in ["lost for good", "resent"] {
+            context.insert(Note(title: title))
+            try context.save()
+            try await engine.syncNow()
+        }
+
+        let restored = try await Self.restore(server, from: "backup.sqlite")
+        transport.service = restored
+        context.insert(Note(title: "after the restore"))
+        try context.save()
+        try await engine.syncNow()
+        try await engine.syncNow()
+
+        let lost = events.all.compactMap { event -> [MutationID]? in
+            if case let .lostInServerRestore(ids) = event { return ids } else { return nil }
+        }
+        #expect(lost == [[2]])
+        #expect(try await Self.titles(restored) == ["after the restore", "in the backup", "resent"])
+        #expect(try ModelContext(container).fetch(FetchDescriptor<Note>()).map(\.title).sorted() == ["after the restore", "in the backup", "resent"])
+        #expect(try await engine.pendingChangeCount() == 0)
+    }
+}
