@@ -12,9 +12,26 @@ final class SimReports: @unchecked Sendable {
     private let lock = NSLock()
     private var rejectedRecords: Set<String> = []
     private var kinds: [String: Int] = [:]
+    private var recent: [String] = []
+
+    /// The events recorded since the last call, as trace lines.
+    func takeRecent() -> [String] {
+        lock.withLock {
+            defer { recent = [] }
+            return recent
+        }
+    }
 
     func record(_ event: SyncEvent) {
         lock.withLock {
+            switch event {
+            case let .rejected(rejection):
+                recent.append("  rejected #\(rejection.mutationID) \(rejection.reason.rawValue): \(rejection.records.map(\.recordID).joined(separator: ","))")
+            case let .reset(reason): recent.append("  reset \(reason.rawValue)")
+            case let .revoked(scopes): recent.append("  revoked \(scopes.map(\.rawValue).joined(separator: ","))")
+            case let .pushed(count, last): recent.append("  pushed \(count) through #\(last)")
+            default: break
+            }
             switch event {
             case let .rejected(rejection):
                 kinds["event.rejected.\(rejection.reason.rawValue)", default: 0] += 1
