@@ -39,7 +39,7 @@ final class SimReports: @unchecked Sendable {
             case .conflict: kinds["event.conflict", default: 0] += 1
             case let .reset(reason): kinds["event.reset.\(reason.rawValue)", default: 0] += 1
             case .revoked: kinds["event.revoked", default: 0] += 1
-            case .error, .pushed, .pulled, .progress: break
+            default: break
             }
         }
     }

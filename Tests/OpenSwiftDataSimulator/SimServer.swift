@@ -44,12 +44,19 @@ final class SimServer {
 
     var hasSnapshot: Bool { snapshot != nil }
 
-    /// Replaces the database with the last snapshot (an operator's restore from backup).
-    func restoreSnapshot() async throws {
+    /// Replaces the database with the last snapshot (an operator's restore from backup). With
+    /// `newEpoch`, the restore also gives the database a new epoch (as SYNC.md's restore
+    /// expects, so that clients' cursors reset); without, it is a plain copy of the file.
+    func restoreSnapshot(newEpoch: String?) async throws {
         guard let snapshot else { return }
         try await storage.close()
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
         try FileManager.default.copyItem(atPath: snapshot, toPath: path)
+        if let newEpoch {
+            let queue = try DatabaseQueue(path: path)
+            try await queue.write { db in try db.execute(sql: "UPDATE osd_metadata SET value = ? WHERE key = 'epoch'", arguments: [newEpoch]) }
+            try queue.close()
+        }
         storage = try SQLiteSyncStorage(path: path, cursorKey: Self.cursorKey)
         service = try await SyncService(storage: storage, configuration: configuration, clock: { [clock] in clock.now() })
     }

@@ -217,9 +217,10 @@ struct SimRun {
             trace.append("server restarted")
         case .snapshotRestore:
             if server.hasSnapshot, chance(500) {
-                counts.add("fault.snapshotRestore")
-                try await server.restoreSnapshot()
-                trace.append("server restored from its snapshot")
+                let newEpoch = chance(500) ? "epoch-\(rng.next())" : nil
+                counts.add(newEpoch == nil ? "fault.snapshotRestore" : "fault.snapshotRestoreNewEpoch")
+                try await server.restoreSnapshot(newEpoch: newEpoch)
+                trace.append("server restored from its snapshot\(newEpoch == nil ? "" : " with a new epoch")")
             } else {
                 counts.add("fault.snapshotTaken")
                 try await server.takeSnapshot()
