@@ -72,10 +72,13 @@ struct SimulatorTests {
     static let ciSeeds = 300
     static let ciSteps = 40
 
-    /// Seeds of the CI sweep that fail on bugs found by the simulator and not fixed yet (each
-    /// described in ARCHITECTURE.md's simulator section). They are kept out of the sweep's
-    /// verdict and run as known issues below, so that a fix shows.
-    static let knownFailing: Set<UInt64> = []
+    /// Seeds of the CI sweep (300 seeds of 40 steps) that fail on bugs the simulator found and
+    /// that are not fixed yet, kept out of the sweep's verdict (the checks stay as they are):
+    /// all but two restore the server from an older copy of its database, after which the
+    /// engine cannot resend the mutations the copy lost, nor report them (`lostInServerRestore`
+    /// is not built yet); 209 wedges after a revoke and re-grant with a pending save in the
+    /// scope; 267 is the cascade-delete divergence. See `knownBugSeeds`.
+    static let knownFailing: Set<UInt64> = [4, 10, 16, 20, 51, 53, 63, 65, 81, 84, 100, 111, 126, 140, 148, 161, 162, 184, 190, 198, 204, 209, 228, 239, 240, 267]
 
     @Test("the same seed gives the same trace, in two processes")
     func sameSeedSameTrace() async throws {
@@ -131,7 +134,7 @@ struct SimulatorTests {
         "--seed 266 --steps 40",
         // A record pushed by this client, then deleted by another (or in a scope revoked)
         // before this client's first download, stayed on this client.
-        "--seed 90 --steps 40", "--seed 263 --steps 40", "--seed 153 --steps 40",
+        "--seed 90 --steps 40", "--seed 263 --steps 40", "--seed 153 --steps 40", "--seed 10 --faults none",
     ])
     func fixedBugSeeds(arguments: String) async throws {
         let output = try await SimulateCommand.run(arguments.split(separator: " ").map(String.init))
@@ -141,12 +144,19 @@ struct SimulatorTests {
     @Test("seeds of bugs the simulator found that are not fixed yet still fail (a fix shows here)", arguments: [
         // A list deleted (cascade) on one client while another points an item at it: the
         // server keeps the item with no list, the other clients delete it locally by cascade.
-        (UInt64(10), "none"), (UInt64(34), "none"),
+        "--seed 34 --faults none", "--seed 267 --steps 40",
+        // bob's grant revoked and given again while his save in that scope is pending: the
+        // queue wedges on "SimItem.key has no value" (a partial upsert of a purged record).
+        "--seed 209 --steps 40",
+        // The server restored from an older copy of its database: acknowledged saves the copy
+        // lost are neither resent nor reported (with a new epoch, and with a plain file copy,
+        // whose unchanged epoch also leaves cursors past the restored head).
+        "--seed 4 --steps 40", "--seed 10 --steps 40",
     ])
-    func knownBugSeeds(seed: UInt64, faults: String) async throws {
-        let output = try await SimulateCommand.run(["--seed", "\(seed)", "--faults", faults])
-        withKnownIssue("simulator seed \(seed) (--faults \(faults))", isIntermittent: true) {
-            #expect(output.lines.last == "seed \(seed) passed")
+    func knownBugSeeds(arguments: String) async throws {
+        let output = try await SimulateCommand.run(arguments.split(separator: " ").map(String.init))
+        withKnownIssue("osd-simulate \(arguments)", isIntermittent: true) {
+            #expect(output.lines.last?.hasSuffix(" passed") == true)
         }
     }
 }
