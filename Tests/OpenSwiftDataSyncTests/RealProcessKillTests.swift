@@ -83,7 +83,7 @@ struct RealProcessKillTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = directory.appendingPathComponent("server.sqlite").path
         let token = try token(user: "alice")
-        let saves = 150
+        let saves = 200
         var outputs = 0
         func launch(_ store: String, _ command: [String], port: Int) throws -> (Process, String) {
             outputs += 1
@@ -110,14 +110,15 @@ struct RealProcessKillTests {
             let a = try launch("a.sqlite", ["sync"], port: server.port).0
             let b = try launch("b.sqlite", ["sync"], port: server.port).0
             let before = count(database, notes)
-            // Rounds 0 and 2 kill a client once the server has more of the saves; rounds 1
-            // and 3 kill the server while both clients push into it.
+            // Rounds 0 and 2 kill the server while both clients push into it (most saves are
+            // still to come in round 0); rounds 1 and 3 kill a client once the server has more
+            // of the saves.
             var killed = false
             for _ in 0..<20_000 where a.isRunning || b.isRunning {
                 let now = count(database, notes)
                 if now > before, now < 2 * saves {
-                    if round % 2 == 0 {
-                        let victim = round == 0 ? a : b
+                    if round % 2 == 1 {
+                        let victim = round == 1 ? a : b
                         if victim.isRunning {
                             kill(victim.processIdentifier, SIGKILL)
                             clientKills += 1
@@ -131,7 +132,7 @@ struct RealProcessKillTests {
                 }
                 try await Task.sleep(for: .milliseconds(1))
             }
-            if !killed || round % 2 == 0 {
+            if !killed || round % 2 == 1 {
                 // The clients left running finish (or give up on a dead server) by themselves.
                 a.waitUntilExit()
                 b.waitUntilExit()
