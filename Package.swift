@@ -14,6 +14,8 @@ let package = Package(
         .library(name: "OpenSwiftDataSync", targets: ["OpenSwiftDataSync"]),
         .executable(name: "osd-demo", targets: ["osd-demo"]),
         .executable(name: "osd-benchmarks", targets: ["osd-benchmarks"]),
+        // The deterministic sync simulator: `swift run -c release osd-simulate --seeds 10000`.
+        .executable(name: "osd-simulate", targets: ["osd-simulate"]),
         // The sync server: a library to mount in a Hummingbird application, and the executable.
         // A package that depends only on the `OpenSwiftData` product builds none of their
         // dependencies (SwiftPM builds the targets of the products a client uses).
@@ -83,6 +85,20 @@ let package = Package(
             dependencies: ["OpenSwiftDataSync", "OpenSwiftDataServer", "OpenSwiftDataSyncProtocol"],
             path: "Tests/OpenSwiftDataSyncTesting"
         ),
+        // The deterministic sync simulator (not a product): the real engine and server core in one
+        // process, on a simulated network and clock, with faults and workload from a seed.
+        .target(
+            name: "OpenSwiftDataSimulator",
+            dependencies: [
+                "OpenSwiftData",
+                "OpenSwiftDataSync",
+                "OpenSwiftDataServer",
+                "OpenSwiftDataSyncProtocol",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            path: "Tests/OpenSwiftDataSimulator"
+        ),
+        .executableTarget(name: "osd-simulate", dependencies: ["OpenSwiftDataSimulator"], path: "Tests/osd-simulate"),
         .executableTarget(
             name: "osd-demo",
             dependencies: ["OpenSwiftData"]
@@ -190,6 +206,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
+        ),
+        .testTarget(
+            name: "OpenSwiftDataSimulatorTests",
+            dependencies: ["OpenSwiftDataSimulator"]
         ),
         .testTarget(
             name: "OpenSwiftDataTests",

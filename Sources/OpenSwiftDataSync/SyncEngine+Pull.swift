@@ -28,6 +28,10 @@ extension SyncEngine {
     }
 
     private func pullPages() async throws {
+        // A first download is applied like a reset's: a local record it does not hold and no
+        // pending change masks was deleted on the server before this client first pulled
+        // (pushed by this client, then deleted by another; or in a scope revoked since).
+        if requestCursor == nil { resetting = true }
         // The next page is asked for as soon as this one's cursor is known, so the server
         // reads it (and the client receives and decodes it) while this one is applied.
         var prefetched: Task<PullResponse, any Error>?
@@ -163,7 +167,7 @@ extension SyncEngine {
                 let ref = SyncRebase.RecordRef(entity: entry.entity, recordID: entry.recordID)
                 if let scope = entry.scope, revokedScopes.contains(scope) {
                     removing.append(ref)
-                } else if resetting, !snapshot.contains(ref), rebase.before[ref] == nil {
+                } else if resetting, !snapshot.contains(ref), rebase.after[ref] == nil {
                     removing.append(ref)
                 }
             }

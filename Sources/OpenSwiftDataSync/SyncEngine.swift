@@ -210,7 +210,18 @@ public actor SyncEngine {
         }
     }
 
-    func emit(_ event: SyncEvent) { eventContinuation.yield(event) }
+    func emit(_ event: SyncEvent) {
+        eventTap?(event)
+        eventContinuation.yield(event)
+    }
+
+    /// Called synchronously with every event as it is emitted, before ``events`` yields it:
+    /// the deterministic simulator keeps its ledger of rejections from it at the exact step
+    /// they happen (an `AsyncStream` reader runs at a time no schedule controls).
+    package private(set) var eventTap: (@Sendable (SyncEvent) -> Void)?
+
+    /// Sets (or clears) ``eventTap``.
+    package func setEventTap(_ tap: (@Sendable (SyncEvent) -> Void)?) { eventTap = tap }
 
     func observe(_ stamp: HLCTimestamp) {
         let ceiling = UInt64(max(0, clock.now().timeIntervalSince1970 * 1000)) + 60_000

@@ -222,9 +222,20 @@ struct SyncRebase {
     /// equal to what the settled mutations wrote locally (`local`) are forgotten only.
     mutating func flush(local: [SyncEngineStore.ShadowKey: SyncEngineStore.ShadowValue] = [:]) throws {
         var byRecord: [RecordRef: [(key: String, value: SyncEngineStore.ShadowValue, version: Int64)]] = [:]
+        // A record the server deleted, as the settled mutations did locally: its older field
+        // and link shadows are forgotten, not written (writing them would bring the row back).
+        var deletedOnBoth: Set<RecordRef> = []
+        for (key, entry) in shadows where key.key == Self.recordKey && entry.value == .record(exists: false) && local[key] == entry.value {
+            let ref = RecordRef(entity: key.entity, recordID: key.recordID)
+            if !Self.isMasked(key.key, by: after[ref]) { deletedOnBoth.insert(ref) }
+        }
         for (key, entry) in shadows {
             let ref = RecordRef(entity: key.entity, recordID: key.recordID)
             guard !Self.isMasked(key.key, by: after[ref]) else { continue }
+            if deletedOnBoth.contains(ref) {
+                shadows[key] = nil
+                continue
+            }
             if local[key] == entry.value {
                 shadows[key] = nil
                 continue

@@ -88,10 +88,12 @@ struct RemoteApply {
                 deleted.insert(key)
                 work.deletedRecords.append((change.entity, change.recordID))
             case .upsert:
-                deleted.remove(key)
+                // A record deleted earlier in this batch starts a new life as a new row (the
+                // deleted model must not be reused: the save would delete it all the same).
+                let deletedInBatch = deleted.remove(key) != nil
                 let model: any PersistentModel
                 let isNew: Bool
-                if let existing = try self.model(key) {
+                if !deletedInBatch, let existing = try self.model(key) {
                     model = existing
                     isNew = false
                     result.updated += 1

@@ -126,7 +126,15 @@ struct PushEvaluator: Sendable {
                 applied += 1
             } catch let rejection as Rejection {
                 working.rollback()
-                let states = rejection.keys.compactMap { key -> RecordState? in
+                // The state of every record the mutation touched, not only the ones at fault:
+                // the client rolls each of them back to it (a record it finds no state for is
+                // one the server does not have).
+                var keys = rejection.keys
+                for change in mutation.changes {
+                    let key = RecordKey(entity: change.entity, recordID: change.recordID)
+                    if !keys.contains(key) { keys.append(key) }
+                }
+                let states = keys.compactMap { key -> RecordState? in
                     guard let record = working.records[key] else { return nil }
                     let access = ScopeAccessLevel.of(user, to: record.scope, record: working.scopes[record.scope])
                     return access.canRead ? record.state : nil

@@ -1,0 +1,85 @@
+import Foundation
+import OpenSwiftData
+
+// The simulator's models. Every one has a unique `key` (its sync record id), chosen by the
+// simulator from its seeded counters, so that record ids, and everything ordered by them, are
+// the same in every run of a seed.
+
+/// A list of items; deleting it cascades to its items (a server-side and local cascade).
+@Model
+final class SimList {
+    @Attribute(.unique) var key: String
+    var name: String
+    /// The scope (nil: the user's private scope).
+    var space: String?
+    @Relationship(deleteRule: .cascade, inverse: \SimItem.list) var items: [SimItem] = []
+
+    init(key: String, name: String, space: String?) {
+        self.key = key
+        self.name = name
+        self.space = space
+    }
+}
+
+/// The workload's main record: fields several clients update at once, a to-one list and
+/// many-to-many tags.
+@Model
+final class SimItem {
+    @Attribute(.unique) var key: String
+    var title: String
+    var count: Int = 0
+    var done: Bool = false
+    var space: String?
+    var list: SimList?
+    @Relationship(inverse: \SimTag.items) var tags: [SimTag] = []
+
+    init(key: String, title: String, space: String?) {
+        self.key = key
+        self.title = title
+        self.space = space
+    }
+}
+
+/// A tag (many-to-many with items).
+@Model
+final class SimTag {
+    @Attribute(.unique) var key: String
+    var label: String
+    var space: String?
+    var items: [SimItem] = []
+
+    init(key: String, label: String, space: String?) {
+        self.key = key
+        self.label = label
+        self.space = space
+    }
+}
+
+/// Synced under `rejectStale`: concurrent updates from several clients are rejected.
+@Model
+final class SimCounter {
+    @Attribute(.unique) var key: String
+    var value: Int
+    var space: String?
+
+    init(key: String, value: Int, space: String?) {
+        self.key = key
+        self.value = value
+        self.space = space
+    }
+}
+
+/// The ledger: every save the workload makes also inserts one mark, so each committed save
+/// is one record whose fate (on the server, or reported rejected) the checks can look up.
+@Model
+final class SimMark {
+    @Attribute(.unique) var key: String
+    var client: String
+
+    init(key: String, client: String) {
+        self.key = key
+        self.client = client
+    }
+}
+
+let simModelTypes: [any PersistentModel.Type] = [SimList.self, SimItem.self, SimTag.self, SimCounter.self, SimMark.self]

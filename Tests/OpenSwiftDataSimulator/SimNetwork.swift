@@ -1,0 +1,167 @@
+import Foundation
+import OpenSwiftDataServer
+import OpenSwiftDataSync
+import OpenSwiftDataSyncProtocol
+
+/// What the network does to one request, drawn from the seed.
+enum NetworkFate: String, CaseIterable, Sendable {
+    case deliver, dropRequest, dropResponse, duplicate, delay
+}
+
+/// A request the network holds back: delivered to the server later (after newer requests,
+/// which reorders them), its answer going nowhere.
+enum HeldRequest {
+    case push(user: String, PushRequest)
+    case pull(user: String, PullRequest)
+}
+
+/// The simulated network between every client and the server. Each request's fate comes from
+/// the simulation's one random generator; everything runs on the caller's task, one request at
+/// a time, so a seed gives one order of events.
+final class SimNetwork {
+    let server: SimServer
+    var rng: SyncRandom
+    /// The chance (out of 1000) that a request meets a fault.
+    var faultPerMille = 0
+    /// Requests held back, delivered later in an order the seed picks.
+    var held: [HeldRequest] = []
+    var counts: SimCounts
+    var trace: [String] = []
+
+    init(server: SimServer, rng: SyncRandom, counts: SimCounts) {
+        self.server = server
+        self.rng = rng
+        self.counts = counts
+    }
+
+    func fate() -> NetworkFate {
+        guard faultPerMille > 0, Int(rng.next() % 1000) < faultPerMille else { return .deliver }
+        let faults: [NetworkFate] = [.dropRequest, .dropResponse, .duplicate, .delay]
+        return faults[Int(rng.next() % UInt64(faults.count))]
+    }
+
+    static func map(_ error: any Error) -> any Error {
+        if let error = error as? SyncServiceError { return SyncTransportError.refused(status: error.statusCode, error: error.error) }
+        return error
+    }
+
+    /// Delivers one held request, chosen by the seed (its answer is lost: the client gave up on it).
+    func deliverHeld() async {
+        guard !held.isEmpty else { return }
+        let index = Int(rng.next() % UInt64(held.count))
+        let request = held.remove(at: index)
+        counts.add("fault.reordered")
+        switch request {
+        case let .push(user, push):
+            trace.append("  late push \(push.mutations.first?.id ?? 0)…\(push.mutations.last?.id ?? 0)")
+            _ = try? await server.service.push(user: user, request: push)
+        case let .pull(user, pull):
+            trace.append("  late pull")
+            _ = try? await server.service.pull(user: user, request: pull)
+        }
+    }
+}
+
+/// Thrown to a client whose process the simulator "killed": the engine's requests fail from
+/// then on, and the simulator throws the engine and its container away.
+struct SimCrash: Error {}
+
+/// One client incarnation's transport: every request goes through the simulated network.
+/// A crashed incarnation's transport fails everything.
+///
+/// `@unchecked Sendable`: the simulator awaits each engine call before making the next, so
+/// this object and the network it points to are only ever used by one task at a time (the
+/// engine calls the transport only from inside `syncNow()`, which the simulator awaits).
+final class SimTransport: SyncTransport, @unchecked Sendable {
+    let network: SimNetwork
+    let user: String
+    let name: String
+    /// Cut off from the server (a partition).
+    var partitioned = false
+    /// The process is dead: nothing goes out.
+    var dead = false
+    /// A kill scheduled for the next push (after the server may have processed it).
+    var crashOnNextPush = false
+
+    init(network: SimNetwork, user: String, name: String) {
+        self.network = network
+        self.user = user
+        self.name = name
+    }
+
+    func push(_ request: PushRequest) async throws -> PushResponse {
+        guard !dead else { throw SimCrash() }
+        guard !partitioned else {
+            network.counts.add("fault.partitionedRequest")
+            throw SyncTransportError.unreachable("partitioned")
+        }
+        if crashOnNextPush {
+            crashOnNextPush = false
+            dead = true
+            network.counts.add("fault.crashMidPush")
+            // Half the time the server got the batch before the process died.
+            if network.rng.next() % 2 == 0 { _ = try? await network.server.service.push(user: user, request: request) }
+            network.trace.append("  \(name) killed mid-push \(request.mutations.first?.id ?? 0)…\(request.mutations.last?.id ?? 0)")
+            throw SimCrash()
+        }
+        let fate = network.fate()
+        if fate != .deliver { network.counts.add("fault.push.\(fate.rawValue)") }
+        switch fate {
+        case .dropRequest:
+            throw SyncTransportError.unreachable("request lost")
+        case .delay:
+            network.held.append(.push(user: user, request))
+            throw SyncTransportError.unreachable("timed out")
+        case .dropResponse:
+            _ = try? await network.server.service.push(user: user, request: request)
+            throw SyncTransportError.unreachable("answer lost")
+        case .duplicate:
+            _ = try? await network.server.service.push(user: user, request: request)
+            fallthrough
+        case .deliver:
+            do { return try await network.server.service.push(user: user, request: request) } catch { throw SimNetwork.map(error) }
+        }
+    }
+
+    func pull(_ request: PullRequest) async throws -> PullResponse {
+        guard !dead else { throw SimCrash() }
+        guard !partitioned else {
+            network.counts.add("fault.partitionedRequest")
+            throw SyncTransportError.unreachable("partitioned")
+        }
+        let fate = network.fate()
+        if fate != .deliver { network.counts.add("fault.pull.\(fate.rawValue)") }
+        switch fate {
+        case .dropRequest:
+            throw SyncTransportError.unreachable("request lost")
+        case .delay:
+            network.held.append(.pull(user: user, request))
+            throw SyncTransportError.unreachable("timed out")
+        case .dropResponse:
+            _ = try? await network.server.service.pull(user: user, request: request)
+            throw SyncTransportError.unreachable("answer lost")
+        case .duplicate:
+            _ = try? await network.server.service.pull(user: user, request: request)
+            fallthrough
+        case .deliver:
+            do { return try await network.server.service.pull(user: user, request: request) } catch { throw SimNetwork.map(error) }
+        }
+    }
+
+    /// The simulator models the live channel itself (a client with a live channel up is
+    /// prompted to sync after others push); the engine's own live task is never started.
+    func live(clientID: ClientID) -> AsyncThrowingStream<LiveMessage, any Error> {
+        AsyncThrowingStream { $0.finish(throwing: SyncTransportError.unreachable("no live channel in the simulator")) }
+    }
+}
+
+/// How often each fault and workload operation happened.
+final class SimCounts {
+    private(set) var values: [String: Int] = [:]
+
+    func add(_ key: String, _ amount: Int = 1) { values[key, default: 0] += amount }
+
+    func merge(_ other: SimCounts) {
+        for (key, value) in other.values { values[key, default: 0] += value }
+    }
+}

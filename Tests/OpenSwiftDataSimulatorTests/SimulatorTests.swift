@@ -1,0 +1,162 @@
+import Foundation
+import Testing
+
+/// Runs the built `osd-simulate` command (it restarts itself with deterministic hashing, which
+/// Swift only takes from the environment at launch: a schedule is the same in every process).
+enum SimulateCommand {
+    struct Output: Sendable {
+        var lines: [String]
+        var status: Int32
+
+        /// The seeds the run reported as failing.
+        var failingSeeds: [UInt64] {
+            lines.compactMap { line in
+                guard line.hasPrefix("seed "), line.contains(" FAILED") else { return nil }
+                return UInt64(line.dropFirst(5).prefix { $0.isNumber })
+            }
+        }
+
+        /// The `counts:` section of a run: fault, operation and event counts.
+        var counts: [String: Int] {
+            var counts: [String: Int] = [:]
+            for line in lines where line.hasPrefix("  ") && line.contains(": ") && !line.contains("replay") {
+                let parts = line.trimmingCharacters(in: .whitespaces).split(separator: ":", maxSplits: 1)
+                if parts.count == 2, let value = Int(parts[1].trimmingCharacters(in: .whitespaces)) { counts[String(parts[0])] = value }
+            }
+            return counts
+        }
+    }
+
+    static func executable() throws -> URL {
+        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = directory.appendingPathComponent("osd-simulate")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            directory.deleteLastPathComponent()
+        }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let candidate = root.appendingPathComponent(".build/debug/osd-simulate")
+        guard FileManager.default.isExecutableFile(atPath: candidate.path) else {
+            throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "osd-simulate is not built (swift build --build-tests builds it)"])
+        }
+        return candidate
+    }
+
+    static func run(_ arguments: [String]) async throws -> Output {
+        let process = Process()
+        process.executableURL = try executable()
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = try await Task.detached { try pipe.fileHandleForReading.readToEnd() ?? Data() }.value
+        process.waitUntilExit()
+        return Output(lines: String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init), status: process.terminationStatus)
+    }
+
+    /// CI's sweep: `seeds` schedules of `steps` steps from seed 1, in two processes at once.
+    static func sweep(seeds: Int, steps: Int) async throws -> [Output] {
+        let half = seeds / 2
+        async let first = run(["--seeds", "\(half)", "--first-seed", "1", "--steps", "\(steps)"])
+        async let second = run(["--seeds", "\(seeds - half)", "--first-seed", "\(half + 1)", "--steps", "\(steps)"])
+        return try await [first, second]
+    }
+}
+
+/// The one CI sweep, shared by the tests that read it.
+let ciSweep = Task { try await SimulateCommand.sweep(seeds: SimulatorTests.ciSeeds, steps: SimulatorTests.ciSteps) }
+
+@Suite("Deterministic sync simulator")
+struct SimulatorTests {
+    static let ciSeeds = 300
+    static let ciSteps = 40
+
+    /// Seeds of the CI sweep (300 seeds of 40 steps) that fail on bugs the simulator found and
+    /// that are not fixed yet, kept out of the sweep's verdict (the checks stay as they are):
+    /// all but two restore the server from an older copy of its database, after which the
+    /// engine cannot resend the mutations the copy lost, nor report them (`lostInServerRestore`
+    /// is not built yet); 209 wedges after a revoke and re-grant with a pending save in the
+    /// scope; 267 is the cascade-delete divergence. See `knownBugSeeds`.
+    static let knownFailing: Set<UInt64> = [4, 10, 16, 20, 51, 53, 63, 65, 81, 84, 100, 111, 126, 140, 148, 161, 162, 184, 190, 198, 204, 209, 228, 239, 240, 267]
+
+    @Test("the same seed gives the same trace, in two processes")
+    func sameSeedSameTrace() async throws {
+        let first = try await SimulateCommand.run(["--seed", "3", "--steps", "40"])
+        let second = try await SimulateCommand.run(["--seed", "3", "--steps", "40"])
+        #expect(first.lines.count > 40)
+        #expect(first.lines == second.lines)
+        let other = try await SimulateCommand.run(["--seed", "4", "--steps", "40"])
+        #expect(other.lines != first.lines)
+    }
+
+    @Test("CI's sweep of seeded schedules passes, apart from the known-failing seeds")
+    func sweepPasses() async throws {
+        let outputs = try await ciSweep.value
+        for output in outputs {
+            #expect(output.lines.last?.hasSuffix("failed") == true)
+        }
+        let failing = Set(outputs.flatMap(\.failingSeeds))
+        let unexpected = failing.subtracting(Self.knownFailing).sorted()
+        #expect(unexpected == [], "new failing seeds: replay each with swift run -c release osd-simulate --seed S --steps \(Self.ciSteps)")
+    }
+
+    @Test("over the sweep, every fault and every workload operation happens")
+    func everyFaultAndOperationHappens() async throws {
+        let outputs = try await ciSweep.value
+        var counts: [String: Int] = [:]
+        for output in outputs {
+            for (key, value) in output.counts { counts[key, default: 0] += value }
+        }
+        let expected = [
+            "fault.push.dropRequest", "fault.push.dropResponse", "fault.push.duplicate", "fault.push.delay",
+            "fault.pull.dropRequest", "fault.pull.dropResponse", "fault.pull.duplicate", "fault.pull.delay",
+            "fault.reordered", "fault.crashIdle", "fault.crashMidPush", "fault.serverRestart", "fault.snapshotTaken",
+            "fault.snapshotRestore", "fault.snapshotRestoreNewEpoch", "fault.compaction", "fault.revoke", "fault.regrant", "fault.partition",
+            "fault.partitionedRequest", "fault.liveDrop",
+            "op.insertItem", "op.updateItem", "op.deleteItem", "op.reinsert", "op.toOne", "op.manyToMany",
+            "op.insertList", "op.insertTag", "op.cascade", "op.counter", "op.largeSave",
+            "event.rejected.stale", "event.conflict", "event.reset.historyCompacted", "event.revoked",
+        ]
+        for key in expected {
+            #expect((counts[key] ?? 0) > 0, "\(key) never happened")
+        }
+    }
+
+    @Test("seeds of bugs the simulator found and that were fixed pass", arguments: [
+        // A record deleted locally and on the server came back from older field shadows
+        // (resurrected row, or a queue wedged on "SimItem.key has no value").
+        "--seed 24 --faults none", "--seed 27 --faults none",
+        // A record deleted and inserted again, both pulled in one page, stayed deleted.
+        "--seed 13 --faults none", "--seed 40 --steps 40", "--seed 220 --steps 40",
+        // A rejected save that also touched another record (the inverse side of a link):
+        // the server returned no state for it, so the client deleted it locally.
+        "--seed 266 --steps 40",
+        // A record pushed by this client, then deleted by another (or in a scope revoked)
+        // before this client's first download, stayed on this client.
+        "--seed 90 --steps 40", "--seed 263 --steps 40", "--seed 153 --steps 40", "--seed 10 --faults none",
+    ])
+    func fixedBugSeeds(arguments: String) async throws {
+        let output = try await SimulateCommand.run(arguments.split(separator: " ").map(String.init))
+        #expect(output.lines.last?.hasSuffix(" passed") == true, "\(output.lines.suffix(4))")
+    }
+
+    @Test("seeds of bugs the simulator found that are not fixed yet still fail (a fix shows here)", arguments: [
+        // A list deleted (cascade) on one client while another points an item at it: the
+        // server keeps the item with no list, the other clients delete it locally by cascade.
+        "--seed 34 --faults none", "--seed 267 --steps 40",
+        // bob's grant revoked and given again while his save in that scope is pending: the
+        // queue wedges on "SimItem.key has no value" (a partial upsert of a purged record).
+        "--seed 209 --steps 40",
+        // The server restored from an older copy of its database: acknowledged saves the copy
+        // lost are neither resent nor reported (with a new epoch, and with a plain file copy,
+        // whose unchanged epoch also leaves cursors past the restored head).
+        "--seed 4 --steps 40", "--seed 10 --steps 40",
+    ])
+    func knownBugSeeds(arguments: String) async throws {
+        let output = try await SimulateCommand.run(arguments.split(separator: " ").map(String.init))
+        withKnownIssue("osd-simulate \(arguments)", isIntermittent: true) {
+            #expect(output.lines.last?.hasSuffix(" passed") == true)
+        }
+    }
+}

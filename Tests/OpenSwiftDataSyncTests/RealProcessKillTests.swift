@@ -1,0 +1,174 @@
+import Foundation
+import GRDB
+import OpenSwiftDataServer
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `osd-server` and two `SyncedNotes` clients as real processes on loopback, killed with
+/// SIGKILL mid-push (clients) and mid-commit (server) several times, then restarted: the same
+/// properties as the simulator's, checked against the real files.
+@Suite("Real processes: osd-server and two clients killed with SIGKILL", .serialized)
+struct RealProcessKillTests {
+    static let secret = "real-process-kill-test-secret-of-32-bytes"
+
+    private func built(_ name: String) throws -> URL {
+        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = directory.appendingPathComponent(name)
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            directory.deleteLastPathComponent()
+        }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let candidate = root.appendingPathComponent(".build/debug/\(name)")
+        guard FileManager.default.isExecutableFile(atPath: candidate.path) else {
+            throw SyncServiceError(500, .internalError, "\(name) is not built (swift build --build-tests builds it)")
+        }
+        return candidate
+    }
+
+    /// A running `osd-server` and the port it listens on.
+    private struct ServerProcess {
+        let process: Process
+        let port: Int
+    }
+
+    private func startServer(database: String, log: String) async throws -> ServerProcess {
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        let process = Process()
+        process.executableURL = try built("osd-server")
+        process.arguments = ["--port", "0", "--database", database, "--jwt-secret", Self.secret, "--log-level", "error"]
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        for _ in 0..<3000 {
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            if let range = text.range(of: "listening on http://127.0.0.1:") {
+                let digits = text[range.upperBound...].prefix { $0.isNumber }
+                if let port = Int(digits) { return ServerProcess(process: process, port: port) }
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        process.terminate()
+        throw SyncServiceError(500, .internalError, "osd-server did not start")
+    }
+
+    private func token(user: String) throws -> String {
+        let process = Process()
+        process.executableURL = try built("osd-server")
+        process.arguments = ["token", "--user", user, "--jwt-secret", Self.secret]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = try pipe.fileHandleForReading.readToEnd() ?? Data()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
+    }
+
+    private func count(_ database: String, _ sql: String) -> Int {
+        var configuration = Configuration()
+        configuration.readonly = true
+        guard let queue = try? DatabaseQueue(path: database, configuration: configuration) else { return 0 }
+        defer { try? queue.close() }
+        return (try? queue.read { db in try Int.fetchOne(db, sql: sql) }) ?? 0
+    }
+
+    @Test("clients killed mid-push and the server killed mid-commit, several times: every save reaches the server once, both clients converge")
+    func killedClientsAndServer() async throws {
+        let client = try built("SyncedNotes")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("osd-real-kill-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = directory.appendingPathComponent("server.sqlite").path
+        let token = try token(user: "alice")
+        let saves = 200
+        var outputs = 0
+        func launch(_ store: String, _ command: [String], port: Int) throws -> (Process, String) {
+            outputs += 1
+            let output = directory.appendingPathComponent("out\(outputs).txt").path
+            _ = FileManager.default.createFile(atPath: output, contents: nil)
+            let process = Process()
+            process.executableURL = client
+            process.arguments = ["--server", "http://127.0.0.1:\(port)", "--user", "alice", "--token", token, "--store", directory.appendingPathComponent(store).path, "--batch", "2"] + command
+            process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            return (process, output)
+        }
+        // Each client saves offline first (nothing listens on port 1): all committed locally.
+        for store in ["a.sqlite", "b.sqlite"] {
+            let (process, _) = try launch(store, ["add-many", "\(saves)"], port: 1)
+            process.waitUntilExit()
+        }
+        let notes = "SELECT COUNT(*) FROM osd_records WHERE entity = 'Note' AND deleted = 0"
+        var clientKills = 0
+        var serverKills = 0
+        for round in 0..<4 {
+            let server = try await startServer(database: database, log: directory.appendingPathComponent("server\(round).txt").path)
+            let a = try launch("a.sqlite", ["sync"], port: server.port).0
+            let b = try launch("b.sqlite", ["sync"], port: server.port).0
+            let before = count(database, notes)
+            // Rounds 0 and 2 kill the server while both clients push into it (most saves are
+            // still to come in round 0); rounds 1 and 3 kill a client once the server has more
+            // of the saves.
+            var killed = false
+            for _ in 0..<20_000 where a.isRunning || b.isRunning {
+                let now = count(database, notes)
+                if now > before, now < 2 * saves {
+                    if round % 2 == 1 {
+                        let victim = round == 1 ? a : b
+                        if victim.isRunning {
+                            kill(victim.processIdentifier, SIGKILL)
+                            clientKills += 1
+                        }
+                    } else {
+                        kill(server.process.processIdentifier, SIGKILL)
+                        serverKills += 1
+                    }
+                    killed = true
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(1))
+            }
+            if !killed || round % 2 == 1 {
+                // The clients left running finish (or give up on a dead server) by themselves.
+                a.waitUntilExit()
+                b.waitUntilExit()
+            } else {
+                for process in [a, b] where process.isRunning { kill(process.processIdentifier, SIGKILL) }
+                a.waitUntilExit()
+                b.waitUntilExit()
+            }
+            // A server that survived the round dies with SIGKILL too (not counted: idle).
+            if server.process.isRunning { kill(server.process.processIdentifier, SIGKILL) }
+            server.process.waitUntilExit()
+        }
+        #expect(clientKills >= 1, "no client was caught mid-push")
+        #expect(serverKills >= 1, "the server was never killed while clients pushed")
+
+        // Heal: the server up, each client syncs until nothing is pending, twice round.
+        let server = try await startServer(database: database, log: directory.appendingPathComponent("server-final.txt").path)
+        var lists: [String: [String]] = [:]
+        for pass in 0..<2 {
+            for store in ["a.sqlite", "b.sqlite"] {
+                let (process, output) = try launch(store, ["list"], port: server.port)
+                process.waitUntilExit()
+                let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+                if pass == 1 {
+                    #expect(text.contains("synced; pending: 0"), "\(store): \(text.suffix(300))")
+                    lists[store] = text.split(separator: "\n").filter { $0.hasPrefix("[ ] ") || $0.hasPrefix("[x] ") }.map(String.init)
+                }
+            }
+        }
+        kill(server.process.processIdentifier, SIGTERM)
+        server.process.waitUntilExit()
+        // Every save of both clients is on the server, once; both clients show the same notes.
+        #expect(count(database, notes) == 2 * saves)
+        #expect(count(database, "SELECT COUNT(*) FROM (SELECT client_id, mutation_id FROM osd_changes WHERE client_id IS NOT NULL GROUP BY client_id, mutation_id HAVING COUNT(DISTINCT txn) > 1)") == 0)
+        #expect(count(database, "SELECT COUNT(DISTINCT client_id || '#' || mutation_id) FROM osd_changes WHERE client_id IS NOT NULL") == 2 * saves)
+        #expect(lists["a.sqlite"]?.count == 2 * saves)
+        #expect(lists["a.sqlite"] == lists["b.sqlite"])
+    }
+}
