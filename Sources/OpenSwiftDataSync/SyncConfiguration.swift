@@ -28,6 +28,10 @@ public struct SyncConfiguration: Sendable {
     /// The most changes asked for in one pull page (each page of the log is applied in one
     /// transaction).
     public var pullPageSize: Int = 1000
+    /// Whether the next pull page is asked for while the engine processes the current one
+    /// (the server reads it meanwhile). Off, the engine makes one request at a time, strictly in
+    /// turn with its own work, which a deterministic simulation may prefer.
+    public var prefetchesPullPages: Bool = true
     /// The most records asked for in one page of a snapshot (a first download, a new scope, a
     /// reset), whose pages are staged and applied together; the server caps it.
     public var snapshotPageSize: Int = 10_000

@@ -66,7 +66,7 @@ extension SyncEngine {
             staged += page.changes
             requestCursor = page.cursor
             inSnapshot = !page.consistent
-            if page.hasMore {
+            if page.hasMore, configuration.prefetchesPullPages {
                 let transport = self.transport
                 let request = pullRequest(snapshot: inSnapshot)
                 prefetched = Task { try await transport.pull(request) }

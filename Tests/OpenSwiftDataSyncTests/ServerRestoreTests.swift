@@ -7,7 +7,7 @@ import OpenSwiftDataSyncProtocol
 import OpenSwiftDataSyncTesting
 import Testing
 
-@Suite("Sync engine: a server restored from an older backup (properties 10 and 13)")
+@Suite("Sync engine: a server or a device restored from an older backup (properties 10 and 13)")
 struct ServerRestoreTests {
     /// Copies the server's database as it is now (a consistent backup, WAL included).
     static func backup(_ server: TestServer, to name: String) throws {
@@ -135,5 +135,39 @@ struct ServerRestoreTests {
         #expect(try await Self.titles(restored) == ["after the restore", "in the backup", "resent"])
         #expect(try ModelContext(container).fetch(FetchDescriptor<Note>()).map(\.title).sorted() == ["after the restore", "in the backup", "resent"])
         #expect(try await engine.pendingChangeCount() == 0)
+    }
+
+    @Test("a device restored from a backup of its store takes a new client id: its new save and the saves made after the backup all stay, nothing doubled or deleted")
+    func deviceRestoredFromBackup() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        do {
+            let a = try Device.open(server, directory: directory, name: "a")
+            a.context.insert(Note(title: "before the backup"))
+            try a.context.save()
+            try await a.engine.syncNow()
+            let live = try DatabaseQueue(path: directory.path("a.sqlite"))
+            try await live.writeWithoutTransaction { db in
+                try db.execute(sql: "VACUUM INTO ?", arguments: [directory.path("a-backup.sqlite")])
+            }
+            try live.close()
+            a.context.insert(Note(title: "after the backup"))
+            try a.context.save()
+            try await a.engine.syncNow()
+        }
+
+        let restored = try Device.open(server, url: directory.file("a-backup.sqlite"), directory: directory)
+        let clientBefore = await restored.engine.currentClientID
+        restored.context.insert(Note(title: "on the restored device"))
+        try restored.context.save()
+        try await restored.engine.syncNow()
+        try await restored.engine.syncNow()
+        #expect(await restored.engine.currentClientID != clientBefore)
+        let all = ["after the backup||false|-|", "before the backup||false|-|", "on the restored device||false|-|"]
+        #expect(try restored.noteState() == all)
+        #expect(try await restored.engine.pendingChangeCount() == 0)
+        let b = try Device.open(server, directory: directory, name: "b")
+        try await b.engine.syncNow()
+        #expect(try b.noteState() == all)
     }
 }
