@@ -30,6 +30,12 @@ struct PullPlanner: Sendable {
         if cursor != nil, state.seq < context.horizon || (state.snapshot.map { $0.from < context.horizon } ?? false) {
             reset = .historyCompacted
             state = fresh
+        } else if cursor != nil, state.seq > context.head || (state.snapshot.map { $0.through > context.head } ?? false) {
+            // A cursor past the head: the database was restored from a copy that kept its
+            // epoch. Continuing it would skip every change written after the restore up to
+            // the cursor's position, so the client downloads again.
+            reset = .epochChanged
+            state = fresh
         }
         let granted = Set(context.grants.keys)
         var revoked = state.scopes.filter { !granted.contains($0) }
