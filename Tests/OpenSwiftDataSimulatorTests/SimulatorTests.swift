@@ -74,11 +74,12 @@ struct SimulatorTests {
 
     /// Seeds of the CI sweep (300 seeds of 40 steps) that fail on bugs the simulator found and
     /// that are not fixed yet, kept out of the sweep's verdict (the checks stay as they are):
-    /// all but two restore the server from an older copy of its database, after which the
-    /// engine cannot resend the mutations the copy lost, nor report them (`lostInServerRestore`
-    /// is not built yet); 209 wedges after a revoke and re-grant with a pending save in the
-    /// scope; 267 is the cascade-delete divergence. See `knownBugSeeds`.
-    static let knownFailing: Set<UInt64> = [4, 10, 16, 20, 51, 53, 63, 65, 81, 84, 100, 111, 126, 140, 148, 161, 162, 184, 190, 198, 204, 209, 228, 239, 240, 267]
+    /// 63, 65, 81, 148, 190 and 240 end with a client missing records the server holds in a
+    /// shared scope (under restores and revokes; not diagnosed yet); 209 wedges after a revoke
+    /// and re-grant with a pending save in the scope; 267 is the cascade-delete divergence.
+    /// See `knownBugSeeds`. (Restores that lost acknowledged saves, 18 of the earlier list,
+    /// pass since the engine resends them.)
+    static let knownFailing: Set<UInt64> = [63, 65, 81, 148, 190, 209, 240, 267]
 
     @Test("the same seed gives the same trace, in two processes")
     func sameSeedSameTrace() async throws {
@@ -135,6 +136,9 @@ struct SimulatorTests {
         // A record pushed by this client, then deleted by another (or in a scope revoked)
         // before this client's first download, stayed on this client.
         "--seed 90 --steps 40", "--seed 263 --steps 40", "--seed 153 --steps 40", "--seed 10 --faults none",
+        // The server restored from an older copy of its database: acknowledged saves the copy
+        // lost were neither resent nor reported (the engine now keeps and resends them).
+        "--seed 4 --steps 40", "--seed 10 --steps 40", "--seed 53 --steps 40", "--seed 84 --steps 40",
     ])
     func fixedBugSeeds(arguments: String) async throws {
         let output = try await SimulateCommand.run(arguments.split(separator: " ").map(String.init))
@@ -148,10 +152,8 @@ struct SimulatorTests {
         // bob's grant revoked and given again while his save in that scope is pending: the
         // queue wedges on "SimItem.key has no value" (a partial upsert of a purged record).
         "--seed 209 --steps 40",
-        // The server restored from an older copy of its database: acknowledged saves the copy
-        // lost are neither resent nor reported (with a new epoch, and with a plain file copy,
-        // whose unchanged epoch also leaves cursors past the restored head).
-        "--seed 4 --steps 40", "--seed 10 --steps 40",
+        // A client ends without records the server holds in a shared scope.
+        "--seed 63 --steps 40", "--seed 190 --steps 40",
     ])
     func knownBugSeeds(arguments: String) async throws {
         let output = try await SimulateCommand.run(arguments.split(separator: " ").map(String.init))
