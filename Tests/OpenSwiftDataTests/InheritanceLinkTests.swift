@@ -101,6 +101,11 @@ struct InheritanceLinkTests {
         var stickers = FetchDescriptor<Sticker>()
         stickers.relationshipKeyPathsForPrefetching = [\.pets]
         #expect(try ModelContext(container).fetch(stickers).first?.pets.map(\.name) == ["Rex", "Tom"])
+
+        // Predicates over the relationship see the subclass's members (evaluated in memory).
+        let withTom = #Predicate<Sticker> { $0.pets.contains { $0.name == "Tom" } }
+        #expect(try ModelContext(container).fetch(FetchDescriptor(predicate: withTom)).map(\.label) == ["striped"])
+        #expect(try ModelContext(container).fetchCount(FetchDescriptor(predicate: withTom)) == 1)
     }
 
     @Test("removing a subclass model from the relationship removes its link only")

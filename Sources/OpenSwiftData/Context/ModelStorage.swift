@@ -154,6 +154,24 @@ class AnyModelStorage: ManagedBuffer<StorageHeader, UInt64>, RowIdentified, Slot
         }
     }
 
+    /// ``slotAddress(at:type:)`` for the property that `@Model` numbers `index` among the own
+    /// properties of class `owner` (see ``position(of:declaredIn:)``), with the layout loaded
+    /// once: a property read of a model without model superclass pays one compare of a field of
+    /// the layout it loads anyway.
+    @inlinable @inline(__always)
+    final func slotAddress(ofOwn index: Int, declaredIn owner: ObjectIdentifier, type: ObjectIdentifier) -> UnsafeRawPointer? {
+        guard let layout = withUnsafeMutablePointerToHeader({ $0.pointee.layout }) else { return nil }
+        let position = layout.ownIndexBase == 0 ? index : index &+ (layout.indexBase(of: owner) ?? 0)
+        guard position >= 0, position < layout.slotCount else { return nil }
+        let slot = layout.slotInfo[position]
+        let flagsOffset = layout.flagsOffset
+        return withUnsafeMutablePointerToElements { elements -> UnsafeRawPointer? in
+            let base = UnsafeRawPointer(elements)
+            guard slot.type == type, base.load(fromByteOffset: flagsOffset + position, as: UInt8.self) != 0 else { return nil }
+            return base + slot.offset
+        }
+    }
+
     /// The position in this storage's layout of the property that `@Model` numbers `index`
     /// among the own properties of class `type` (this storage's model class or one of its
     /// model superclasses): the inherited properties come first.

@@ -183,13 +183,12 @@ extension PersistentModel {
         // downcast cannot be wrong.
         if ObjectIdentifier(type(of: data)) == ObjectIdentifier(ModelStorage<Self>.self) {
             let storage = unsafeDowncast(data, to: ModelStorage<Self>.self)
-            let position = storage.position(of: index, declaredIn: ObjectIdentifier(Self.self))
-            if let address = storage.slotAddress(at: position, type: ObjectIdentifier(Value.self)) {
+            if let address = storage.slotAddress(ofOwn: index, declaredIn: ObjectIdentifier(Self.self), type: ObjectIdentifier(Value.self)) {
                 let value = address.load(as: Value.self)
                 _fixLifetime(data)
                 return value
             }
-            return storage._getValue(at: position, forKey: key())
+            return storage._getValue(at: storage.position(of: index, declaredIn: ObjectIdentifier(Self.self)), forKey: key())
         }
         // A superclass's property of a subclass instance (whose storage is the subclass's).
         if let storage = (data as AnyObject) as? AnyModelStorage,
