@@ -304,12 +304,17 @@ final class SyncSaveCapture {
         var seenPlans: Set<ObjectIdentifier> = []
         var lastPlan: SyncEntityPlan?
         var linkNames: Set<String> = []
-        for change in changes {
-            capacity += 32 + 12 * (change.fields?.count ?? change.plan.fieldColumns.count)
-            for link in change.links { linkNames.insert(link.relationship) }
-            if change.plan !== lastPlan {
-                lastPlan = change.plan
-                if seenPlans.insert(ObjectIdentifier(change.plan)).inserted { plans.append(change.plan) }
+        // The loops read the changes in place (`changes[index].…`): a `for change in changes`
+        // copied each change, retaining its arrays and strings, per row.
+        for index in changes.indices {
+            let plan = changes[index].plan
+            capacity += 32 + 12 * (changes[index].fields?.count ?? plan.fieldColumns.count)
+            if !changes[index].links.isEmpty {
+                for link in changes[index].links { linkNames.insert(link.relationship) }
+            }
+            if plan !== lastPlan {
+                lastPlan = plan
+                if seenPlans.insert(ObjectIdentifier(plan)).inserted { plans.append(plan) }
             }
         }
         let encoder = SyncLogCoding.Encoder(capacity: capacity)
@@ -321,18 +326,19 @@ final class SyncSaveCapture {
         encoder.begin(changeCount: changes.count)
         lastPlan = nil
         var interned: (entity: Int, fields: [Int]) = (0, [])
-        for change in changes {
-            let plan = change.plan
+        for position in changes.indices {
+            let plan = changes[position].plan
             if plan !== lastPlan {
                 lastPlan = plan
                 interned = names[ObjectIdentifier(plan)] ?? (0, [])
             }
-            let count = change.fields?.count ?? plan.fieldColumns.count
-            let allFields = change.fields == nil
-            encoder.change(change.kind, entity: interned.entity, recordID: change.recordID, scope: change.scope, baseVersion: change.baseVersion, allFields: allFields, fieldCount: count)
+            let allFields = changes[position].fields == nil
+            let count = changes[position].fields?.count ?? plan.fieldColumns.count
+            encoder.change(changes[position].kind, entity: interned.entity, recordID: changes[position].recordID, scope: changes[position].scope,
+                           baseVersion: changes[position].baseVersion, allFields: allFields, fieldCount: count)
             for index in 0..<count {
-                let field = change.fields?[index] ?? index
-                var value = change.value(at: index)
+                let field = allFields ? index : changes[position].fields?[index] ?? index
+                var value = changes[position].value(at: index)
                 // References travel as the target's record id.
                 if plan.hasReferences, let target = plan.fieldTargets[field], case let .int64(key) = value.storage,
                    let targetPlan = state.plan(target) {
@@ -344,7 +350,7 @@ final class SyncSaveCapture {
                     encoder.field(name: interned.fields[field], kindCode: plan.fieldKindCodes[field], value: value)
                 }
             }
-            encoder.links(change.links)
+            encoder.links(changes[position].links)
         }
         return try encoder.withEncoded { blob in
             try SyncLog.append(blob, stamp: stamp, author: author, timestamp: now, in: db)
