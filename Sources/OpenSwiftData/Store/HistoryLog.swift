@@ -361,6 +361,19 @@ enum HistoryCoding {
         }
 
         var data: Data { Data(bytes: base, count: count) }
+
+        /// Eight bytes, most significant first (a sync log record id's word).
+        @inline(__always)
+        func bigEndian(_ value: UInt64) {
+            reserve(8)
+            base.storeBytes(of: value.bigEndian, toByteOffset: count, as: UInt64.self)
+            count += 8
+        }
+
+        /// Calls `body` with the bytes written (valid only during the call: no copy).
+        func withBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+            try body(UnsafeRawBufferPointer(start: base, count: count))
+        }
     }
 
     struct ByteReader {
@@ -402,6 +415,12 @@ enum HistoryCoding {
             guard count <= bytes.count - position else { return nil }
             defer { position += count }
             return bytes[position..<(position + count)]
+        }
+
+        /// Eight bytes, most significant first.
+        mutating func bigEndian() -> UInt64? {
+            guard let slice = take(8) else { return nil }
+            return slice.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         }
 
         mutating func string() -> String? {

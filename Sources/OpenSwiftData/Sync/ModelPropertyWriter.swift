@@ -31,7 +31,11 @@ enum ModelPropertyWriter {
     static func initialize(_ model: any PersistentModel, _ property: PropertyLayout, to value: Any?) -> Bool {
         func open<M: PersistentModel>(_ model: M) -> Bool {
             func typed<V>(_ type: V.Type) -> Bool {
-                guard property.keyPath is KeyPath<M, V>, let storage = model.persistentBackingData as? ModelStorage<M> else { return false }
+                // The key path's root compared as a metatype first: an `is KeyPath<M, V>` cast
+                // instantiates that generic type's metadata on every call (per value of a remote
+                // batch); the cast stays for any other root.
+                guard Swift.type(of: property.keyPath).rootType == M.self || property.keyPath is KeyPath<M, V>,
+                      let storage = model.persistentBackingData as? ModelStorage<M> else { return false }
                 let converted: V?
                 if let value {
                     converted = value as? V

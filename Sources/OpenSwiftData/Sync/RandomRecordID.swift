@@ -34,6 +34,12 @@ struct RandomRecordID {
 
     /// The next id's text (uppercase, as `UUID.uuidString` writes it).
     mutating func make() -> String {
+        let words = makeWords()
+        return RandomRecordID.format(high: words.high, low: words.low)
+    }
+
+    /// The next id as its two words (most significant first), without its text.
+    mutating func makeWords() -> (high: UInt64, low: UInt64) {
         let now = clock() & 0xFFFF_FFFF_FFFF
         if now > lastMilliseconds {
             lastMilliseconds = now
@@ -47,7 +53,7 @@ struct RandomRecordID {
         }
         let high = (lastMilliseconds << 16) | 0x7000 | counter
         let low = (random.next() & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
-        return RandomRecordID.format(high: high, low: low)
+        return (high, low)
     }
 
     /// The canonical text (8-4-4-4-12 uppercase hex digits) of the UUID whose 16 bytes are

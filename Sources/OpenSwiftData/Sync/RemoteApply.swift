@@ -239,9 +239,9 @@ struct RemoteApply {
     private func makeModel(_ plan: SyncEntityPlan, recordID: String, written: [(property: PropertyLayout, value: DatabaseValue)]) throws -> any PersistentModel {
         let model = ModelPropertyWriter.makeModel(plan.layout.modelType)
         // Attributes the change gives a value get it in their slot next: no default first.
-        var skipped = Set<Int>()
-        for attribute in written { skipped.insert(attribute.property.index) }
-        for property in plan.layout.properties where !skipped.contains(property.index) {
+        var skipped = Array(repeating: false, count: plan.layout.properties.count)
+        for attribute in written where attribute.property.index < skipped.count { skipped[attribute.property.index] = true }
+        for property in plan.layout.properties where property.index >= skipped.count || !skipped[property.index] {
             setDefault(model, property)
         }
         context.insert(model)

@@ -7,14 +7,28 @@ import GRDBSQLite
 /// read back from its row through each codec's `readIntoSlot` (so a value of the wrong storage
 /// class, a NULL for a non-optional property or an unknown enum case fails as it would in a
 /// fetch, with a typed error).
-struct StoredValueDecoder {
+///
+/// A batch decodes many records' values with one decoder, which keeps its statement per value
+/// count (building the SQL and looking it up in GRDB's cache per record cost as much as the
+/// decoding).
+final class StoredValueDecoder {
     let db: Database
+    private var statements: [Int: Statement] = [:]
+
+    init(db: Database) {
+        self.db = db
+    }
 
     /// The values, boxed, in the order of `properties`.
     func decode(_ values: [DatabaseValue], as properties: [PropertyLayout], entity: String) throws -> [Any] {
         guard !values.isEmpty else { return [] }
-        let sql = "SELECT " + Array(repeating: "?", count: values.count).joined(separator: ", ")
-        let statement = try db.cachedStatement(sql: sql)
+        let statement: Statement
+        if let known = statements[values.count] {
+            statement = known
+        } else {
+            statement = try db.cachedStatement(sql: "SELECT " + Array(repeating: "?", count: values.count).joined(separator: ", "))
+            statements[values.count] = statement
+        }
         let sqlite = statement.sqliteStatement
         sqlite3_reset(sqlite)
         for (offset, value) in values.enumerated() { try TableWriter.bind(value, at: offset + 1, in: statement) }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// The sync change log (`osd_sync_log`): one row per committed save that changed synced
 /// entities, written in the save's transaction, never rewritten. Separate from `osd_history`, so
@@ -68,9 +69,31 @@ enum SyncLog {
     // MARK: Entries
 
     /// Appends one entry; returns its sequence.
-    static func append(_ blob: Data, stamp: UInt64, author: String?, timestamp: Date, in db: Database) throws -> Int64 {
-        try db.cachedStatement(sql: "INSERT INTO \(quoted(table)) (stamp, author, timestamp, changes) VALUES (?, ?, ?, ?)")
-            .execute(arguments: [Int64(bitPattern: stamp), author, timestamp.timeIntervalSince1970, blob])
+    ///
+    /// The blob (megabytes for a bulk insert) is bound where it lies, not copied into a `Data`
+    /// and again by the binding: the statement is stepped once, and its bindings are cleared
+    /// before the call returns and `blob` may go.
+    static func append(_ blob: UnsafeRawBufferPointer, stamp: UInt64, author: String?, timestamp: Date, in db: Database) throws -> Int64 {
+        let statement = try db.cachedStatement(sql: "INSERT INTO \(quoted(table)) (stamp, author, timestamp, changes) VALUES (?, ?, ?, ?)")
+        // Mark the (empty) arguments as bound: `execute()` then binds nothing itself.
+        statement.setUncheckedArguments(StatementArguments())
+        let sqlite = statement.sqliteStatement
+        defer { sqlite3_clear_bindings(sqlite) }
+        try TableWriter.bind(Int64(bitPattern: stamp).databaseValue, at: 1, in: statement)
+        try TableWriter.bind(author?.databaseValue ?? .null, at: 2, in: statement)
+        try TableWriter.bind(timestamp.timeIntervalSince1970.databaseValue, at: 3, in: statement)
+        // Safety: SQLITE_STATIC (nil destructor) lets SQLite read the bytes without copying them
+        // until the bindings are cleared (the `defer` above, before `blob` can be freed); it
+        // reads them only while `execute()` steps the statement, within this call.
+        let code = if let base = blob.baseAddress, !blob.isEmpty {
+            sqlite3_bind_blob64(sqlite, 4, base, sqlite3_uint64(blob.count), nil)
+        } else {
+            sqlite3_bind_zeroblob(sqlite, 4, 0)
+        }
+        guard code == SQLITE_OK else {
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: "binding the sync log entry")
+        }
+        try statement.execute()
         return db.lastInsertedRowID
     }
 

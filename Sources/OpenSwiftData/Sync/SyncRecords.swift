@@ -184,7 +184,8 @@ enum SyncRecords {
 
     /// The pending references that point at one of the given records of `entity`.
     static func pending(to entity: String, recordIDs: [String], in db: Database) throws -> [PendingReference] {
-        guard !recordIDs.isEmpty, try db.tableExists(pendingTable) else { return [] }
+        guard !recordIDs.isEmpty, try db.tableExists(pendingTable),
+              try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(quoted(pendingTable)))") == true else { return [] }
         let json = String(data: (try? JSONEncoder().encode(recordIDs)) ?? Data("[]".utf8), encoding: .utf8) ?? "[]"
         return try Row.fetchAll(db, sql: """
             SELECT entity, record_id, property, target_entity, target_record_id FROM \(quoted(pendingTable)) \

@@ -19,7 +19,7 @@ final class SyncSaveCapture {
     private struct Captured {
         var kind: SyncChange.Kind
         let plan: SyncEntityPlan
-        var recordID: String
+        var recordID: CapturedRecordID
         var scope: String?
         var baseVersion: Int64?
         /// Positions in the plan's fields (nil: every field, in order).
@@ -37,11 +37,19 @@ final class SyncSaveCapture {
     }
 
     private var changes: [Captured] = []
-    /// The save's prepared insert into `osd_sync_records` (see `insertRecord`).
+    /// A record not yet inserted into `osd_sync_records` (see `insertRecord`).
+    private struct PendingRecord {
+        let entity: String
+        let row: Int64
+        let recordID: CapturedRecordID
+        let scope: String?
+        let serverVersion: Int64?
+    }
+    private static let recordBatch = 50
+    private var pendingRecords: [PendingRecord] = []
+    /// The save's prepared inserts into `osd_sync_records`: one record, and `recordBatch`.
     private var recordInsert: Statement?
-    /// The entity bound to `recordInsert`'s first parameter (a reset keeps bindings, so a run of
-    /// rows of one entity binds it once).
-    private var boundEntity: String?
+    private var batchInsert: Statement?
     private var changeOfStorage: [ObjectIdentifier: Int] = [:]
     /// The record ids of new rows without a unique attribute or temporary identifier.
     private var newRecordIDs = RandomRecordID()
@@ -57,6 +65,7 @@ final class SyncSaveCapture {
     /// The record of a row: known, or made now for a row that predates capture (its unique
     /// value's canonical text, else a new UUID).
     func ensureRecord(_ plan: SyncEntityPlan, row: Int64, in db: Database) throws -> SyncRecords.Record {
+        try flushRecords(in: db)
         if let known = try SyncRecords.record(entity: plan.layout.name, row: row, in: db) { return known }
         var recordID: String?
         if let column = plan.recordIDColumn {
@@ -64,46 +73,90 @@ final class SyncSaveCapture {
             let value = try DatabaseValue.fetchOne(db, sql: "SELECT \(quoted(name)) FROM \(quoted(plan.layout.name)) WHERE \(quoted(TableDescription.primaryKey)) = ?", arguments: [row])
             recordID = value.flatMap { SyncStoredValue($0).canonicalRecordID(kind: plan.recordIDKind) }
         }
-        let record = SyncRecords.Record(recordID: recordID ?? newRecordIDs.make(), scope: nil, serverVersion: nil)
-        try insertRecord(entity: plan.layout.name, row: row, recordID: record.recordID, scope: nil, serverVersion: nil, in: db)
-        return record
+        let id = recordID.map(CapturedRecordID.init) ?? newRecordID()
+        try insertRecord(entity: plan.layout.name, row: row, recordID: id, scope: nil, serverVersion: nil, in: db)
+        // Callers update the record next (its scope, its server version).
+        try flushRecords(in: db)
+        return SyncRecords.Record(recordID: id.text, scope: nil, serverVersion: nil)
     }
 
-    /// Adds a row's record. This runs once per new synced row, so the save keeps one prepared
-    /// statement and binds values through SQLite's C API (as `TableWriter` does for the rows),
-    /// not through GRDB's `StatementArguments` and the statement cache's lookup.
-    private func insertRecord(entity: String, row: Int64, recordID: String, scope: String?, serverVersion: Int64?, in db: Database) throws {
+    private func newRecordID() -> CapturedRecordID {
+        let words = newRecordIDs.makeWords()
+        return .uuid(high: words.high, low: words.low)
+    }
+
+    /// Adds a row's record. This runs once per new synced row, so records wait in
+    /// `pendingRecords` and go in by `recordBatch` rows per statement (one prepared statement per
+    /// save, values bound through SQLite's C API as `TableWriter` does for the rows): one
+    /// statement per record cost more than the B-tree work it does. Every read of
+    /// `osd_sync_records` in the save's transaction comes after `flushRecords`.
+    private func insertRecord(entity: String, row: Int64, recordID: CapturedRecordID, scope: String?, serverVersion: Int64?, in db: Database) throws {
+        pendingRecords.append(PendingRecord(entity: entity, row: row, recordID: recordID, scope: scope, serverVersion: serverVersion))
+        if pendingRecords.count == Self.recordBatch { try flushRecords(in: db) }
+    }
+
+    /// Inserts the records waiting in `pendingRecords`.
+    private func flushRecords(in db: Database) throws {
+        guard !pendingRecords.isEmpty else { return }
+        defer { pendingRecords.removeAll(keepingCapacity: true) }
+        if pendingRecords.count == Self.recordBatch {
+            let statement: Statement
+            if let prepared = batchInsert {
+                statement = prepared
+            } else {
+                let rows = Array(repeating: "(?, ?, ?, ?, ?)", count: Self.recordBatch).joined(separator: ", ")
+                statement = try preparedForCBindings("INSERT INTO \(quoted(SyncRecords.table)) (entity, pk, record_id, scope, server_version) VALUES \(rows)", in: db)
+                batchInsert = statement
+            }
+            sqlite3_reset(statement.sqliteStatement)
+            for (offset, record) in pendingRecords.enumerated() {
+                try bind(record, from: 5 * offset + 1, in: statement)
+            }
+            try statement.execute()
+            return
+        }
         let statement: Statement
         if let prepared = recordInsert {
             statement = prepared
         } else {
-            statement = try db.makeStatement(sql: "INSERT INTO \(quoted(SyncRecords.table)) (entity, pk, record_id, scope, server_version) VALUES (?, ?, ?, ?, ?)")
-            // Mark the (empty) arguments as bound: `execute()` then only steps and resets.
-            statement.setUncheckedArguments(StatementArguments())
+            statement = try preparedForCBindings("INSERT INTO \(quoted(SyncRecords.table)) (entity, pk, record_id, scope, server_version) VALUES (?, ?, ?, ?, ?)", in: db)
             recordInsert = statement
         }
-        // Bindings are refused on a statement stepped since its last reset; the reset's result
-        // repeats the last step's error, which that step already reported.
-        sqlite3_reset(statement.sqliteStatement)
-        if entity != boundEntity {
-            try TableWriter.bind(entity.databaseValue, at: 1, in: statement)
-            boundEntity = entity
+        for record in pendingRecords {
+            sqlite3_reset(statement.sqliteStatement)
+            try bind(record, from: 1, in: statement)
+            try statement.execute()
         }
-        try TableWriter.bind(row.databaseValue, at: 2, in: statement)
-        try Self.bindRecordID(recordID, at: 3, in: statement)
-        try TableWriter.bind(scope?.databaseValue ?? .null, at: 4, in: statement)
-        try TableWriter.bind(serverVersion?.databaseValue ?? .null, at: 5, in: statement)
-        try statement.execute()
+    }
+
+    /// A statement whose values are bound through SQLite's C API.
+    private func preparedForCBindings(_ sql: String, in db: Database) throws -> Statement {
+        let statement = try db.makeStatement(sql: sql)
+        // Mark the (empty) arguments as bound: `execute()` then only steps and resets (a reset
+        // keeps bindings). Bindings are refused on a statement stepped since its last reset, so
+        // callers reset first; the reset's result repeats the last step's error, which that step
+        // already reported.
+        statement.setUncheckedArguments(StatementArguments())
+        return statement
+    }
+
+    /// Binds one record's five values at parameters `first`...`first + 4`.
+    private func bind(_ record: PendingRecord, from first: Int, in statement: Statement) throws {
+        try TableWriter.bind(record.entity.databaseValue, at: first, in: statement)
+        try TableWriter.bind(record.row.databaseValue, at: first + 1, in: statement)
+        try Self.bindRecordID(record.recordID, at: first + 2, in: statement)
+        try TableWriter.bind(record.scope?.databaseValue ?? .null, at: first + 3, in: statement)
+        try TableWriter.bind(record.serverVersion?.databaseValue ?? .null, at: first + 4, in: statement)
     }
 
     /// Binds a record id in its stored form (`SyncRecords.storedID`), a UUID's 16 bytes straight
     /// from the stack.
-    private static func bindRecordID(_ recordID: String, at index: Int, in statement: Statement) throws {
-        guard let words = SyncRecords.uuidWords(recordID) else {
-            try TableWriter.bind(recordID.databaseValue, at: index, in: statement)
+    private static func bindRecordID(_ recordID: CapturedRecordID, at index: Int, in statement: Statement) throws {
+        guard case let .uuid(high, low) = recordID else {
+            try TableWriter.bind(recordID.text.databaseValue, at: index, in: statement)
             return
         }
-        var bytes = (words.high.bigEndian, words.low.bigEndian)
+        var bytes = (high.bigEndian, low.bigEndian)
         // Safety: the pointer is used only during the call; SQLITE_TRANSIENT makes SQLite copy
         // the 16 bytes before it returns.
         let code = withUnsafeBytes(of: &bytes) { raw in
@@ -118,11 +171,16 @@ final class SyncSaveCapture {
     func inserted(_ registration: Registration, plan: SyncEntityPlan, row: Int64, values: [DatabaseValue], in db: Database) throws {
         let storage = registration.storage
         let key = ObjectIdentifier(storage)
-        var recordID: String?
-        if let column = plan.recordIDColumn {
-            recordID = SyncStoredValue(values[column]).canonicalRecordID(kind: plan.recordIDKind)
+        let id: CapturedRecordID
+        if let column = plan.recordIDColumn, let unique = SyncStoredValue(values[column]).canonicalRecordID(kind: plan.recordIDKind) {
+            id = CapturedRecordID(unique)
+        } else if let remote = apply?.recordIDs[key] {
+            id = CapturedRecordID(remote)
+        } else if let temporary = storage.temporaryID {
+            id = CapturedRecordID(temporary)
+        } else {
+            id = newRecordID()
         }
-        let id = recordID ?? apply?.recordIDs[key] ?? storage.temporaryID.map(RandomRecordID.format) ?? newRecordIDs.make()
         let scope = apply?.scopes[key] ?? plan.scope?(registration.model)
         try insertRecord(entity: plan.layout.name, row: row, recordID: id, scope: scope, serverVersion: apply?.versionsOfNew[key], in: db)
         guard logs else { return }
@@ -149,7 +207,7 @@ final class SyncSaveCapture {
         if let version = apply?.versionsOfNew[key] { try SyncRecords.setServerVersion(version, entity: plan.layout.name, row: row, in: db) }
         guard logs else { return }
         changeOfStorage[key] = changes.count
-        changes.append(Captured(kind: .update, plan: plan, recordID: record.recordID, scope: scope, baseVersion: record.serverVersion, fields: nil, values: values))
+        changes.append(Captured(kind: .update, plan: plan, recordID: CapturedRecordID(record.recordID), scope: scope, baseVersion: record.serverVersion, fields: nil, values: values))
     }
 
     /// A changed row: `columns` are the changed column indexes, `values` their new values.
@@ -173,29 +231,31 @@ final class SyncSaveCapture {
             fieldValues.append(value)
         }
         changeOfStorage[key] = changes.count
-        changes.append(Captured(kind: .update, plan: plan, recordID: record.recordID, scope: scope, baseVersion: record.serverVersion, fields: fields, values: fieldValues))
+        changes.append(Captured(kind: .update, plan: plan, recordID: CapturedRecordID(record.recordID), scope: scope, baseVersion: record.serverVersion, fields: fields, values: fieldValues))
     }
 
     /// A deleted row (called before the row goes): its record goes with it. A row that never
     /// had a record (it predates capture and was never touched since) was never synced, and its
     /// deletion is not logged.
     func deleted(plan: SyncEntityPlan, row: Int64, in db: Database) throws {
+        try flushRecords(in: db)
         guard let record = try SyncRecords.record(entity: plan.layout.name, row: row, in: db) else { return }
         try SyncRecords.delete(entity: plan.layout.name, row: row, in: db)
         try SyncRecords.removePending(involving: plan.layout.name, recordID: record.recordID, in: db)
         guard logs else { return }
-        changes.append(Captured(kind: .delete, plan: plan, recordID: record.recordID, scope: record.scope, baseVersion: record.serverVersion, fields: [], values: []))
+        changes.append(Captured(kind: .delete, plan: plan, recordID: CapturedRecordID(record.recordID), scope: record.scope, baseVersion: record.serverVersion, fields: [], values: []))
     }
 
     /// Every row of a synced entity is about to be deleted (`erase`): each record's deletion,
     /// then the records go.
     func deletedAll(plan: SyncEntityPlan, in db: Database) throws {
+        try flushRecords(in: db)
         let entity = plan.layout.name
         if logs {
             let rows = try Row.fetchAll(db, sql: "SELECT record_id, scope, server_version FROM \(quoted(SyncRecords.table)) WHERE entity = ? ORDER BY pk", arguments: [entity])
             for row in rows {
                 guard let recordID = SyncRecords.recordID(stored: row[0]) else { continue }
-                changes.append(Captured(kind: .delete, plan: plan, recordID: recordID, scope: row[1], baseVersion: row[2], fields: [], values: []))
+                changes.append(Captured(kind: .delete, plan: plan, recordID: CapturedRecordID(recordID), scope: row[1], baseVersion: row[2], fields: [], values: []))
             }
         }
         try db.execute(sql: "DELETE FROM \(quoted(SyncRecords.table)) WHERE entity = ?", arguments: [entity])
@@ -225,47 +285,76 @@ final class SyncSaveCapture {
         let record = try ensureRecord(plan, row: row, in: db)
         let scope = apply?.scopes[key] ?? plan.scope?(registration.model)
         changeOfStorage[key] = changes.count
-        changes.append(Captured(kind: .update, plan: plan, recordID: record.recordID, scope: scope, baseVersion: record.serverVersion, fields: [], values: [], links: [link]))
+        changes.append(Captured(kind: .update, plan: plan, recordID: CapturedRecordID(record.recordID), scope: scope, baseVersion: record.serverVersion, fields: [], values: [], links: [link]))
     }
 
     /// Appends the save's log entry (when it has changes to log) and runs an apply's own work;
     /// returns the entry's sequence.
     @discardableResult
     func finish(author: String?, in db: Database) throws -> Int64? {
+        try flushRecords(in: db)
         try apply?.run(in: db)
         guard logs, !changes.isEmpty else { return nil }
         let now = state.configuration.clock()
         let stamp = try SyncLog.takeStamp(now: now, in: db)
-        let encoder = SyncLogCoding.Encoder()
-        var namesOfPlan: [ObjectIdentifier: (entity: Int, fields: [Int])] = [:]
+        // The header first (every name the changes use, each entity's field list), so that the
+        // changes are encoded after it into one buffer, sized for the usual values.
+        var capacity = 64
+        var plans: [SyncEntityPlan] = []
+        var seenPlans: Set<ObjectIdentifier> = []
         var lastPlan: SyncEntityPlan?
-        var names: (entity: Int, fields: [Int]) = (0, [])
-        for change in changes {
-            let plan = change.plan
+        var linkNames: Set<String> = []
+        // The loops read the changes in place (`changes[index].…`): a `for change in changes`
+        // copied each change, retaining its arrays and strings, per row.
+        for index in changes.indices {
+            let plan = changes[index].plan
+            capacity += 32 + 12 * (changes[index].fields?.count ?? plan.fieldColumns.count)
+            if !changes[index].links.isEmpty {
+                for link in changes[index].links { linkNames.insert(link.relationship) }
+            }
             if plan !== lastPlan {
                 lastPlan = plan
-                if let known = namesOfPlan[ObjectIdentifier(plan)] {
-                    names = known
-                } else {
-                    names = (encoder.intern(plan.layout.name), plan.fieldNames.map(encoder.intern))
-                    namesOfPlan[ObjectIdentifier(plan)] = names
-                }
+                if seenPlans.insert(ObjectIdentifier(plan)).inserted { plans.append(plan) }
             }
-            let count = change.fields?.count ?? plan.fieldColumns.count
-            encoder.change(change.kind, entity: names.entity, recordID: change.recordID, scope: change.scope, baseVersion: change.baseVersion, fieldCount: count)
+        }
+        let encoder = SyncLogCoding.Encoder(capacity: capacity)
+        var names: [ObjectIdentifier: (entity: Int, fields: [Int])] = [:]
+        for plan in plans {
+            names[ObjectIdentifier(plan)] = encoder.fieldList(entity: plan.layout.name, names: plan.fieldNames, kindCodes: plan.fieldKindCodes)
+        }
+        for name in linkNames.sorted() { _ = encoder.intern(name) }
+        encoder.begin(changeCount: changes.count)
+        lastPlan = nil
+        var interned: (entity: Int, fields: [Int]) = (0, [])
+        for position in changes.indices {
+            let plan = changes[position].plan
+            if plan !== lastPlan {
+                lastPlan = plan
+                interned = names[ObjectIdentifier(plan)] ?? (0, [])
+            }
+            let allFields = changes[position].fields == nil
+            let count = changes[position].fields?.count ?? plan.fieldColumns.count
+            encoder.change(changes[position].kind, entity: interned.entity, recordID: changes[position].recordID, scope: changes[position].scope,
+                           baseVersion: changes[position].baseVersion, allFields: allFields, fieldCount: count)
             for index in 0..<count {
-                let field = change.fields?[index] ?? index
-                var value = change.value(at: index)
+                let field = allFields ? index : changes[position].fields?[index] ?? index
+                var value = changes[position].value(at: index)
                 // References travel as the target's record id.
                 if plan.hasReferences, let target = plan.fieldTargets[field], case let .int64(key) = value.storage,
                    let targetPlan = state.plan(target) {
                     value = try ensureRecord(targetPlan, row: key, in: db).recordID.databaseValue
                 }
-                encoder.field(name: names.fields[field], kindCode: plan.fieldKindCodes[field], value: value)
+                if allFields {
+                    encoder.value(value)
+                } else {
+                    encoder.field(name: interned.fields[field], kindCode: plan.fieldKindCodes[field], value: value)
+                }
             }
-            encoder.links(change.links)
+            encoder.links(changes[position].links)
         }
-        return try SyncLog.append(encoder.finish(), stamp: stamp, author: author, timestamp: now, in: db)
+        return try encoder.withEncoded { blob in
+            try SyncLog.append(blob, stamp: stamp, author: author, timestamp: now, in: db)
+        }
     }
 }
 

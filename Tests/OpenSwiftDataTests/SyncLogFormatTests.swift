@@ -1,0 +1,115 @@
+import Foundation
+import GRDB
+@_spi(Sync) @testable import OpenSwiftData
+import Testing
+
+/// The sync log blob written in format version 1 (stores written before issue 18's compact
+/// form): names table, change count, then per change kind, entity, record id as text, scope,
+/// base version, every field with its name and kind code, links.
+private func versionOneBlob(_ changes: [SyncChange]) -> Data {
+    var names: [String] = []
+    func index(_ name: String) -> UInt64 {
+        if let found = names.firstIndex(of: name) { return UInt64(found) }
+        names.append(name)
+        return UInt64(names.count - 1)
+    }
+    let body = HistoryCoding.ByteWriter(capacity: 256)
+    for change in changes {
+        body.byte(change.kind.rawValue)
+        body.unsigned(index(change.entity))
+        body.string(change.recordID)
+        if let scope = change.scope { body.byte(1); body.string(scope) } else { body.byte(0) }
+        if let base = change.baseVersion { body.byte(1); body.signed(base) } else { body.byte(0) }
+        body.unsigned(UInt64(change.fields.count))
+        for field in change.fields {
+            body.unsigned(index(field.name))
+            body.byte(UInt8(SyncFieldKind.allCases.firstIndex(of: field.value.kind) ?? 0))
+            body.value(field.value.stored.databaseValue)
+        }
+        body.unsigned(UInt64(change.links.count))
+        for link in change.links {
+            body.unsigned(index(link.relationship))
+            body.unsigned(UInt64(link.added.count))
+            for id in link.added { body.string(id) }
+            body.unsigned(UInt64(link.removed.count))
+            for id in link.removed { body.string(id) }
+        }
+    }
+    let blob = HistoryCoding.ByteWriter(capacity: body.count + 256)
+    blob.byte(1)
+    blob.unsigned(UInt64(names.count))
+    for name in names { blob.string(name) }
+    blob.unsigned(UInt64(changes.count))
+    blob.append(body)
+    return blob.data
+}
+
+@Suite("Sync log format")
+struct SyncLogFormatTests {
+    @Test("an entry an earlier version wrote (format 1: record ids as text, every field named) reads back unchanged next to the entries saved since")
+    func versionOneEntriesStillRead() throws {
+        let url = syncStoreURL()
+        let container = try ModelContainer(for: Schema(syncTestTypes), configurations: ModelConfiguration(url: url))
+        try container.enableSyncCapture(SyncCaptureConfiguration(SyncProject.self, SyncTask.self, SyncUser.self, SyncLabel.self))
+        let old = [
+            SyncChange(kind: .insert, entity: "SyncUser", recordID: "u1", scope: nil, baseVersion: nil, fields: [
+                SyncField(name: "handle", value: SyncFieldValue(kind: .string, stored: .text("u1"))),
+                SyncField(name: "name", value: SyncFieldValue(kind: .string, stored: .text("Ada"))),
+            ]),
+            SyncChange(kind: .update, entity: "SyncLabel", recordID: "0190A1B2-C3D4-7E5F-8A6B-7C8D9E0F1A2B", scope: "team", baseVersion: 7, fields: [
+                SyncField(name: "name", value: SyncFieldValue(kind: .string, stored: .text("urgent"))),
+            ], links: [SyncLinkChange(relationship: "tasks", added: ["0190A1B2-C3D4-7E5F-8A6B-7C8D9E0F1A2C"], removed: [])]),
+            SyncChange(kind: .delete, entity: "SyncUser", recordID: "u2", scope: nil, baseVersion: 3),
+        ]
+        try container.store.write { db in
+            try db.execute(
+                sql: "INSERT INTO osd_sync_log (stamp, author, timestamp, changes) VALUES (?, ?, ?, ?)",
+                arguments: [1, "app", 0.0, versionOneBlob(old)]
+            )
+        }
+        let context = ModelContext(container)
+        context.insert(SyncUser(handle: "u3", name: "Grace"))
+        try context.save()
+
+        let reopened = try ModelContainer(for: Schema(syncTestTypes), configurations: ModelConfiguration(url: url))
+        let entries = try reopened.syncLogEntries()
+        #expect(entries.count == 2)
+        #expect(entries.first?.changes == old)
+        #expect(entries.last?.changes.map(\.recordID) == ["u3"])
+        #expect(entries.last?.changes.first?.fields.map(\.name) == ["handle", "name"])
+    }
+
+    @Test("the compact format round-trips inserts (every field, by the entity's field list), listed updates, text and UUID record ids, scopes, base versions and links")
+    func compactRoundTrip() throws {
+        let encoder = SyncLogCoding.Encoder(capacity: 16)
+        let user = encoder.fieldList(entity: "SyncUser", names: ["handle", "name"], kindCodes: [SyncLogCoding.Encoder.code(of: .string), SyncLogCoding.Encoder.code(of: .string)])
+        let label = encoder.intern("SyncLabel")
+        let count = encoder.intern("count")
+        _ = encoder.intern("tasks")
+        encoder.begin(changeCount: 3)
+        encoder.change(.insert, entity: user.entity, recordID: CapturedRecordID("u1"), scope: "team", baseVersion: nil, allFields: true, fieldCount: 2)
+        encoder.value("u1".databaseValue)
+        encoder.value(DatabaseValue.null)
+        encoder.links([])
+        let uuid = "0190A1B2-C3D4-7E5F-8A6B-7C8D9E0F1A2B"
+        encoder.change(.update, entity: label, recordID: CapturedRecordID(uuid), scope: nil, baseVersion: -4, allFields: false, fieldCount: 1)
+        encoder.field(name: count, kindCode: SyncLogCoding.Encoder.code(of: .int), value: 12.databaseValue)
+        encoder.links([SyncLinkChange(relationship: "tasks", added: ["a"], removed: ["b", "c"])])
+        encoder.change(.delete, entity: label, recordID: CapturedRecordID("e621e1f8-c36c-495a-93fc-0c247a3e6e5f"), scope: nil, baseVersion: 9, allFields: false, fieldCount: 0)
+        encoder.links([])
+        let blob = encoder.finish()
+        #expect(blob.first == 2)
+        #expect(SyncLogCoding.decode(blob) == [
+            SyncChange(kind: .insert, entity: "SyncUser", recordID: "u1", scope: "team", baseVersion: nil, fields: [
+                SyncField(name: "handle", value: SyncFieldValue(kind: .string, stored: .text("u1"))),
+                SyncField(name: "name", value: SyncFieldValue(kind: .string, stored: .null)),
+            ]),
+            SyncChange(kind: .update, entity: "SyncLabel", recordID: uuid, scope: nil, baseVersion: -4, fields: [
+                SyncField(name: "count", value: SyncFieldValue(kind: .int, stored: .integer(12))),
+            ], links: [SyncLinkChange(relationship: "tasks", added: ["a"], removed: ["b", "c"])]),
+            SyncChange(kind: .delete, entity: "SyncLabel", recordID: "e621e1f8-c36c-495a-93fc-0c247a3e6e5f", scope: nil, baseVersion: 9),
+        ])
+        // A truncated blob is refused, not misread.
+        #expect(SyncLogCoding.decode(blob.dropLast(3)) == nil)
+    }
+}
