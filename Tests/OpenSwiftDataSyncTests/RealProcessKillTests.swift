@@ -83,7 +83,8 @@ struct RealProcessKillTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = directory.appendingPathComponent("server.sqlite").path
         let token = try token(user: "alice")
-        let saves = 200
+        let savesPerRound = 150
+        var saves = 0
         var outputs = 0
         func launch(_ store: String, _ command: [String], port: Int) throws -> (Process, String) {
             outputs += 1
@@ -97,42 +98,45 @@ struct RealProcessKillTests {
             try process.run()
             return (process, output)
         }
-        // Each client saves offline first (nothing listens on port 1): all committed locally.
-        for store in ["a.sqlite", "b.sqlite"] {
-            let (process, _) = try launch(store, ["add-many", "\(saves)"], port: 1)
-            process.waitUntilExit()
-        }
         let notes = "SELECT COUNT(*) FROM osd_records WHERE entity = 'Note' AND deleted = 0"
         var clientKills = 0
         var serverKills = 0
-        for round in 0..<4 {
+        // Rounds go on until clients were killed mid-push twice and the server mid-commit
+        // twice (a loaded machine can miss a round's window: the pushes all land between two
+        // looks at the server's file), at most 12. Each round first saves more notes offline in
+        // both clients (nothing listens on port 1: all committed locally), so that every round
+        // has pushes to interrupt.
+        for round in 0..<12 where clientKills < 2 || serverKills < 2 {
+            for store in ["a.sqlite", "b.sqlite"] {
+                let (process, _) = try launch(store, ["add-many", "\(savesPerRound)"], port: 1)
+                process.waitUntilExit()
+            }
+            saves += savesPerRound
+            let killServer = serverKills < 2 && (clientKills >= 2 || round % 2 == 0)
             let server = try await startServer(database: database, log: directory.appendingPathComponent("server\(round).txt").path)
             let a = try launch("a.sqlite", ["sync"], port: server.port).0
             let b = try launch("b.sqlite", ["sync"], port: server.port).0
             let before = count(database, notes)
-            // Rounds 0 and 2 kill the server while both clients push into it (most saves are
-            // still to come in round 0); rounds 1 and 3 kill a client once the server has more
-            // of the saves.
             var killed = false
             for _ in 0..<20_000 where a.isRunning || b.isRunning {
                 let now = count(database, notes)
                 if now > before, now < 2 * saves {
-                    if round % 2 == 1 {
-                        let victim = round == 1 ? a : b
+                    if killServer {
+                        kill(server.process.processIdentifier, SIGKILL)
+                        serverKills += 1
+                    } else {
+                        let victim = round % 4 < 2 ? a : b
                         if victim.isRunning {
                             kill(victim.processIdentifier, SIGKILL)
                             clientKills += 1
                         }
-                    } else {
-                        kill(server.process.processIdentifier, SIGKILL)
-                        serverKills += 1
                     }
                     killed = true
                     break
                 }
                 try await Task.sleep(for: .milliseconds(1))
             }
-            if !killed || round % 2 == 1 {
+            if !killed || !killServer {
                 // The clients left running finish (or give up on a dead server) by themselves.
                 a.waitUntilExit()
                 b.waitUntilExit()
