@@ -266,3 +266,61 @@ struct InheritanceLinkMigrationTests {
         #expect(violations.isEmpty)
     }
 }
+
+/// The keeper's relationship renamed without `originalName`: its links would live in a new
+/// join table, whose `target` side (a hierarchy) has no foreign key to tell.
+enum ShelterV3: VersionedSchema {
+    static var versionIdentifier: Schema.Version { Schema.Version(3, 0, 0) }
+    static var models: [any PersistentModel.Type] { [Keeper.self, Pet.self, Cat.self] }
+
+    @Model final class Keeper {
+        var name: String
+        var animals: [Pet] = []
+        init(name: String) { self.name = name }
+    }
+
+    @Model class Pet {
+        var name: String
+        init(name: String) { self.name = name }
+    }
+
+    @Model final class Cat: Pet {
+        var lives: Int = 9
+        init(name: String, lives: Int) {
+            self.lives = lives
+            super.init(name: name)
+        }
+    }
+}
+
+enum ShelterRenamePlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [ShelterV2.self, ShelterV3.self] }
+    static var stages: [MigrationStage] { [.lightweight(fromVersion: ShelterV2.self, toVersion: ShelterV3.self)] }
+}
+
+@Suite("Model inheritance: a renamed relationship to a hierarchy")
+struct InheritanceLinkRenameTests {
+    @Test("renaming a relationship whose join table holds subclass keys is refused, not a silent loss of its links; the store is unchanged")
+    func renameRefused() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let url = directory.file("shelter.store")
+        do {
+            let container = try ModelContainer(for: Schema(versionedSchema: ShelterV2.self), configurations: ModelConfiguration(url: url))
+            let context = ModelContext(container)
+            let keeper = ShelterV2.Keeper(name: "Ann")
+            context.insert(keeper)
+            keeper.pets = [ShelterV2.Pet(name: "Rex"), ShelterV2.Cat(name: "Tom", lives: 7)]
+            try context.save()
+        }
+        #expect {
+            _ = try ModelContainer(for: Schema(versionedSchema: ShelterV3.self), migrationPlan: ShelterRenamePlan.self, configurations: ModelConfiguration(url: url))
+        } throws: { error in
+            guard let error = error as? SwiftDataError else { return false }
+            return error.description.contains("Keeper_pets") && error.description.contains("Keeper_animals")
+        }
+        let container = try ModelContainer(for: Schema(versionedSchema: ShelterV2.self), configurations: ModelConfiguration(url: url))
+        let keeper = try #require(try ModelContext(container).fetch(FetchDescriptor<ShelterV2.Keeper>()).first)
+        #expect(Set(keeper.pets.map(\.name)) == ["Rex", "Tom"])
+    }
+}

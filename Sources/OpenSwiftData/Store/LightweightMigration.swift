@@ -73,13 +73,23 @@ struct LightweightMigration {
 
         // Tables of entities and relationships that are gone. A relationship table whose two
         // entities are still related through a table of another name is a renamed relationship:
-        // dropping it would lose the links, so that is refused.
+        // dropping it would lose the links, so that is refused. A side that holds keys of a
+        // class hierarchy has no foreign key (it names no one table): such a table is taken for
+        // renamed when a relationship table the store does not have yet relates the entities
+        // its other side names.
+        let newJoinTables = layout.joinTables.filter { !existingTables.contains($0.name) }
         for table in existingTables.sorted() where !wanted.contains(table) && renamed[table] == nil {
             // Targets under their new names: an entity renamed renames its join tables too.
-            let targets = Set(try String.fetchAll(db, sql: "SELECT \"table\" FROM pragma_foreign_key_list(?)", arguments: [table]).map { renamed[$0] ?? $0 })
+            let references = try Row.fetchAll(db, sql: "SELECT \"table\", \"from\" FROM pragma_foreign_key_list(?)", arguments: [table])
+            let targets = Set(references.map { row -> String in
+                let target: String = row["table"]
+                return renamed[target] ?? target
+            })
+            let checkedSides = Set(references.map { row -> String in row["from"] })
             let isJoinTable = Set(try String.fetchAll(db, sql: "SELECT name FROM pragma_table_info(?)", arguments: [table])) == [JoinTableDescription.sourceColumn, JoinTableDescription.targetColumn]
-            if isJoinTable, !targets.isEmpty,
-               let successor = layout.joinTables.first(where: { Set([$0.sourceTable, $0.targetTable]) == targets }),
+            let successor = !targets.isEmpty ? layout.joinTables.first(where: { Set([$0.sourceTable, $0.targetTable]) == targets }) : nil
+            let hierarchySuccessor = checkedSides.count < 2 ? newJoinTables.first(where: { targets.isSubset(of: [$0.sourceTable, $0.targetTable]) }) : nil
+            if isJoinTable, let successor = successor ?? hierarchySuccessor,
                try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(quoted(table)))") == true {
                 throw SwiftDataError(.incompatibleSchema, "the relationship stored in \(table) now lives in \(successor.name) (a relationship or its entity renamed, or its inverse changed); a lightweight migration would lose its links, so the store was not changed", entity: successor.sourceTable)
             }
