@@ -100,3 +100,27 @@ struct InheritanceWindowTests {
         #expect(pets.map { $0.stickers.map(\.label) } == [["gold"], ["gold"]])
     }
 }
+
+@Suite("Model inheritance: sorting through a to-one into a hierarchy")
+struct InheritanceToOneSortTests {
+    @Test("sorting by a property of a to-one whose destination has subclasses orders subclass rows by their own values")
+    func sortThroughToOne() throws {
+        let container = try ModelContainer(for: Garage.self, ParkedCar.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        for (name, plate, isCar) in [("West", "D-4", true), ("North", "B-2", false), ("East", "A-1", true), ("South", "C-3", false)] {
+            let garage = Garage(name: name)
+            context.insert(garage)
+            let parked = isCar ? ParkedCar(plate: plate, seats: 4) : Parked(plate: plate)
+            garage.parked.append(parked)
+            garage.favorite = parked
+        }
+        try context.save()
+        let fresh = ModelContext(container)
+        let byPlate = try fresh.fetch(FetchDescriptor<Garage>(sortBy: [SortDescriptor(\.favorite?.plate)]))
+        #expect(byPlate.map(\.name) == ["East", "North", "South", "West"])
+        var window = FetchDescriptor<Garage>(sortBy: [SortDescriptor(\.favorite?.plate, order: .reverse)])
+        window.fetchOffset = 1
+        window.fetchLimit = 2
+        #expect(try fresh.fetch(window).map(\.name) == ["South", "North"])
+    }
+}

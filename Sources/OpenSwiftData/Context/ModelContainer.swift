@@ -182,6 +182,11 @@ public final class ModelContainer: Equatable, @unchecked Sendable {
         subclassLayouts[layout.name] ?? []
     }
 
+    /// The subclass layouts of the entity named `entity` (empty for a class without subclasses).
+    func descendants(ofEntity entity: String) -> [EntityLayout] {
+        subclassLayouts[entity] ?? []
+    }
+
     /// The entities whose rows share `layout`'s primary-key space: its class hierarchy's, root
     /// first (just its own for a class outside any hierarchy).
     func keyFamily(of layout: EntityLayout) -> [String] {

@@ -41,9 +41,15 @@ extension ModelContext {
     }
 
     func plan<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, layout: EntityLayout) -> FetchPlan {
-        FetchPlan(
+        var order = layout.orderTerms(for: descriptor.sortBy)
+        // A sort through a to-one whose destination class has subclasses: the join would read
+        // one table of the hierarchy (a subclass's row has its own), so memory sorts it.
+        if let terms = order, terms.contains(where: { term in term.hops.contains { !container.descendants(ofEntity: $0.table).isEmpty } }) {
+            order = nil
+        }
+        return FetchPlan(
             filter: descriptor.predicate.map { PredicateTranslator.translate($0, layout: layout) },
-            order: layout.orderTerms(for: descriptor.sortBy),
+            order: order,
             pending: descriptor.includePendingChanges && hasPendingChanges(entity: layout.name)
         )
     }
