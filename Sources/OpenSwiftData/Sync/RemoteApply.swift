@@ -204,8 +204,14 @@ struct RemoteApply {
         var wanted: [String: Set<String>] = [:]
         for item in prepared {
             wanted[item.change.entity, default: []].insert(item.change.recordID)
-            for reference in item.references { if let id = reference.recordID { wanted[reference.target, default: []].insert(id) } }
-            for link in item.links { wanted[link.target, default: []].formUnion(link.added + link.removed) }
+            // A reference or link to a class with subclasses may name a subclass's record.
+            for reference in item.references {
+                guard let id = reference.recordID else { continue }
+                for entity in state.memberEntities(of: reference.target) { wanted[entity, default: []].insert(id) }
+            }
+            for link in item.links {
+                for entity in state.memberEntities(of: link.target) { wanted[entity, default: []].formUnion(link.added + link.removed) }
+            }
         }
         var found: [String: [String: Int64]] = [:]
         try context.container.store.read { db in
@@ -232,6 +238,15 @@ struct RemoteApply {
               let loaded = try context.load(layout: layout, primaryKey: row) else { return nil }
         models[key.entity, default: [:]][key.recordID] = loaded
         return loaded
+    }
+
+    /// The model of a record that a reference or link to `entity` names: the entity's own, or,
+    /// when it has synced subclasses, the first of theirs holding the record.
+    private mutating func member(_ entity: String, recordID: String) throws -> (any PersistentModel)? {
+        for member in state.memberEntities(of: entity) {
+            if let model = try model(RecordKey(entity: member, recordID: recordID)) { return model }
+        }
+        return nil
     }
 
     /// A new model for a record: every property at its declared default (nil, empty), inserted
@@ -272,7 +287,7 @@ struct RemoteApply {
             work.pendingCleared.append((change.entity, change.recordID, reference.property.name))
             var target: (any PersistentModel)?
             if let id = reference.recordID {
-                target = try self.model(RecordKey(entity: reference.target, recordID: id))
+                target = try member(reference.target, recordID: id)
                 if target == nil {
                     work.pendingAdded.append(SyncRecords.PendingReference(entity: change.entity, recordID: change.recordID, property: reference.property.name, targetEntity: reference.target, targetRecordID: id))
                 }
@@ -285,7 +300,7 @@ struct RemoteApply {
             var adding: [any PersistentModel] = []
             var removing: [any PersistentModel] = []
             for id in link.added {
-                if let target = try self.model(RecordKey(entity: link.target, recordID: id)) {
+                if let target = try member(link.target, recordID: id) {
                     adding.append(target)
                 } else {
                     work.pendingAdded.append(SyncRecords.PendingReference(entity: change.entity, recordID: change.recordID, property: link.property.name, targetEntity: link.target, targetRecordID: id))
@@ -293,7 +308,7 @@ struct RemoteApply {
             }
             for id in link.removed {
                 work.pendingResolved.append(SyncRecords.PendingReference(entity: change.entity, recordID: change.recordID, property: link.property.name, targetEntity: link.target, targetRecordID: id))
-                if let target = try self.model(RecordKey(entity: link.target, recordID: id)) { removing.append(target) }
+                if let target = try member(link.target, recordID: id) { removing.append(target) }
             }
             guard ModelPropertyWriter.editLinks(model, link.property.keyPath, adding: adding, removing: removing) else {
                 throw SyncCaptureError.undecodableValue(entity: change.entity, property: link.property.name, reason: "the links cannot be edited")
@@ -311,7 +326,10 @@ struct RemoteApply {
         var pending: [SyncRecords.PendingReference] = []
         var sources: [String: Set<String>] = [:]
         try context.container.store.read { db in
-            for (entity, ids) in created { pending += try SyncRecords.pending(to: entity, recordIDs: ids, in: db) }
+            for (entity, ids) in created {
+                // A reference to a superclass waits under the superclass's name.
+                for target in [entity] + (state.ancestors[entity] ?? []) { pending += try SyncRecords.pending(to: target, recordIDs: ids, in: db) }
+            }
             for reference in pending { sources[reference.entity, default: []].insert(reference.recordID) }
             for (entity, ids) in sources {
                 let known = try SyncRecords.rows(entity: entity, recordIDs: Array(ids), in: db)
@@ -323,7 +341,7 @@ struct RemoteApply {
             if work.pendingCleared.contains(where: { $0.entity == reference.entity && $0.recordID == reference.recordID && $0.property == reference.property }) { continue }
             work.pendingResolved.append(reference)
             guard let source = try model(RecordKey(entity: reference.entity, recordID: reference.recordID)),
-                  let target = try model(RecordKey(entity: reference.targetEntity, recordID: reference.targetRecordID)),
+                  let target = try member(reference.targetEntity, recordID: reference.targetRecordID),
                   let property = properties(ofEntity: reference.entity)?[reference.property] else { continue }
             let linked = property.relationship?.isToMany == true
                 ? ModelPropertyWriter.editLinks(source, property.keyPath, adding: [target], removing: [])

@@ -5,6 +5,12 @@ import Foundation
 final class SyncCaptureState: Sendable {
     let configuration: SyncCaptureConfiguration
     let plans: [String: SyncEntityPlan]
+    /// For each synced entity with synced subclasses: itself, then those subclasses (a table per
+    /// concrete class, one key space per hierarchy, so a key or record of the entity may be a
+    /// subclass's). Absent for an entity without synced subclasses.
+    let members: [String: [String]]
+    /// For each synced subclass: its synced ancestors, nearest first.
+    let ancestors: [String: [String]]
 
     /// Validates the configuration against the container's entities. With `lenient`, entities
     /// the schema no longer has or whose identity no longer fits are left out instead of refused
@@ -25,7 +31,25 @@ final class SyncCaptureState: Sendable {
             }
         }
         self.plans = plans
+        var members: [String: [String]] = [:]
+        var ancestors: [String: [String]] = [:]
+        for (name, plan) in plans {
+            let below = container.descendants(of: plan.layout).map(\.name).filter { plans[$0] != nil }
+            if !below.isEmpty { members[name] = [name] + below }
+            var above: [String] = []
+            var layout = plan.layout.superLayout
+            while let current = layout {
+                if plans[current.name] != nil { above.append(current.name) }
+                layout = current.superLayout
+            }
+            if !above.isEmpty { ancestors[name] = above }
+        }
+        self.members = members
+        self.ancestors = ancestors
     }
+
+    /// The entities a record of `entity` may be in: itself, then its synced subclasses.
+    func memberEntities(of entity: String) -> [String] { members[entity] ?? [entity] }
 
     var engineAuthor: String { configuration.engineAuthor }
 

@@ -80,6 +80,21 @@ final class SyncSaveCapture {
         return SyncRecords.Record(recordID: id.text, scope: nil, serverVersion: nil)
     }
 
+    /// The record of a row that a reference or link to `plan`'s entity names: when the entity has
+    /// synced subclasses, the row may be in one of their tables (the hierarchy shares one key
+    /// space), and its record is the one of the class whose table holds it.
+    func memberRecord(_ plan: SyncEntityPlan, row: Int64, in db: Database) throws -> SyncRecords.Record {
+        guard let members = state.members[plan.layout.name] else { return try ensureRecord(plan, row: row, in: db) }
+        try flushRecords(in: db)
+        for entity in members {
+            guard let member = state.plan(entity) else { continue }
+            if let known = try SyncRecords.record(entity: entity, row: row, in: db) { return known }
+            let exists = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(quoted(entity)) WHERE \(quoted(TableDescription.primaryKey)) = ?)", arguments: [row]) ?? false
+            if exists { return try ensureRecord(member, row: row, in: db) }
+        }
+        return try ensureRecord(plan, row: row, in: db)
+    }
+
     private func newRecordID() -> CapturedRecordID {
         let words = newRecordIDs.makeWords()
         return .uuid(high: words.high, low: words.low)
@@ -274,8 +289,8 @@ final class SyncSaveCapture {
         guard !added.isEmpty || !removed.isEmpty else { return }
         let link = SyncLinkChange(
             relationship: relationship.name,
-            added: try added.map { try ensureRecord(target, row: $0, in: db).recordID },
-            removed: try removed.map { try ensureRecord(target, row: $0, in: db).recordID }
+            added: try added.map { try memberRecord(target, row: $0, in: db).recordID },
+            removed: try removed.map { try memberRecord(target, row: $0, in: db).recordID }
         )
         let key = ObjectIdentifier(registration.storage)
         if let index = changeOfStorage[key] {
@@ -342,7 +357,7 @@ final class SyncSaveCapture {
                 // References travel as the target's record id.
                 if plan.hasReferences, let target = plan.fieldTargets[field], case let .int64(key) = value.storage,
                    let targetPlan = state.plan(target) {
-                    value = try ensureRecord(targetPlan, row: key, in: db).recordID.databaseValue
+                    value = try memberRecord(targetPlan, row: key, in: db).recordID.databaseValue
                 }
                 if allFields {
                     encoder.value(value)
