@@ -327,7 +327,7 @@ public final class PostgresSyncStorage: SharedSyncStorage {
 
     // MARK: Pull
 
-    public func pull(clientID: ClientID, user: String, plan: @Sendable (PullContext) throws -> PullRead) async throws -> PullPage {
+    public func pull(clientID: ClientID, user: String, probe: ServerVersion?, plan: @Sendable (PullContext) throws -> PullRead) async throws -> PullPage {
         try await readTransaction { connection in
             let head = try await HeadRow.read(connection, logger)
             var grants: [ScopeID: ScopeRole] = [ScopeID.user(user): .owner]
@@ -343,15 +343,32 @@ public final class PostgresSyncStorage: SharedSyncStorage {
                 owner = user
                 last = lastMutationID
             }
-            let context = PullContext(head: head.seq, horizon: head.horizon, grants: grants, clientOwner: owner, lastMutationID: last, clock: head.clock)
+            let marks = try await self.marks(at: [probe ?? head.seq, head.seq], connection)
+            let context = PullContext(head: head.seq, horizon: head.horizon, grants: grants, clientOwner: owner, lastMutationID: last, clock: head.clock, marks: marks)
             let read = try plan(context)
+            var page: PullPage
             switch read {
             case .snapshot(let scopes, let after, let limit, let count):
-                return try await snapshotPage(context, read, scopes: scopes, after: after, limit: limit, count: count, connection)
+                page = try await snapshotPage(context, read, scopes: scopes, after: after, limit: limit, count: count, connection)
             case .log(let after, let scopes, let tailScopes, let tailFrom, let limit):
-                return try await logPage(context, read, after: after, scopes: scopes, tailScopes: tailScopes, tailFrom: tailFrom, limit: limit, connection)
+                page = try await logPage(context, read, after: after, scopes: scopes, tailScopes: tailScopes, tailFrom: tailFrom, limit: limit, connection)
+            }
+            if page.context.marks[page.end] == nil {
+                page.context.marks.merge(try await self.marks(at: [page.end], connection)) { old, _ in old }
+            }
+            return page
+        }
+    }
+
+    /// The log marks (`created_at`) of the changes at `seqs`.
+    private func marks(at seqs: Set<ServerVersion>, _ connection: PostgresConnection) async throws -> [ServerVersion: Int64] {
+        var marks: [ServerVersion: Int64] = [:]
+        for seq in seqs {
+            for try await mark in try await connection.query("SELECT created_at FROM osd_changes WHERE seq = \(seq)", logger: logger).decode(Int64.self) {
+                marks[seq] = mark
             }
         }
+        return marks
     }
 
     private func snapshotPage(_ context: PullContext, _ read: PullRead, scopes: [ScopeID], after: SnapshotKey?, limit: Int, count: Bool, _ connection: PostgresConnection) async throws -> PullPage {

@@ -157,16 +157,25 @@ extension SyncEngine {
                 }
             }
         }
-        if !revoked.isEmpty || resetting {
+        // Scopes revoked whose records are still to be removed: a record a pending mutation
+        // masks stays until that mutation is answered (rejected, the rollback removes it;
+        // applied, the scope was granted again). The set is kept across pages; a scope leaves
+        // it when a change of it arrives (granted again: the server sends nothing else of it;
+        // this client's own writes into it come back in the log too).
+        let storedRevoked = try storeRead { db in try SyncEngineStore.value("revokedScopes", in: db) }
+        var revokedScopes = Set((storedRevoked ?? "").split(separator: "\n").map(String.init))
+        revokedScopes.formUnion(revoked.map(\.rawValue))
+        revokedScopes.subtract(staged.map(\.scope.rawValue))
+        let keptRevoked = revokedScopes.isEmpty ? nil : revokedScopes.sorted().joined(separator: "\n")
+        if !revokedScopes.isEmpty || resetting {
             let local = try storeRead { db in try ModelContainer.syncRecordEntries(in: db) }
-            let revokedScopes = Set(revoked.map(\.rawValue))
             var removing: [SyncRebase.RecordRef] = []
             var snapshot: Set<SyncRebase.RecordRef> = []
             if resetting { snapshot = Set(staged.map { SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID) }) }
             for entry in local {
                 let ref = SyncRebase.RecordRef(entity: entry.entity, recordID: entry.recordID)
                 if let scope = entry.scope, revokedScopes.contains(scope) {
-                    removing.append(ref)
+                    if rebase.after[ref] == nil { removing.append(ref) }
                 } else if resetting, !snapshot.contains(ref), rebase.after[ref] == nil {
                     removing.append(ref)
                 }
@@ -187,6 +196,7 @@ extension SyncEngine {
                     throw LocalSaveRaced()
                 }
                 try SyncEngineStore.set("cursor", cursor, in: db)
+                if keptRevoked != storedRevoked { try SyncEngineStore.set("revokedScopes", keptRevoked, in: db) }
                 if let settleThrough { try SyncEngineStore.settle(through: settleThrough, retention: retention, in: db) }
                 try SyncEngineStore.replaceShadows(newShadows, in: db)
             })

@@ -72,4 +72,14 @@ enum SyncValueMapping {
         case .reference: .reference
         }
     }
+
+    /// The wire form of a relationship's delete rule.
+    static func deleteRule(_ rule: Schema.Relationship.DeleteRule) -> SyncDeleteRule {
+        switch rule {
+        case .nullify: .nullify
+        case .cascade: .cascade
+        case .deny: .deny
+        case .noAction: .noAction
+        }
+    }
 }

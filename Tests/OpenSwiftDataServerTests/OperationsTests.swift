@@ -106,8 +106,8 @@ private final class GatedStorage: SyncStorage {
         await gate.pass()
         return try await base.push(load, decide: decide)
     }
-    func pull(clientID: ClientID, user: String, plan: @Sendable (PullContext) throws -> PullRead) async throws -> PullPage {
-        try await base.pull(clientID: clientID, user: user, plan: plan)
+    func pull(clientID: ClientID, user: String, probe: ServerVersion?, plan: @Sendable (PullContext) throws -> PullRead) async throws -> PullPage {
+        try await base.pull(clientID: clientID, user: user, probe: probe, plan: plan)
     }
     func scopes(of user: String) async throws -> [ScopeAccess] { try await base.scopes(of: user) }
     func scope(_ scope: ScopeID) async throws -> ScopeRecord? { try await base.scope(scope) }

@@ -125,6 +125,53 @@ struct FailureTests {
         #expect(events.all.contains(.revoked(["team:t1"])))
     }
 
+    @Test("a revoke while saves in the scope are pending: those records stay until the server answers; re-granted, the saves apply; still revoked, they are rejected and leave")
+    func revokeWithPendingSaves() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let bob = try Device.open(server, user: "bob", directory: directory, name: "bob")
+        let shared = Note(title: "team plan")
+        shared.space = "team:t1"
+        bob.context.insert(shared)
+        try bob.context.save()
+        try await bob.engine.syncNow()
+        _ = try await server.service.grant(user: "bob", scope: "team:t1", request: GrantRequest(user: "alice"))
+        let a = try Device.open(server, directory: directory, name: "a")
+        let transport = try #require(a.inMemory)
+        try await a.engine.syncNow()
+
+        // Re-granted before the pending save is pushed: it applies, nothing wedges.
+        let plan = try #require(try a.context.fetch(FetchDescriptor<Note>()).first)
+        plan.body = "alice's edit"
+        let added = Note(title: "alice's idea")
+        added.space = "team:t1"
+        a.context.insert(added)
+        try a.context.save()
+        transport.blockPushes = true
+        _ = try await server.service.revoke(user: "bob", scope: "team:t1", member: "alice")
+        _ = try? await a.engine.syncNow()
+        _ = try await server.service.grant(user: "bob", scope: "team:t1", request: GrantRequest(user: "alice"))
+        transport.blockPushes = false
+        try await a.engine.syncNow()
+        try await a.engine.syncNow()
+        #expect(try await a.engine.pendingChangeCount() == 0)
+        try await bob.engine.syncNow()
+        #expect(try bob.noteState() == ["alice's idea||false|-|", "team plan|alice's edit|false|-|"])
+        #expect(try a.noteState() == (try bob.noteState()))
+
+        // Still revoked when it is pushed: rejected, and the scope's records leave.
+        added.body = "second edit"
+        try a.context.save()
+        transport.blockPushes = true
+        _ = try await server.service.revoke(user: "bob", scope: "team:t1", member: "alice")
+        _ = try? await a.engine.syncNow()
+        transport.blockPushes = false
+        try await a.engine.syncNow()
+        try await a.engine.syncNow()
+        #expect(try await a.engine.pendingChangeCount() == 0)
+        #expect(try a.fetch(Note.self).isEmpty)
+    }
+
     @Test("sign-out removing local data deletes the synced records (not on the server) and the engine's state")
     func signOut() async throws {
         let directory = try TemporaryDirectory()

@@ -60,6 +60,11 @@ struct PushRequestTests {
             #expect(pushes.count == 2)
             #expect(pushes.first?.schema != nil)
             #expect(pushes.last?.schema == nil)
+            // A reference carries what its destination's delete does to the record: the
+            // inverse relationship's rule (Folder.notes cascades).
+            let folder = pushes.first?.schema?.entity(named: "Note")?.fields.first { $0.name == "folder" }
+            #expect(folder?.destination == "Folder")
+            #expect(folder?.deleteRule == .cascade)
         }
 
         // A new session sends it again.

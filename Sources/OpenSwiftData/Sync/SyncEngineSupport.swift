@@ -15,6 +15,9 @@ import GRDB
     public var destination: String?
     /// Whether it may be nil.
     public var optional: Bool
+    /// For a to-one relationship, what happens to this record when its destination is
+    /// deleted: the delete rule of the destination's inverse relationship (nil: no inverse).
+    public var destinationDeleteRule: Schema.Relationship.DeleteRule? = nil
 }
 
 /// The synced shape of one entity: its fields and its many-to-many link sets.
@@ -38,9 +41,13 @@ extension ModelContainer {
         guard let plan = syncCapture?.plan(entity) else { return nil }
         var fields: [SyncEntityField] = []
         for (position, column) in plan.fieldColumns.enumerated() {
+            var rule: Schema.Relationship.DeleteRule?
+            if let relationship = plan.layout.columns[column].relationship, let inverse = relationship.inverseName {
+                rule = layout(named: relationship.destinationName)?.relationships.first { $0.name == inverse }?.relationship?.deleteRule
+            }
             fields.append(SyncEntityField(
                 name: plan.fieldNames[position], kind: plan.fieldKinds[position], destination: plan.fieldTargets[position],
-                optional: plan.layout.columns[column].codec.isOptional
+                optional: plan.layout.columns[column].codec.isOptional, destinationDeleteRule: rule
             ))
         }
         return SyncEntityShape(

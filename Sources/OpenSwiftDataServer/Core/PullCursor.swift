@@ -37,8 +37,12 @@ struct PullCursor: Codable, Hashable, Sendable {
     var scopes: [ScopeID]
     /// A snapshot in progress.
     var snapshot: Snapshot?
+    /// The log mark of the change at `seq` when the cursor was issued (nil: none there, or a
+    /// cursor from before marks): another mark there now means the database was restored
+    /// from a copy that kept its epoch and its log was written again past the copy's head.
+    var mark: Int64?
 
-    private enum CodingKeys: String, CodingKey { case epoch = "e", seq = "s", scopes = "c", snapshot = "n" }
+    private enum CodingKeys: String, CodingKey { case epoch = "e", seq = "s", scopes = "c", snapshot = "n", mark = "m" }
 }
 
 /// Signs and checks cursors with HMAC-SHA256, so a client can neither forge nor alter one.

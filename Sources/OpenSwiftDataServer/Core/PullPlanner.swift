@@ -25,7 +25,7 @@ struct PullPlanner: Sendable {
             throw SyncServiceError(403, .clientIDOwnedByAnotherUser, "client id \(clientID.debugDescription) belongs to another user; take a new client id")
         }
         var reset: ResetReason? = epochReset ? .epochChanged : nil
-        let fresh = PullCursor(epoch: epoch, seq: context.head, scopes: [], snapshot: nil)
+        let fresh = PullCursor(epoch: epoch, seq: context.head, scopes: [], snapshot: nil, mark: context.marks[context.head])
         var state = cursor ?? fresh
         if cursor != nil, state.seq < context.horizon || (state.snapshot.map { $0.from < context.horizon } ?? false) {
             reset = .historyCompacted
@@ -34,6 +34,11 @@ struct PullPlanner: Sendable {
             // A cursor past the head: the database was restored from a copy that kept its
             // epoch. Continuing it would skip every change written after the restore up to
             // the cursor's position, so the client downloads again.
+            reset = .epochChanged
+            state = fresh
+        } else if let cursor, let mark = cursor.mark, cursor.seq > context.horizon, context.marks[cursor.seq] != mark {
+            // Another change at the cursor's position: the database was restored from a copy
+            // that kept its epoch, and its log has been written again past the copy's head.
             reset = .epochChanged
             state = fresh
         }
@@ -104,6 +109,7 @@ struct PullPlanner: Sendable {
                 if page.context.grants.keys.contains(where: { !known.contains($0) }) { hasMore = true }
             }
         }
+        state.mark = page.context.marks[state.seq]
         let consistent = state.snapshot == nil
         let response = PullResponse(changes: changes, cursor: "", hasMore: hasMore, consistent: consistent, lastMutationID: page.context.lastMutationID, reset: decision.reset, revokedScopes: decision.revoked, progress: progress, serverStamp: page.context.clock)
         return (response, state)

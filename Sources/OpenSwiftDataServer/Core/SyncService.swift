@@ -133,7 +133,7 @@ public final class SyncService: Sendable {
         }
         let limit = min(max(1, request.limit ?? configuration.defaultPullLimit), configuration.maxPullLimit)
         let planner = PullPlanner(user: user, clientID: request.clientID, epoch: epoch, cursor: cursor, epochReset: epochReset, limit: limit)
-        let page = try await storage.pull(clientID: request.clientID, user: user) { context in try planner.decide(context).read }
+        let page = try await storage.pull(clientID: request.clientID, user: user, probe: cursor?.seq) { context in try planner.decide(context).read }
         let decision = try planner.decide(page.context)
         var (response, next) = planner.finish(decision, page: page)
         response.cursor = cursors.encode(next)

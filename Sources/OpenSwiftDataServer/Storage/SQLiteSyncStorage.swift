@@ -209,7 +209,7 @@ public final class SQLiteSyncStorage: SyncStorage {
 
     // MARK: Pull
 
-    public func pull(clientID: ClientID, user: String, plan: @Sendable (PullContext) throws -> PullRead) async throws -> PullPage {
+    public func pull(clientID: ClientID, user: String, probe: ServerVersion?, plan: @Sendable (PullContext) throws -> PullRead) async throws -> PullPage {
         try await pool.read { db in
             let (head, horizon, clock) = try Self.headRow(db)
             var grants: [ScopeID: ScopeRole] = [ScopeID.user(user): .owner]
@@ -225,15 +225,30 @@ public final class SQLiteSyncStorage: SyncStorage {
                 owner = try row.decode(atIndex: 0)
                 last = try row.decode(atIndex: 1)
             }
-            let context = PullContext(head: head, horizon: horizon, grants: grants, clientOwner: owner, lastMutationID: last, clock: clock)
+            let marks = try Self.marks(at: [probe ?? head, head], db)
+            let context = PullContext(head: head, horizon: horizon, grants: grants, clientOwner: owner, lastMutationID: last, clock: clock, marks: marks)
             let read = try plan(context)
+            var page: PullPage
             switch read {
             case .snapshot(let scopes, let after, let limit, let count):
-                return try Self.snapshotPage(context, read, scopes: scopes, after: after, limit: limit, count: count, db)
+                page = try Self.snapshotPage(context, read, scopes: scopes, after: after, limit: limit, count: count, db)
             case .log(let after, let scopes, let tailScopes, let tailFrom, let limit):
-                return try Self.logPage(context, read, after: after, scopes: scopes, tailScopes: tailScopes, tailFrom: tailFrom, limit: limit, db)
+                page = try Self.logPage(context, read, after: after, scopes: scopes, tailScopes: tailScopes, tailFrom: tailFrom, limit: limit, db)
             }
+            if page.context.marks[page.end] == nil {
+                page.context.marks.merge(try Self.marks(at: [page.end], db)) { old, _ in old }
+            }
+            return page
         }
+    }
+
+    /// The log marks (`created_at`) of the changes at `seqs`.
+    private static func marks(at seqs: Set<ServerVersion>, _ db: Database) throws -> [ServerVersion: Int64] {
+        var marks: [ServerVersion: Int64] = [:]
+        for seq in seqs {
+            if let mark = try Int64.fetchOne(db, sql: "SELECT created_at FROM osd_changes WHERE seq = ?", arguments: [seq]) { marks[seq] = mark }
+        }
+        return marks
     }
 
     private static func snapshotPage(_ context: PullContext, _ read: PullRead, scopes: [ScopeID], after: SnapshotKey?, limit: Int, count: Bool, _ db: Database) throws -> PullPage {

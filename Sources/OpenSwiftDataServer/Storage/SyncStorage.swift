@@ -19,9 +19,10 @@ public protocol SyncStorage: Sendable {
     /// one offset taken as its last statement before commit), and commits.
     func push(_ load: PushLoad, decide: @Sendable (PushSnapshot) throws -> PushPlan) async throws -> PushPlan
 
-    /// One pull page in one read transaction (a consistent snapshot): loads ``PullContext``,
-    /// calls `plan` to choose what to read, reads it.
-    func pull(clientID: ClientID, user: String, plan: @Sendable (PullContext) throws -> PullRead) async throws -> PullPage
+    /// One pull page in one read transaction (a consistent snapshot): loads ``PullContext``
+    /// (with the log marks of `probe` and of the head), calls `plan` to choose what to read,
+    /// reads it, and adds the log mark of the page's end to its context.
+    func pull(clientID: ClientID, user: String, probe: ServerVersion?, plan: @Sendable (PullContext) throws -> PullRead) async throws -> PullPage
 
     /// The scopes a user owns or was granted.
     func scopes(of user: String) async throws -> [ScopeAccess]
@@ -171,9 +172,15 @@ public struct PullContext: Sendable {
     public var lastMutationID: MutationID
     /// The server's clock.
     public var clock: HLCTimestamp
+    /// Log marks by sequence: the `created_at` of the change the log holds at that sequence
+    /// (absent: no change there). A cursor keeps the mark of its position, so a database
+    /// restored from a copy that kept its epoch, whose log has since been written again past
+    /// that position, is told apart from the one that issued the cursor.
+    public var marks: [ServerVersion: Int64]
 
     /// Makes a context.
-    public init(head: ServerVersion, horizon: ServerVersion, grants: [ScopeID: ScopeRole], clientOwner: String?, lastMutationID: MutationID, clock: HLCTimestamp) {
+    public init(head: ServerVersion, horizon: ServerVersion, grants: [ScopeID: ScopeRole], clientOwner: String?, lastMutationID: MutationID, clock: HLCTimestamp, marks: [ServerVersion: Int64] = [:]) {
+        self.marks = marks
         self.head = head
         self.horizon = horizon
         self.grants = grants
