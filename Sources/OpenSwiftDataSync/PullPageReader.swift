@@ -293,62 +293,7 @@ struct PullPageReader {
             guard let text = String(validating: UnsafeRawBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self) else { throw Fail() }
             return text
         }
-        return try unescape(start..<end)
-    }
-
-    private func unescape(_ range: Range<Int>) throws -> String {
-        var output: [UInt8] = []
-        output.reserveCapacity(range.count)
-        var position = range.lowerBound
-        func hex4(_ at: Int) throws -> UInt32 {
-            guard at + 4 <= range.upperBound else { throw Fail() }
-            var value: UInt32 = 0
-            for offset in 0..<4 {
-                let byte = bytes[at + offset]
-                let digit: UInt8
-                switch byte {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
-                case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
-                case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
-                default: throw Fail()
-                }
-                value = value << 4 | UInt32(digit)
-            }
-            return value
-        }
-        while position < range.upperBound {
-            let byte = bytes[position]
-            guard byte == UInt8(ascii: "\\") else {
-                output.append(byte)
-                position += 1
-                continue
-            }
-            guard position + 1 < range.upperBound else { throw Fail() }
-            let code = bytes[position + 1]
-            position += 2
-            switch code {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): output.append(code)
-            case UInt8(ascii: "b"): output.append(0x08)
-            case UInt8(ascii: "f"): output.append(0x0C)
-            case UInt8(ascii: "n"): output.append(0x0A)
-            case UInt8(ascii: "r"): output.append(0x0D)
-            case UInt8(ascii: "t"): output.append(0x09)
-            case UInt8(ascii: "u"):
-                var scalar = try hex4(position)
-                position += 4
-                if (0xD800..<0xDC00).contains(scalar) {
-                    guard position + 6 <= range.upperBound, bytes[position] == UInt8(ascii: "\\"), bytes[position + 1] == UInt8(ascii: "u") else { throw Fail() }
-                    let low = try hex4(position + 2)
-                    guard (0xDC00..<0xE000).contains(low) else { throw Fail() }
-                    position += 6
-                    scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-                }
-                guard let unicode = Unicode.Scalar(scalar) else { throw Fail() }
-                output.append(contentsOf: Array(String(Character(unicode)).utf8))
-            default: throw Fail()
-            }
-        }
-        guard let text = String(validating: output, as: UTF8.self) else { throw Fail() }
+        guard let text = JSONBytes.unescape(bytes, start..<end) else { throw Fail() }
         return text
     }
 
@@ -369,7 +314,7 @@ struct PullPageReader {
                 break
             }
         }
-        guard index > start, let text = String(validating: UnsafeRawBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self), Self.isJSONNumber(text.utf8) else { throw Fail() }
+        guard index > start, JSONBytes.isNumber(bytes, start..<index), let text = String(validating: UnsafeRawBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self) else { throw Fail() }
         guard let double = Double(text) else { throw Fail() }
         return (integral ? Int64(text) : nil, double)
     }
@@ -377,30 +322,6 @@ struct PullPageReader {
     private mutating func integer() throws -> Int64 {
         guard let integer = try number().integer else { throw Fail() }
         return integer
-    }
-
-    /// JSON's number grammar: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
-    private static func isJSONNumber(_ text: String.UTF8View) -> Bool {
-        var rest = text[...]
-        func digits() -> Int {
-            let count = rest.prefix { $0 >= 0x30 && $0 <= 0x39 }.count
-            rest = rest.dropFirst(count)
-            return count
-        }
-        if rest.first == UInt8(ascii: "-") { rest = rest.dropFirst() }
-        let leading = rest.first
-        let count = digits()
-        guard count > 0, !(leading == UInt8(ascii: "0") && count > 1) else { return false }
-        if rest.first == UInt8(ascii: ".") {
-            rest = rest.dropFirst()
-            guard digits() > 0 else { return false }
-        }
-        if let e = rest.first, e == UInt8(ascii: "e") || e == UInt8(ascii: "E") {
-            rest = rest.dropFirst()
-            if let sign = rest.first, sign == UInt8(ascii: "-") || sign == UInt8(ascii: "+") { rest = rest.dropFirst() }
-            guard digits() > 0 else { return false }
-        }
-        return rest.isEmpty
     }
 
     /// Skips any JSON value.

@@ -146,58 +146,7 @@ struct StoredJSONScanner {
             guard let text = String(validating: slice, as: UTF8.self) else { throw Mismatch() }
             return text
         }
-        var output: [UInt8] = []
-        output.reserveCapacity(range.count)
-        var index = range.lowerBound
-        func hex4(_ at: Int) throws -> UInt32 {
-            guard at + 4 <= range.upperBound else { throw Mismatch() }
-            var value: UInt32 = 0
-            for offset in 0..<4 {
-                let byte = bytes[at + offset]
-                let digit: UInt8
-                switch byte {
-                case 0x30...0x39: digit = byte - 0x30
-                case 0x41...0x46: digit = byte - 0x41 + 10
-                case 0x61...0x66: digit = byte - 0x61 + 10
-                default: throw Mismatch()
-                }
-                value = value << 4 | UInt32(digit)
-            }
-            return value
-        }
-        while index < range.upperBound {
-            let byte = bytes[index]
-            guard byte == UInt8(ascii: "\\") else {
-                output.append(byte)
-                index += 1
-                continue
-            }
-            guard index + 1 < range.upperBound else { throw Mismatch() }
-            let escape = bytes[index + 1]
-            index += 2
-            switch escape {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): output.append(escape)
-            case UInt8(ascii: "b"): output.append(0x08)
-            case UInt8(ascii: "f"): output.append(0x0C)
-            case UInt8(ascii: "n"): output.append(0x0A)
-            case UInt8(ascii: "r"): output.append(0x0D)
-            case UInt8(ascii: "t"): output.append(0x09)
-            case UInt8(ascii: "u"):
-                var code = try hex4(index)
-                index += 4
-                if (0xD800..<0xDC00).contains(code) {
-                    guard index + 6 <= range.upperBound, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else { throw Mismatch() }
-                    let low = try hex4(index + 2)
-                    guard (0xDC00..<0xE000).contains(low) else { throw Mismatch() }
-                    index += 6
-                    code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
-                }
-                guard let scalar = Unicode.Scalar(code) else { throw Mismatch() }
-                output.append(contentsOf: String(Character(scalar)).utf8)
-            default: throw Mismatch()
-            }
-        }
-        guard let text = String(validating: output, as: UTF8.self) else { throw Mismatch() }
+        guard let text = JSONBytes.unescape(bytes, range) else { throw Mismatch() }
         return text
     }
 
@@ -222,37 +171,9 @@ struct StoredJSONScanner {
         return start..<position
     }
 
-    /// Whether a number token follows JSON's grammar: `-? (0 | [1-9][0-9]*) (. [0-9]+)?
-    /// ([eE] [+-]? [0-9]+)?` (no leading zeros, no bare `.5` or `1.`, no `+1`).
-    private func isJSONNumber(_ range: Range<Int>) -> Bool {
-        var index = range.lowerBound
-        func digits() -> Int {
-            let start = index
-            while index < range.upperBound, bytes[index] >= 0x30, bytes[index] <= 0x39 { index += 1 }
-            return index - start
-        }
-        if index < range.upperBound, bytes[index] == UInt8(ascii: "-") { index += 1 }
-        guard index < range.upperBound else { return false }
-        if bytes[index] == UInt8(ascii: "0") {
-            index += 1
-        } else if digits() == 0 {
-            return false
-        }
-        if index < range.upperBound, bytes[index] == UInt8(ascii: ".") {
-            index += 1
-            guard digits() > 0 else { return false }
-        }
-        if index < range.upperBound, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
-            index += 1
-            if index < range.upperBound, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
-            guard digits() > 0 else { return false }
-        }
-        return index == range.upperBound
-    }
-
     private mutating func int64() throws -> Int64 {
         let range = try numberRange()
-        guard isJSONNumber(range) else { throw Mismatch() }
+        guard JSONBytes.isNumber(bytes, range) else { throw Mismatch() }
         var index = range.lowerBound
         let negative = bytes[index] == UInt8(ascii: "-")
         if negative { index += 1 }
@@ -273,7 +194,7 @@ struct StoredJSONScanner {
 
     private mutating func double() throws -> Double {
         let range = try numberRange()
-        guard isJSONNumber(range) else { throw Mismatch() }
+        guard JSONBytes.isNumber(bytes, range) else { throw Mismatch() }
         // JSON numbers are ASCII; `Double(_:)` reads the same grammar (and more, such as
         // "inf", which `numberRange` never hands it).
         guard let value = Double(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self)), value.isFinite else { throw Mismatch() }
