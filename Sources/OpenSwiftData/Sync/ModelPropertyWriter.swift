@@ -24,32 +24,6 @@ enum ModelPropertyWriter {
         return open(model)
     }
 
-    /// Gives a new model's attribute its first value in its slot, as the property's init
-    /// accessor does. A key-path write to a computed property reads it first (get, then set),
-    /// and a new model's attribute without a default has nothing to read yet. False when the
-    /// value does not fit or the property has no slot of its type.
-    static func initialize(_ model: any PersistentModel, _ property: PropertyLayout, to value: Any?) -> Bool {
-        func open<M: PersistentModel>(_ model: M) -> Bool {
-            func typed<V>(_ type: V.Type) -> Bool {
-                // The key path's root compared as a metatype first: an `is KeyPath<M, V>` cast
-                // instantiates that generic type's metadata on every call (per value of a remote
-                // batch); the cast stays for any other root.
-                guard Swift.type(of: property.keyPath).rootType == M.self || property.keyPath is KeyPath<M, V>,
-                      let storage = model.persistentBackingData as? ModelStorage<M> else { return false }
-                let converted: V?
-                if let value {
-                    converted = value as? V
-                } else {
-                    converted = (Optional<Any>.none as Any) as? V
-                }
-                guard let converted else { return false }
-                return storage.setSlot(at: property.index, to: converted)
-            }
-            return _openExistential(Swift.type(of: property.keyPath).valueType, do: typed)
-        }
-        return open(model)
-    }
-
     /// Adds and removes related models of a to-many relationship.
     static func editLinks(_ model: any PersistentModel, _ keyPath: AnyKeyPath, adding: [any PersistentModel], removing: [any PersistentModel]) -> Bool {
         func open<M: PersistentModel>(_ model: M) -> Bool {
@@ -83,11 +57,22 @@ enum ModelPropertyWriter {
         return C(_$models: models)
     }
 
-    /// A new, empty model of a type (its storage made for its layout), ready to be filled and
-    /// inserted.
-    static func makeModel(_ type: any PersistentModel.Type) -> any PersistentModel {
-        func make<M: PersistentModel>(_ type: M.Type) -> any PersistentModel {
-            M(backingData: ModelStorage<M>.make(for: M.self))
+    /// A new model's storage for an entity's layout, every slot empty: its values are decoded
+    /// into the slots before ``makeModel(_:storage:)`` gives it its model (as a fetch fills a
+    /// fetched model's storage).
+    static func makeStorage(_ layout: EntityLayout) -> AnyModelStorage {
+        func make<M: PersistentModel>(_ type: M.Type) -> AnyModelStorage {
+            ModelStorage<M>.makeStorage(layout: layout)
+        }
+        return make(layout.modelType)
+    }
+
+    /// A new model of a type around a storage ``makeStorage(_:)`` made for the type's layout,
+    /// ready to be filled further and inserted; nil when the storage is of another model type.
+    static func makeModel(_ type: any PersistentModel.Type, storage: AnyModelStorage) -> (any PersistentModel)? {
+        func make<M: PersistentModel>(_ type: M.Type) -> (any PersistentModel)? {
+            guard let typed = storage as? ModelStorage<M> else { return nil }
+            return M(backingData: typed)
         }
         return make(type)
     }

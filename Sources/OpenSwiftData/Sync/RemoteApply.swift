@@ -45,6 +45,9 @@ struct RemoteApply {
     private var rows: [String: [String: Int64]] = [:]
     private var models: [String: [String: any PersistentModel]] = [:]
     private var deleted: Set<RecordKey> = []
+    /// Whether earlier batches left references waiting (read with the batch's rows): without
+    /// any, no record of this batch can satisfy one.
+    private var hasPending = true
     private let work = SyncApplyWork()
     private var result = RemoteApplyResult()
     /// The caller's own writes, run in the batch's transaction (see `applyRemoteChanges(_:alsoWriting:)`).
@@ -60,7 +63,9 @@ struct RemoteApply {
         let change: RemoteRecordChange
         let plan: SyncEntityPlan
         var attributes: [(property: PropertyLayout, value: DatabaseValue)] = []
-        var decoded: [Any] = []
+        /// The decoded attribute values, in the slots of a new storage for the entity: the new
+        /// model's own storage when the record is not local, else where its setters take them from.
+        var staged: AnyModelStorage?
         var references: [(property: PropertyLayout, target: String, recordID: String?)] = []
         var links: [(property: PropertyLayout, target: String, added: [String], removed: [String])] = []
     }
@@ -75,9 +80,11 @@ struct RemoteApply {
         prepared.reserveCapacity(batch.count)
         for change in batch { prepared.append(try prepare(change)) }
         try resolve(&prepared)
-        var deferred: [(Prepared, any PersistentModel)] = []
-        for item in prepared {
-            let change = item.change
+        var deferred: [(item: Int, model: any PersistentModel)] = []
+        deferred.reserveCapacity(prepared.count)
+        // By index: a `for item in prepared` copied each change with its arrays.
+        for position in prepared.indices {
+            let change = prepared[position].change
             let key = RecordKey(entity: change.entity, recordID: change.recordID)
             switch change.kind {
             case .delete:
@@ -98,7 +105,7 @@ struct RemoteApply {
                     isNew = false
                     result.updated += 1
                 } else {
-                    model = try makeModel(item.plan, recordID: change.recordID, written: item.attributes)
+                    model = try makeModel(prepared[position], recordID: change.recordID)
                     models[change.entity, default: [:]][change.recordID] = model
                     isNew = true
                     result.inserted += 1
@@ -114,23 +121,19 @@ struct RemoteApply {
                 } else {
                     work.versions.append((change.entity, change.recordID, change.serverVersion, change.scope.map { .some($0) } ?? .none))
                 }
-                for (index, attribute) in item.attributes.enumerated() {
-                    // A new model's attribute may have no value yet to read: it is written in its
-                    // slot, as the model's initializer would; an existing one through its setter.
-                    let written = isNew && ModelPropertyWriter.initialize(model, attribute.property, to: item.decoded[index])
-                    // makeModel left it without a default: give it one before a setter reads it.
-                    if isNew && !written { setDefault(model, attribute.property) }
-                    guard written || ModelPropertyWriter.set(model, attribute.property.keyPath, to: item.decoded[index]) else {
-                        throw SyncCaptureError.undecodableValue(entity: change.entity, property: attribute.property.name, reason: "the value does not fit the property's type")
-                    }
+                // A new model's storage is the one its values were decoded into; an existing
+                // model takes them through its setters (which record the change and tell
+                // Observation).
+                if !isNew, let staged = prepared[position].staged {
+                    try setAttributes(model, from: staged, prepared[position])
                 }
-                deferred.append((item, model))
+                deferred.append((position, model))
             }
         }
         // References and links once every record of the batch exists, then the earlier pending
         // references that the batch's new records satisfy.
-        for (item, model) in deferred {
-            try link(item, model)
+        for (position, model) in deferred {
+            try link(prepared[position], model)
         }
         try resolvePending()
         work.alsoWriting = alsoWriting
@@ -159,10 +162,21 @@ struct RemoteApply {
         var prepared = Prepared(change: change, plan: plan)
         guard change.kind == .upsert else { return prepared }
         let properties = self.properties(of: plan)
+        prepared.attributes.reserveCapacity(change.fields.count)
+        // Changes list their fields in the plan's order (the log writes them so): the field at
+        // the expected position is taken without a look-up by name.
+        var expected = 0
         for field in change.fields {
-            guard let property = properties[field.name], let column = property.columnIndex, let position = plan.fieldOfColumn[column] else {
+            let named: PropertyLayout?
+            if expected < plan.fieldNames.count, plan.fieldNames[expected] == field.name {
+                named = plan.layout.columns[plan.fieldColumns[expected]]
+            } else {
+                named = properties[field.name]
+            }
+            guard let property = named, let column = property.columnIndex, let position = plan.fieldOfColumn[column] else {
                 throw SyncCaptureError.unknownProperty(entity: change.entity, property: field.name)
             }
+            expected = position + 1
             let kind = plan.fieldKinds[position]
             guard field.value.kind == kind else {
                 throw SyncCaptureError.wrongKind(entity: change.entity, property: field.name, expected: kind, got: field.value.kind)
@@ -214,18 +228,30 @@ struct RemoteApply {
             }
         }
         var found: [String: [String: Int64]] = [:]
+        var hasPending = true
         try context.container.store.read { db in
+            hasPending = try SyncRecords.anyPending(in: db)
             let exists = try db.tableExists(SyncRecords.table)
             for (entity, ids) in wanted where exists {
                 found[entity] = try SyncRecords.rows(entity: entity, recordIDs: Array(ids), in: db)
             }
             let decoder = StoredValueDecoder(db: db)
+            var values: [DatabaseValue] = []
+            var properties: [PropertyLayout] = []
             for index in prepared.indices where !prepared[index].attributes.isEmpty {
-                let item = prepared[index]
-                prepared[index].decoded = try decoder.decode(item.attributes.map(\.value), as: item.attributes.map(\.property), entity: item.change.entity)
+                values.removeAll(keepingCapacity: true)
+                properties.removeAll(keepingCapacity: true)
+                for attribute in prepared[index].attributes {
+                    values.append(attribute.value)
+                    properties.append(attribute.property)
+                }
+                let staged = ModelPropertyWriter.makeStorage(prepared[index].plan.layout)
+                try decoder.decode(values, as: properties, into: staged, entity: prepared[index].change.entity)
+                prepared[index].staged = staged
             }
         }
         rows = found
+        self.hasPending = hasPending
     }
 
     // MARK: Models
@@ -249,19 +275,38 @@ struct RemoteApply {
         return nil
     }
 
-    /// A new model for a record: every property at its declared default (nil, empty), inserted
-    /// into the context under the record id.
-    private func makeModel(_ plan: SyncEntityPlan, recordID: String, written: [(property: PropertyLayout, value: DatabaseValue)]) throws -> any PersistentModel {
-        let model = ModelPropertyWriter.makeModel(plan.layout.modelType)
-        // Attributes the change gives a value get it in their slot next: no default first.
-        var skipped = Array(repeating: false, count: plan.layout.properties.count)
-        for attribute in written where attribute.property.index < skipped.count { skipped[attribute.property.index] = true }
-        for property in plan.layout.properties where property.index >= skipped.count || !skipped[property.index] {
-            setDefault(model, property)
+    /// A new model for a record, inserted into the context under the record id: its storage is
+    /// the one the change's attribute values were decoded into (as a fetched model's storage is
+    /// the one its row was read into), every other property at its declared default (nil, empty).
+    private func makeModel(_ item: Prepared, recordID: String) throws -> any PersistentModel {
+        let layout = item.plan.layout
+        let storage = item.staged ?? ModelPropertyWriter.makeStorage(layout)
+        guard let model = ModelPropertyWriter.makeModel(layout.modelType, storage: storage) else {
+            // `makeStorage` made the storage for this very model type.
+            throw SwiftDataError(.loadIssueModelContainer, "a \(layout.name) cannot be made from its storage", entity: layout.name)
+        }
+        // Properties the change gave no value: their defaults, before anything reads them.
+        let properties = layout.properties
+        for index in properties.indices where index >= layout.slots.count || !storage.isInitialized(index) {
+            setDefault(model, properties[index])
         }
         context.insert(model)
-        work.recordIDs[ObjectIdentifier(model.storageBase)] = recordID
+        work.recordIDs[ObjectIdentifier(storage)] = recordID
         return model
+    }
+
+    /// Sets an existing model's attributes to the values decoded into `staged`, through the
+    /// model's setters (which record the change, tell Observation and keep the undo journal).
+    private func setAttributes(_ model: any PersistentModel, from staged: AnyModelStorage, _ item: Prepared) throws {
+        let slots = item.plan.layout.slots
+        for attribute in item.attributes {
+            let index = attribute.property.index
+            guard staged.isInitialized(index) else { continue }
+            let value = staged.withSlot(index) { slots.witnesses[index].box(UnsafeRawPointer($0)) }
+            guard ModelPropertyWriter.set(model, attribute.property.keyPath, to: value) else {
+                throw SyncCaptureError.undecodableValue(entity: item.change.entity, property: attribute.property.name, reason: "the value does not fit the property's type")
+            }
+        }
     }
 
     /// Gives a new model's property its declared default (nil, empty), as far as it has one.
@@ -318,6 +363,7 @@ struct RemoteApply {
 
     /// Links the pending references of earlier batches whose records this batch created.
     private mutating func resolvePending() throws {
+        guard hasPending else { return }
         var created: [String: [String]] = [:]
         for (entity, byID) in models {
             for (recordID, model) in byID where model.storageBase.state == .inserted { created[entity, default: []].append(recordID) }

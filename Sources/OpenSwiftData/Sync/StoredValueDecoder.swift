@@ -8,6 +8,9 @@ import GRDBSQLite
 /// class, a NULL for a non-optional property or an unknown enum case fails as it would in a
 /// fetch, with a typed error).
 ///
+/// The values go straight into the slots of a slot buffer of the entity's layout (a new model's
+/// storage, as a fetch fills a fetched model's): no boxed value, no cast per value.
+///
 /// A batch decodes many records' values with one decoder, which keeps its statement per value
 /// count (building the SQL and looking it up in GRDB's cache per record cost as much as the
 /// decoding).
@@ -19,9 +22,11 @@ final class StoredValueDecoder {
         self.db = db
     }
 
-    /// The values, boxed, in the order of `properties`.
-    func decode(_ values: [DatabaseValue], as properties: [PropertyLayout], entity: String) throws -> [Any] {
-        guard !values.isEmpty else { return [] }
+    /// Decodes `values` into the slots of `properties` (attributes of `buffer`'s layout, in the
+    /// order of `values`), replacing what a slot held. A value that cannot be decoded throws
+    /// ``SyncCaptureError/undecodableValue(entity:property:reason:)`` and leaves its slot empty.
+    func decode(_ values: [DatabaseValue], as properties: [PropertyLayout], into buffer: some SlotBuffer, entity: String) throws {
+        guard !values.isEmpty else { return }
         let statement: Statement
         if let known = statements[values.count] {
             statement = known
@@ -36,20 +41,31 @@ final class StoredValueDecoder {
             throw SwiftDataError(.storeFailure, "decoding remote values of \(entity): \(String(cString: sqlite3_errmsg(db.sqliteConnection)))", entity: entity)
         }
         defer { sqlite3_reset(sqlite) }
-        var boxed: [Any] = []
-        boxed.reserveCapacity(values.count)
-        for (offset, property) in properties.enumerated() {
-            let witness = property.codec.slot
-            let slot = UnsafeMutableRawPointer.allocate(byteCount: max(witness.size, 1), alignment: witness.alignment)
-            defer { slot.deallocate() }
-            do {
-                try property.codec.readIntoSlot(sqlite, CInt(offset), slot)
-            } catch {
-                throw SyncCaptureError.undecodableValue(entity: entity, property: property.name, reason: "\(error)")
+        let layout = buffer.slotLayout
+        let slots = layout.slots
+        try buffer.withSlotBase { base in
+            for (offset, property) in properties.enumerated() {
+                let index = property.index
+                // Only an attribute of this layout whose codec reads the slot's own type: the
+                // codec initializes `slots.witnesses[index].size` bytes at the slot's offset.
+                guard index >= 0, index < slots.count, property.codec.slot.type == slots.witnesses[index].type else {
+                    throw SyncCaptureError.undecodableValue(entity: entity, property: property.name, reason: "the property has no value slot of its type")
+                }
+                let slot = base + slots.offsets[index]
+                let flag = base + slots.flagsOffset + index
+                // A slot written before (a field named twice) is emptied first: the codec
+                // initializes raw memory.
+                if flag.load(as: UInt8.self) != 0 {
+                    slots.witnesses[index].destroy(slot)
+                    flag.storeBytes(of: 0, as: UInt8.self)
+                }
+                do {
+                    try property.codec.readIntoSlot(sqlite, CInt(offset), slot)
+                } catch {
+                    throw SyncCaptureError.undecodableValue(entity: entity, property: property.name, reason: "\(error)")
+                }
+                flag.storeBytes(of: 1, as: UInt8.self)
             }
-            boxed.append(witness.box(slot))
-            witness.destroy(slot)
         }
-        return boxed
     }
 }

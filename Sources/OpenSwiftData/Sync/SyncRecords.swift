@@ -195,6 +195,12 @@ enum SyncRecords {
         }
     }
 
+    /// Whether any reference waits for its record.
+    static func anyPending(in db: Database) throws -> Bool {
+        guard try db.tableExists(pendingTable) else { return false }
+        return try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(quoted(pendingTable)))") ?? false
+    }
+
     /// How many references wait for their record.
     static func pendingCount(in db: Database) throws -> Int {
         guard try db.tableExists(pendingTable) else { return 0 }
