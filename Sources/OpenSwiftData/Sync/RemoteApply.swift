@@ -44,6 +44,10 @@ struct RemoteApply {
     private var propertiesByName: [String: [String: PropertyLayout]] = [:]
     private var rows: [String: [String: Int64]] = [:]
     private var models: [String: [String: any PersistentModel]] = [:]
+    /// Per entity, the attribute lists of the last change prepared (see `prepare`).
+    private var lastAttributes: [ObjectIdentifier: (properties: [PropertyLayout], fields: [Int])] = [:]
+    private var scratchProperties: [PropertyLayout] = []
+    private var scratchFields: [Int] = []
     private var deleted: Set<RecordKey> = []
     /// Whether earlier batches left references waiting (read with the batch's rows): without
     /// any, no record of this batch can satisfy one.
@@ -62,7 +66,10 @@ struct RemoteApply {
     private struct Prepared {
         let change: RemoteRecordChange
         let plan: SyncEntityPlan
-        var attributes: [(property: PropertyLayout, value: DatabaseValue)] = []
+        /// The attributes the change gives values, and the position in its fields of each
+        /// one's value (arrays shared by the changes that list the same fields).
+        var attributes: [PropertyLayout] = []
+        var attributeFields: [Int] = []
         /// The decoded attribute values, in the slots of a new storage for the entity: the new
         /// model's own storage when the record is not local, else where its setters take them from.
         var staged: AnyModelStorage?
@@ -97,7 +104,7 @@ struct RemoteApply {
             case .upsert:
                 // A record deleted earlier in this batch starts a new life as a new row (the
                 // deleted model must not be reused: the save would delete it all the same).
-                let deletedInBatch = deleted.remove(key) != nil
+                let deletedInBatch = !deleted.isEmpty && deleted.remove(key) != nil
                 let model: any PersistentModel
                 let isNew: Bool
                 if !deletedInBatch, let existing = try self.model(key) {
@@ -105,7 +112,7 @@ struct RemoteApply {
                     isNew = false
                     result.updated += 1
                 } else {
-                    model = try makeModel(prepared[position], recordID: change.recordID)
+                    model = try makeModel(prepared[position].plan, staged: prepared[position].staged, recordID: change.recordID)
                     models[change.entity, default: [:]][change.recordID] = model
                     isNew = true
                     result.inserted += 1
@@ -125,9 +132,11 @@ struct RemoteApply {
                 // model takes them through its setters (which record the change and tell
                 // Observation).
                 if !isNew, let staged = prepared[position].staged {
-                    try setAttributes(model, from: staged, prepared[position])
+                    try setAttributes(model, prepared[position].attributes, from: staged, entity: change.entity)
                 }
-                deferred.append((position, model))
+                if !prepared[position].references.isEmpty || !prepared[position].links.isEmpty {
+                    deferred.append((position, model))
+                }
             }
         }
         // References and links once every record of the batch exists, then the earlier pending
@@ -162,11 +171,12 @@ struct RemoteApply {
         var prepared = Prepared(change: change, plan: plan)
         guard change.kind == .upsert else { return prepared }
         let properties = self.properties(of: plan)
-        prepared.attributes.reserveCapacity(change.fields.count)
+        scratchProperties.removeAll(keepingCapacity: true)
+        scratchFields.removeAll(keepingCapacity: true)
         // Changes list their fields in the plan's order (the log writes them so): the field at
         // the expected position is taken without a look-up by name.
         var expected = 0
-        for field in change.fields {
+        for (offset, field) in change.fields.enumerated() {
             let named: PropertyLayout?
             if expected < plan.fieldNames.count, plan.fieldNames[expected] == field.name {
                 named = plan.layout.columns[plan.fieldColumns[expected]]
@@ -198,7 +208,20 @@ struct RemoteApply {
                     throw SyncCaptureError.recordIDMismatch(entity: change.entity, recordID: change.recordID, uniqueValue: unique)
                 }
             }
-            prepared.attributes.append((property, field.value.stored.databaseValue))
+            scratchProperties.append(property)
+            scratchFields.append(offset)
+        }
+        // The changes of a batch mostly list the same fields: they share one pair of arrays.
+        let key = ObjectIdentifier(plan)
+        if let last = lastAttributes[key], last.fields == scratchFields,
+           last.properties.count == scratchProperties.count,
+           zip(last.properties, scratchProperties).allSatisfy({ $0 === $1 }) {
+            prepared.attributes = last.properties
+            prepared.attributeFields = last.fields
+        } else if !scratchFields.isEmpty {
+            prepared.attributes = Array(scratchProperties)
+            prepared.attributeFields = Array(scratchFields)
+            lastAttributes[key] = (prepared.attributes, prepared.attributeFields)
         }
         for link in change.links {
             // Either side of a many-to-many relationship (the log names the side that writes the
@@ -236,17 +259,10 @@ struct RemoteApply {
                 found[entity] = try SyncRecords.rows(entity: entity, recordIDs: Array(ids), in: db)
             }
             let decoder = StoredValueDecoder(db: db)
-            var values: [DatabaseValue] = []
-            var properties: [PropertyLayout] = []
             for index in prepared.indices where !prepared[index].attributes.isEmpty {
-                values.removeAll(keepingCapacity: true)
-                properties.removeAll(keepingCapacity: true)
-                for attribute in prepared[index].attributes {
-                    values.append(attribute.value)
-                    properties.append(attribute.property)
-                }
                 let staged = ModelPropertyWriter.makeStorage(prepared[index].plan.layout)
-                try decoder.decode(values, as: properties, into: staged, entity: prepared[index].change.entity)
+                try decoder.decode(prepared[index].change.fields, at: prepared[index].attributeFields, as: prepared[index].attributes,
+                                   into: staged, entity: prepared[index].change.entity)
                 prepared[index].staged = staged
             }
         }
@@ -258,7 +274,7 @@ struct RemoteApply {
 
     /// The model of a record: made or loaded by this apply, or loaded from its row.
     private mutating func model(_ key: RecordKey) throws -> (any PersistentModel)? {
-        guard !deleted.contains(key) else { return nil }
+        guard deleted.isEmpty || !deleted.contains(key) else { return nil }
         if let known = models[key.entity]?[key.recordID] { return known }
         guard let row = rows[key.entity]?[key.recordID], let layout = context.container.layout(named: key.entity),
               let loaded = try context.load(layout: layout, primaryKey: row) else { return nil }
@@ -278,9 +294,9 @@ struct RemoteApply {
     /// A new model for a record, inserted into the context under the record id: its storage is
     /// the one the change's attribute values were decoded into (as a fetched model's storage is
     /// the one its row was read into), every other property at its declared default (nil, empty).
-    private func makeModel(_ item: Prepared, recordID: String) throws -> any PersistentModel {
-        let layout = item.plan.layout
-        let storage = item.staged ?? ModelPropertyWriter.makeStorage(layout)
+    private func makeModel(_ plan: SyncEntityPlan, staged: AnyModelStorage?, recordID: String) throws -> any PersistentModel {
+        let layout = plan.layout
+        let storage = staged ?? ModelPropertyWriter.makeStorage(layout)
         guard let model = ModelPropertyWriter.makeModel(layout.modelType, storage: storage) else {
             // `makeStorage` made the storage for this very model type.
             throw SwiftDataError(.loadIssueModelContainer, "a \(layout.name) cannot be made from its storage", entity: layout.name)
@@ -297,14 +313,14 @@ struct RemoteApply {
 
     /// Sets an existing model's attributes to the values decoded into `staged`, through the
     /// model's setters (which record the change, tell Observation and keep the undo journal).
-    private func setAttributes(_ model: any PersistentModel, from staged: AnyModelStorage, _ item: Prepared) throws {
-        let slots = item.plan.layout.slots
-        for attribute in item.attributes {
-            let index = attribute.property.index
+    private func setAttributes(_ model: any PersistentModel, _ attributes: [PropertyLayout], from staged: AnyModelStorage, entity: String) throws {
+        let slots = staged.slotLayout.slots
+        for property in attributes {
+            let index = property.index
             guard staged.isInitialized(index) else { continue }
             let value = staged.withSlot(index) { slots.witnesses[index].box(UnsafeRawPointer($0)) }
-            guard ModelPropertyWriter.set(model, attribute.property.keyPath, to: value) else {
-                throw SyncCaptureError.undecodableValue(entity: item.change.entity, property: attribute.property.name, reason: "the value does not fit the property's type")
+            guard ModelPropertyWriter.set(model, property.keyPath, to: value) else {
+                throw SyncCaptureError.undecodableValue(entity: entity, property: property.name, reason: "the value does not fit the property's type")
             }
         }
     }

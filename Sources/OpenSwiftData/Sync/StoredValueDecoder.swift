@@ -22,21 +22,25 @@ final class StoredValueDecoder {
         self.db = db
     }
 
-    /// Decodes `values` into the slots of `properties` (attributes of `buffer`'s layout, in the
-    /// order of `values`), replacing what a slot held. A value that cannot be decoded throws
-    /// ``SyncCaptureError/undecodableValue(entity:property:reason:)`` and leaves its slot empty.
-    func decode(_ values: [DatabaseValue], as properties: [PropertyLayout], into buffer: some SlotBuffer, entity: String) throws {
-        guard !values.isEmpty else { return }
+    /// Decodes the values of `fields` at `positions` into the slots of `properties` (attributes
+    /// of `buffer`'s layout, one per position), replacing what a slot held. A value that cannot
+    /// be decoded throws ``SyncCaptureError/undecodableValue(entity:property:reason:)`` and
+    /// leaves its slot empty.
+    func decode(_ fields: [SyncField], at positions: [Int], as properties: [PropertyLayout], into buffer: some SlotBuffer, entity: String) throws {
+        guard !positions.isEmpty else { return }
+        let count = positions.count
         let statement: Statement
-        if let known = statements[values.count] {
+        if let known = statements[count] {
             statement = known
         } else {
-            statement = try db.cachedStatement(sql: "SELECT " + Array(repeating: "?", count: values.count).joined(separator: ", "))
-            statements[values.count] = statement
+            statement = try db.cachedStatement(sql: "SELECT " + Array(repeating: "?", count: count).joined(separator: ", "))
+            statements[count] = statement
         }
         let sqlite = statement.sqliteStatement
         sqlite3_reset(sqlite)
-        for (offset, value) in values.enumerated() { try TableWriter.bind(value, at: offset + 1, in: statement) }
+        for (offset, position) in positions.enumerated() {
+            try TableWriter.bind(fields[position].value.stored.databaseValue, at: offset + 1, in: statement)
+        }
         guard sqlite3_step(sqlite) == SQLITE_ROW else {
             throw SwiftDataError(.storeFailure, "decoding remote values of \(entity): \(String(cString: sqlite3_errmsg(db.sqliteConnection)))", entity: entity)
         }
