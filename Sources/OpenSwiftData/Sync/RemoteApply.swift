@@ -46,8 +46,6 @@ struct RemoteApply {
     private var models: [String: [String: any PersistentModel]] = [:]
     /// Per entity, the attribute lists of the last change prepared (see `prepare`).
     private var lastAttributes: [ObjectIdentifier: (properties: [PropertyLayout], fields: [Int])] = [:]
-    private var scratchProperties: [PropertyLayout] = []
-    private var scratchFields: [Int] = []
     private var deleted: Set<RecordKey> = []
     /// Whether earlier batches left references waiting (read with the batch's rows): without
     /// any, no record of this batch can satisfy one.
@@ -153,7 +151,8 @@ struct RemoteApply {
         } else {
             try context.container.store.write { db in try work.run(in: db) }
         }
-        result.pendingReferences = try context.container.pendingSyncReferenceCount()
+        // Counted in the batch's transaction (no read of its own), else read now.
+        result.pendingReferences = try work.pendingCount ?? context.container.pendingSyncReferenceCount()
         return result
     }
 
@@ -171,8 +170,14 @@ struct RemoteApply {
         var prepared = Prepared(change: change, plan: plan)
         guard change.kind == .upsert else { return prepared }
         let properties = self.properties(of: plan)
-        scratchProperties.removeAll(keepingCapacity: true)
-        scratchFields.removeAll(keepingCapacity: true)
+        // The changes of a batch mostly list the same fields: they share one pair of attribute
+        // arrays, the last one made for the entity, while the attributes match it.
+        let key = ObjectIdentifier(plan)
+        let last = lastAttributes[key]
+        var shared = last != nil
+        var count = 0
+        var ownProperties: [PropertyLayout] = []
+        var ownFields: [Int] = []
         // Changes list their fields in the plan's order (the log writes them so): the field at
         // the expected position is taken without a look-up by name.
         var expected = 0
@@ -208,20 +213,33 @@ struct RemoteApply {
                     throw SyncCaptureError.recordIDMismatch(entity: change.entity, recordID: change.recordID, uniqueValue: unique)
                 }
             }
-            scratchProperties.append(property)
-            scratchFields.append(offset)
+            if shared, let last, count < last.fields.count, last.fields[count] == offset, last.properties[count] === property {
+                count += 1
+                continue
+            }
+            if shared, let last {
+                // The first difference: the attributes so far are the shared arrays' prefix.
+                ownProperties = Array(last.properties[0..<count])
+                ownFields = Array(last.fields[0..<count])
+                shared = false
+            }
+            ownProperties.append(property)
+            ownFields.append(offset)
+            count += 1
         }
-        // The changes of a batch mostly list the same fields: they share one pair of arrays.
-        let key = ObjectIdentifier(plan)
-        if let last = lastAttributes[key], last.fields == scratchFields,
-           last.properties.count == scratchProperties.count,
-           zip(last.properties, scratchProperties).allSatisfy({ $0 === $1 }) {
+        if shared, let last, count == last.fields.count {
             prepared.attributes = last.properties
             prepared.attributeFields = last.fields
-        } else if !scratchFields.isEmpty {
-            prepared.attributes = Array(scratchProperties)
-            prepared.attributeFields = Array(scratchFields)
-            lastAttributes[key] = (prepared.attributes, prepared.attributeFields)
+        } else {
+            if shared, let last {
+                ownProperties = Array(last.properties[0..<count])
+                ownFields = Array(last.fields[0..<count])
+            }
+            if !ownFields.isEmpty {
+                prepared.attributes = ownProperties
+                prepared.attributeFields = ownFields
+                lastAttributes[key] = (ownProperties, ownFields)
+            }
         }
         for link in change.links {
             // Either side of a many-to-many relationship (the log names the side that writes the

@@ -393,6 +393,8 @@ final class SyncApplyWork {
     var deletedRecords: [(entity: String, recordID: String)] = []
     /// The sync engine's own writes for this batch (cursor, rebase state), run last.
     var alsoWriting: ((Database) throws -> Void)?
+    /// How many references wait for their record once the batch is written (set by `run`).
+    var pendingCount: Int?
 
     func run(in db: Database) throws {
         for (entity, recordID) in deletedRecords {
@@ -406,6 +408,7 @@ final class SyncApplyWork {
         for (entity, recordID, version, scope) in versions {
             try SyncRecords.setServerVersion(version, scope: scope, entity: entity, recordID: recordID, in: db)
         }
+        pendingCount = try SyncRecords.pendingCount(in: db)
         try alsoWriting?(db)
     }
 }
