@@ -50,8 +50,12 @@ final class StoredValueDecoder {
         try buffer.withSlotBase { base in
             for (offset, property) in properties.enumerated() {
                 let index = property.index
-                // Only an attribute of this layout whose codec reads the slot's own type: the
-                // codec initializes `slots.witnesses[index].size` bytes at the slot's offset.
+                // Safety: `base` is the buffer's tail, laid out by `slots` (stable while the
+                // buffer lives, and it is borrowed for this closure). Only an attribute of this
+                // layout whose codec reads the slot's own type is written: the codec initializes
+                // a value of that type at the slot's offset, which is inside the tail and aligned
+                // for it; the flag byte says whether a value is there (destroyed before a
+                // second write, set only once the read succeeded).
                 guard index >= 0, index < slots.count, property.codec.slot.type == slots.witnesses[index].type else {
                     throw SyncCaptureError.undecodableValue(entity: entity, property: property.name, reason: "the property has no value slot of its type")
                 }
