@@ -79,8 +79,8 @@ enum PostgresSchema {
             "CREATE INDEX osd_refs_by_target ON osd_refs (target, entity, field)",
             """
             INSERT INTO osd_refs (entity, record_id, field, target)
-            SELECT r.entity, r.record_id, f.key, f.value->>'v' FROM osd_records r, jsonb_each(r.fields::jsonb) f
-            WHERE NOT r.deleted AND f.value->>'k' = 'reference' AND jsonb_typeof(f.value->'v') = 'string'
+            SELECT r.entity, r.record_id, f.key, f.value->'v'->>'v' FROM osd_records r, jsonb_each(r.fields::jsonb) f
+            WHERE NOT r.deleted AND f.value->'v'->>'t' = 'reference' AND jsonb_typeof(f.value->'v'->'v') = 'string'
             """,
         ]),
     ]

@@ -1,5 +1,8 @@
 import Foundation
+import GRDB
 import OpenSwiftDataServer
+import OpenSwiftDataServerPostgres
+import PostgresNIO
 import OpenSwiftDataSyncProtocol
 import Testing
 
@@ -155,5 +158,45 @@ struct DeleteRuleTests {
         try await push(h, "bob", client: "b1", first: 1, [[change(.insert, "Item", "b-i1", scope: .user("bob"), ["list": .reference("l1")])]])
         try await push(h, client: "c1", first: 2, [[change(.delete, "List", "l1")]])
         #expect(try await h.state("bob").isEmpty)
+    }
+
+    @Test("a database made before the reference index gets it filled by the migration", arguments: Backend.all)
+    func migrationFillsIndex(_ backend: Backend) async throws {
+        let directory = try TemporaryDirectory()
+        let first = try await TestStorage.make(backend, directory: directory)
+        let service = try await SyncService(storage: first.storage, clock: ManualClock().clock)
+        _ = try await service.push(user: "alice", request: PushRequest(clientID: "c1", mutations: [Mutation(id: 1, stamp: stamp(1_790_000_000_000), changes: [
+            change(.insert, "List", "l1"),
+            change(.insert, "Item", "i1", ["list": .reference("l1")]),
+            change(.insert, "Card", "k1", ["list": .reference("l1")]),
+        ])], schema: schema))
+        try await first.storage.close()
+        // Back to the schema before the index: the table and its migration's record gone.
+        let reopened: any SyncStorage
+        switch first {
+        case .sqlite(_, let path):
+            let queue = try DatabaseQueue(path: path)
+            try await queue.write { db in
+                try db.execute(sql: "DROP TABLE osd_refs; DELETE FROM grdb_migrations WHERE identifier = 'osd-server v2 references'")
+            }
+            try queue.close()
+            reopened = try SQLiteSyncStorage(path: path)
+        case .postgres(let storage):
+            let configuration = storage.configuration
+            try await PostgresTestDatabase.withProbe(configuration) { connection in
+                try await connection.query(PostgresQuery(unsafeSQL: "DROP TABLE \(configuration.schema).osd_refs"), logger: PostgresTestDatabase.quietLogger)
+                try await connection.query(PostgresQuery(unsafeSQL: "DELETE FROM \(configuration.schema).osd_migrations WHERE version = 2"), logger: PostgresTestDatabase.quietLogger)
+            }
+            reopened = try await PostgresSyncStorage(configuration: configuration, logger: PostgresTestDatabase.quietLogger)
+        }
+        let again = try await SyncService(storage: reopened, clock: ManualClock().clock)
+        let response = try await again.push(user: "alice", request: PushRequest(clientID: "c1", mutations: [Mutation(id: 2, stamp: stamp(1_790_000_000_100), changes: [change(.delete, "List", "l1")])]))
+        #expect(response.results.map(\.status) == [.applied])
+        // A first download holds the live records: the item went by cascade, the card stays
+        // with its list nil.
+        let page = try await again.pull(user: "alice", request: PullRequest(clientID: "c2"))
+        #expect(page.changes.map(\.recordID) == ["k1"])
+        #expect(page.changes.first?.fields["list"] == .null)
+        try await reopened.close()
     }
 }

@@ -54,9 +54,9 @@ enum SQLiteSchema {
                     PRIMARY KEY (entity, record_id, field)) WITHOUT ROWID;
                 CREATE INDEX osd_refs_by_target ON osd_refs (target, entity, field);
                 INSERT INTO osd_refs (entity, record_id, field, target)
-                    SELECT r.entity, r.record_id, f.key, json_extract(f.value, '$.v')
+                    SELECT r.entity, r.record_id, f.key, json_extract(f.value, '$.v.v')
                     FROM osd_records r, json_each(CAST(r.fields AS TEXT)) f
-                    WHERE r.deleted = 0 AND json_extract(f.value, '$.k') = 'reference' AND json_type(f.value, '$.v') = 'text';
+                    WHERE r.deleted = 0 AND json_extract(f.value, '$.v.t') = 'reference' AND json_type(f.value, '$.v.v') = 'text';
                 """)
         }
         return migrator
