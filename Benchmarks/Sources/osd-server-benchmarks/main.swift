@@ -206,7 +206,7 @@ func benchmark() async throws {
 }
 
 if let flag = CommandLine.arguments.firstIndex(of: "--delete-rules") {
-    let items = CommandLine.arguments.dropFirst(flag + 1).first.flatMap { Int($0) } ?? 10_000
+    let items = CommandLine.arguments.dropFirst(flag + 1).first.flatMap { Int($0) } ?? 5_000
     do {
         try await deleteRuleBenchmark(items: items)
     } catch {
