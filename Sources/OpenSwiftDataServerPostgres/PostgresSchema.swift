@@ -68,6 +68,21 @@ enum PostgresSchema {
             "CREATE TABLE osd_grants (scope text COLLATE \"C\" NOT NULL, user_id text NOT NULL, PRIMARY KEY (scope, user_id))",
             "CREATE INDEX osd_grants_by_user ON osd_grants (user_id)",
         ]),
+        // The reference index the delete rules look referrers up in: one row per reference
+        // field of a live record that holds a record id. Filled from the records there are.
+        Migration(version: 2, name: "osd-server v2 references", statements: [
+            """
+            CREATE TABLE osd_refs (
+                entity text COLLATE "C" NOT NULL, record_id text COLLATE "C" NOT NULL, field text NOT NULL, target text NOT NULL,
+                PRIMARY KEY (entity, record_id, field))
+            """,
+            "CREATE INDEX osd_refs_by_target ON osd_refs (target, entity, field)",
+            """
+            INSERT INTO osd_refs (entity, record_id, field, target)
+            SELECT r.entity, r.record_id, f.key, f.value->'v'->>'v' FROM osd_records r, jsonb_each(r.fields::jsonb) f
+            WHERE NOT r.deleted AND f.value->'v'->>'t' = 'reference' AND jsonb_typeof(f.value->'v'->'v') = 'string'
+            """,
+        ]),
     ]
 
     /// The newest migration this server knows.

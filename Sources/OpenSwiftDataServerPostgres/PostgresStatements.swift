@@ -117,6 +117,29 @@ struct RecordsStatement: PostgresPreparedStatement {
     func decodeRow(_ row: PostgresRow) throws -> Row { try RecordRow(row) }
 }
 
+/// The live records whose reference field `entity.field` holds one of the targets, one
+/// (entity, field, target) triple per array position, through the reference index.
+struct ReferrersStatement: PostgresPreparedStatement {
+    static let sql = """
+        SELECT r.entity, r.record_id, r.scope, r.version, r.deleted, r.fields, r.stamp, r.writer, r.has_links FROM osd_refs f
+        JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(entity, field, target) ON f.target = k.target AND f.entity = k.entity AND f.field = k.field
+        JOIN osd_records r ON r.entity = f.entity AND r.record_id = f.record_id
+        WHERE NOT r.deleted
+        """
+    typealias Row = RecordRow
+    var entities: [String]
+    var fields: [String]
+    var targets: [String]
+    func makeBindings() -> PostgresBindings {
+        var bindings = PostgresBindings()
+        bindings.append(entities)
+        bindings.append(fields)
+        bindings.append(targets)
+        return bindings
+    }
+    func decodeRow(_ row: PostgresRow) throws -> Row { try RecordRow(row) }
+}
+
 /// Writes records whole (insert or replace), one array per column.
 struct UpsertRecordsStatement: PostgresPreparedStatement {
     static let sql = """

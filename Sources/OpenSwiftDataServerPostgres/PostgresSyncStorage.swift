@@ -185,9 +185,16 @@ public final class PostgresSyncStorage: SharedSyncStorage {
                 results[id] = StoredResult(id: id, hash: hash, result: try decoder.decode(MutationResult.self, from: Data(result.utf8)))
             }
         }
-        let keys = Array(load.keys)
+        let deleteRules = DeleteRuleGraph(load.deleteRules.schema ?? client?.schema)
+        let keys = Array(deleteRules.isEmpty ? load.keys : load.keys.union(deleteRules.targets(of: load.deleteRules)))
         var records: [RecordKey: StoredRecord] = [:]
         for record in try await loadRecords(keys, connection) { records[record.key] = record }
+        if !deleteRules.isEmpty {
+            let referrers = try await deleteRules.referrers(of: load.deleteRules.roots, loaded: Set(records.keys)) { queries in
+                try await loadReferrers(queries, connection)
+            }
+            for referrer in referrers { records[referrer.key] = referrer }
+        }
         var scopes: [ScopeID: ScopeRecord] = [:]
         let scopeIDs = Array(load.scopes.union(records.values.map(\.scope)))
         for record in try await scopeRecords(scopeIDs, connection) { scopes[record.scope] = record }
@@ -209,6 +216,30 @@ public final class PostgresSyncStorage: SharedSyncStorage {
         for try await row in try await connection.execute(RecordsStatement(entities: keys.map(\.entity), recordIDs: keys.map(\.recordID)), logger: logger) {
             records.append(try row.record())
             if row.hasLinks { linked.append(RecordKey(entity: row.entity, recordID: row.recordID)) }
+        }
+        try await attachLinks(&records, linked, connection)
+        return records
+    }
+
+    /// The live referrers the queries ask for, with their links, through the reference index.
+    private func loadReferrers(_ queries: [ReferrerQuery], _ connection: PostgresConnection) async throws -> [StoredRecord] {
+        var statement = ReferrersStatement(entities: [], fields: [], targets: [])
+        for query in queries {
+            for target in query.targets {
+                statement.entities.append(query.entity)
+                statement.fields.append(query.field)
+                statement.targets.append(target)
+            }
+        }
+        guard !statement.targets.isEmpty else { return [] }
+        var records: [StoredRecord] = []
+        var linked: [RecordKey] = []
+        var seen: Set<RecordKey> = []
+        for try await row in try await connection.execute(statement, logger: logger) {
+            let record = try row.record()
+            guard seen.insert(record.key).inserted else { continue }
+            records.append(record)
+            if row.hasLinks { linked.append(record.key) }
         }
         try await attachLinks(&records, linked, connection)
         return records
@@ -302,6 +333,26 @@ public final class PostgresSyncStorage: SharedSyncStorage {
                         linkColumns.clients.append(link.client)
                     }
                 }
+            }
+            // The reference index: the written records' rows replaced by their live references.
+            try await connection.query("""
+                DELETE FROM osd_refs f USING unnest(\(previouslyLinked.map(\.entity))::text[], \(previouslyLinked.map(\.recordID))::text[]) AS k(entity, record_id)
+                WHERE f.entity = k.entity AND f.record_id = k.record_id
+                """, logger: logger)
+            var referenceColumns: (entities: [String], recordIDs: [String], fields: [String], targets: [String]) = ([], [], [], [])
+            for record in records {
+                for (field, target) in record.referenceTargets {
+                    referenceColumns.entities.append(record.entity)
+                    referenceColumns.recordIDs.append(record.recordID)
+                    referenceColumns.fields.append(field)
+                    referenceColumns.targets.append(target)
+                }
+            }
+            if !referenceColumns.entities.isEmpty {
+                try await connection.query("""
+                    INSERT INTO osd_refs (entity, record_id, field, target)
+                    SELECT * FROM unnest(\(referenceColumns.entities)::text[], \(referenceColumns.recordIDs)::text[], \(referenceColumns.fields)::text[], \(referenceColumns.targets)::text[])
+                    """, logger: logger)
             }
             if !linkColumns.entities.isEmpty {
                 try await connection.query("""

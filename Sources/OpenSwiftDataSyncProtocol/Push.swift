@@ -46,11 +46,13 @@ public enum RejectionReason: String, Codable, Sendable, CaseIterable {
     case recordIDTaken
     /// Under `rejectStale`, the record changed through another client after the base version.
     case stale
-    /// An update of a record deleted after the version the client based it on.
+    /// An update of a record deleted after the version the client based it on, or a
+    /// reference set to a deleted record whose delete rule is `cascade`.
     case recordDeleted
     /// An update or delete of a record the server never had.
     case recordNotFound
-    /// The record breaks a rule of the schema (a required field missing, an unknown field).
+    /// The record breaks a rule of the schema (a required field missing, an unknown field, a
+    /// delete refused by a `deny` reference).
     case validation
     /// The server's conflict resolver refused it.
     case resolverRefused

@@ -74,11 +74,12 @@ struct SimulatorTests {
 
     /// Seeds of the CI sweep (300 seeds of 40 steps) that fail on bugs the simulator found and
     /// that are not fixed yet, kept out of the sweep's verdict (the checks stay as they are):
-    /// 63 and 267 are the cascade-delete divergence. See `knownBugSeeds`. (209, a revoke and
+    /// none at the moment. (63 and 267, the cascade-delete divergence, pass since the server
+    /// enforces the schema's delete rules. 209, a revoke and
     /// re-grant with a pending save in the scope, passes since masked records outlive the purge.) (Restores that lost acknowledged
     /// saves pass since the engine resends them; 65, 81, 148, 190 and 240, cursors that
     /// survived a plain-copy restore, pass since cursors carry the log mark of their position.)
-    static let knownFailing: Set<UInt64> = [63, 267]
+    static let knownFailing: Set<UInt64> = []
 
     @Test("the same seed gives the same trace, in two processes")
     func sameSeedSameTrace() async throws {
@@ -146,21 +147,13 @@ struct SimulatorTests {
         // queue wedged on "SimItem.key has no value" (a partial upsert of a purged record);
         // 120 is the leak a first fix made (a record kept for a mutation already applied).
         "--seed 209 --steps 40", "--seed 120 --steps 40",
+        // A list deleted (cascade) on one client while another pointed an item at it (or
+        // inserted one into it): the server kept the item, the other clients deleted it
+        // locally by cascade. The server now enforces the schema's delete rules.
+        "--seed 34 --faults none", "--seed 63 --steps 40", "--seed 267 --steps 40",
     ])
     func fixedBugSeeds(arguments: String) async throws {
         let output = try await SimulateCommand.run(arguments.split(separator: " ").map(String.init))
         #expect(output.lines.last?.hasSuffix(" passed") == true, "\(output.lines.suffix(4))")
-    }
-
-    @Test("seeds of bugs the simulator found that are not fixed yet still fail (a fix shows here)", arguments: [
-        // A list deleted (cascade) on one client while another points an item at it: the
-        // server keeps the item with no list, the other clients delete it locally by cascade.
-        "--seed 34 --faults none", "--seed 267 --steps 40", "--seed 63 --steps 40",
-    ])
-    func knownBugSeeds(arguments: String) async throws {
-        let output = try await SimulateCommand.run(arguments.split(separator: " ").map(String.init))
-        withKnownIssue("osd-simulate \(arguments)", isIntermittent: true) {
-            #expect(output.lines.last?.hasSuffix(" passed") == true)
-        }
     }
 }

@@ -4,7 +4,8 @@
 // 2. a pull of 100,000 records from a fresh cursor (server-side time, and over HTTP);
 // 3. live notification latency: from a push's answer to another client's WebSocket message.
 // With `--postgres URL [batches]`: SQLite and PostgreSQL (one and two servers) side by side
-// (PostgresBenchmark.swift).
+// (PostgresBenchmark.swift). With `--delete-rules [items]`: the cost of the server's delete
+// rules (DeleteRuleBenchmark.swift).
 import AsyncHTTPClient
 import Foundation
 import HTTPTypes
@@ -204,7 +205,15 @@ func benchmark() async throws {
     try await server.close()
 }
 
-if let flag = CommandLine.arguments.firstIndex(of: "--postgres"), CommandLine.arguments.count > flag + 1 {
+if let flag = CommandLine.arguments.firstIndex(of: "--delete-rules") {
+    let items = CommandLine.arguments.dropFirst(flag + 1).first.flatMap { Int($0) } ?? 5_000
+    do {
+        try await deleteRuleBenchmark(items: items)
+    } catch {
+        FileHandle.standardError.write(Data("osd-server-benchmarks: \(error)\n".utf8))
+        exit(1)
+    }
+} else if let flag = CommandLine.arguments.firstIndex(of: "--postgres"), CommandLine.arguments.count > flag + 1 {
     let url = CommandLine.arguments[flag + 1]
     let batches = CommandLine.arguments.dropFirst(flag + 2).first.flatMap { Int($0) } ?? 20
     do {

@@ -28,6 +28,15 @@ struct PushEvaluator: Sendable {
         var conflicts = 0
         var currentMutation: MutationID = 0
         var currentTxn: ServerVersion?
+        /// The schema's enforced references (see `PushEvaluator+DeleteRules.swift`).
+        var deleteRules = DeleteRuleGraph(nil)
+        /// Per record id, the records whose reference fields held it at some point of the
+        /// batch: candidates, checked against their current fields when used (only added to,
+        /// so a rollback leaves it a superset).
+        var referrers: [RecordID: Set<RecordKey>] = [:]
+        /// The current mutation's deletes of records a `deny` reference pointed at, checked
+        /// when all its changes are applied (a save may delete the referrer too).
+        var denied: [DeniedDelete] = []
         /// How to take back the current mutation's changes if it is rejected. (Changing the
         /// state in place and undoing a rejection, rather than trying each mutation on a copy,
         /// keeps a batch linear: a copy of the growing log and record map per mutation made a
@@ -50,6 +59,7 @@ struct PushEvaluator: Sendable {
         mutating func begin(_ mutation: MutationID) {
             currentMutation = mutation
             currentTxn = nil
+            denied = []
             undo = Undo(changesCount: changes.count, head: head, conflicts: conflicts)
         }
 
@@ -72,6 +82,12 @@ struct PushEvaluator: Sendable {
             if undo.records.index(forKey: key) == nil { undo.records.updateValue(records[key], forKey: key) }
             records[key] = record
             if changed.insert(key).inserted { undo.changed.append(key) }
+            if !deleteRules.isEmpty { indexReferences(of: record) }
+        }
+
+        /// Adds the record to the candidate referrers of the ids its reference fields hold.
+        mutating func indexReferences(of record: StoredRecord) {
+            for (_, target) in record.referenceTargets { referrers[target, default: []].insert(record.key) }
         }
 
         /// Claims a scope for `owner`.
@@ -98,6 +114,7 @@ struct PushEvaluator: Sendable {
         var newResults: [StoredResult] = []
         var working = Working(records: snapshot.records, scopes: snapshot.scopes, head: snapshot.head)
         let schema = request.schema ?? snapshot.client?.schema
+        working.prepareDeleteRules(schema)
         var lastHash = snapshot.client?.lastHash ?? ""
         var applied = 0
         var rejected = 0
@@ -122,6 +139,7 @@ struct PushEvaluator: Sendable {
                 for change in mutation.changes {
                     try apply(change, stamp: stamp, schema: schema, to: &working, snapshot: snapshot)
                 }
+                try checkDeniedDeletes(working)
                 result = MutationResult(id: mutation.id, status: .applied)
                 applied += 1
             } catch let rejection as Rejection {
@@ -176,7 +194,7 @@ struct PushEvaluator: Sendable {
 
     // MARK: One change
 
-    private func access(_ scope: ScopeID, _ working: Working) -> ScopeAccessLevel {
+    func access(_ scope: ScopeID, _ working: Working) -> ScopeAccessLevel {
         ScopeAccessLevel.of(user, to: scope, record: working.scopes[scope])
     }
 
@@ -223,9 +241,10 @@ struct PushEvaluator: Sendable {
                 return
             }
             try checkKinds(change, record: nil, schema: entitySchema, key: key)
+            let values = try resolveReferences(change.fields, of: key, working: working)
             claim(change.scope, &working)
             var fields: [SyncName: StoredField] = [:]
-            for (name, value) in change.fields {
+            for (name, value) in values {
                 fields[name] = StoredField(value: value, kind: value.kind ?? schemaKind(entitySchema, name), stamp: stamp, client: clientID)
             }
             var links: [SyncName: [RecordID: StoredLink]] = [:]
@@ -267,16 +286,8 @@ struct PushEvaluator: Sendable {
             } else if policy == .rejectStale, isStale(existing, change: change, snapshot: snapshot) {
                 throw Rejection(reason: .stale, message: "\(key) changed through another client after version \(change.baseVersion ?? 0); it is at version \(existing.version)", keys: [key])
             }
-            var record = existing
-            record.deleted = true
-            record.fields = [:]
-            record.links = [:]
-            record.stamp = max(record.stamp, stamp)
-            record.writer = clientID
-            working.head += 1
-            record.version = working.head
-            working.set(record, for: key)
-            log(.delete, record, fields: [:], links: [:], working: &working)
+            tombstone(existing, stamp: stamp, working: &working)
+            try enforceDeleteRules(deleting: existing, stamp: stamp, working: &working)
         }
     }
 
@@ -284,7 +295,7 @@ struct PushEvaluator: Sendable {
         let key = existing.key
         let clientID = request.clientID
         try checkKinds(change, record: existing, schema: entitySchema, key: key)
-        var fieldsToApply = change.fields
+        var fieldsToApply = try resolveReferences(change.fields, of: key, working: working)
         var linksToApply = change.links
         var unconditional = false
         let policy = policy(for: change.entity, schema: request.schema ?? snapshot.client?.schema)
@@ -292,7 +303,7 @@ struct PushEvaluator: Sendable {
             switch resolver(ResolverInput(serverRecord: existing.state, change: change, stamp: stamp, clientID: clientID)) {
             case .usePolicy: break
             case .apply(let fields, let links):
-                fieldsToApply = fields
+                fieldsToApply = try resolveReferences(fields, of: key, working: working)
                 linksToApply = links
                 unconditional = true
             case .refuse(let message):
@@ -383,7 +394,7 @@ struct PushEvaluator: Sendable {
         record.presentLinks.mapValues { LinkChange(added: $0) }
     }
 
-    private func log(_ op: RecordOperation, _ record: StoredRecord, fields: [SyncName: SyncValue], links: [SyncName: LinkChange], working: inout Working) {
+    func log(_ op: RecordOperation, _ record: StoredRecord, fields: [SyncName: SyncValue], links: [SyncName: LinkChange], working: inout Working) {
         let seq = working.head
         // Every entry of one mutation carries the sequence of its first entry: pull pages
         // break only where that marker changes.

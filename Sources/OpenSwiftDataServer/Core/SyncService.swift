@@ -59,7 +59,7 @@ public final class SyncService: Sendable {
             }
         }
         let evaluator = PushEvaluator(user: user, request: request, hashes: hashes, configuration: configuration, now: nowMilliseconds)
-        let load = PushLoad(clientID: request.clientID, mutationIDs: request.mutations.map(\.id), keys: keys, scopes: scopes, historyAfter: history)
+        let load = PushLoad(clientID: request.clientID, mutationIDs: request.mutations.map(\.id), keys: keys, scopes: scopes, historyAfter: history, deleteRules: DeleteRuleLoad(request))
         let plan = try await storage.push(load) { snapshot in try evaluator.evaluate(snapshot) }
         if plan.applied + plan.rejected > 0 {
             observer.pushed(PushSummary(applied: plan.applied, rejected: plan.rejected, conflicts: plan.conflicts))

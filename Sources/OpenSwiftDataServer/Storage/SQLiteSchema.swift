@@ -45,6 +45,20 @@ enum SQLiteSchema {
                 CREATE INDEX osd_grants_by_user ON osd_grants (user);
                 """)
         }
+        // The reference index the delete rules look referrers up in: one row per reference
+        // field of a live record that holds a record id. Filled from the records there are.
+        migrator.registerMigration("osd-server v2 references") { db in
+            try db.execute(sql: """
+                CREATE TABLE osd_refs (
+                    entity TEXT NOT NULL, record_id TEXT NOT NULL, field TEXT NOT NULL, target TEXT NOT NULL,
+                    PRIMARY KEY (entity, record_id, field)) WITHOUT ROWID;
+                CREATE INDEX osd_refs_by_target ON osd_refs (target, entity, field);
+                INSERT INTO osd_refs (entity, record_id, field, target)
+                    SELECT r.entity, r.record_id, f.key, json_extract(f.value, '$.v.v')
+                    FROM osd_records r, json_each(CAST(r.fields AS TEXT)) f
+                    WHERE r.deleted = 0 AND json_extract(f.value, '$.v.t') = 'reference' AND json_type(f.value, '$.v.v') = 'text';
+                """)
+        }
         return migrator
     }
 }

@@ -66,7 +66,9 @@ public final class SQLiteSyncStorage: SyncStorage {
             // Only records that have link rows now need them deleted before they are written
             // again (a record the snapshot does not hold has none).
             let linked = Set(snapshot.records.lazy.filter { !$0.value.links.isEmpty }.map(\.key))
-            try Self.write(plan, clientID: load.clientID, linked: linked, db)
+            // Likewise for reference index rows.
+            let referencing = Set(snapshot.records.lazy.filter { !$0.value.referenceTargets.isEmpty }.map(\.key))
+            try Self.write(plan, clientID: load.clientID, linked: linked, referencing: referencing, db)
             return plan
         }
     }
@@ -89,11 +91,30 @@ public final class SQLiteSyncStorage: SyncStorage {
             }
         }
         var records: [RecordKey: StoredRecord] = [:]
+        let deleteRules = DeleteRuleGraph(load.deleteRules.schema ?? client?.schema)
+        let keys = deleteRules.isEmpty ? load.keys : load.keys.union(deleteRules.targets(of: load.deleteRules))
         let recordStatement = try db.cachedStatement(sql: "SELECT entity, record_id, scope, version, deleted, fields, stamp, writer, has_links FROM osd_records WHERE entity = ? AND record_id = ?")
-        for key in load.keys {
+        for key in keys {
             if let row = try Row.fetchOne(recordStatement, arguments: [key.entity, key.recordID]) {
                 records[key] = try record(row, db)
             }
+        }
+        if !deleteRules.isEmpty {
+            let referrers = try deleteRules.referrers(of: load.deleteRules.roots, loaded: Set(records.keys)) { queries in
+                let statement = try db.cachedStatement(sql: """
+                    SELECT r.entity, r.record_id, r.scope, r.version, r.deleted, r.fields, r.stamp, r.writer, r.has_links
+                    FROM osd_refs f JOIN osd_records r ON r.entity = f.entity AND r.record_id = f.record_id
+                    WHERE f.target = ? AND f.entity = ? AND f.field = ? AND r.deleted = 0
+                    """)
+                var found: [StoredRecord] = []
+                for query in queries {
+                    for target in query.targets {
+                        for row in try Row.fetchAll(statement, arguments: [target, query.entity, query.field]) { found.append(try record(row, db)) }
+                    }
+                }
+                return found
+            }
+            for referrer in referrers { records[referrer.key] = referrer }
         }
         var scopes: [ScopeID: ScopeRecord] = [:]
         let scopeIDs = load.scopes.union(records.values.map(\.scope))
@@ -142,7 +163,7 @@ public final class SQLiteSyncStorage: SyncStorage {
             stamp: HLCTimestamp(rawValue: UInt64(bitPattern: stamp)), writer: try row.decode(atIndex: 7), links: links)
     }
 
-    private static func write(_ plan: PushPlan, clientID: ClientID, linked: Set<RecordKey>, _ db: Database) throws {
+    private static func write(_ plan: PushPlan, clientID: ClientID, linked: Set<RecordKey>, referencing: Set<RecordKey>, _ db: Database) throws {
         let encoder = JSONEncoder.syncProtocol()
         if let client = plan.client {
             try db.execute(
@@ -167,6 +188,8 @@ public final class SQLiteSyncStorage: SyncStorage {
             """)
         let deleteLinks = try db.cachedStatement(sql: "DELETE FROM osd_links WHERE entity = ? AND record_id = ?")
         let insertLink = try db.cachedStatement(sql: "INSERT INTO osd_links (entity, record_id, name, target, present, stamp, client) VALUES (?, ?, ?, ?, ?, ?, ?)")
+        let deleteReferences = try db.cachedStatement(sql: "DELETE FROM osd_refs WHERE entity = ? AND record_id = ?")
+        let insertReference = try db.cachedStatement(sql: "INSERT OR REPLACE INTO osd_refs (entity, record_id, field, target) VALUES (?, ?, ?, ?)")
         for record in plan.records {
             let hasLinks = !record.links.isEmpty
             try recordStatement.execute(arguments: [
@@ -178,6 +201,10 @@ public final class SQLiteSyncStorage: SyncStorage {
                 for (target, link) in elements {
                     try insertLink.execute(arguments: [record.entity, record.recordID, name, target, link.present, Int64(bitPattern: link.stamp.rawValue), link.client])
                 }
+            }
+            if referencing.contains(record.key) { try deleteReferences.execute(arguments: [record.entity, record.recordID]) }
+            for (field, target) in record.referenceTargets {
+                try insertReference.execute(arguments: [record.entity, record.recordID, field, target])
             }
         }
         let changeStatement = try db.cachedStatement(sql: """

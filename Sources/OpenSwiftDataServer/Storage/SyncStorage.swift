@@ -72,14 +72,21 @@ public struct PushLoad: Sendable {
     /// For records under `rejectStale`, the version after which to load which clients changed
     /// them.
     public var historyAfter: [RecordKey: ServerVersion]
+    /// What the schema's delete rules need: a storage builds ``DeleteRuleGraph`` from this
+    /// load's schema (or else the client's stored one), loads the records of
+    /// ``DeleteRuleGraph/targets(of:)`` with `keys`, and adds to the snapshot the live
+    /// referrers ``DeleteRuleGraph/referrers(of:loaded:fetch:)`` finds from `roots` (with
+    /// their links and scopes), looked up in its index of reference fields.
+    public var deleteRules: DeleteRuleLoad
 
     /// Makes a load request.
-    public init(clientID: ClientID, mutationIDs: [MutationID], keys: Set<RecordKey>, scopes: Set<ScopeID>, historyAfter: [RecordKey: ServerVersion]) {
+    public init(clientID: ClientID, mutationIDs: [MutationID], keys: Set<RecordKey>, scopes: Set<ScopeID>, historyAfter: [RecordKey: ServerVersion], deleteRules: DeleteRuleLoad = DeleteRuleLoad(schema: nil)) {
         self.clientID = clientID
         self.mutationIDs = mutationIDs
         self.keys = keys
         self.scopes = scopes
         self.historyAfter = historyAfter
+        self.deleteRules = deleteRules
     }
 }
 
