@@ -146,6 +146,10 @@ struct SimulatorTests {
         // queue wedged on "SimItem.key has no value" (a partial upsert of a purged record);
         // 120 is the leak a first fix made (a record kept for a mutation already applied).
         "--seed 209 --steps 40", "--seed 120 --steps 40",
+        // A rejected save whose answer was lost (answer dropped, or the client killed before
+        // recording it): compaction deleted the stored answer by age, and the resend was told
+        // "applied". Answers are now kept until the client acknowledges them.
+        "--seed 52 --steps 60", "--seed 180 --steps 60",
     ])
     func fixedBugSeeds(arguments: String) async throws {
         let output = try await SimulateCommand.run(arguments.split(separator: " ").map(String.init))
