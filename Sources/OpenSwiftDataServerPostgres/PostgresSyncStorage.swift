@@ -294,6 +294,9 @@ public final class PostgresSyncStorage: SharedSyncStorage {
                 ON CONFLICT (client_id) DO UPDATE SET last_mutation_id = excluded.last_mutation_id, last_hash = excluded.last_hash, schema = excluded.schema
                 """, logger: logger)
         }
+        if let below = plan.resultsAcknowledgedBelow {
+            try await connection.query("DELETE FROM osd_results WHERE client_id = \(clientID) AND mutation_id < \(below)", logger: logger)
+        }
         if !plan.results.isEmpty {
             try await connection.query("""
                 INSERT INTO osd_results (client_id, mutation_id, hash, result, created_at)
@@ -544,7 +547,8 @@ public final class PostgresSyncStorage: SharedSyncStorage {
 
     public func compact(before milliseconds: Int64) async throws -> CompactionResult {
         try await writeTransaction { connection, head in
-            try await connection.query("DELETE FROM osd_results WHERE created_at < \(milliseconds)", logger: logger)
+            // Push results are not dropped by age: a client that has not acknowledged one may
+            // still send its mutation again and must get the same answer (property 3).
             var newHorizon: Int64?
             for try await value in try await connection.query("SELECT MAX(seq) FROM osd_changes WHERE created_at < \(milliseconds)", logger: logger).decode(Int64?.self) {
                 newHorizon = value

@@ -151,6 +151,13 @@ struct SimulatorTests {
         // inserted one into it): the server kept the item, the other clients deleted it
         // locally by cascade. The server now enforces the schema's delete rules.
         "--seed 34 --faults none", "--seed 63 --steps 40", "--seed 267 --steps 40",
+        // A rejected save whose answer was lost (answer dropped, or the client killed before
+        // recording it): compaction deleted the stored answer by age, and the resend was told
+        // "applied". Answers are now kept until the client acknowledges them.
+        // 122, 206, 210, 800 and 824 are the same loss, seen first as a client keeping records
+        // the server refused.
+        "--seed 52 --steps 60", "--seed 180 --steps 60", "--seed 122 --steps 60", "--seed 206 --steps 60",
+        "--seed 210 --steps 60", "--seed 800 --steps 60", "--seed 824 --steps 60",
     ])
     func fixedBugSeeds(arguments: String) async throws {
         let output = try await SimulateCommand.run(arguments.split(separator: " ").map(String.init))

@@ -127,7 +127,13 @@ struct PushEvaluator: Sendable {
                 } else if mutation.id == last, let client = snapshot.client, client.lastHash != hash {
                     throw forked(mutation.id, last)
                 } else {
-                    results.append(MutationResult(id: mutation.id, status: .applied, message: "processed earlier; its result is no longer kept"))
+                    // Its answer is gone: the client acknowledged it (it pushed from a later id
+                    // since), so the sender is a copy of the client that lost its state (a
+                    // restored device), or the store predates acknowledged answers and dropped
+                    // it by age. Either way the server cannot tell whether it was applied or
+                    // rejected; claiming either could lose a save silently, so the sender takes
+                    // a new client id (see ARCHITECTURE.md, "Push answers").
+                    throw answerGone(mutation.id, last)
                 }
                 continue
             }
@@ -183,6 +189,7 @@ struct PushEvaluator: Sendable {
             changes: working.changes, newScopes: working.newScopes.values.sorted { $0.scope < $1.scope },
             clock: clock.last, head: working.head, now: now, readers: readers, changedScopes: changedScopes)
         plan.applied = applied
+        plan.resultsAcknowledgedBelow = first.id
         plan.rejected = rejected
         plan.conflicts = working.conflicts
         return plan
@@ -190,6 +197,10 @@ struct PushEvaluator: Sendable {
 
     private func forked(_ id: MutationID, _ last: MutationID) -> SyncServiceError {
         SyncServiceError(409, .clientForked, "mutation \(id) was processed before with other content (the last processed is \(last)): this device's client id was used elsewhere or restored from a backup; take a new client id", lastMutationID: last)
+    }
+
+    private func answerGone(_ id: MutationID, _ last: MutationID) -> SyncServiceError {
+        SyncServiceError(409, .clientForked, "mutation \(id) was processed before and its answer was acknowledged and dropped (the last processed is \(last)): this client's state is older than what it acknowledged (restored from a backup?); take a new client id", lastMutationID: last)
     }
 
     // MARK: One change

@@ -200,8 +200,9 @@ public final class SyncService: Sendable {
 
     // MARK: Maintenance
 
-    /// Removes log entries, tombstones and recorded push results older than the retention
-    /// window; cursors from before it get a `historyCompacted` reset.
+    /// Removes log entries and tombstones older than the retention window; cursors from before
+    /// it get a `historyCompacted` reset. Recorded push results stay until their client
+    /// acknowledges them, whatever their age.
     @discardableResult
     public func compact() async throws -> CompactionResult {
         let cutoff = nowMilliseconds - Int64(configuration.retention * 1000)

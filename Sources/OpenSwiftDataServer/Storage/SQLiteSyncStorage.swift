@@ -173,6 +173,9 @@ public final class SQLiteSyncStorage: SyncStorage {
                     """,
                 arguments: [client.clientID, client.user, client.lastMutationID, client.lastHash, try client.schema.map { try encoder.encode($0) }])
         }
+        if let below = plan.resultsAcknowledgedBelow {
+            try db.execute(sql: "DELETE FROM osd_results WHERE client_id = ? AND mutation_id < ?", arguments: [clientID, below])
+        }
         let resultStatement = try db.cachedStatement(sql: "INSERT INTO osd_results (client_id, mutation_id, hash, result, created_at) VALUES (?, ?, ?, ?, ?)")
         for result in plan.results {
             var writer = SyncJSONWriter(capacity: 64)
@@ -388,7 +391,8 @@ public final class SQLiteSyncStorage: SyncStorage {
     public func compact(before milliseconds: Int64) async throws -> CompactionResult {
         try await pool.write { db in
             let (_, horizon, _) = try Self.headRow(db)
-            try db.execute(sql: "DELETE FROM osd_results WHERE created_at < ?", arguments: [milliseconds])
+            // Push results are not dropped by age: a client that has not acknowledged one may
+            // still send its mutation again and must get the same answer (property 3).
             guard let newHorizon = try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM osd_changes WHERE created_at < ?", arguments: [milliseconds]), newHorizon > horizon else {
                 return CompactionResult(horizon: horizon, changesRemoved: 0, tombstonesRemoved: 0)
             }

@@ -34,8 +34,9 @@ public protocol SyncStorage: Sendable {
     /// when unclaimed) and returns the new one (or throws to refuse).
     func updateScope(_ scope: ScopeID, decide: @Sendable (ScopeRecord?) throws -> ScopeRecord) async throws -> ScopeRecord
 
-    /// Removes log entries, tombstones and push results written before `milliseconds`, and
-    /// raises the horizon below which cursors are told to reset.
+    /// Removes log entries and tombstones written before `milliseconds`, and raises the horizon
+    /// below which cursors are told to reset. Push results are not removed by age: they stay
+    /// until their client acknowledges them (``PushPlan/resultsAcknowledgedBelow``).
     func compact(before milliseconds: Int64) async throws -> CompactionResult
 
     /// Whether the storage can serve (for `/ready`).
@@ -148,6 +149,10 @@ public struct PushPlan: Sendable {
     public var changedScopes: Set<ScopeID>
     /// Counts for metrics.
     public var applied = 0, rejected = 0, conflicts = 0
+    /// The client has processed its answers below this mutation id (a push starts at its
+    /// oldest unanswered mutation): the storage deletes this client's stored results below it
+    /// in the push's transaction. Nil: none are acknowledged.
+    public var resultsAcknowledgedBelow: MutationID?
 
     /// Makes a plan.
     public init(response: PushResponse, client: ClientRecord?, results: [StoredResult], records: [StoredRecord], changes: [LogEntry], newScopes: [ScopeRecord], clock: HLCTimestamp, head: ServerVersion, now: Int64, readers: Set<String>, changedScopes: Set<ScopeID>) {
