@@ -138,6 +138,13 @@ extension SyncEngine {
         let shadows = try storeRead { db in try SyncEngineStore.shadows(in: db) }
         var rebase = SyncRebase(shapes: shapes, before: SyncRebase.masks(of: pending.before), after: SyncRebase.masks(of: pending.after), shadows: shadows)
         var events: [SyncEvent] = []
+        // Inserts of records that pending mutations mask: those without a local row are
+        // applied whole (see `SyncRebase.absent`).
+        let maskedInserts = Set(staged.lazy.filter { $0.op == .insert }.map { SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID) }.filter { rebase.before[$0].map { !$0.deletedLocally } ?? false })
+        if !maskedInserts.isEmpty {
+            let held = try storeRead { db in Set(try ModelContainer.syncRecordEntries(in: db).map { SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID) }) }
+            rebase.absent = maskedInserts.subtracting(held)
+        }
         for change in staged { try rebase.add(change) }
         let limit = settleThrough ?? 0
         let settled = sentRows.filter { $0.mutation.id <= limit }

@@ -71,6 +71,12 @@ struct SyncRebase {
     /// Masks of the mutations still pending after it.
     let after: [RecordRef: Mask]
     var shadows: Shadows
+    /// Records without a local row (at the start of the batch, or deleted by it): an insert of
+    /// one of them is applied whole even where pending mutations mask fields, since the row it
+    /// makes has no other values (seed 58: a record deleted and inserted again on the server
+    /// while this client had pending updates of it; seed 149: an insert resent after a server
+    /// restore whose row a pulled delete had removed; both wedged on a field with no value).
+    var absent: Set<RecordRef> = []
     /// The changes to apply, in order.
     private(set) var batch: [RemoteRecordChange] = []
 
@@ -121,14 +127,18 @@ struct SyncRebase {
                 shadow(ref, Self.recordKey, .record(exists: false), version: change.version)
             } else {
                 dropShadows(of: ref)
+                absent.insert(ref)
                 batch.append(.delete(change.entity, recordID: change.recordID, serverVersion: change.version))
             }
         case .insert, .update:
             if mask?.record == true {
                 shadow(ref, Self.recordKey, .record(exists: true), version: change.version)
             }
-            guard let mask else {
-                // Nothing pending touches the record (a first download, mostly): all of it applies.
+            let wholeInsert = change.op == .insert && mask?.deletedLocally != true && absent.contains(ref)
+            guard let mask, !wholeInsert else {
+                absent.remove(ref)
+                // Nothing pending touches the record (a first download, mostly), or it is an
+                // insert of a record with no local row: all of it applies.
                 var links: [SyncLinkChange] = []
                 for (relationship, link) in change.links.sorted(by: { $0.key < $1.key }) where shape.links.contains(where: { $0.name == relationship }) {
                     if !link.added.isEmpty || !link.removed.isEmpty { links.append(SyncLinkChange(relationship: relationship, added: link.added, removed: link.removed)) }
@@ -160,6 +170,7 @@ struct SyncRebase {
                 if !added.isEmpty || !removed.isEmpty { links.append(SyncLinkChange(relationship: relationship, added: added, removed: removed)) }
             }
             guard !mask.deletedLocally else { return }
+            absent.remove(ref)
             // Even with every field masked, the upsert records the server version the record
             // is at, as the base version of the next local change.
             batch.append(.upsert(change.entity, recordID: change.recordID, serverVersion: change.version, scope: change.scope.rawValue, fields: try fields(applied, entity: change.entity), links: links))
