@@ -164,6 +164,9 @@ extension SyncEngine {
                 }
             }
         }
+        // A reset's snapshot is the server's whole state: what it does not hold, the server
+        // does not have, whatever older shadows say.
+        if resetting { rebase.markAbsent(outside: Set(staged.map { SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID) })) }
         // Scopes revoked whose records are still to be removed: a record a pending mutation
         // masks stays until that mutation is answered (rejected, the rollback removes it;
         // applied, the scope was granted again). The set is kept across pages; a scope leaves

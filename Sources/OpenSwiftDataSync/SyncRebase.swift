@@ -280,6 +280,20 @@ struct SyncRebase {
         }
     }
 
+    /// After a reset's snapshot (which holds every record the server has): a pending record it
+    /// does not hold, or one shadowed from an older answer (a rejection's server records), is
+    /// shadowed as absent, so settling its mutations removes it instead of writing older values
+    /// back (seed 253: a record's rejected edit, then its delete, both settled by a reset, came
+    /// back as a row without values from the rejection's "exists" shadow).
+    mutating func markAbsent(outside snapshot: Set<RecordRef>) {
+        var refs = Set(before.keys)
+        for key in shadows.keys { refs.insert(RecordRef(entity: key.entity, recordID: key.recordID)) }
+        for ref in refs where !snapshot.contains(ref) {
+            dropShadows(of: ref)
+            shadows[SyncEngineStore.ShadowKey(entity: ref.entity, recordID: ref.recordID, key: Self.recordKey)] = (.record(exists: false), 0)
+        }
+    }
+
     /// Deletes local records (revoked scopes, records a reset snapshot no longer has).
     mutating func delete(_ refs: [RecordRef]) {
         for ref in refs {
