@@ -78,6 +78,12 @@ enum SyncEngineStore {
     }
 
     /// How many mutations are sent and not settled yet.
+    /// Whether the server answered a mutation above `id` (a server whose last id for this
+    /// client is `id` lost it: restored from a copy that kept its epoch and its log position).
+    static func answered(above id: MutationID, in db: Database) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(sentTable) WHERE id > ? AND status != 'sent')", arguments: [id]) ?? false
+    }
+
     static func unsettledCount(in db: Database) throws -> Int {
         try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(sentTable) WHERE status != 'settled'") ?? 0
     }

@@ -154,6 +154,9 @@ struct SimulatorTests {
         // A reset settled a record's rejected edit and then its delete: the rejection's
         // "exists" shadow was written back as a row without values (queue wedged).
         "--seed 253", "--seed 326",
+        // The server restored from a plain copy its cursor did not pass: saves it had answered
+        // after the copy were never resent (no reset), and stayed pending forever.
+        "--seed 953",
     ])
     func fixedBugSeeds(arguments: String) async throws {
         let output = try await SimulateCommand.run(arguments.split(separator: " ").map(String.init))

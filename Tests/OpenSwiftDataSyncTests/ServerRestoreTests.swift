@@ -99,6 +99,35 @@ struct ServerRestoreTests {
         #expect(try await a.engine.pendingChangeCount() == 0)
     }
 
+    @Test("a restore from a plain copy (same epoch) that the cursor does not pass: saves acknowledged after the copy are resent when a page's last id is below them (simulator seed 953)")
+    func plainCopyLostAcknowledgedSaves() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        a.context.insert(Note(title: "in the backup"))
+        try a.context.save()
+        try await a.engine.syncNow()
+        try Self.backup(server, to: "backup.sqlite")
+
+        // Pushed and acknowledged, but the pull after it fails: the cursor stays at the copy's head.
+        a.transport.onPull { _ in throw SyncTransportError.unreachable("answer lost") }
+        a.context.insert(Note(title: "acknowledged, then lost"))
+        try a.context.save()
+        await #expect(throws: SyncEngineError.self) { try await a.engine.syncNow() }
+        a.transport.onPull(nil)
+
+        // The copy keeps its epoch: the cursor is valid there, so no reset says what was lost.
+        let metadata = try await server.storage.metadata()
+        let storage = try SQLiteSyncStorage(path: server.directory.path("backup.sqlite"), cursorKey: metadata.cursorKey)
+        a.transport.service = try await SyncService(storage: storage, clock: { [clock = server.clock] in clock.now() })
+        try await a.engine.syncNow()
+        try await a.engine.syncNow()
+        let all = ["acknowledged, then lost", "in the backup"]
+        #expect(try await Self.titles(a.transport.service) == all)
+        #expect(try a.fetch(Note.self).map(\.title).sorted() == all)
+        #expect(try await a.engine.pendingChangeCount() == 0)
+    }
+
     @Test("acknowledged saves older than the engine's retention window are reported as lostInServerRestore, not resent, and the queue keeps flowing")
     func lostBeyondRetention() async throws {
         let directory = try TemporaryDirectory()
