@@ -197,7 +197,12 @@ extension SyncEngine {
             }
             rebase.delete(removing)
         }
-        try rebase.flush(local: SyncRebase.localValues(of: settled.map(\.mutation)))
+        // Mutations resent after a server restore were settled once before: pulled values may
+        // have replaced theirs in the model since, so they are no guide to what it shows
+        // (seed 181: a resent insert's value matched the server's, so the shadow was not
+        // written, while the model still showed a later increment the restore had lost).
+        let resentThrough = try storeRead { db in try SyncEngineStore.value("resentThrough", in: db) }.flatMap { MutationID($0) } ?? 0
+        try rebase.flush(local: SyncRebase.localValues(of: settled.map(\.mutation).filter { $0.id > resentThrough }))
         let batch = rebase.batch
         let newShadows = rebase.shadows
         let cursor = page.cursor

@@ -128,6 +128,12 @@ enum SyncEngineStore {
         }
         try db.execute(sql: "UPDATE \(sentTable) SET status = 'sent', result = NULL WHERE id > ?", arguments: [last])
         let following = try renumber(above: last, from: last + 1, in: db)
+        // Mutations resent were settled before: the model may show later pulled values
+        // since, so what they wrote is no guide to what it shows (see `SyncRebase.localValues`).
+        if following > last + 1 {
+            let previous = try value("resentThrough", in: db).flatMap { MutationID($0) } ?? 0
+            try set("resentThrough", String(max(previous, following - 1)), in: db)
+        }
         return (lost, following)
     }
 

@@ -128,6 +128,39 @@ struct ServerRestoreTests {
         #expect(try await a.engine.pendingChangeCount() == 0)
     }
 
+    @Test("a resent save whose values another device's later edit had replaced locally: the device shows the server's values after the resend (simulator seed 181)")
+    func resentSaveShowsServerValues() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let b = try Device.open(server, directory: directory, name: "b")
+        a.context.insert(Note(title: "in the backup"))
+        try a.context.save()
+        try await a.engine.syncNow()
+        try Self.backup(server, to: "backup.sqlite")
+
+        a.context.insert(Note(title: "mine"))
+        try a.context.save()
+        try await a.engine.syncNow()
+        try await b.engine.syncNow()
+        let theirs = try #require(try b.context.fetch(FetchDescriptor<Note>()).first { $0.title == "mine" })
+        theirs.body = "b's edit"
+        try b.context.save()
+        try await b.engine.syncNow()
+        try await a.engine.syncNow()
+        #expect(try a.noteState() == ["in the backup||false|-|", "mine|b's edit|false|-|"])
+
+        // The restore lost both saves; only A syncs again: its insert is resent as it was.
+        a.transport.service = try await Self.restore(server, from: "backup.sqlite")
+        try await a.engine.syncNow()
+        try await a.engine.syncNow()
+        let c = try Device.open(server, directory: directory, name: "c", transport: InMemorySyncTransport(service: a.transport.service, user: "alice"))
+        try await c.engine.syncNow()
+        #expect(try c.noteState() == ["in the backup||false|-|", "mine||false|-|"])
+        #expect(try a.noteState() == (try c.noteState()))
+        #expect(try await a.engine.pendingChangeCount() == 0)
+    }
+
     @Test("acknowledged saves older than the engine's retention window are reported as lostInServerRestore, not resent, and the queue keeps flowing")
     func lostBeyondRetention() async throws {
         let directory = try TemporaryDirectory()
