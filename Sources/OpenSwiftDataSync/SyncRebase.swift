@@ -77,6 +77,8 @@ struct SyncRebase {
     /// while this client had pending updates of it; seed 149: an insert resent after a server
     /// restore whose row a pulled delete had removed; both wedged on a field with no value).
     var absent: Set<RecordRef> = []
+    /// Records this batch's pulled changes show on the server (insert or update last).
+    private var pulledExisting: Set<RecordRef> = []
     /// The changes to apply, in order.
     private(set) var batch: [RemoteRecordChange] = []
 
@@ -121,6 +123,7 @@ struct SyncRebase {
         guard let shape = shapes[change.entity] else { return }
         let ref = RecordRef(entity: change.entity, recordID: change.recordID)
         let mask = before.isEmpty ? nil : before[ref]
+        if change.op == .delete { pulledExisting.remove(ref) } else { pulledExisting.insert(ref) }
         switch change.op {
         case .delete:
             if mask?.record == true {
@@ -183,6 +186,11 @@ struct SyncRebase {
         for change in mutation.changes {
             let ref = RecordRef(entity: change.entity, recordID: change.recordID)
             guard let state = serverRecords.first(where: { $0.entity == change.entity && $0.recordID == change.recordID }), !state.deleted else {
+                // The server had no such record when it rejected the mutation; a pulled change
+                // that shows it since (inserted again: a save resent after a restore) is newer
+                // (seed 161: an edit rejected as recordNotFound deleted the record locally
+                // although the snapshot settling it held the record).
+                if pulledExisting.contains(ref) { continue }
                 let version = serverRecords.first { $0.entity == change.entity && $0.recordID == change.recordID }?.version ?? 0
                 shadow(ref, Self.recordKey, .record(exists: false), version: version)
                 continue

@@ -160,6 +160,9 @@ struct SimulatorTests {
         // A save resent after a restore, settled: its values matched the server's, so the
         // server's were not written, while the model showed a later edit the restore had lost.
         "--seed 181", "--seed 520",
+        // An edit rejected as recordNotFound (a restored server that had not the record yet),
+        // settled by a download holding the record again: the rollback deleted it locally.
+        "--seed 161", "--seed 234",
     ])
     func fixedBugSeeds(arguments: String) async throws {
         let output = try await SimulateCommand.run(arguments.split(separator: " ").map(String.init))

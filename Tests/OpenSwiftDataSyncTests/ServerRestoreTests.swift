@@ -161,6 +161,45 @@ struct ServerRestoreTests {
         #expect(try await a.engine.pendingChangeCount() == 0)
     }
 
+    @Test("an edit rejected as recordNotFound by a restored server, then the record resent by its creator: the rollback keeps the record (simulator seed 161)")
+    func rejectedEditOfRecordResentLater() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let b = try Device.open(server, directory: directory, name: "b")
+        a.context.insert(Note(title: "in the backup"))
+        try a.context.save()
+        try await a.engine.syncNow()
+        try await b.engine.syncNow()
+        try Self.backup(server, to: "backup.sqlite")
+        b.context.insert(Note(title: "b's note"))
+        try b.context.save()
+        try await b.engine.syncNow()
+        try await a.engine.syncNow()
+
+        let restored = try await Self.restore(server, from: "backup.sqlite")
+        a.transport.service = restored
+        b.transport.service = restored
+        // A's edit reaches the restored server before B resends the note: rejected, but the
+        // pull that would settle it fails.
+        let note = try #require(try a.context.fetch(FetchDescriptor<Note>()).first { $0.title == "b's note" })
+        note.body = "a's edit"
+        try a.context.save()
+        a.transport.onPull { _ in throw SyncTransportError.unreachable("answer lost") }
+        await #expect(throws: SyncEngineError.self) { try await a.engine.syncNow() }
+        a.transport.onPull(nil)
+        try await b.engine.syncNow()
+        try await b.engine.syncNow()
+
+        // A's next download holds the note again: the rejection rolls the edit back, it does
+        // not delete the note.
+        try await a.engine.syncNow()
+        try await a.engine.syncNow()
+        #expect(try b.noteState() == ["b's note||false|-|", "in the backup||false|-|"])
+        #expect(try a.noteState() == (try b.noteState()))
+        #expect(try await a.engine.pendingChangeCount() == 0)
+    }
+
     @Test("acknowledged saves older than the engine's retention window are reported as lostInServerRestore, not resent, and the queue keeps flowing")
     func lostBeyondRetention() async throws {
         let directory = try TemporaryDirectory()
