@@ -61,6 +61,11 @@ extension SyncEngine {
                 resetting = true
                 emit(.reset(reason))
                 try resendLost(after: page.lastMutationID)
+            } else if try storeRead({ db in try SyncEngineStore.answered(above: page.lastMutationID, in: db) }) {
+                // The server answered mutations it no longer has (restored from a copy whose
+                // log reaches the cursor, so no reset): resent, else they stay pending forever
+                // (seed 953).
+                try resendLost(after: page.lastMutationID)
             }
             revoked += page.revokedScopes
             staged += page.changes
@@ -138,6 +143,13 @@ extension SyncEngine {
         let shadows = try storeRead { db in try SyncEngineStore.shadows(in: db) }
         var rebase = SyncRebase(shapes: shapes, before: SyncRebase.masks(of: pending.before), after: SyncRebase.masks(of: pending.after), shadows: shadows)
         var events: [SyncEvent] = []
+        // Inserts of records that pending mutations mask: those without a local row are
+        // applied whole (see `SyncRebase.absent`).
+        let maskedInserts = Set(staged.lazy.filter { $0.op == .insert }.map { SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID) }.filter { rebase.before[$0].map { !$0.deletedLocally } ?? false })
+        if !maskedInserts.isEmpty {
+            let held = try storeRead { db in Set(try ModelContainer.syncRecordEntries(in: db).map { SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID) }) }
+            rebase.absent = maskedInserts.subtracting(held)
+        }
         for change in staged { try rebase.add(change) }
         let limit = settleThrough ?? 0
         let settled = sentRows.filter { $0.mutation.id <= limit }
@@ -157,6 +169,9 @@ extension SyncEngine {
                 }
             }
         }
+        // A reset's snapshot is the server's whole state: what it does not hold, the server
+        // does not have, whatever older shadows say.
+        if resetting { rebase.markAbsent(outside: Set(staged.map { SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID) })) }
         // Scopes revoked whose records are still to be removed: a record a pending mutation
         // masks stays until that mutation is answered (rejected, the rollback removes it;
         // applied, the scope was granted again). The set is kept across pages; a scope leaves
@@ -182,7 +197,12 @@ extension SyncEngine {
             }
             rebase.delete(removing)
         }
-        try rebase.flush(local: SyncRebase.localValues(of: settled.map(\.mutation)))
+        // Mutations resent after a server restore were settled once before: pulled values may
+        // have replaced theirs in the model since, so they are no guide to what it shows
+        // (seed 181: a resent insert's value matched the server's, so the shadow was not
+        // written, while the model still showed a later increment the restore had lost).
+        let resentThrough = try storeRead { db in try SyncEngineStore.value("resentThrough", in: db) }.flatMap { MutationID($0) } ?? 0
+        try rebase.flush(local: SyncRebase.localValues(of: settled.map(\.mutation).filter { $0.id > resentThrough }))
         let batch = rebase.batch
         let newShadows = rebase.shadows
         let cursor = page.cursor

@@ -78,6 +78,12 @@ enum SyncEngineStore {
     }
 
     /// How many mutations are sent and not settled yet.
+    /// Whether the server answered a mutation above `id` (a server whose last id for this
+    /// client is `id` lost it: restored from a copy that kept its epoch and its log position).
+    static func answered(above id: MutationID, in db: Database) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(sentTable) WHERE id > ? AND status != 'sent')", arguments: [id]) ?? false
+    }
+
     static func unsettledCount(in db: Database) throws -> Int {
         try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(sentTable) WHERE status != 'settled'") ?? 0
     }
@@ -122,6 +128,12 @@ enum SyncEngineStore {
         }
         try db.execute(sql: "UPDATE \(sentTable) SET status = 'sent', result = NULL WHERE id > ?", arguments: [last])
         let following = try renumber(above: last, from: last + 1, in: db)
+        // Mutations resent were settled before: the model may show later pulled values
+        // since, so what they wrote is no guide to what it shows (see `SyncRebase.localValues`).
+        if following > last + 1 {
+            let previous = try value("resentThrough", in: db).flatMap { MutationID($0) } ?? 0
+            try set("resentThrough", String(max(previous, following - 1)), in: db)
+        }
         return (lost, following)
     }
 

@@ -71,6 +71,14 @@ struct SyncRebase {
     /// Masks of the mutations still pending after it.
     let after: [RecordRef: Mask]
     var shadows: Shadows
+    /// Records without a local row (at the start of the batch, or deleted by it): an insert of
+    /// one of them is applied whole even where pending mutations mask fields, since the row it
+    /// makes has no other values (seed 58: a record deleted and inserted again on the server
+    /// while this client had pending updates of it; seed 149: an insert resent after a server
+    /// restore whose row a pulled delete had removed; both wedged on a field with no value).
+    var absent: Set<RecordRef> = []
+    /// Records this batch's pulled changes show on the server (insert or update last).
+    private var pulledExisting: Set<RecordRef> = []
     /// The changes to apply, in order.
     private(set) var batch: [RemoteRecordChange] = []
 
@@ -115,20 +123,25 @@ struct SyncRebase {
         guard let shape = shapes[change.entity] else { return }
         let ref = RecordRef(entity: change.entity, recordID: change.recordID)
         let mask = before.isEmpty ? nil : before[ref]
+        if change.op == .delete { pulledExisting.remove(ref) } else { pulledExisting.insert(ref) }
         switch change.op {
         case .delete:
             if mask?.record == true {
                 shadow(ref, Self.recordKey, .record(exists: false), version: change.version)
             } else {
                 dropShadows(of: ref)
+                absent.insert(ref)
                 batch.append(.delete(change.entity, recordID: change.recordID, serverVersion: change.version))
             }
         case .insert, .update:
             if mask?.record == true {
                 shadow(ref, Self.recordKey, .record(exists: true), version: change.version)
             }
-            guard let mask else {
-                // Nothing pending touches the record (a first download, mostly): all of it applies.
+            let wholeInsert = change.op == .insert && mask?.deletedLocally != true && absent.contains(ref)
+            guard let mask, !wholeInsert else {
+                absent.remove(ref)
+                // Nothing pending touches the record (a first download, mostly), or it is an
+                // insert of a record with no local row: all of it applies.
                 var links: [SyncLinkChange] = []
                 for (relationship, link) in change.links.sorted(by: { $0.key < $1.key }) where shape.links.contains(where: { $0.name == relationship }) {
                     if !link.added.isEmpty || !link.removed.isEmpty { links.append(SyncLinkChange(relationship: relationship, added: link.added, removed: link.removed)) }
@@ -160,6 +173,7 @@ struct SyncRebase {
                 if !added.isEmpty || !removed.isEmpty { links.append(SyncLinkChange(relationship: relationship, added: added, removed: removed)) }
             }
             guard !mask.deletedLocally else { return }
+            absent.remove(ref)
             // Even with every field masked, the upsert records the server version the record
             // is at, as the base version of the next local change.
             batch.append(.upsert(change.entity, recordID: change.recordID, serverVersion: change.version, scope: change.scope.rawValue, fields: try fields(applied, entity: change.entity), links: links))
@@ -172,6 +186,11 @@ struct SyncRebase {
         for change in mutation.changes {
             let ref = RecordRef(entity: change.entity, recordID: change.recordID)
             guard let state = serverRecords.first(where: { $0.entity == change.entity && $0.recordID == change.recordID }), !state.deleted else {
+                // The server had no such record when it rejected the mutation; a pulled change
+                // that shows it since (inserted again: a save resent after a restore) is newer
+                // (seed 161: an edit rejected as recordNotFound deleted the record locally
+                // although the snapshot settling it held the record).
+                if pulledExisting.contains(ref) { continue }
                 let version = serverRecords.first { $0.entity == change.entity && $0.recordID == change.recordID }?.version ?? 0
                 shadow(ref, Self.recordKey, .record(exists: false), version: version)
                 continue
@@ -266,6 +285,20 @@ struct SyncRebase {
             guard !values.isEmpty || !links.isEmpty || entries.contains(where: { $0.value == .record(exists: true) }) else { continue }
             // The scope is kept as it is locally (nil: not changed by this write).
             batch.append(RemoteRecordChange(kind: .upsert, entity: ref.entity, recordID: ref.recordID, serverVersion: version, scope: nil, fields: try fields(values, entity: ref.entity), links: links.values.sorted { $0.relationship < $1.relationship }))
+        }
+    }
+
+    /// After a reset's snapshot (which holds every record the server has): a pending record it
+    /// does not hold, or one shadowed from an older answer (a rejection's server records), is
+    /// shadowed as absent, so settling its mutations removes it instead of writing older values
+    /// back (seed 253: a record's rejected edit, then its delete, both settled by a reset, came
+    /// back as a row without values from the rejection's "exists" shadow).
+    mutating func markAbsent(outside snapshot: Set<RecordRef>) {
+        var refs = Set(before.keys)
+        for key in shadows.keys { refs.insert(RecordRef(entity: key.entity, recordID: key.recordID)) }
+        for ref in refs where !snapshot.contains(ref) {
+            dropShadows(of: ref)
+            shadows[SyncEngineStore.ShadowKey(entity: ref.entity, recordID: ref.recordID, key: Self.recordKey)] = (.record(exists: false), 0)
         }
     }
 

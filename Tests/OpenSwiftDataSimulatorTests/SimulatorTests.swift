@@ -158,6 +158,23 @@ struct SimulatorTests {
         // the server refused.
         "--seed 52 --steps 60", "--seed 180 --steps 60", "--seed 122 --steps 60", "--seed 206 --steps 60",
         "--seed 210 --steps 60", "--seed 800 --steps 60", "--seed 824 --steps 60",
+        // An insert pulled for a record with no local row while pending mutations masked some
+        // of its fields (deleted and inserted again on the server under a pending update; or
+        // an insert resent after a restore, its row removed by a pulled delete): the row was
+        // made without the masked fields and every pull wedged on "… has no value".
+        "--seed 58", "--seed 149", "--seed 187",
+        // A reset settled a record's rejected edit and then its delete: the rejection's
+        // "exists" shadow was written back as a row without values (queue wedged).
+        "--seed 253", "--seed 326",
+        // The server restored from a plain copy its cursor did not pass: saves it had answered
+        // after the copy were never resent (no reset), and stayed pending forever.
+        "--seed 953",
+        // A save resent after a restore, settled: its values matched the server's, so the
+        // server's were not written, while the model showed a later edit the restore had lost.
+        "--seed 181", "--seed 520",
+        // An edit rejected as recordNotFound (a restored server that had not the record yet),
+        // settled by a download holding the record again: the rollback deleted it locally.
+        "--seed 161", "--seed 234",
     ])
     func fixedBugSeeds(arguments: String) async throws {
         let output = try await SimulateCommand.run(arguments.split(separator: " ").map(String.init))

@@ -173,6 +173,42 @@ struct ConvergenceTests {
         #expect(try a.fetch(Note.self).isEmpty)
     }
 
+    @Test("a record deleted and inserted again on the server while this device has an unpushed edit of it arrives whole (simulator seed 58)")
+    func reinsertUnderPendingEdit() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let b = try Device.open(server, directory: directory, name: "b")
+        a.context.insert(Reading(key: "r", value: 1))
+        try a.context.save()
+        try await a.engine.syncNow()
+        try await b.engine.syncNow()
+
+        // B edits the record but cannot push; A deletes it and inserts it again (same key).
+        b.transport.blockPushes = true
+        let mine = try #require(try b.context.fetch(FetchDescriptor<Reading>()).first)
+        mine.value = 5
+        try b.context.save()
+        let theirs = try #require(try a.context.fetch(FetchDescriptor<Reading>()).first)
+        a.context.delete(theirs)
+        try a.context.save()
+        try await a.engine.syncNow()
+        a.context.insert(Reading(key: "r", value: 2))
+        try a.context.save()
+        try await a.engine.syncNow()
+
+        // B's pull holds the delete and the insert while its edit masks `value`: the insert
+        // makes a new row, so it is applied whole (a row without `value` wedged every pull).
+        await #expect(throws: SyncEngineError.self) { try await b.engine.syncNow() }
+        #expect(try b.fetch(Reading.self).map(\.value) == [2])
+        b.transport.blockPushes = false
+        try await b.engine.syncNow()
+        try await b.engine.syncNow()
+        try await a.engine.syncNow()
+        #expect(try await b.engine.pendingChangeCount() == 0)
+        #expect(try b.fetch(Reading.self).map(\.value) == (try a.fetch(Reading.self).map(\.value)))
+    }
+
     @Test("a child that arrives before its parent is kept and linked when the parent arrives")
     func childBeforeParent() async throws {
         let directory = try TemporaryDirectory()

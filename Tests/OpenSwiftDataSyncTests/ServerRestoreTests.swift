@@ -99,6 +99,107 @@ struct ServerRestoreTests {
         #expect(try await a.engine.pendingChangeCount() == 0)
     }
 
+    @Test("a restore from a plain copy (same epoch) that the cursor does not pass: saves acknowledged after the copy are resent when a page's last id is below them (simulator seed 953)")
+    func plainCopyLostAcknowledgedSaves() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        a.context.insert(Note(title: "in the backup"))
+        try a.context.save()
+        try await a.engine.syncNow()
+        try Self.backup(server, to: "backup.sqlite")
+
+        // Pushed and acknowledged, but the pull after it fails: the cursor stays at the copy's head.
+        a.transport.onPull { _ in throw SyncTransportError.unreachable("answer lost") }
+        a.context.insert(Note(title: "acknowledged, then lost"))
+        try a.context.save()
+        await #expect(throws: SyncEngineError.self) { try await a.engine.syncNow() }
+        a.transport.onPull(nil)
+
+        // The copy keeps its epoch: the cursor is valid there, so no reset says what was lost.
+        let metadata = try await server.storage.metadata()
+        let storage = try SQLiteSyncStorage(path: server.directory.path("backup.sqlite"), cursorKey: metadata.cursorKey)
+        a.transport.service = try await SyncService(storage: storage, clock: { [clock = server.clock] in clock.now() })
+        try await a.engine.syncNow()
+        try await a.engine.syncNow()
+        let all = ["acknowledged, then lost", "in the backup"]
+        #expect(try await Self.titles(a.transport.service) == all)
+        #expect(try a.fetch(Note.self).map(\.title).sorted() == all)
+        #expect(try await a.engine.pendingChangeCount() == 0)
+    }
+
+    @Test("a resent save whose values another device's later edit had replaced locally: the device shows the server's values after the resend (simulator seed 181)")
+    func resentSaveShowsServerValues() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let b = try Device.open(server, directory: directory, name: "b")
+        a.context.insert(Note(title: "in the backup"))
+        try a.context.save()
+        try await a.engine.syncNow()
+        try Self.backup(server, to: "backup.sqlite")
+
+        a.context.insert(Note(title: "mine"))
+        try a.context.save()
+        try await a.engine.syncNow()
+        try await b.engine.syncNow()
+        let theirs = try #require(try b.context.fetch(FetchDescriptor<Note>()).first { $0.title == "mine" })
+        theirs.body = "b's edit"
+        try b.context.save()
+        try await b.engine.syncNow()
+        try await a.engine.syncNow()
+        #expect(try a.noteState() == ["in the backup||false|-|", "mine|b's edit|false|-|"])
+
+        // The restore lost both saves; only A syncs again: its insert is resent as it was.
+        a.transport.service = try await Self.restore(server, from: "backup.sqlite")
+        try await a.engine.syncNow()
+        try await a.engine.syncNow()
+        let c = try Device.open(server, directory: directory, name: "c", transport: InMemorySyncTransport(service: a.transport.service, user: "alice"))
+        try await c.engine.syncNow()
+        #expect(try c.noteState() == ["in the backup||false|-|", "mine||false|-|"])
+        #expect(try a.noteState() == (try c.noteState()))
+        #expect(try await a.engine.pendingChangeCount() == 0)
+    }
+
+    @Test("an edit rejected as recordNotFound by a restored server, then the record resent by its creator: the rollback keeps the record (simulator seed 161)")
+    func rejectedEditOfRecordResentLater() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let b = try Device.open(server, directory: directory, name: "b")
+        a.context.insert(Note(title: "in the backup"))
+        try a.context.save()
+        try await a.engine.syncNow()
+        try await b.engine.syncNow()
+        try Self.backup(server, to: "backup.sqlite")
+        b.context.insert(Note(title: "b's note"))
+        try b.context.save()
+        try await b.engine.syncNow()
+        try await a.engine.syncNow()
+
+        let restored = try await Self.restore(server, from: "backup.sqlite")
+        a.transport.service = restored
+        b.transport.service = restored
+        // A's edit reaches the restored server before B resends the note: rejected, but the
+        // pull that would settle it fails.
+        let note = try #require(try a.context.fetch(FetchDescriptor<Note>()).first { $0.title == "b's note" })
+        note.body = "a's edit"
+        try a.context.save()
+        a.transport.onPull { _ in throw SyncTransportError.unreachable("answer lost") }
+        await #expect(throws: SyncEngineError.self) { try await a.engine.syncNow() }
+        a.transport.onPull(nil)
+        try await b.engine.syncNow()
+        try await b.engine.syncNow()
+
+        // A's next download holds the note again: the rejection rolls the edit back, it does
+        // not delete the note.
+        try await a.engine.syncNow()
+        try await a.engine.syncNow()
+        #expect(try b.noteState() == ["b's note||false|-|", "in the backup||false|-|"])
+        #expect(try a.noteState() == (try b.noteState()))
+        #expect(try await a.engine.pendingChangeCount() == 0)
+    }
+
     @Test("acknowledged saves older than the engine's retention window are reported as lostInServerRestore, not resent, and the queue keeps flowing")
     func lostBeyondRetention() async throws {
         let directory = try TemporaryDirectory()
