@@ -157,6 +157,53 @@ struct ScopePullTests {
         try await storage.close()
     }
 
+    @Test("a cursor issued at a fully compacted head (no log mark) resets once a plain-copy restore's log is written at its position")
+    func plainCopyRestoreAfterCompaction() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("live.sqlite")
+        let key = Data(repeating: 7, count: 32)
+        let clock = ManualClock()
+        let configuration = SyncConfiguration(retention: 3600)
+        var storage = try SQLiteSyncStorage(path: path, cursorKey: key)
+        var service = try await SyncService(storage: storage, configuration: configuration, clock: clock.clock)
+        _ = try await service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(1, .insert, "n1")]))
+        try await storage.close()
+        try FileManager.default.copyItem(atPath: path, toPath: path + ".copy")
+        storage = try SQLiteSyncStorage(path: path, cursorKey: key)
+        service = try await SyncService(storage: storage, configuration: configuration, clock: clock.clock)
+        // Written after the copy (the restore loses it), then the whole log is compacted: the
+        // cursor handed out next sits at a position with no change, so it carries no mark.
+        _ = try await service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(2, .insert, "n2", at: 1_790_000_000_001)]))
+        clock.advance(7200)
+        _ = try await service.compact()
+        var cursor: String?
+        for _ in 0..<100 {
+            let page = try await service.pull(user: "alice", request: PullRequest(clientID: "b", cursor: cursor))
+            cursor = page.cursor
+            if !page.hasMore { break }
+        }
+        try await storage.close()
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        try FileManager.default.copyItem(atPath: path + ".copy", toPath: path)
+        storage = try SQLiteSyncStorage(path: path, cursorKey: key)
+        service = try await SyncService(storage: storage, configuration: configuration, clock: clock.clock)
+        // Another write takes the lost one's position, which is the cursor's.
+        _ = try await service.push(user: "alice", request: PushRequest(clientID: "c", mutations: [mutation(1, .insert, "n3", at: 1_790_007_300_000)]))
+        let page = try await service.pull(user: "alice", request: PullRequest(clientID: "b", cursor: cursor))
+        #expect(page.reset == .epochChanged)
+        var seen = Set(page.changes.map(\.recordID))
+        cursor = page.cursor
+        var more = page.hasMore
+        while more {
+            let next = try await service.pull(user: "alice", request: PullRequest(clientID: "b", cursor: cursor))
+            seen.formUnion(next.changes.map(\.recordID))
+            cursor = next.cursor
+            more = next.hasMore
+        }
+        #expect(seen == ["n1", "n3"])
+        try await storage.close()
+    }
+
     @Test("past the retention window, tombstones and the log are compacted and old cursors reset", arguments: Backend.all)
     func compaction(_ backend: Backend) async throws {
         let h = try await CoreHarness(backend, configuration: SyncConfiguration(retention: 3600))

@@ -39,7 +39,9 @@ struct PullCursor: Codable, Hashable, Sendable {
     var snapshot: Snapshot?
     /// The log mark of the change at `seq` when the cursor was issued (nil: none there, or a
     /// cursor from before marks): another mark there now means the database was restored
-    /// from a copy that kept its epoch and its log was written again past the copy's head.
+    /// from a copy that kept its epoch and its log was written again past the copy's head. A
+    /// change found at the position of a cursor without a mark means the same (a cursor from
+    /// before marks is so reset once).
     var mark: Int64?
 
     private enum CodingKeys: String, CodingKey { case epoch = "e", seq = "s", scopes = "c", snapshot = "n", mark = "m" }
