@@ -140,7 +140,17 @@ extension SyncEngine {
         }
         let pending = try pendingChangesAndLogSequence(settledThrough: settleThrough)
         let lastLogSequence = pending.lastLogSequence
-        let shadows = try storeRead { db in try SyncEngineStore.shadows(in: db) }
+        var shadows = try storeRead { db in try SyncEngineStore.shadows(in: db) }
+        if resetting, !shadows.isEmpty {
+            // A reset's download sends every field of each record it holds: the field and
+            // existence shadows kept from before it (perhaps another epoch's log, whose versions
+            // may be higher than the snapshot's) are replaced by its values, not compared with
+            // them (seed 143: a counter's value pulled before a restore, at a higher version
+            // than the restored server's, was written back over a rejection's rollback). Link
+            // shadows stay: the download sends only the links present.
+            let downloaded = Set(staged.map { SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID) })
+            shadows = shadows.filter { $0.key.key.hasPrefix("l:") || !downloaded.contains(SyncRebase.RecordRef(entity: $0.key.entity, recordID: $0.key.recordID)) }
+        }
         var rebase = SyncRebase(shapes: shapes, before: SyncRebase.masks(of: pending.before), after: SyncRebase.masks(of: pending.after), shadows: shadows)
         var events: [SyncEvent] = []
         // Inserts of records that pending mutations mask: those without a local row are
