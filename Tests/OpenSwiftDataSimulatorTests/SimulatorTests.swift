@@ -183,10 +183,6 @@ struct SimulatorTests {
         // before the restore, kept aside at a version higher than the restored server's, won
         // over the snapshot's and the rejection's, and was written back.
         "--seed 143",
-        // An increment rejected as recordNotFound by a restored server, its stored answer
-        // settled after the counter (resent by its creator) had been pulled in an earlier
-        // batch: the rollback deleted the counter locally.
-        "--seed 680",
     ])
     func fixedBugSeeds(arguments: String) async throws {
         let output = try await SimulateCommand.run(arguments.split(separator: " ").map(String.init))
