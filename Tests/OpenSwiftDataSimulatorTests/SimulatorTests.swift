@@ -175,6 +175,9 @@ struct SimulatorTests {
         // An edit rejected as recordNotFound (a restored server that had not the record yet),
         // settled by a download holding the record again: the rollback deleted it locally.
         "--seed 161", "--seed 234",
+        // A record inserted, linked and deleted on the server, pulled in one page: the link,
+        // applied after the batch's delete, brought the deleted record back.
+        "--seed 895", "--seed 899", "--seed 941",
     ])
     func fixedBugSeeds(arguments: String) async throws {
         let output = try await SimulateCommand.run(arguments.split(separator: " ").map(String.init))

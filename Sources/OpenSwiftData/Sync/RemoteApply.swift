@@ -140,6 +140,12 @@ struct RemoteApply {
         // References and links once every record of the batch exists, then the earlier pending
         // references that the batch's new records satisfy.
         for (position, model) in deferred {
+            // A record deleted later in the batch (and perhaps made again as a new model) is not
+            // linked: linking a deleted model brings it back (seed 899: an insert, a link and
+            // a delete pulled in one page left the record, linked, on the client).
+            let change = prepared[position].change
+            guard let current = models[change.entity]?[change.recordID], current === model,
+                  !deleted.contains(RecordKey(entity: change.entity, recordID: change.recordID)) else { continue }
             try link(prepared[position], model)
         }
         try resolvePending()
