@@ -101,6 +101,23 @@ struct SyncLinkTests {
         return (container, ids[0], ids[1], ids[2])
     }
 
+    @Test("a whole link set (a pulled insert's) unlinks the other linked records, except those kept")
+    func wholeSetReplaces() throws {
+        let (container, taskID, _, blueID) = try linkedTask()
+        try container.applyRemoteChanges([
+            .upsert("SyncTask", recordID: taskID, serverVersion: 100, fields: [], links: [SyncLinkChange(relationship: "labels", added: [blueID], replacingExcept: [])]),
+        ])
+        let task = try #require(try ModelContext(container).fetch(FetchDescriptor<SyncTask>()).first)
+        #expect(task.labels.map(\.name) == ["blue"])
+
+        let (kept, keptTaskID, redID, _) = try linkedTask()
+        try kept.applyRemoteChanges([
+            .upsert("SyncTask", recordID: keptTaskID, serverVersion: 100, fields: [], links: [SyncLinkChange(relationship: "labels", added: [], replacingExcept: [redID])]),
+        ])
+        let keptTask = try #require(try ModelContext(kept).fetch(FetchDescriptor<SyncTask>()).first)
+        #expect(keptTask.labels.map(\.name) == ["red"])
+    }
+
     @Test("a record inserted, linked and deleted in one remote batch stays deleted")
     func linkedThenDeletedInOneBatch() throws {
         let (source, taskID, redID, _) = try linkedTask()
