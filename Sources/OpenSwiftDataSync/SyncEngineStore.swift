@@ -182,6 +182,8 @@ enum SyncEngineStore {
         case field(SyncValue)
         /// Whether a link is present.
         case link(present: Bool)
+        /// A relationship's whole set of linked record ids (from a pulled insert).
+        case linkSet([String])
     }
 
     struct ShadowKey: Hashable {

@@ -31,6 +31,8 @@ struct SyncRebase {
     static let recordKey = "#record"
     static func fieldKey(_ name: String) -> String { "f:" + name }
     static func linkKey(_ relationship: String, _ target: String) -> String { "l:" + relationship + "\u{1F}" + target }
+    /// The key of a relationship's whole set (a pulled insert's links, see `ShadowValue.linkSet`).
+    static func linkSetKey(_ relationship: String) -> String { "s:" + relationship }
 
     static func masks(of changes: [RecordChange]) -> [RecordRef: Mask] {
         var masks: [RecordRef: Mask] = [:]
@@ -61,6 +63,11 @@ struct SyncRebase {
         if mask.record { return true }
         if key == recordKey { return false }
         if key.hasPrefix("f:") { return mask.fields.contains(String(key.dropFirst(2))) }
+        if key.hasPrefix("s:") {
+            // A whole set waits while any of its links is masked.
+            let prefix = linkKey(String(key.dropFirst(2)), "")
+            return mask.links.contains { $0.hasPrefix(prefix) }
+        }
         return mask.links.contains(key)
     }
 
@@ -143,8 +150,17 @@ struct SyncRebase {
                 // Nothing pending touches the record (a first download, mostly), or it is an
                 // insert of a record with no local row: all of it applies.
                 var links: [SyncLinkChange] = []
-                for (relationship, link) in change.links.sorted(by: { $0.key < $1.key }) where shape.links.contains(where: { $0.name == relationship }) {
-                    if !link.added.isEmpty || !link.removed.isEmpty { links.append(SyncLinkChange(relationship: relationship, added: link.added, removed: link.removed)) }
+                if change.op == .insert {
+                    // An insert holds the whole sets: links the record has locally and the
+                    // server does not are removed (seed 170: a reset's snapshot of a record
+                    // whose unlink this client never pulled kept the link).
+                    for relationship in shape.links.map(\.name).sorted() {
+                        links.append(SyncLinkChange(relationship: relationship, added: change.links[relationship]?.added ?? [], replacingExcept: []))
+                    }
+                } else {
+                    for (relationship, link) in change.links.sorted(by: { $0.key < $1.key }) where shape.links.contains(where: { $0.name == relationship }) {
+                        if !link.added.isEmpty || !link.removed.isEmpty { links.append(SyncLinkChange(relationship: relationship, added: link.added, removed: link.removed)) }
+                    }
                 }
                 batch.append(.upsert(change.entity, recordID: change.recordID, serverVersion: change.version, scope: change.scope.rawValue, fields: try fields(change.fields, entity: change.entity), links: links))
                 return
@@ -171,6 +187,36 @@ struct SyncRebase {
                     if Self.isMasked(key, by: mask) { shadow(ref, key, .link(present: false), version: change.version) } else { removed.append(target) }
                 }
                 if !added.isEmpty || !removed.isEmpty { links.append(SyncLinkChange(relationship: relationship, added: added, removed: removed)) }
+            }
+            if change.op == .insert, mask.record {
+                // Every link is masked: the whole sets are shadowed, so that settling replaces
+                // the local links with them (seed 494: a record inserted here, linked by another
+                // client, restored away on the server, then inserted again by this client's
+                // resend without the link, kept the link its first life had pulled).
+                for relationship in shape.links.map(\.name) {
+                    let prefix = Self.linkKey(relationship, "")
+                    for (key, entry) in shadows where key.entity == ref.entity && key.recordID == ref.recordID && key.key.hasPrefix(prefix) && entry.version <= change.version {
+                        shadows[key] = nil
+                    }
+                    shadow(ref, Self.linkSetKey(relationship), .linkSet((change.links[relationship]?.added ?? []).sorted()), version: change.version)
+                }
+            }
+            if change.op == .insert, !mask.record {
+                // An insert holds the whole sets (see above); the links pending edits touch stay
+                // as they are locally, and the server's absence of them is their shadow.
+                links = []
+                for relationship in shape.links.map(\.name).sorted() {
+                    let present = Set(change.links[relationship]?.added ?? [])
+                    let prefix = Self.linkKey(relationship, "")
+                    var kept: [String] = []
+                    for key in mask.links.sorted() where key.hasPrefix(prefix) {
+                        let target = String(key.dropFirst(prefix.count))
+                        kept.append(target)
+                        if !present.contains(target) { shadow(ref, key, .link(present: false), version: change.version) }
+                    }
+                    let added = present.filter { !Self.isMasked(Self.linkKey(relationship, $0), by: mask) }.sorted()
+                    links.append(SyncLinkChange(relationship: relationship, added: added, replacingExcept: kept))
+                }
             }
             guard !mask.deletedLocally else { return }
             absent.remove(ref)
@@ -255,7 +301,9 @@ struct SyncRebase {
                 shadows[key] = nil
                 continue
             }
-            if local[key] == entry.value {
+            // A link shadowed after a whole set is written with it even when the model shows
+            // it already: the set replaces the links, it would remove it (seed 233).
+            if local[key] == entry.value, !Self.followsLinkSet(key, in: shadows, masked: after[ref]) {
                 shadows[key] = nil
                 continue
             }
@@ -270,15 +318,29 @@ struct SyncRebase {
             }
             var values: [SyncName: SyncValue] = [:]
             var links: [String: SyncLinkChange] = [:]
+            // Whole sets first: the single links shadowed with them are newer (older ones were
+            // dropped when the set was shadowed).
+            for entry in entries {
+                guard case let .linkSet(targets) = entry.value else { continue }
+                var link = links[String(entry.key.dropFirst(2))] ?? SyncLinkChange(relationship: String(entry.key.dropFirst(2)))
+                link.added += targets
+                link.replacingExcept = []
+                links[link.relationship] = link
+            }
             for entry in entries {
                 switch entry.value {
-                case .record: break
+                case .record, .linkSet: break
                 case let .field(value): values[String(entry.key.dropFirst(2))] = value
                 case let .link(present):
                     let parts = entry.key.dropFirst(2).split(separator: "\u{1F}", maxSplits: 1).map(String.init)
                     guard parts.count == 2 else { continue }
                     var link = links[parts[0]] ?? SyncLinkChange(relationship: parts[0])
-                    if present { link.added.append(parts[1]) } else { link.removed.append(parts[1]) }
+                    if present {
+                        link.added.append(parts[1])
+                    } else {
+                        link.added.removeAll { $0 == parts[1] }
+                        link.removed.append(parts[1])
+                    }
                     links[parts[0]] = link
                 }
             }
@@ -286,6 +348,13 @@ struct SyncRebase {
             // The scope is kept as it is locally (nil: not changed by this write).
             batch.append(RemoteRecordChange(kind: .upsert, entity: ref.entity, recordID: ref.recordID, serverVersion: version, scope: nil, fields: try fields(values, entity: ref.entity), links: links.values.sorted { $0.relationship < $1.relationship }))
         }
+    }
+
+    /// Whether `key` is a link whose relationship has a whole-set shadow that is written now.
+    private static func followsLinkSet(_ key: SyncEngineStore.ShadowKey, in shadows: Shadows, masked: Mask?) -> Bool {
+        guard key.key.hasPrefix("l:"), let relationship = key.key.dropFirst(2).split(separator: "\u{1F}", maxSplits: 1).first else { return false }
+        let setKey = SyncEngineStore.ShadowKey(entity: key.entity, recordID: key.recordID, key: linkSetKey(String(relationship)))
+        return shadows[setKey] != nil && !isMasked(setKey.key, by: masked)
     }
 
     /// After a reset's snapshot (which holds every record the server has): a pending record it

@@ -99,6 +99,38 @@ struct FailureTests {
         #expect(try a.noteState() == b.noteState())
     }
 
+    @Test("a reset's download replaces a record's links: a tag removed while the client was offline goes (simulator seed 170)")
+    func resetRemovesUnlinkedTag() async throws {
+        let directory = try TemporaryDirectory()
+        var settings = OpenSwiftDataServer.SyncConfiguration()
+        settings.retention = 3600
+        let server = try await TestServer(configuration: settings, directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let b = try Device.open(server, directory: directory, name: "b")
+        let bEvents = EventLog(b.engine)
+        let note = Note(title: "Taxes")
+        a.context.insert(note)
+        note.tags = [Tag(name: "work"), Tag(name: "home")]
+        try a.context.save()
+        try await a.engine.syncNow()
+        try await b.engine.syncNow()
+        #expect(try b.noteState() == ["Taxes||false|-|home,work"])
+
+        // A unlinks "home" while B is offline; the history is compacted past B's cursor.
+        b.transport.online = false
+        note.tags.removeAll { $0.name == "home" }
+        try a.context.save()
+        try await a.engine.syncNow()
+        server.clock.advance(7200)
+        _ = try await server.service.compact()
+
+        b.transport.online = true
+        try await b.engine.syncNow()
+        #expect(bEvents.all.contains(.reset(.historyCompacted)), "\(bEvents.all)")
+        #expect(try b.noteState() == ["Taxes||false|-|work"])
+        #expect(try a.noteState() == b.noteState())
+    }
+
     @Test("a revoked scope's records leave the device; a newly granted scope arrives whole")
     func revokedScope() async throws {
         let directory = try TemporaryDirectory()

@@ -84,4 +84,55 @@ struct SyncLinkTests {
         let fresh = try #require(try ModelContext(container).fetch(FetchDescriptor<SyncTask>()).first)
         #expect(Set(fresh.labels.map(\.name)) == ["blue", "green"])
     }
+
+    /// A container holding a task linked to red and blue, and the three record ids.
+    private func linkedTask() throws -> (ModelContainer, task: String, red: String, blue: String) {
+        let container = try container()
+        let context = ModelContext(container)
+        let task = SyncTask(title: "t")
+        let red = SyncLabel(name: "red")
+        let blue = SyncLabel(name: "blue")
+        context.insert(task)
+        context.insert(red)
+        context.insert(blue)
+        task.labels = [red, blue]
+        try context.save()
+        let ids = try [task.persistentModelID, red.persistentModelID, blue.persistentModelID].map { try #require(try container.syncRecordID(for: $0)) }
+        return (container, ids[0], ids[1], ids[2])
+    }
+
+    @Test("a whole link set (a pulled insert's) unlinks the other linked records, except those kept")
+    func wholeSetReplaces() throws {
+        let (container, taskID, _, blueID) = try linkedTask()
+        try container.applyRemoteChanges([
+            .upsert("SyncTask", recordID: taskID, serverVersion: 100, fields: [], links: [SyncLinkChange(relationship: "labels", added: [blueID], replacingExcept: [])]),
+        ])
+        let task = try #require(try ModelContext(container).fetch(FetchDescriptor<SyncTask>()).first)
+        #expect(task.labels.map(\.name) == ["blue"])
+
+        let (kept, keptTaskID, redID, _) = try linkedTask()
+        try kept.applyRemoteChanges([
+            .upsert("SyncTask", recordID: keptTaskID, serverVersion: 100, fields: [], links: [SyncLinkChange(relationship: "labels", added: [], replacingExcept: [redID])]),
+        ])
+        let keptTask = try #require(try ModelContext(kept).fetch(FetchDescriptor<SyncTask>()).first)
+        #expect(keptTask.labels.map(\.name) == ["red"])
+    }
+
+    @Test("a record inserted, linked and deleted in one remote batch stays deleted")
+    func linkedThenDeletedInOneBatch() throws {
+        let (source, taskID, redID, _) = try linkedTask()
+        let entries = try source.syncLogEntries()
+        let fields = try #require(entries.first?.changes.first { $0.recordID == taskID }?.fields)
+        let redFields = try #require(entries.first?.changes.first { $0.recordID == redID }?.fields)
+        let target = try container()
+        try target.applyRemoteChanges([
+            .upsert("SyncLabel", recordID: redID, serverVersion: 1, fields: redFields),
+            .upsert("SyncTask", recordID: taskID, serverVersion: 2, fields: fields),
+            .upsert("SyncTask", recordID: taskID, serverVersion: 3, fields: [], links: [SyncLinkChange(relationship: "labels", added: [redID])]),
+            .delete("SyncTask", recordID: taskID, serverVersion: 4),
+        ])
+        let context = ModelContext(target)
+        #expect(try context.fetch(FetchDescriptor<SyncTask>()).isEmpty)
+        #expect(try context.fetch(FetchDescriptor<SyncLabel>()).first?.tasks.isEmpty == true)
+    }
 }

@@ -39,6 +39,19 @@ enum ModelPropertyWriter {
         return open(model)
     }
 
+    /// The related models of a to-many relationship (nil when the key path names none).
+    static func linkedModels(_ model: any PersistentModel, _ keyPath: AnyKeyPath) -> [any PersistentModel]? {
+        func open<M: PersistentModel>(_ model: M) -> [any PersistentModel]? {
+            guard let collection = model[keyPath: keyPath] as? any RelationshipCollection else { return nil }
+            return models(of: collection)
+        }
+        return open(model)
+    }
+
+    private static func models<C: RelationshipCollection>(of collection: C) -> [any PersistentModel] {
+        (collection._$models ?? []).map { $0 as any PersistentModel }
+    }
+
     /// Sets a to-many relationship to its empty value (`[]`, or nil for an optional collection).
     static func setEmptyCollection(_ model: any PersistentModel, _ keyPath: AnyKeyPath) -> Bool {
         guard let collection = Swift.type(of: keyPath).valueType as? any RelationshipCollection.Type else { return false }

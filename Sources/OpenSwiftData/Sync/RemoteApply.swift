@@ -72,7 +72,7 @@ struct RemoteApply {
         /// model's own storage when the record is not local, else where its setters take them from.
         var staged: AnyModelStorage?
         var references: [(property: PropertyLayout, target: String, recordID: String?)] = []
-        var links: [(property: PropertyLayout, target: String, added: [String], removed: [String])] = []
+        var links: [(property: PropertyLayout, target: String, added: [String], removed: [String], replacingExcept: [String]?)] = []
     }
 
     init(state: SyncCaptureState, context: ModelContext) {
@@ -140,6 +140,12 @@ struct RemoteApply {
         // References and links once every record of the batch exists, then the earlier pending
         // references that the batch's new records satisfy.
         for (position, model) in deferred {
+            // A record deleted later in the batch (and perhaps made again as a new model) is not
+            // linked: linking a deleted model brings it back (seed 899: an insert, a link and
+            // a delete pulled in one page left the record, linked, on the client).
+            let change = prepared[position].change
+            guard let current = models[change.entity]?[change.recordID], current === model,
+                  !deleted.contains(RecordKey(entity: change.entity, recordID: change.recordID)) else { continue }
             try link(prepared[position], model)
         }
         try resolvePending()
@@ -248,7 +254,7 @@ struct RemoteApply {
                   let target = property.relationship?.destinationName, state.plan(target) != nil else {
                 throw SyncCaptureError.unknownProperty(entity: change.entity, property: link.relationship)
             }
-            prepared.links.append((property, target, link.added, link.removed))
+            prepared.links.append((property, target, link.added, link.removed, link.replacingExcept))
         }
         return prepared
     }
@@ -388,6 +394,24 @@ struct RemoteApply {
             for id in link.removed {
                 work.pendingResolved.append(SyncRecords.PendingReference(entity: change.entity, recordID: change.recordID, property: link.property.name, targetEntity: link.target, targetRecordID: id))
                 if let target = try member(link.target, recordID: id) { removing.append(target) }
+            }
+            if let kept = link.replacingExcept {
+                // The whole set: every other linked record is unlinked (a reset's snapshot of a
+                // record whose unlink this client never pulled, seed 170).
+                let keep = Set(link.added + kept)
+                let linked = ModelPropertyWriter.linkedModels(model, link.property.keyPath) ?? []
+                let rows = linked.compactMap { target -> (entity: String, row: Int64, model: any PersistentModel)? in
+                    let id = target.persistentModelID
+                    return id.rowID.map { (id.entityName, $0, target) }
+                }
+                if !rows.isEmpty {
+                    try context.container.store.read { db in
+                        for linkedRow in rows {
+                            guard let recordID = try SyncRecords.record(entity: linkedRow.entity, row: linkedRow.row, in: db)?.recordID else { continue }
+                            if !keep.contains(recordID) { removing.append(linkedRow.model) }
+                        }
+                    }
+                }
             }
             guard ModelPropertyWriter.editLinks(model, link.property.keyPath, adding: adding, removing: removing) else {
                 throw SyncCaptureError.undecodableValue(entity: change.entity, property: link.property.name, reason: "the links cannot be edited")

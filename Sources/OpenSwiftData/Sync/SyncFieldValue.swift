@@ -121,12 +121,17 @@ import GRDB
     public var added: [String]
     /// The record ids unlinked by the change.
     public var removed: [String]
+    /// Nil for a change of some links; else `added` is the relationship's whole set (a pulled
+    /// insert's), and every other linked record is unlinked too, except those listed here (the
+    /// links local edits still hold).
+    public var replacingExcept: [String]?
 
     /// Additions and removals of one relationship.
-    public init(relationship: String, added: [String] = [], removed: [String] = []) {
+    public init(relationship: String, added: [String] = [], removed: [String] = [], replacingExcept: [String]? = nil) {
         self.relationship = relationship
         self.added = added
         self.removed = removed
+        self.replacingExcept = replacingExcept
     }
 }
 
