@@ -175,6 +175,9 @@ struct SimulatorTests {
         // An edit rejected as recordNotFound (a restored server that had not the record yet),
         // settled by a download holding the record again: the rollback deleted it locally.
         "--seed 161", "--seed 234",
+        // An item pulled with its insert and its delete in one page, pointing at a local list:
+        // linking the deleted model put it back through the list's inverse (client-only item).
+        "--seed 262", "--seed 634", "--seed 811",
     ])
     func fixedBugSeeds(arguments: String) async throws {
         let output = try await SimulateCommand.run(arguments.split(separator: " ").map(String.init))

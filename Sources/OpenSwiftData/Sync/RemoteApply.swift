@@ -140,6 +140,13 @@ struct RemoteApply {
         // References and links once every record of the batch exists, then the earlier pending
         // references that the batch's new records satisfy.
         for (position, model) in deferred {
+            // A record deleted later in the batch (or deleted and made again as a new model) is
+            // not linked: setting a relationship of the deleted model would insert it again
+            // through the inverse (seeds 262, 634, 811: an item pulled with its insert and its
+            // delete in one page stayed, pointing at its list).
+            let change = prepared[position].change
+            let key = RecordKey(entity: change.entity, recordID: change.recordID)
+            guard !deleted.contains(key), models[key.entity]?[key.recordID] === model else { continue }
             try link(prepared[position], model)
         }
         try resolvePending()
