@@ -249,6 +249,26 @@ struct SyncApplyTests {
         #expect(result.pendingReferences == 0)  // nothing waits on behalf of the deleted record
     }
 
+    @Test("a record the batch upserts stays when the batch deletes the record it points at, whose delete rule cascades (simulator seed 136)")
+    func keptRecordSurvivesCascade() throws {
+        let b = try device()
+        try b.applyRemoteChanges([
+            .upsert("SyncProject", recordID: "P", serverVersion: 1, fields: [text("gone")]),
+            .upsert("SyncTask", recordID: "T", serverVersion: 2, fields: [text("kept"), SyncField(name: "project", value: .reference("P"))]),
+        ])
+        // A reset's snapshot holds the task (its reference left out: a pending local edit
+        // masks it) and not the project, which the batch removes.
+        try b.applyRemoteChanges([
+            .upsert("SyncTask", recordID: "T", serverVersion: 3, fields: [text("still here")]),
+            .delete("SyncProject", recordID: "P", serverVersion: 0),
+        ])
+        let context = ModelContext(b)
+        let task = try #require(try context.fetch(FetchDescriptor<SyncTask>()).first)
+        #expect(task.title == "still here")
+        #expect(task.project == nil)
+        #expect(try context.fetchCount(FetchDescriptor<SyncProject>()) == 0)
+    }
+
     @Test("a remote insert of a model whose attributes have no defaults (an enum among them) fills them without reading them first")
     func insertWithoutDefaults() throws {
         let container = try ModelContainer(for: Schema([SyncTicket.self]), configurations: ModelConfiguration(url: syncStoreURL()))
