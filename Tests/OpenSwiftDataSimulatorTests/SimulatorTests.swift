@@ -190,6 +190,12 @@ struct SimulatorTests {
         // record's whole link sets, but was applied as additions: links the server no longer
         // had stayed on the client.
         "--seed 170", "--seed 494", "--seed 825",
+        // An item pulled with its insert and its delete in one page, pointing at a local list:
+        // linking the deleted model put it back through the list's inverse (client-only item).
+        "--seed 262", "--seed 634", "--seed 811",
+        // A reset removed a list the restored server lacked; its local cascade deleted an item
+        // the snapshot held (its reference to the list a pending edit): the queue wedged.
+        "--seed 136",
     ])
     func fixedBugSeeds(arguments: String) async throws {
         let output = try await SimulateCommand.run(arguments.split(separator: " ").map(String.init))

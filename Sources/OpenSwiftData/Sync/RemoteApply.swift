@@ -47,6 +47,8 @@ struct RemoteApply {
     /// Per entity, the attribute lists of the last change prepared (see `prepare`).
     private var lastAttributes: [ObjectIdentifier: (properties: [PropertyLayout], fields: [Int])] = [:]
     private var deleted: Set<RecordKey> = []
+    /// The storages of the models this batch deletes.
+    private var deletedStorages: Set<ObjectIdentifier> = []
     /// Whether earlier batches left references waiting (read with the batch's rows): without
     /// any, no record of this batch can satisfy one.
     private var hasPending = true
@@ -94,6 +96,7 @@ struct RemoteApply {
             switch change.kind {
             case .delete:
                 if let model = try model(key) {
+                    deletedStorages.insert(ObjectIdentifier(model.storageBase))
                     context.delete(model)
                     result.deleted += 1
                 }
@@ -140,14 +143,16 @@ struct RemoteApply {
         // References and links once every record of the batch exists, then the earlier pending
         // references that the batch's new records satisfy.
         for (position, model) in deferred {
-            // A record deleted later in the batch (and perhaps made again as a new model) is not
-            // linked: linking a deleted model brings it back (seed 899: an insert, a link and
-            // a delete pulled in one page left the record, linked, on the client).
+            // A record deleted later in the batch (or deleted and made again as a new model) is
+            // not linked: setting a relationship or link of the deleted model would insert it
+            // again through the inverse (seeds 262, 634, 811, 895, 899, 941: an item pulled with
+            // its insert and its delete in one page stayed, pointing at its list or tagged).
             let change = prepared[position].change
-            guard let current = models[change.entity]?[change.recordID], current === model,
-                  !deleted.contains(RecordKey(entity: change.entity, recordID: change.recordID)) else { continue }
+            let key = RecordKey(entity: change.entity, recordID: change.recordID)
+            guard !deleted.contains(key), models[key.entity]?[key.recordID] === model else { continue }
             try link(prepared[position], model)
         }
+        try detachKeptRecords(prepared)
         try resolvePending()
         work.alsoWriting = alsoWriting
         context.syncApply = work
@@ -415,6 +420,28 @@ struct RemoteApply {
             }
             guard ModelPropertyWriter.editLinks(model, link.property.keyPath, adding: adding, removing: removing) else {
                 throw SyncCaptureError.undecodableValue(entity: change.entity, property: link.property.name, reason: "the links cannot be edited")
+            }
+        }
+    }
+
+    /// Clears the to-one references that records this batch upserts, and does not delete later,
+    /// hold to records it deletes: the server holds those records after the batch, so the
+    /// deletes' local cascades must not reach them (seed 136: a reset removed a list the
+    /// server no longer had, and its cascade deleted an item the snapshot held, whose reference
+    /// to the list was a pending local edit; the item's row was gone and later writes of it
+    /// made a row without values).
+    private mutating func detachKeptRecords(_ prepared: [Prepared]) throws {
+        guard !deletedStorages.isEmpty else { return }
+        for item in prepared where item.change.kind == .upsert {
+            let key = RecordKey(entity: item.change.entity, recordID: item.change.recordID)
+            guard !deleted.contains(key), let model = models[key.entity]?[key.recordID] else { continue }
+            let storage = model.storageBase
+            for property in item.plan.layout.relationships {
+                guard let relationship = property.relationship, !relationship.isToMany, relationship.isOptional,
+                      let target = storage.relatedOne(property), deletedStorages.contains(ObjectIdentifier(target.storage)) else { continue }
+                guard ModelPropertyWriter.set(model, property.keyPath, to: nil) else {
+                    throw SyncCaptureError.undecodableValue(entity: key.entity, property: property.name, reason: "the relationship cannot be cleared")
+                }
             }
         }
     }
