@@ -556,7 +556,9 @@ public final class PostgresSyncStorage: SharedSyncStorage {
             guard let newHorizon, newHorizon > head.horizon else {
                 return CompactionResult(horizon: head.horizon, changesRemoved: 0, tombstonesRemoved: 0)
             }
-            let changesRemoved = try await count(connection, "WITH gone AS (DELETE FROM osd_changes WHERE seq <= \(newHorizon) RETURNING 1) SELECT COUNT(*) FROM gone")
+            // The change at the horizon stays: its mark checks cursors at the horizon (see
+            // `PullPlanner.decide`); no pull reads it (a cursor below the horizon resets).
+            let changesRemoved = try await count(connection, "WITH gone AS (DELETE FROM osd_changes WHERE seq < \(newHorizon) RETURNING 1) SELECT COUNT(*) FROM gone")
             try await connection.query("""
                 DELETE FROM osd_links l USING osd_records r
                 WHERE r.entity = l.entity AND r.record_id = l.record_id AND r.deleted AND r.version <= \(newHorizon)

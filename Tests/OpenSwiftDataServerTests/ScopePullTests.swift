@@ -204,6 +204,58 @@ struct ScopePullTests {
         try await storage.close()
     }
 
+    @Test("a cursor at exactly the horizon of a plain-copy restore's log, written again and compacted, resets")
+    func plainCopyRestoreCompactedToCursor() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("live.sqlite")
+        let key = Data(repeating: 7, count: 32)
+        let clock = ManualClock()
+        let configuration = SyncConfiguration(retention: 3600)
+        var storage = try SQLiteSyncStorage(path: path, cursorKey: key)
+        var service = try await SyncService(storage: storage, configuration: configuration, clock: clock.clock)
+        _ = try await service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(1, .insert, "n1")]))
+        try await storage.close()
+        try FileManager.default.copyItem(atPath: path, toPath: path + ".copy")
+        storage = try SQLiteSyncStorage(path: path, cursorKey: key)
+        service = try await SyncService(storage: storage, configuration: configuration, clock: clock.clock)
+        // Written after the copy (the restore loses it); the cursor sits on it (position 2).
+        clock.advance(1)
+        _ = try await service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(2, .insert, "n2", at: 1_790_000_000_001)]))
+        var cursor: String?
+        for _ in 0..<100 {
+            let page = try await service.pull(user: "alice", request: PullRequest(clientID: "b", cursor: cursor))
+            cursor = page.cursor
+            if !page.hasMore { break }
+        }
+        try await storage.close()
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        try FileManager.default.copyItem(atPath: path + ".copy", toPath: path)
+        storage = try SQLiteSyncStorage(path: path, cursorKey: key)
+        service = try await SyncService(storage: storage, configuration: configuration, clock: clock.clock)
+        // The restored log is written again at the cursor's position (n3) and past it (n4, two
+        // hours later); compaction then removes the log up to n3: the horizon is the cursor's
+        // position, whose change is not the one the cursor was issued on.
+        clock.advance(1)
+        _ = try await service.push(user: "alice", request: PushRequest(clientID: "c", mutations: [mutation(1, .insert, "n3", at: 1_790_000_000_002)]))
+        clock.advance(7200)
+        _ = try await service.push(user: "alice", request: PushRequest(clientID: "c", mutations: [mutation(2, .insert, "n4", at: 1_790_007_300_000)]))
+        let compacted = try await service.compact()
+        #expect(compacted.horizon == 2)
+        let page = try await service.pull(user: "alice", request: PullRequest(clientID: "b", cursor: cursor))
+        #expect(page.reset == .epochChanged)
+        var seen = Set(page.changes.map(\.recordID))
+        cursor = page.cursor
+        var more = page.hasMore
+        while more {
+            let next = try await service.pull(user: "alice", request: PullRequest(clientID: "b", cursor: cursor))
+            seen.formUnion(next.changes.map(\.recordID))
+            cursor = next.cursor
+            more = next.hasMore
+        }
+        #expect(seen == ["n1", "n3", "n4"])
+        try await storage.close()
+    }
+
     @Test("past the retention window, tombstones and the log are compacted and old cursors reset", arguments: Backend.all)
     func compaction(_ backend: Backend) async throws {
         let h = try await CoreHarness(backend, configuration: SyncConfiguration(retention: 3600))
@@ -212,7 +264,8 @@ struct ScopePullTests {
         _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(3, .delete, "n1", at: 1_790_000_000_002)]))
         h.clock.advance(7200)
         let result = try await h.service.compact()
-        #expect(result.tombstonesRemoved == 1 && result.changesRemoved == 3)
+        // The change at the horizon (the delete, 3) stays to check cursors at the horizon.
+        #expect(result.tombstonesRemoved == 1 && result.changesRemoved == 2 && result.horizon == 3)
         let page = try await h.service.pull(user: "alice", request: PullRequest(clientID: "a", cursor: old))
         #expect(page.reset == .historyCompacted)
         let restart = try await h.pullAll("alice", client: "a", cursor: old)

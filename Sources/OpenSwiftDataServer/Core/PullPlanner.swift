@@ -36,13 +36,16 @@ struct PullPlanner: Sendable {
             // the cursor's position, so the client downloads again.
             reset = .epochChanged
             state = fresh
-        } else if let cursor, cursor.seq > context.horizon, context.marks[cursor.seq] != cursor.mark {
+        } else if let cursor, cursor.seq >= context.horizon, context.marks[cursor.seq] != cursor.mark {
             // Another change at the cursor's position: the database was restored from a copy
             // that kept its epoch, and its log has been written again past the copy's head.
             // A cursor without a mark was issued where the log had no change (compacted up to
             // its position): in the same database none comes back there, so one there now is
             // a restored copy's log written again too (seed 311: a cursor issued at a fully
-            // compacted head skipped the restored log's changes below it).
+            // compacted head skipped the restored log's changes below it). A cursor at the
+            // horizon is checked too: compaction keeps the change at the horizon for this
+            // (seed 1087: a cursor of the lost history at exactly the horizon of a log written
+            // again and compacted was continued, and the changes below it never sent).
             reset = .epochChanged
             state = fresh
         }

@@ -396,7 +396,9 @@ public final class SQLiteSyncStorage: SyncStorage {
             guard let newHorizon = try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM osd_changes WHERE created_at < ?", arguments: [milliseconds]), newHorizon > horizon else {
                 return CompactionResult(horizon: horizon, changesRemoved: 0, tombstonesRemoved: 0)
             }
-            try db.execute(sql: "DELETE FROM osd_changes WHERE seq <= ?", arguments: [newHorizon])
+            // The change at the horizon stays: its mark checks cursors at the horizon (see
+            // `PullPlanner.decide`); no pull reads it (a cursor below the horizon resets).
+            try db.execute(sql: "DELETE FROM osd_changes WHERE seq < ?", arguments: [newHorizon])
             let changesRemoved = db.changesCount
             try db.execute(sql: "DELETE FROM osd_links WHERE (entity, record_id) IN (SELECT entity, record_id FROM osd_records WHERE deleted = 1 AND version <= ?)", arguments: [newHorizon])
             try db.execute(sql: "DELETE FROM osd_records WHERE deleted = 1 AND version <= ?", arguments: [newHorizon])

@@ -35,7 +35,8 @@ public protocol SyncStorage: Sendable {
     func updateScope(_ scope: ScopeID, decide: @Sendable (ScopeRecord?) throws -> ScopeRecord) async throws -> ScopeRecord
 
     /// Removes log entries and tombstones written before `milliseconds`, and raises the horizon
-    /// below which cursors are told to reset. Push results are not removed by age: they stay
+    /// below which cursors are told to reset. The log entry at the new horizon stays: its mark
+    /// checks a cursor at the horizon against a restored copy's log. Push results are not removed by age: they stay
     /// until their client acknowledges them (``PushPlan/resultsAcknowledgedBelow``).
     func compact(before milliseconds: Int64) async throws -> CompactionResult
 
