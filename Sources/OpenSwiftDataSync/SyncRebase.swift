@@ -237,6 +237,12 @@ struct SyncRebase {
                 // (seed 161: an edit rejected as recordNotFound deleted the record locally
                 // although the snapshot settling it held the record).
                 if pulledExisting.contains(ref) { continue }
+                // An edit has no existence to roll back: whether the record is here follows the
+                // pulled changes (a delete, a reset's download), and a stored answer may be older
+                // than a pulled insert of an earlier batch (seed 680: an increment rejected as
+                // recordNotFound by a restored server, answered again after the counter's
+                // creator resent it and this client pulled it, deleted the counter locally).
+                if change.op == .update { continue }
                 let version = serverRecords.first { $0.entity == change.entity && $0.recordID == change.recordID }?.version ?? 0
                 shadow(ref, Self.recordKey, .record(exists: false), version: version)
                 continue

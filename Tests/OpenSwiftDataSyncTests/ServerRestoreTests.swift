@@ -200,6 +200,50 @@ struct ServerRestoreTests {
         #expect(try await a.engine.pendingChangeCount() == 0)
     }
 
+    @Test("an edit rejected as recordNotFound by a restored server, answered only after the record, resent by its creator, was pulled in an earlier download: the rollback keeps the record (simulator seed 680)")
+    func rejectedEditAnsweredAfterRecordPulled() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let b = try Device.open(server, directory: directory, name: "b")
+        a.context.insert(Note(title: "in the backup"))
+        try a.context.save()
+        try await a.engine.syncNow()
+        try await b.engine.syncNow()
+        try Self.backup(server, to: "backup.sqlite")
+        b.context.insert(Note(title: "b's note"))
+        try b.context.save()
+        try await b.engine.syncNow()
+        try await a.engine.syncNow()
+
+        let restored = try await Self.restore(server, from: "backup.sqlite")
+        a.transport.service = restored
+        b.transport.service = restored
+        // A's edit reaches the restored server before B resends the note: rejected, but the
+        // answer is lost and so is the pull.
+        let note = try #require(try a.context.fetch(FetchDescriptor<Note>()).first { $0.title == "b's note" })
+        note.body = "a's edit"
+        try a.context.save()
+        a.transport.onPush { _, _ in throw SyncTransportError.unreachable("answer lost") }
+        a.transport.onPull { _ in throw SyncTransportError.unreachable("answer lost") }
+        await #expect(throws: SyncEngineError.self) { try await a.engine.syncNow() }
+        a.transport.onPush(nil)
+        a.transport.onPull(nil)
+        try await b.engine.syncNow()
+        try await b.engine.syncNow()
+        // A downloads the note B resent while its edit is still unanswered (pushes fail)...
+        a.transport.blockPushes = true
+        await #expect(throws: SyncEngineError.self) { try await a.engine.syncNow() }
+        a.transport.blockPushes = false
+        // ...then the server answers the edit again from its stored results: rejected, "no
+        // such record", older than the note A pulled. The rollback keeps the note.
+        try await a.engine.syncNow()
+        try await a.engine.syncNow()
+        #expect(try b.noteState() == ["b's note||false|-|", "in the backup||false|-|"])
+        #expect(try a.noteState() == (try b.noteState()))
+        #expect(try await a.engine.pendingChangeCount() == 0)
+    }
+
     @Test("acknowledged saves older than the engine's retention window are reported as lostInServerRestore, not resent, and the queue keeps flowing")
     func lostBeyondRetention() async throws {
         let directory = try TemporaryDirectory()
