@@ -76,7 +76,7 @@ extension ModelContext {
         let (deletions, updates, insertions) = (work.deletions, work.updates, work.insertions)
         let author = self.author
         // Sync capture, only when the container has it on (nil otherwise: no work per row).
-        let sync = container.syncCapture.map { SyncSaveCapture(state: $0, author: author, apply: syncApply) }
+        let sync = container.syncCapture.map { SyncSaveCapture(state: $0, author: author, apply: syncApply, expectedInsertions: insertions.count) }
         var lastLayout: EntityLayout?
         var lastPlan: SyncEntityPlan?
         func syncPlan(_ layout: EntityLayout) -> SyncEntityPlan? {

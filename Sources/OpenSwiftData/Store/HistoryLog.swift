@@ -374,6 +374,40 @@ enum HistoryCoding {
         func withBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
             try body(UnsafeRawBufferPointer(start: base, count: count))
         }
+
+        /// Calls `body` with the bytes written from `offset` on (valid only during the call).
+        func withBytes<Result>(from offset: Int, _ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+            // Safety: `start` is clamped to 0...count, so the buffer covers only written bytes of
+            // the allocation, which lives as long as `self` (kept alive through the call).
+            let start = min(max(offset, 0), count)
+            return try body(UnsafeRawBufferPointer(start: base + start, count: count - start))
+        }
+
+        /// Grows the buffer to hold `total` bytes at least, once (a writer whose size is known
+        /// ahead spares the copies of growing by doubling).
+        func ensureCapacity(_ total: Int) {
+            reserve(total - count)
+        }
+
+        /// Writes `count` zero bytes that ``overwrite(at:with:)`` fills in later (a header
+        /// known only once what follows it is written).
+        func skip(_ bytes: Int) {
+            guard bytes > 0 else { return }
+            reserve(bytes)
+            // Safety: `reserve` made room for `bytes` more bytes after `count`.
+            (base + count).initializeMemory(as: UInt8.self, repeating: 0, count: bytes)
+            count += bytes
+        }
+
+        /// Copies `other`'s bytes over the bytes written at `offset`; false (nothing written)
+        /// when they do not fit within the bytes written.
+        func overwrite(at offset: Int, with other: ByteWriter) -> Bool {
+            guard offset >= 0, offset + other.count <= count else { return false }
+            // Safety: the guard keeps the copy within the bytes written; two writers never share
+            // an allocation, so source and destination do not overlap.
+            if other.count > 0 { (base + offset).copyMemory(from: other.base, byteCount: other.count) }
+            return true
+        }
     }
 
     struct ByteReader {

@@ -7,24 +7,29 @@ import Foundation
 /// land on a different page).
 ///
 /// Layout: 48 bits of Unix milliseconds, the version (7), 12 bits of a counter that orders the
-/// ids made in the same millisecond (RFC 9562 §6.2, method 1), the variant, 62 random bits.
+/// ids made in the same millisecond (RFC 9562 §6.2, method 1), the variant, 62 bits that start
+/// at a random number (see below).
 /// One generator serves one save; a save that makes more than 4,096 ids in one millisecond
 /// carries into the next millisecond, so its ids stay strictly increasing.
 ///
-/// The random bits come from a generator seeded once per save from
-/// `SystemRandomNumberGenerator` (`getrandom` on Linux): one system call per id made each new
-/// row of a bulk insert pay for two. Foundation's `UUID()` on Linux is worse: it opens, reads and
-/// closes `/dev/urandom` for each UUID.
+/// The 62 low bits are a random number drawn once per generator (per save) from
+/// `SystemRandomNumberGenerator` (`getrandom` on Linux), plus the number of ids made before:
+/// ids of different saves or devices collide only if two random starts fall within a save's
+/// count of each other (about n / 2^62), and consecutive ids of a save differ by one in their
+/// low word, which the sync log writes in a byte (`SyncLogCoding`, format 3) instead of eight.
+/// The bits are for uniqueness, not secrecy. (A system call per id made each new row of a bulk
+/// insert pay for two; Foundation's `UUID()` on Linux opens, reads and closes `/dev/urandom` for
+/// each UUID.)
 struct RandomRecordID {
     private var lastMilliseconds: UInt64 = 0
     private var counter: UInt64 = 0
-    private var random: SplitMix64
+    private var low: UInt64
     private let clock: () -> UInt64
 
     /// A generator reading the wall clock in milliseconds since 1970 from `clock`.
     init(clock: @escaping () -> UInt64 = RandomRecordID.wallClockMilliseconds) {
         var system = SystemRandomNumberGenerator()
-        random = SplitMix64(seed: system.next())
+        low = system.next()
         self.clock = clock
     }
 
@@ -52,8 +57,8 @@ struct RandomRecordID {
             }
         }
         let high = (lastMilliseconds << 16) | 0x7000 | counter
-        let low = (random.next() & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
-        return (high, low)
+        low &+= 1
+        return (high, (low & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000)
     }
 
     /// The canonical text (8-4-4-4-12 uppercase hex digits) of the UUID whose 16 bytes are
@@ -92,22 +97,5 @@ struct RandomRecordID {
             raw.suffix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         }
         return format(high: high, low: low)
-    }
-}
-
-/// SplitMix64 (Steele, Lea, Flood 2014): a 64-bit generator whose output is a bijection of its
-/// counter, so a seed drawn from the system's generator gives 2^64 distinct outputs before it
-/// repeats. It supplies the random bits of record ids after the seed, not secrets.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// The identity of synced rows: per entity and primary key, the record's global id, the scope it
 /// was last captured with and the last server version seen. Written only for synced entities.
@@ -107,24 +108,79 @@ enum SyncRecords {
     }
 
     /// The rows of many record ids of one entity, a few hundred ids per statement.
+    ///
+    /// An apply looks up every record id of each page it applies (a thousand ids, most of them
+    /// new): the ids are bound and the rows read through SQLite's C API, a UUID id's 16 bytes
+    /// straight from the stack (an argument array, a `Data` per id and GRDB's row cursor cost
+    /// more than the index probes).
     static func rows(entity: String, recordIDs: [String], in db: Database) throws -> [String: Int64] {
         var found: [String: Int64] = [:]
-        found.reserveCapacity(recordIDs.count)
         let chunk = 500
         for start in stride(from: 0, to: recordIDs.count, by: chunk) {
             let ids = recordIDs[start..<min(start + chunk, recordIDs.count)]
             let marks = Array(repeating: "?", count: ids.count).joined(separator: ", ")
-            var arguments: [DatabaseValue] = [entity.databaseValue]
-            arguments.reserveCapacity(ids.count + 1)
-            for id in ids { arguments.append(storedID(id)) }
             let statement = try db.cachedStatement(sql: "SELECT record_id, pk FROM \(quoted(table)) WHERE entity = ? AND record_id IN (\(marks))")
-            let rows = try Row.fetchCursor(statement, arguments: StatementArguments(arguments))
-            while let row = try rows.next() {
-                guard let id = recordID(stored: row[0]) else { continue }
-                if found[id] == nil { found[id] = row[1] }
+            let sqlite = statement.sqliteStatement
+            // A cached statement may have been stepped by its last user: bindings need a reset.
+            sqlite3_reset(sqlite)
+            defer { sqlite3_reset(sqlite) }
+            try TableWriter.bind(entity.databaseValue, at: 1, in: statement)
+            var index = 2
+            for id in ids {
+                try bindStoredID(id, at: index, in: statement)
+                index += 1
+            }
+            while true {
+                let code = sqlite3_step(sqlite)
+                if code == SQLITE_DONE { break }
+                guard code == SQLITE_ROW else {
+                    throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: statement.sql)
+                }
+                guard let id = recordID(column: 0, of: sqlite) else { continue }
+                if found[id] == nil { found[id] = sqlite3_column_int64(sqlite, 1) }
             }
         }
         return found
+    }
+
+    /// Binds a record id in its stored form (``storedID(_:)``) at parameter `index`.
+    static func bindStoredID(_ recordID: String, at index: Int, in statement: Statement) throws {
+        guard let words = uuidWords(recordID) else {
+            try TableWriter.bind(recordID.databaseValue, at: index, in: statement)
+            return
+        }
+        var bytes = (words.high.bigEndian, words.low.bigEndian)
+        // Safety: the pointer is used only during the call; SQLITE_TRANSIENT makes SQLite copy
+        // the 16 bytes before it returns.
+        let code = withUnsafeBytes(of: &bytes) { raw in
+            sqlite3_bind_blob(statement.sqliteStatement, CInt(index), raw.baseAddress, CInt(raw.count), sqliteTransientDestructor)
+        }
+        guard code == SQLITE_OK else {
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: "binding parameter \(index) of \(statement.sql)")
+        }
+    }
+
+    /// The record id a stored `record_id` column of the current row holds (see
+    /// ``recordID(stored:)``).
+    private static func recordID(column: CInt, of sqlite: OpaquePointer) -> String? {
+        switch sqlite3_column_type(sqlite, column) {
+        case SQLITE_BLOB:
+            // Safety: the blob's bytes are valid until the statement steps, resets or reads the
+            // column again; they are read here, before any of that, and only `count` of them.
+            let count = Int(sqlite3_column_bytes(sqlite, column))
+            guard count == 16, let bytes = sqlite3_column_blob(sqlite, column) else { return nil }
+            let raw = UnsafeRawBufferPointer(start: bytes, count: count)
+            let high = raw.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            let low = raw.suffix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            return RandomRecordID.format(high: high, low: low)
+        case SQLITE_TEXT:
+            // Safety: as for the blob; `sqlite3_column_text` first, then the byte count.
+            guard let text = sqlite3_column_text(sqlite, column) else { return nil }
+            let count = Int(sqlite3_column_bytes(sqlite, column))
+            return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
+        default:
+            return nil
+        }
     }
 
     static func delete(entity: String, row: Int64, in db: Database) throws {
@@ -207,3 +263,6 @@ enum SyncRecords {
         return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(quoted(pendingTable))") ?? 0
     }
 }
+
+/// SQLite copies the bytes of a value bound with this destructor.
+private let sqliteTransientDestructor = unsafeBitCast(-1, to: sqlite3_destructor_type.self)

@@ -36,7 +36,20 @@ final class SyncSaveCapture {
         }
     }
 
+    /// Changes not encoded yet: those that the save may still complete (references resolved
+    /// at the end, foreign keys fixed, links added), and every change after the first of them
+    /// (the entry keeps the save's order).
     private var changes: [Captured] = []
+    /// The save's log entry, encoded as changes come while none waits in `changes`: a bulk
+    /// insert's values are encoded while the save has them at hand, and not kept for the end
+    /// (nil until the first change).
+    private var encoder: SyncLogCoding.Encoder?
+    /// Each plan's interned entity and field names in `encoder`.
+    private var interned: [ObjectIdentifier: (entity: Int, fields: [Int])] = [:]
+    private var lastInternedPlan: SyncEntityPlan?
+    private var lastInterned: (entity: Int, fields: [Int]) = (0, [])
+    /// How many rows the save inserts (sizes the entry's buffer once).
+    private let expectedInsertions: Int
     /// A record not yet inserted into `osd_sync_records` (see `insertRecord`).
     private struct PendingRecord {
         let entity: String
@@ -54,10 +67,67 @@ final class SyncSaveCapture {
     /// The record ids of new rows without a unique attribute or temporary identifier.
     private var newRecordIDs = RandomRecordID()
 
-    init(state: SyncCaptureState, author: String?, apply: SyncApplyWork?) {
+    init(state: SyncCaptureState, author: String?, apply: SyncApplyWork?, expectedInsertions: Int = 0) {
         self.state = state
         self.logs = author != state.engineAuthor
         self.apply = apply
+        self.expectedInsertions = expectedInsertions
+    }
+
+    /// The entry's encoder and `plan`'s interned names in it (its field list declared on first
+    /// use).
+    private func logEncoder(for plan: SyncEntityPlan) -> (encoder: SyncLogCoding.Encoder, names: (entity: Int, fields: [Int])) {
+        let encoder: SyncLogCoding.Encoder
+        if let existing = self.encoder {
+            encoder = existing
+        } else {
+            // Sized for the save's inserts of this entity (each value taking about 12 bytes).
+            encoder = SyncLogCoding.Encoder(capacity: (expectedInsertions + 16) * (24 + 12 * plan.fieldColumns.count))
+            self.encoder = encoder
+        }
+        if plan === lastInternedPlan { return (encoder, lastInterned) }
+        let key = ObjectIdentifier(plan)
+        let names: (entity: Int, fields: [Int])
+        if let known = interned[key] {
+            names = known
+        } else {
+            names = encoder.fieldList(entity: plan.layout.name, names: plan.fieldNames, kindCodes: plan.fieldKindCodes)
+            interned[key] = names
+        }
+        lastInternedPlan = plan
+        lastInterned = names
+        return (encoder, names)
+    }
+
+    /// Whether a change of `plan` of this kind can be encoded now: nothing waits before it, and
+    /// the save cannot come back to it (no reference to resolve, no foreign key to fix, no links
+    /// to add).
+    @inline(__always)
+    private func encodesNow(_ kind: SyncChange.Kind, plan: SyncEntityPlan) -> Bool {
+        changes.isEmpty && (kind == .delete || !plan.revisitsInsertions)
+    }
+
+    /// Encodes a change whose fields hold no reference: `fields` nil for every field (`values`
+    /// the row's values in column order), else the positions of the listed fields (`values`
+    /// theirs, in that order).
+    private func encode(_ kind: SyncChange.Kind, plan: SyncEntityPlan, recordID: CapturedRecordID, scope: String?, baseVersion: Int64?,
+                        fields: [Int]?, values: [DatabaseValue]) {
+        let (encoder, names) = logEncoder(for: plan)
+        let count = fields?.count ?? plan.fieldColumns.count
+        encoder.change(kind, entity: names.entity, recordID: recordID, scope: scope, baseVersion: baseVersion, links: [], allFields: fields == nil, fieldCount: count)
+        guard count > 0 else { return }
+        values.withUnsafeBufferPointer { values in
+            if let fields {
+                for index in 0..<count {
+                    let field = fields[index]
+                    encoder.field(name: names.fields[field], kindCode: plan.fieldKindCodes[field], value: values[index])
+                }
+            } else {
+                plan.fieldColumns.withUnsafeBufferPointer { columns in
+                    for column in columns { encoder.value(values[column]) }
+                }
+            }
+        }
     }
 
     func plan(_ entity: String) -> SyncEntityPlan? { state.plan(entity) }
@@ -199,6 +269,10 @@ final class SyncSaveCapture {
         let scope = apply?.scopes[key] ?? plan.scope?(registration.model)
         try insertRecord(entity: plan.layout.name, row: row, recordID: id, scope: scope, serverVersion: apply?.versionsOfNew[key], in: db)
         guard logs else { return }
+        if encodesNow(.insert, plan: plan) {
+            encode(.insert, plan: plan, recordID: id, scope: scope, baseVersion: nil, fields: nil, values: values)
+            return
+        }
         if plan.revisitsInsertions { changeOfStorage[key] = changes.count }
         changes.append(Captured(kind: .insert, plan: plan, recordID: id, scope: scope, baseVersion: nil, fields: nil, values: values))
     }
@@ -221,6 +295,10 @@ final class SyncSaveCapture {
         if scope != record.scope { try SyncRecords.setScope(scope, entity: plan.layout.name, row: row, in: db) }
         if let version = apply?.versionsOfNew[key] { try SyncRecords.setServerVersion(version, entity: plan.layout.name, row: row, in: db) }
         guard logs else { return }
+        if encodesNow(.update, plan: plan) {
+            encode(.update, plan: plan, recordID: CapturedRecordID(record.recordID), scope: scope, baseVersion: record.serverVersion, fields: nil, values: values)
+            return
+        }
         changeOfStorage[key] = changes.count
         changes.append(Captured(kind: .update, plan: plan, recordID: CapturedRecordID(record.recordID), scope: scope, baseVersion: record.serverVersion, fields: nil, values: values))
     }
@@ -245,6 +323,10 @@ final class SyncSaveCapture {
             fields.append(field)
             fieldValues.append(value)
         }
+        if encodesNow(.update, plan: plan) {
+            encode(.update, plan: plan, recordID: CapturedRecordID(record.recordID), scope: scope, baseVersion: record.serverVersion, fields: fields, values: fieldValues)
+            return
+        }
         changeOfStorage[key] = changes.count
         changes.append(Captured(kind: .update, plan: plan, recordID: CapturedRecordID(record.recordID), scope: scope, baseVersion: record.serverVersion, fields: fields, values: fieldValues))
     }
@@ -258,7 +340,15 @@ final class SyncSaveCapture {
         try SyncRecords.delete(entity: plan.layout.name, row: row, in: db)
         try SyncRecords.removePending(involving: plan.layout.name, recordID: record.recordID, in: db)
         guard logs else { return }
-        changes.append(Captured(kind: .delete, plan: plan, recordID: CapturedRecordID(record.recordID), scope: record.scope, baseVersion: record.serverVersion, fields: [], values: []))
+        logDeletion(plan: plan, recordID: CapturedRecordID(record.recordID), scope: record.scope, baseVersion: record.serverVersion)
+    }
+
+    private func logDeletion(plan: SyncEntityPlan, recordID: CapturedRecordID, scope: String?, baseVersion: Int64?) {
+        if encodesNow(.delete, plan: plan) {
+            encode(.delete, plan: plan, recordID: recordID, scope: scope, baseVersion: baseVersion, fields: [], values: [])
+        } else {
+            changes.append(Captured(kind: .delete, plan: plan, recordID: recordID, scope: scope, baseVersion: baseVersion, fields: [], values: []))
+        }
     }
 
     /// Every row of a synced entity is about to be deleted (`erase`): each record's deletion,
@@ -270,7 +360,7 @@ final class SyncSaveCapture {
             let rows = try Row.fetchAll(db, sql: "SELECT record_id, scope, server_version FROM \(quoted(SyncRecords.table)) WHERE entity = ? ORDER BY pk", arguments: [entity])
             for row in rows {
                 guard let recordID = SyncRecords.recordID(stored: row[0]) else { continue }
-                changes.append(Captured(kind: .delete, plan: plan, recordID: CapturedRecordID(recordID), scope: row[1], baseVersion: row[2], fields: [], values: []))
+                logDeletion(plan: plan, recordID: CapturedRecordID(recordID), scope: row[1], baseVersion: row[2])
             }
         }
         try db.execute(sql: "DELETE FROM \(quoted(SyncRecords.table)) WHERE entity = ?", arguments: [entity])
@@ -309,48 +399,19 @@ final class SyncSaveCapture {
     func finish(author: String?, in db: Database) throws -> Int64? {
         try flushRecords(in: db)
         try apply?.run(in: db)
-        guard logs, !changes.isEmpty else { return nil }
+        guard logs, encoder != nil || !changes.isEmpty else { return nil }
         let now = state.configuration.clock()
         let stamp = try SyncLog.takeStamp(now: now, in: db)
-        // The header first (every name the changes use, each entity's field list), so that the
-        // changes are encoded after it into one buffer, sized for the usual values.
-        var capacity = 64
-        var plans: [SyncEntityPlan] = []
-        var seenPlans: Set<ObjectIdentifier> = []
-        var lastPlan: SyncEntityPlan?
-        var linkNames: Set<String> = []
-        // The loops read the changes in place (`changes[index].…`): a `for change in changes`
-        // copied each change, retaining its arrays and strings, per row.
-        for index in changes.indices {
-            let plan = changes[index].plan
-            capacity += 32 + 12 * (changes[index].fields?.count ?? plan.fieldColumns.count)
-            if !changes[index].links.isEmpty {
-                for link in changes[index].links { linkNames.insert(link.relationship) }
-            }
-            if plan !== lastPlan {
-                lastPlan = plan
-                if seenPlans.insert(ObjectIdentifier(plan)).inserted { plans.append(plan) }
-            }
-        }
-        let encoder = SyncLogCoding.Encoder(capacity: capacity)
-        var names: [ObjectIdentifier: (entity: Int, fields: [Int])] = [:]
-        for plan in plans {
-            names[ObjectIdentifier(plan)] = encoder.fieldList(entity: plan.layout.name, names: plan.fieldNames, kindCodes: plan.fieldKindCodes)
-        }
-        for name in linkNames.sorted() { _ = encoder.intern(name) }
-        encoder.begin(changeCount: changes.count)
-        lastPlan = nil
-        var interned: (entity: Int, fields: [Int]) = (0, [])
+        // The changes that waited, in order, with references resolved to record ids. The loop
+        // reads them in place (`changes[index].…`): a `for change in changes` copied each
+        // change, retaining its arrays and strings, per row.
         for position in changes.indices {
             let plan = changes[position].plan
-            if plan !== lastPlan {
-                lastPlan = plan
-                interned = names[ObjectIdentifier(plan)] ?? (0, [])
-            }
+            let (encoder, names) = logEncoder(for: plan)
             let allFields = changes[position].fields == nil
             let count = changes[position].fields?.count ?? plan.fieldColumns.count
-            encoder.change(changes[position].kind, entity: interned.entity, recordID: changes[position].recordID, scope: changes[position].scope,
-                           baseVersion: changes[position].baseVersion, allFields: allFields, fieldCount: count)
+            encoder.change(changes[position].kind, entity: names.entity, recordID: changes[position].recordID, scope: changes[position].scope,
+                           baseVersion: changes[position].baseVersion, links: changes[position].links, allFields: allFields, fieldCount: count)
             for index in 0..<count {
                 let field = allFields ? index : changes[position].fields?[index] ?? index
                 var value = changes[position].value(at: index)
@@ -362,11 +423,11 @@ final class SyncSaveCapture {
                 if allFields {
                     encoder.value(value)
                 } else {
-                    encoder.field(name: interned.fields[field], kindCode: plan.fieldKindCodes[field], value: value)
+                    encoder.field(name: names.fields[field], kindCode: plan.fieldKindCodes[field], value: value)
                 }
             }
-            encoder.links(changes[position].links)
         }
+        guard let encoder else { return nil }
         return try encoder.withEncoded { blob in
             try SyncLog.append(blob, stamp: stamp, author: author, timestamp: now, in: db)
         }
