@@ -196,6 +196,11 @@ struct SimulatorTests {
         // A reset removed a list the restored server lacked; its local cascade deleted an item
         // the snapshot held (its reference to the list a pending edit): the queue wedged.
         "--seed 136",
+        // A push held by the network and delivered after a restore was decided again by the
+        // restored server, with another answer than the one the client held (applied, then
+        // rejected; or colliding with the ids renumbered after the restore): the restored
+        // server now refuses pushes made against another epoch (`staleEpoch`).
+        "--seed 153", "--seed 603", "--seed 1955",
     ])
     func fixedBugSeeds(arguments: String) async throws {
         let output = try await SimulateCommand.run(arguments.split(separator: " ").map(String.init))
