@@ -43,8 +43,12 @@ extension SyncEngine {
             if rounds > 10_000 { return answered }
             let response: PushResponse
             do {
-                response = try await transport.push(PushRequest(clientID: clientID, mutations: batch, schema: schemaSent ? nil : schema))
+                response = try await transport.push(PushRequest(clientID: clientID, mutations: batch, schema: schemaSent ? nil : schema, cursor: cursor))
             } catch let error as SyncTransportError {
+                // The server was restored since this client's last pull: nothing was processed.
+                // The pull that follows resets the cursor and marks what the server lost for
+                // resending; the cycle's next push sends it.
+                if error.code == .staleEpoch { return answered }
                 try await handlePushRefusal(error, batch: batch)
                 continue
             }

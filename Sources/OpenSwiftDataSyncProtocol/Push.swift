@@ -16,13 +16,21 @@ public struct PushRequest: Hashable, Codable, Sendable {
     /// The client's schema, so the server knows the kinds of its fields (optional: a server
     /// that has it from an earlier request may be sent only ``SchemaDescriptor/hash``).
     public var schema: SchemaDescriptor?
+    /// The client's pull cursor when it sent the push (optional: a client that never pulled
+    /// has none). It names the epoch of the history the client last saw: a push made against
+    /// another epoch (sent before a server restore, delivered after it by a slow network or a
+    /// proxy's retry) is refused with ``SyncErrorCode/staleEpoch``, so the restored database
+    /// never decides a mutation whose answer the client may already hold from the lost
+    /// history. Not part of a mutation's hash.
+    public var cursor: String?
 
     /// Makes a push request.
-    public init(protocolVersion: ProtocolVersion = .current, clientID: ClientID, mutations: [Mutation], schema: SchemaDescriptor? = nil) {
+    public init(protocolVersion: ProtocolVersion = .current, clientID: ClientID, mutations: [Mutation], schema: SchemaDescriptor? = nil, cursor: String? = nil) {
         self.protocolVersion = protocolVersion
         self.clientID = clientID
         self.mutations = mutations
         self.schema = schema
+        self.cursor = cursor
     }
 }
 

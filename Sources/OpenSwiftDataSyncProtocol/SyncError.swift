@@ -27,6 +27,10 @@ public enum SyncErrorCode: String, Codable, Sendable, CaseIterable {
     case clientForked
     /// The cursor was not made by this server, or was altered.
     case invalidCursor
+    /// A push carries a cursor of another epoch: it was made against a history the server no
+    /// longer has (restored from a backup since). Nothing of it was processed; the client pulls
+    /// (its cursor resets and it resends what the server lost) and pushes again.
+    case staleEpoch
     /// A value has another kind than the one the field holds.
     case wrongValueType
     /// No such route or resource.

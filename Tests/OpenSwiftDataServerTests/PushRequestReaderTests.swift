@@ -33,7 +33,8 @@ import Testing
                     RecordChange(op: generator.pick(RecordOperation.allCases), entity: generator.text(), recordID: generator.text(), scope: ScopeID(rawValue: generator.text()), baseVersion: generator.pick([nil, 0, 41]), fields: generator.fields(), links: generator.links())
                 })
             }
-            let request = PushRequest(clientID: generator.text(), mutations: mutations)
+            let cursor = generator.next() % 2 == 0 ? nil : generator.text()
+            let request = PushRequest(clientID: generator.text(), mutations: mutations, cursor: cursor)
             let data = try JSONEncoder.syncProtocol().encode(request)
             let expected = try JSONDecoder().decode(PushRequest.self, from: data)
             #expect(Self.same(try JSONBody.decode(PushRequest.self, from: ByteBuffer(bytes: data)), expected))

@@ -26,6 +26,31 @@ struct PushSemanticsTests {
         #expect(try await h.state("alice")["Note/n1"]?["title"] == .string("c"))
     }
 
+    @Test("a push made against another epoch (sent before a restore, delivered after it) is refused with staleEpoch and nothing is stored; with a cursor of this epoch it is processed (simulator seeds 153, 603, 1955)", arguments: Backend.all)
+    func pushFromAnotherEpoch(_ backend: Backend) async throws {
+        let h = try await CoreHarness(backend)
+        _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "c1", mutations: [mutation(1, .insert, "n1")]))
+        let old = try await h.pullAll("alice", client: "c1").last.cursor
+        let late = PushRequest(clientID: "c1", mutations: [mutation(1, .insert, "n1"), mutation(2, .insert, "n2")], cursor: old)
+
+        // The database restored from a copy that predates both, with a new epoch.
+        let other = try await CoreHarness(backend)
+        let metadata = try await h.storage.metadata()
+        let restored = try await SyncService(storage: try await other.restoredStorage(cursorKey: metadata.cursorKey), clock: h.clock.clock)
+        let error = await expectError(.staleEpoch) { _ = try await restored.push(user: "alice", request: late) }
+        #expect(error?.statusCode == 409)
+        let reset = try await restored.pull(user: "alice", request: PullRequest(clientID: "c1", cursor: old))
+        #expect(reset.reset == .epochChanged && reset.lastMutationID == 0 && reset.changes.isEmpty)
+        // Sent again with the cursor of the restored epoch, it is decided there.
+        var resent = late
+        resent.cursor = reset.cursor
+        let answer = try await restored.push(user: "alice", request: resent)
+        #expect(answer.lastMutationID == 2 && answer.results.map(\.status) == [.applied, .applied])
+        // The live server takes a cursor of its own epoch (and none) as before.
+        let live = try await h.service.push(user: "alice", request: late)
+        #expect(live.lastMutationID == 2 && live.results.map(\.status) == [.applied, .applied])
+    }
+
     @Test("a gap is refused with the last id, and nothing is stored", arguments: Backend.all)
     func gap(_ backend: Backend) async throws {
         let h = try await CoreHarness(backend)

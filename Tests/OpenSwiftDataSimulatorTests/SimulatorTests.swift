@@ -205,6 +205,11 @@ struct SimulatorTests {
         // creator resent it, answered again from the server's stored results after this client
         // had pulled the resent counter in an earlier download: the rollback deleted it.
         "--seed 680",
+        // A push held by the network and delivered after a restore was decided again by the
+        // restored server, with another answer than the one the client held (applied, then
+        // rejected; or colliding with the ids renumbered after the restore): the restored
+        // server now refuses pushes made against another epoch (`staleEpoch`).
+        "--seed 153", "--seed 603", "--seed 1955",
     ])
     func fixedBugSeeds(arguments: String) async throws {
         let output = try await SimulateCommand.run(arguments.split(separator: " ").map(String.init))

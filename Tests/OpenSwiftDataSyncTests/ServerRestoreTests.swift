@@ -99,6 +99,52 @@ struct ServerRestoreTests {
         #expect(try await a.engine.pendingChangeCount() == 0)
     }
 
+    @Test("a push delayed past a restore is not decided by the restored server: the device resends it and learns the restored server's answer (simulator seeds 153, 603, 1955)")
+    func pushDelayedPastRestore() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let b = try Device.open(server, directory: directory, name: "b")
+        let aEvents = EventLog(a.engine)
+        a.context.insert(Reading(key: "weight", value: 70))
+        try a.context.save()
+        try await a.engine.syncNow()
+        try await b.engine.syncNow()
+        try Self.backup(server, to: "backup.sqlite")
+
+        // Applied and acknowledged; a copy of the request is held by the network (a proxy's retry).
+        let aReading = try #require(try a.context.fetch(FetchDescriptor<Reading>()).first)
+        aReading.value = 71
+        try a.context.save()
+        try await a.engine.syncNow()
+        let late = try #require(a.transport.sentPushes.last { !$0.mutations.isEmpty })
+
+        // Restored; another device's edit of the reading lands first, then the held copy
+        // arrives: deciding it now would reject it (stale), an answer the device never asks for.
+        let restored = try await Self.restore(server, from: "backup.sqlite")
+        a.transport.service = restored
+        b.transport.service = restored
+        let bReading = try #require(try b.context.fetch(FetchDescriptor<Reading>()).first)
+        bReading.value = 72
+        try b.context.save()
+        try await b.engine.syncNow()
+        try await b.engine.syncNow()
+        await #expect(throws: SyncServiceError.self) { _ = try await restored.push(user: "alice", request: late) }
+
+        // The device learns of the restore, resends its save, and is told it lost.
+        try await a.engine.syncNow()
+        try await a.engine.syncNow()
+        let event = await aEvents.waitFor { if case .rejected = $0 { return true } else { return false } }
+        guard case let .rejected(rejection)? = event else {
+            Issue.record("the save the restored server does not hold was never reported: \(aEvents.all)")
+            return
+        }
+        #expect(rejection.reason == .stale && rejection.records.map(\.recordID) == ["weight"])
+        #expect(try a.fetch(Reading.self).map(\.value) == [72])
+        #expect(try b.fetch(Reading.self).map(\.value) == [72])
+        #expect(try await a.engine.pendingChangeCount() == 0)
+    }
+
     @Test("a restore from a plain copy (same epoch) that the cursor does not pass: saves acknowledged after the copy are resent when a page's last id is below them (simulator seed 953)")
     func plainCopyLostAcknowledgedSaves() async throws {
         let directory = try TemporaryDirectory()
@@ -180,11 +226,16 @@ struct ServerRestoreTests {
         let restored = try await Self.restore(server, from: "backup.sqlite")
         a.transport.service = restored
         b.transport.service = restored
-        // A's edit reaches the restored server before B resends the note: rejected, but the
-        // pull that would settle it fails.
+        // A edits the note, then learns of the restore (its push, made against the old epoch,
+        // is refused; the reset keeps the note its pending edit masks) while its pushes fail.
         let note = try #require(try a.context.fetch(FetchDescriptor<Note>()).first { $0.title == "b's note" })
         note.body = "a's edit"
         try a.context.save()
+        a.transport.blockPushes = true
+        await #expect(throws: SyncEngineError.self) { try await a.engine.syncNow() }
+        a.transport.blockPushes = false
+        // A's edit reaches the restored server before B resends the note: rejected, but the
+        // pull that would settle it fails.
         a.transport.onPull { _ in throw SyncTransportError.unreachable("answer lost") }
         await #expect(throws: SyncEngineError.self) { try await a.engine.syncNow() }
         a.transport.onPull(nil)

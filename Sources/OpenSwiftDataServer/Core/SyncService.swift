@@ -37,6 +37,13 @@ public final class SyncService: Sendable {
     /// request error, in which case nothing is stored.
     public func push(user: String, request: PushRequest) async throws -> PushResponse {
         try validate(request)
+        // A push made against another epoch's history (sent before a restore, delivered after
+        // it) is not decided here: the answer the client holds may come from the lost history,
+        // and a second, different one would contradict it (seeds 153, 603, 1955). The client
+        // pulls, learns of the restore, and resends what this database lacks.
+        if let token = request.cursor, try cursors.decode(token).epoch != epoch {
+            throw SyncServiceError(409, .staleEpoch, "the push was made against another epoch of this server's database (restored since); pull, then push again")
+        }
         var hashes: [MutationID: String] = [:]
         var keys: Set<RecordKey> = []
         var scopes: Set<ScopeID> = []

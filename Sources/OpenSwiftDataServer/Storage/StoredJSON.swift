@@ -463,6 +463,7 @@ struct StoredJSONScanner {
         var version: Int64?
         var clientID: ClientID?
         var mutations: [Mutation]?
+        var cursor: String?
         if try beginObject() {
             repeat {
                 let (key, escaped) = try memberKey()
@@ -471,6 +472,8 @@ struct StoredJSONScanner {
                     version = try int64()
                 } else if isKey(key, "clientID"), clientID == nil {
                     clientID = try string()
+                } else if isKey(key, "cursor"), cursor == nil {
+                    cursor = try string()
                 } else if isKey(key, "mutations"), mutations == nil {
                     mutations = try array { try $0.mutation() }
                 } else {
@@ -482,7 +485,7 @@ struct StoredJSONScanner {
         guard let version, let clientID, let mutations, let rawVersion = Int(exactly: version) else { throw Mismatch() }
         let protocolVersion = ProtocolVersion(rawValue: rawVersion)
         guard ProtocolVersion.supported.contains(protocolVersion) else { throw Mismatch() }
-        return PushRequest(protocolVersion: protocolVersion, clientID: clientID, mutations: mutations)
+        return PushRequest(protocolVersion: protocolVersion, clientID: clientID, mutations: mutations, cursor: cursor)
     }
 
     private mutating func stringArray() throws -> [String] {
