@@ -39,6 +39,7 @@ struct PullPageReader {
         var revoked: [ScopeID]?
         var progress: PullProgress?
         var stamp: HLCTimestamp?
+        var snapshotScopes: [ScopeID]?
         do {
             try object { reader, key in
                 switch key {
@@ -53,6 +54,9 @@ struct PullPageReader {
                     guard let reason = ResetReason(rawValue: try reader.string()) else { throw Fail() }
                     reset = reason
                 case "revokedScopes": revoked = try reader.strings().map(ScopeID.init(rawValue:))
+                case "snapshotScopes":
+                    if try reader.null() { break }
+                    snapshotScopes = try reader.strings().map(ScopeID.init(rawValue:))
                 case "progress":
                     if try reader.null() { break }
                     var received: Int64?
@@ -76,7 +80,7 @@ struct PullPageReader {
             return nil
         }
         guard let version, let changes, let cursor, let hasMore, let consistent, let lastMutationID, let revoked, let stamp else { return nil }
-        return PullResponse(protocolVersion: ProtocolVersion(rawValue: version), changes: changes, cursor: cursor, hasMore: hasMore, consistent: consistent, lastMutationID: lastMutationID, reset: reset, revokedScopes: revoked, progress: progress, serverStamp: stamp)
+        return PullResponse(protocolVersion: ProtocolVersion(rawValue: version), changes: changes, cursor: cursor, hasMore: hasMore, consistent: consistent, lastMutationID: lastMutationID, reset: reset, revokedScopes: revoked, progress: progress, serverStamp: stamp, snapshotScopes: snapshotScopes)
     }
 
     private mutating func changes() throws -> [PulledChange] {

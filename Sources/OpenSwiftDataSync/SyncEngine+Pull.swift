@@ -14,6 +14,7 @@ extension SyncEngine {
                 // The id is another user's: take a new one and download again under it.
                 try takeNewClientID()
                 staged = []
+                snapshotScopes = []
                 requestCursor = cursor
                 try await pullPages()
             }
@@ -22,6 +23,7 @@ extension SyncEngine {
             staged = []
             resetting = false
             revoked = []
+            snapshotScopes = []
             requestCursor = cursor
             throw error
         }
@@ -58,6 +60,7 @@ extension SyncEngine {
                 // The server cannot continue the cursor: this page starts a fresh download.
                 // Mutations the server no longer has are resent under their ids.
                 staged = []
+                snapshotScopes = []
                 resetting = true
                 emit(.reset(reason))
                 try resendLost(after: page.lastMutationID)
@@ -68,6 +71,7 @@ extension SyncEngine {
                 try resendLost(after: page.lastMutationID)
             }
             revoked += page.revokedScopes
+            snapshotScopes.formUnion(page.snapshotScopes ?? [])
             staged += page.changes
             requestCursor = page.cursor
             inSnapshot = !page.consistent
@@ -192,16 +196,37 @@ extension SyncEngine {
         revokedScopes.formUnion(revoked.map(\.rawValue))
         revokedScopes.subtract(staged.map(\.scope.rawValue))
         let keptRevoked = revokedScopes.isEmpty ? nil : revokedScopes.sorted().joined(separator: "\n")
-        if !revokedScopes.isEmpty || resetting {
-            let local = try storeRead { db in try ModelContainer.syncRecordEntries(in: db) }
+        // A newly granted scope's snapshot is the server's whole state of that scope: a record of
+        // it this client holds or has pending changes of, that the download does not hold, is
+        // not on the server (created or edited here, pushed, then deleted before the snapshot
+        // was read: its delete is in the log before the snapshot, never sent). Its older shadows
+        // say otherwise (seed 2401: a pulled field, written back when the edit and the delete
+        // settled, made a row with that field alone), and the row stays (seed 2538).
+        let wholeScopes = Set(snapshotScopes.map(\.rawValue))
+        var local: [SyncRecordEntry] = []
+        if !revokedScopes.isEmpty || resetting || !wholeScopes.isEmpty {
+            local = try storeRead { db in try ModelContainer.syncRecordEntries(in: db) }
+        }
+        if !wholeScopes.isEmpty {
+            let downloaded = Set(staged.map { SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID) })
+            var absent: Set<SyncRebase.RecordRef> = []
+            for change in pending.before where wholeScopes.contains(change.scope.rawValue) {
+                absent.insert(SyncRebase.RecordRef(entity: change.entity, recordID: change.recordID))
+            }
+            for entry in local where entry.scope.map(wholeScopes.contains) == true {
+                absent.insert(SyncRebase.RecordRef(entity: entry.entity, recordID: entry.recordID))
+            }
+            rebase.markAbsent(absent.subtracting(downloaded))
+        }
+        if !revokedScopes.isEmpty || resetting || !wholeScopes.isEmpty {
             var removing: [SyncRebase.RecordRef] = []
             var snapshot: Set<SyncRebase.RecordRef> = []
-            if resetting { snapshot = Set(staged.map { SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID) }) }
+            if resetting || !wholeScopes.isEmpty { snapshot = Set(staged.map { SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID) }) }
             for entry in local {
                 let ref = SyncRebase.RecordRef(entity: entry.entity, recordID: entry.recordID)
                 if let scope = entry.scope, revokedScopes.contains(scope) {
                     if rebase.after[ref] == nil { removing.append(ref) }
-                } else if resetting, !snapshot.contains(ref), rebase.after[ref] == nil {
+                } else if resetting || entry.scope.map(wholeScopes.contains) == true, !snapshot.contains(ref), rebase.after[ref] == nil {
                     removing.append(ref)
                 }
             }
@@ -242,6 +267,7 @@ extension SyncEngine {
         self.cursor = cursor
         staged = []
         if resetting { resetting = false }
+        snapshotScopes = []
         if !revoked.isEmpty {
             events.insert(.revoked(revoked), at: 0)
             revoked = []

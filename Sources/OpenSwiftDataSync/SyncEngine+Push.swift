@@ -169,6 +169,7 @@ extension SyncEngine {
             cursor = nil
             requestCursor = nil
             staged = []
+            snapshotScopes = []
         }
         pushLimit = max(1, configuration.maxMutationsPerPush)
         if !inserts.isEmpty {

@@ -58,6 +58,8 @@ public actor SyncEngine {
     var staged: [PulledChange] = []
     var resetting = false
     var revoked: [ScopeID] = []
+    /// Scopes the staged pages download whole (a newly granted scope's snapshot).
+    var snapshotScopes: Set<ScopeID> = []
 
     // Run loop.
     private var runTask: Task<Void, Never>?

@@ -377,6 +377,15 @@ struct SyncRebase {
         }
     }
 
+    /// Shadows these records as absent, whatever older shadows say: a newly granted scope's
+    /// snapshot does not hold them.
+    mutating func markAbsent(_ refs: Set<RecordRef>) {
+        for ref in refs {
+            dropShadows(of: ref)
+            shadows[SyncEngineStore.ShadowKey(entity: ref.entity, recordID: ref.recordID, key: Self.recordKey)] = (.record(exists: false), 0)
+        }
+    }
+
     /// Deletes local records (revoked scopes, records a reset snapshot no longer has).
     mutating func delete(_ refs: [RecordRef]) {
         for ref in refs {

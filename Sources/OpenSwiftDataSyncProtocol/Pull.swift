@@ -140,9 +140,14 @@ public struct PullResponse: Hashable, Codable, Sendable {
     public var progress: PullProgress?
     /// The server's clock; the client's clock observes it.
     public var serverStamp: HLCTimestamp
+    /// Scopes a snapshot in this page downloads whole (the pages of a newly granted scope's
+    /// download, up to the one that completes it; nil: none): once applied, a record of these
+    /// scopes the client holds that the download does not hold and no pending change masks is
+    /// not on the server (created by this client, then deleted before the snapshot was read).
+    public var snapshotScopes: [ScopeID]?
 
     /// Makes a pull response.
-    public init(protocolVersion: ProtocolVersion = .current, changes: [PulledChange], cursor: String, hasMore: Bool, consistent: Bool = true, lastMutationID: MutationID, reset: ResetReason? = nil, revokedScopes: [ScopeID] = [], progress: PullProgress? = nil, serverStamp: HLCTimestamp) {
+    public init(protocolVersion: ProtocolVersion = .current, changes: [PulledChange], cursor: String, hasMore: Bool, consistent: Bool = true, lastMutationID: MutationID, reset: ResetReason? = nil, revokedScopes: [ScopeID] = [], progress: PullProgress? = nil, serverStamp: HLCTimestamp, snapshotScopes: [ScopeID]? = nil) {
         self.protocolVersion = protocolVersion
         self.changes = changes
         self.cursor = cursor
@@ -153,5 +158,6 @@ public struct PullResponse: Hashable, Codable, Sendable {
         self.revokedScopes = revokedScopes
         self.progress = progress
         self.serverStamp = serverStamp
+        self.snapshotScopes = snapshotScopes
     }
 }

@@ -204,6 +204,88 @@ struct FailureTests {
         #expect(try a.fetch(Note.self).isEmpty)
     }
 
+    @Test("a record this client created in a scope granted again, pushed, then deleted by another before the scope's snapshot was read, leaves the client (simulator seed 2538)")
+    func grantedAgainSnapshotDropsDeletedOwnRecord() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let bob = try Device.open(server, user: "bob", directory: directory, name: "bob")
+        let shared = Note(title: "team plan")
+        shared.space = "team:t1"
+        bob.context.insert(shared)
+        try bob.context.save()
+        try await bob.engine.syncNow()
+        _ = try await server.service.grant(user: "bob", scope: "team:t1", request: GrantRequest(user: "alice"))
+        let a = try Device.open(server, directory: directory, name: "a")
+        let transport = try #require(a.inMemory)
+        try await a.engine.syncNow()
+        _ = try await server.service.revoke(user: "bob", scope: "team:t1", member: "alice")
+        try await a.engine.syncNow()
+        #expect(try a.noteState().isEmpty)
+
+        // Created while the client still thinks the scope revoked; granted again; pushed (and
+        // applied), but the pull that would start the scope's snapshot fails.
+        let idea = Note(title: "alice's idea")
+        idea.space = "team:t1"
+        a.context.insert(idea)
+        try a.context.save()
+        _ = try await server.service.grant(user: "bob", scope: "team:t1", request: GrantRequest(user: "alice"))
+        transport.onPull { _ in throw SyncTransportError.unreachable("answer lost") }
+        _ = try? await a.engine.syncNow()
+        transport.onPull(nil)
+        try await bob.engine.syncNow()
+        let bobsCopy = try #require(try bob.context.fetch(FetchDescriptor<Note>()).first { $0.title == "alice's idea" })
+        bob.context.delete(bobsCopy)
+        try bob.context.save()
+        try await bob.engine.syncNow()
+
+        // The snapshot, read after the delete, does not hold the record: it goes.
+        try await a.engine.syncNow()
+        #expect(try await a.engine.pendingChangeCount() == 0)
+        #expect(try a.noteState() == ["team plan||false|-|"])
+        #expect(try a.noteState() == (try bob.noteState()))
+    }
+
+    @Test("a record edited and deleted here while its scope was revoked, its edit pulled over first: when the scope is granted again the settled edit writes nothing back (simulator seed 2401)")
+    func grantedAgainSnapshotForgetsShadowsOfDeletedRecord() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let bob = try Device.open(server, user: "bob", directory: directory, name: "bob")
+        let shared = Note(title: "team plan")
+        shared.space = "team:t1"
+        bob.context.insert(shared)
+        try bob.context.save()
+        try await bob.engine.syncNow()
+        _ = try await server.service.grant(user: "bob", scope: "team:t1", request: GrantRequest(user: "alice"))
+        let a = try Device.open(server, directory: directory, name: "a")
+        let transport = try #require(a.inMemory)
+        try await a.engine.syncNow()
+
+        // A pending edit that bob's pulled edit of the same field is shadowed under.
+        let plan = try #require(try a.context.fetch(FetchDescriptor<Note>()).first)
+        plan.body = "alice's edit"
+        try a.context.save()
+        transport.blockPushes = true
+        shared.body = "bob's edit"
+        try bob.context.save()
+        try await bob.engine.syncNow()
+        _ = try? await a.engine.syncNow()
+        // Revoked (the record stays: a pending edit masks it), then deleted here.
+        _ = try await server.service.revoke(user: "bob", scope: "team:t1", member: "alice")
+        _ = try? await a.engine.syncNow()
+        let kept = try #require(try a.context.fetch(FetchDescriptor<Note>()).first)
+        a.context.delete(kept)
+        try a.context.save()
+        // Granted again: the edit and the delete apply, the snapshot no longer holds the record.
+        _ = try await server.service.grant(user: "bob", scope: "team:t1", request: GrantRequest(user: "alice"))
+        transport.blockPushes = false
+        try await a.engine.syncNow()
+        try await a.engine.syncNow()
+        #expect(try await a.engine.pendingChangeCount() == 0)
+        try await bob.engine.syncNow()
+        #expect(try bob.noteState().isEmpty)
+        #expect(try a.noteState().isEmpty)
+    }
+
     @Test("sign-out removing local data deletes the synced records (not on the server) and the engine's state")
     func signOut() async throws {
         let directory = try TemporaryDirectory()

@@ -84,6 +84,10 @@ struct PullPlanner: Sendable {
     /// The answer and the next cursor, from the decision and the page read.
     func finish(_ decision: Decision, page: PullPage) -> (response: PullResponse, cursor: PullCursor) {
         var state = decision.cursor
+        // The scopes a snapshot downloads whole, on each of its pages up to the one that
+        // completes it (seed 2538: a record this client created in a newly granted scope and
+        // another deleted before the snapshot was read stayed on the client, no delete sent).
+        let snapshotScopes = decision.cursor.snapshot?.scopes
         var changes: [PulledChange]
         var hasMore: Bool
         var progress: PullProgress?
@@ -118,7 +122,7 @@ struct PullPlanner: Sendable {
         }
         state.mark = page.context.marks[state.seq]
         let consistent = state.snapshot == nil
-        let response = PullResponse(changes: changes, cursor: "", hasMore: hasMore, consistent: consistent, lastMutationID: page.context.lastMutationID, reset: decision.reset, revokedScopes: decision.revoked, progress: progress, serverStamp: page.context.clock)
+        let response = PullResponse(changes: changes, cursor: "", hasMore: hasMore, consistent: consistent, lastMutationID: page.context.lastMutationID, reset: decision.reset, revokedScopes: decision.revoked, progress: progress, serverStamp: page.context.clock, snapshotScopes: snapshotScopes)
         return (response, state)
     }
 }

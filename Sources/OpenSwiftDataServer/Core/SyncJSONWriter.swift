@@ -326,6 +326,10 @@ struct SyncJSONWriter {
         stringArray(response.revokedScopes.map(\.rawValue))
         raw(",\"serverStamp\":")
         stamp(response.serverStamp)
+        if let scopes = response.snapshotScopes {
+            raw(",\"snapshotScopes\":")
+            stringArray(scopes.map(\.rawValue))
+        }
         byte("}")
     }
 
