@@ -220,7 +220,7 @@ extension SyncEngine {
         let retention = configuration.acknowledgedMutationRetention
         let race = RaceFlag()
         do {
-            try container.applyRemoteChanges(batch, alsoWriting: { db in
+            try container.applyRemoteChanges(batch, localCascades: false, alsoWriting: { db in
                 guard try ModelContainer.lastSyncLogSequence(in: db) == lastLogSequence else {
                     race.raced = true
                     throw LocalSaveRaced()

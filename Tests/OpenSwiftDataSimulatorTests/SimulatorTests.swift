@@ -196,6 +196,9 @@ struct SimulatorTests {
         // A reset removed a list the restored server lacked; its local cascade deleted an item
         // the snapshot held (its reference to the list a pending edit): the queue wedged.
         "--seed 136",
+        // An item's pending move into a list another client deleted: the pulled delete's local
+        // cascade deleted the item the server keeps; the move's rollback then wedged the queue.
+        "--seed 1286", "--seed 1912",
     ])
     func fixedBugSeeds(arguments: String) async throws {
         let output = try await SimulateCommand.run(arguments.split(separator: " ").map(String.init))

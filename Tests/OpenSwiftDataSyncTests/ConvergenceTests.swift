@@ -209,6 +209,44 @@ struct ConvergenceTests {
         #expect(try b.fetch(Reading.self).map(\.value) == (try a.fetch(Reading.self).map(\.value)))
     }
 
+    @Test("a record moved into a folder that another device deletes (cascade) survives on this device, its move rolled back (simulator seeds 1286, 1912)")
+    func moveIntoFolderDeletedElsewhere() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let b = try Device.open(server, directory: directory, name: "b")
+        let folder = Folder(name: "Trip")
+        a.context.insert(folder)
+        a.context.insert(Note(title: "Loose"))
+        try a.context.save()
+        try await a.engine.syncNow()
+        try await b.engine.syncNow()
+
+        // B moves the note into the folder but cannot push; A deletes the folder (its notes
+        // cascade; the note is not among them on the server).
+        b.transport.blockPushes = true
+        let note = try #require(try b.context.fetch(FetchDescriptor<Note>()).first)
+        note.folder = try #require(try b.context.fetch(FetchDescriptor<Folder>()).first)
+        try b.context.save()
+        let aFolder = try #require(try a.context.fetch(FetchDescriptor<Folder>()).first)
+        a.context.delete(aFolder)
+        try a.context.save()
+        try await a.engine.syncNow()
+
+        // B pulls the folder's delete: its local cascade must not reach the note the server
+        // keeps (deleted, the rejected move's rollback wrote `folder` alone into a new row and
+        // every later pull failed).
+        await #expect(throws: SyncEngineError.self) { try await b.engine.syncNow() }
+        #expect(try b.noteState() == ["Loose||false|-|"])
+        b.transport.blockPushes = false
+        try await b.engine.syncNow()
+        try await b.engine.syncNow()
+        #expect(try await b.engine.pendingChangeCount() == 0)
+        #expect(try b.fetch(Folder.self).isEmpty)
+        #expect(try b.noteState() == ["Loose||false|-|"])
+        #expect(try a.noteState() == b.noteState())
+    }
+
     @Test("a child that arrives before its parent is kept and linked when the parent arrives")
     func childBeforeParent() async throws {
         let directory = try TemporaryDirectory()
