@@ -199,6 +199,9 @@ struct SimulatorTests {
         // An item's pending move into a list another client deleted: the pulled delete's local
         // cascade deleted the item the server keeps; the move's rollback then wedged the queue.
         "--seed 1286", "--seed 1912",
+        // A record deleted and inserted again on the server under pending edits: the insert
+        // was applied whole over them, and settling the edits (applied) wrote nothing.
+        "--seed 420",
     ])
     func fixedBugSeeds(arguments: String) async throws {
         let output = try await SimulateCommand.run(arguments.split(separator: " ").map(String.init))
