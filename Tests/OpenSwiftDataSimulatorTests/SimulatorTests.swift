@@ -202,6 +202,9 @@ struct SimulatorTests {
         // A record deleted and inserted again on the server under pending edits: the insert
         // was applied whole over them, and settling the edits (applied) wrote nothing.
         "--seed 420",
+        // An edit pushed while bob's grant was revoked, settled after a re-grant his pulls never
+        // saw revoked: the rejection (no server state) deleted the record the server holds.
+        "--seed 694",
     ])
     func fixedBugSeeds(arguments: String) async throws {
         let output = try await SimulateCommand.run(arguments.split(separator: " ").map(String.init))
