@@ -165,12 +165,43 @@ extension SyncEngine {
             rebase.absent = maskedInserts.subtracting(held)
         }
         for change in staged { try rebase.add(change) }
+        // Scopes revoked whose records are still to be removed: a record a pending mutation
+        // masks stays until that mutation is answered (rejected, the rollback removes it;
+        // applied, the scope was granted again). The set is kept across pages; a scope leaves
+        // it when a change of it arrives (granted again: the server sends nothing else of it;
+        // this client's own writes into it come back in the log too).
+        let storedRevoked = try storeRead { db in try SyncEngineStore.value("revokedScopes", in: db) }
+        var revokedScopes = Set((storedRevoked ?? "").split(separator: "\n").map(String.init))
+        revokedScopes.formUnion(revoked.map(\.rawValue))
+        revokedScopes.subtract(staged.map(\.scope.rawValue))
+        let keptRevoked = revokedScopes.isEmpty ? nil : revokedScopes.sorted().joined(separator: "\n")
+        // Set when a rejection leaves records whose server state this client cannot know: it
+        // downloads everything again after this page.
+        var downloadAgain = false
         let limit = settleThrough ?? 0
         let settled = sentRows.filter { $0.mutation.id <= limit }
         for item in settled {
             guard item.status == SyncEngineStore.Status.rejected, let result = item.result else { continue }
             let serverRecords = result.serverRecords ?? []
-            rebase.seedRejected(item.mutation, serverRecords: serverRecords)
+            var rolledBack = item.mutation
+            if result.reason == RejectionReason.scopeNotGranted {
+                // Refused while the scope was not granted, without its records; a scope this
+                // client was never told it lost was granted again since (seed 694: bob's edit
+                // pushed between a revoke and a re-grant that his pulls never saw). The server
+                // holds the edited record, at values this client does not know: instead of a
+                // rollback that deletes it, everything is downloaded again. (Inserts are rolled
+                // back: the server has no such record. Records of the user's own scope that the
+                // mutation also touched come with their state.)
+                let unknown = rolledBack.changes.filter { change in
+                    change.op != .insert && change.scope != ScopeID.user(user) && !revokedScopes.contains(change.scope.rawValue)
+                        && !serverRecords.contains { $0.entity == change.entity && $0.recordID == change.recordID }
+                }
+                if !unknown.isEmpty {
+                    downloadAgain = true
+                    rolledBack.changes.removeAll { change in unknown.contains { $0.entity == change.entity && $0.recordID == change.recordID } }
+                }
+            }
+            rebase.seedRejected(rolledBack, serverRecords: serverRecords)
             let records = item.mutation.changes.map { SyncRecordReference(entity: $0.entity, recordID: $0.recordID) }
             let rejection = SyncRejection(mutationID: item.mutation.id, reason: result.reason ?? RejectionReason.validation, message: result.message, records: records, serverRecords: serverRecords)
             events.append(SyncEvent.rejected(rejection))
@@ -186,16 +217,6 @@ extension SyncEngine {
         // A reset's snapshot is the server's whole state: what it does not hold, the server
         // does not have, whatever older shadows say.
         if resetting { rebase.markAbsent(outside: Set(staged.map { SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID) })) }
-        // Scopes revoked whose records are still to be removed: a record a pending mutation
-        // masks stays until that mutation is answered (rejected, the rollback removes it;
-        // applied, the scope was granted again). The set is kept across pages; a scope leaves
-        // it when a change of it arrives (granted again: the server sends nothing else of it;
-        // this client's own writes into it come back in the log too).
-        let storedRevoked = try storeRead { db in try SyncEngineStore.value("revokedScopes", in: db) }
-        var revokedScopes = Set((storedRevoked ?? "").split(separator: "\n").map(String.init))
-        revokedScopes.formUnion(revoked.map(\.rawValue))
-        revokedScopes.subtract(staged.map(\.scope.rawValue))
-        let keptRevoked = revokedScopes.isEmpty ? nil : revokedScopes.sorted().joined(separator: "\n")
         // A newly granted scope's snapshot is the server's whole state of that scope: a record of
         // it this client holds or has pending changes of, that the download does not hold, is
         // not on the server (created or edited here, pushed, then deleted before the snapshot
@@ -240,12 +261,12 @@ extension SyncEngine {
         try rebase.flush(local: SyncRebase.localValues(of: settled.map(\.mutation).filter { $0.id > resentThrough }))
         let batch = rebase.batch
         let newShadows = rebase.shadows
-        let cursor = page.cursor
+        let cursor = downloadAgain ? nil : page.cursor
         let changeCount = staged.count
         let retention = configuration.acknowledgedMutationRetention
         let race = RaceFlag()
         do {
-            try container.applyRemoteChanges(batch, alsoWriting: { db in
+            try container.applyRemoteChanges(batch, localCascades: false, alsoWriting: { db in
                 guard try ModelContainer.lastSyncLogSequence(in: db) == lastLogSequence else {
                     race.raced = true
                     throw LocalSaveRaced()
@@ -265,6 +286,7 @@ extension SyncEngine {
             throw SyncEngineError.store("\(error)")
         }
         self.cursor = cursor
+        if downloadAgain { requestCursor = nil }
         staged = []
         if resetting { resetting = false }
         snapshotScopes = []

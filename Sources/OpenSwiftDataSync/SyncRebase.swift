@@ -26,6 +26,10 @@ struct SyncRebase {
         var deletedLocally = false
         var fields: Set<String> = []
         var links: Set<String> = []
+        /// The last value pending mutations gave each field, and each link's presence after
+        /// them (what the model shows while they are pending).
+        var values: [String: SyncValue] = [:]
+        var linkValues: [String: Bool] = [:]
     }
 
     static let recordKey = "#record"
@@ -43,15 +47,22 @@ struct SyncRebase {
             case .insert:
                 mask.record = true
                 mask.deletedLocally = false
+                mask.values = [:]
+                mask.linkValues = [:]
             case .delete:
                 mask.record = true
                 mask.deletedLocally = true
+                mask.values = [:]
+                mask.linkValues = [:]
             case .update:
                 break
             }
             mask.fields.formUnion(change.fields.keys)
+            mask.values.merge(change.fields) { _, new in new }
             for (relationship, link) in change.links {
                 for target in link.added + link.removed { mask.links.insert(linkKey(relationship, target)) }
+                for target in link.removed { mask.linkValues[linkKey(relationship, target)] = false }
+                for target in link.added { mask.linkValues[linkKey(relationship, target)] = true }
             }
             masks[ref] = mask
         }
@@ -148,21 +159,52 @@ struct SyncRebase {
             guard let mask, !wholeInsert else {
                 absent.remove(ref)
                 // Nothing pending touches the record (a first download, mostly), or it is an
-                // insert of a record with no local row: all of it applies.
+                // insert of a record with no local row: all of it applies, except that fields
+                // and links pending mutations mask show their pending values, the server's
+                // being their shadows (seed 420: a record deleted and inserted again on the
+                // server under this client's pending edits showed the insert's title, while
+                // settling the edits took the model to show their own and wrote nothing).
+                var values = change.fields
                 var links: [SyncLinkChange] = []
+                if let mask {
+                    for (name, value) in change.fields {
+                        let key = Self.fieldKey(name)
+                        guard Self.isMasked(key, by: mask), let pending = mask.values[name] else { continue }
+                        shadow(ref, key, .field(value), version: change.version)
+                        values[name] = pending
+                    }
+                }
                 if change.op == .insert {
                     // An insert holds the whole sets: links the record has locally and the
                     // server does not are removed (seed 170: a reset's snapshot of a record
                     // whose unlink this client never pulled kept the link).
                     for relationship in shape.links.map(\.name).sorted() {
-                        links.append(SyncLinkChange(relationship: relationship, added: change.links[relationship]?.added ?? [], replacingExcept: []))
+                        var added = change.links[relationship]?.added ?? []
+                        if let mask {
+                            let present = Set(added)
+                            let prefix = Self.linkKey(relationship, "")
+                            if mask.record {
+                                // As for a masked insert of a local record (below).
+                                for (key, entry) in shadows where key.entity == ref.entity && key.recordID == ref.recordID && key.key.hasPrefix(prefix) && entry.version <= change.version {
+                                    shadows[key] = nil
+                                }
+                                shadow(ref, Self.linkSetKey(relationship), .linkSet(present.sorted()), version: change.version)
+                            }
+                            for (key, pending) in mask.linkValues.sorted(by: { $0.key < $1.key }) where key.hasPrefix(prefix) {
+                                let target = String(key.dropFirst(prefix.count))
+                                if !mask.record { shadow(ref, key, .link(present: present.contains(target)), version: change.version) }
+                                added.removeAll { $0 == target }
+                                if pending { added.append(target) }
+                            }
+                        }
+                        links.append(SyncLinkChange(relationship: relationship, added: added, replacingExcept: []))
                     }
                 } else {
                     for (relationship, link) in change.links.sorted(by: { $0.key < $1.key }) where shape.links.contains(where: { $0.name == relationship }) {
                         if !link.added.isEmpty || !link.removed.isEmpty { links.append(SyncLinkChange(relationship: relationship, added: link.added, removed: link.removed)) }
                     }
                 }
-                batch.append(.upsert(change.entity, recordID: change.recordID, serverVersion: change.version, scope: change.scope.rawValue, fields: try fields(change.fields, entity: change.entity), links: links))
+                batch.append(.upsert(change.entity, recordID: change.recordID, serverVersion: change.version, scope: change.scope.rawValue, fields: try fields(values, entity: change.entity), links: links))
                 return
             }
             var applied: [SyncName: SyncValue] = [:]

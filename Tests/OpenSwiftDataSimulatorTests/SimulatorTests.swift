@@ -216,6 +216,15 @@ struct SimulatorTests {
         // field shadowed under the edit was written back into a new row and wedged the queue
         // (2401).
         "--seed 2538", "--seed 2401",
+        // An item's pending move into a list another client deleted: the pulled delete's local
+        // cascade deleted the item the server keeps; the move's rollback then wedged the queue.
+        "--seed 1286", "--seed 1912", "--seed 2116",
+        // A record deleted and inserted again on the server under pending edits: the insert
+        // was applied whole over them, and settling the edits (applied) wrote nothing.
+        "--seed 420",
+        // An edit pushed while bob's grant was revoked, settled after a re-grant his pulls never
+        // saw revoked: the rejection (no server state) deleted the record the server holds.
+        "--seed 694",
     ])
     func fixedBugSeeds(arguments: String) async throws {
         let output = try await SimulateCommand.run(arguments.split(separator: " ").map(String.init))

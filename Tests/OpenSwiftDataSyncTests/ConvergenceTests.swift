@@ -199,15 +199,95 @@ struct ConvergenceTests {
         try await a.engine.syncNow()
 
         // B's pull holds the delete and the insert while its edit masks `value`: the insert
-        // makes a new row, so it is applied whole (a row without `value` wedged every pull).
+        // makes a new row, so it is applied whole (a row without `value` wedged every pull),
+        // with the pending edit's value on top: B keeps seeing its edit until the server
+        // decides (seed 420: showing the insert's value instead, B ended with it although the
+        // server applied the edit).
         await #expect(throws: SyncEngineError.self) { try await b.engine.syncNow() }
-        #expect(try b.fetch(Reading.self).map(\.value) == [2])
+        #expect(try b.fetch(Reading.self).map(\.value) == [5])
         b.transport.blockPushes = false
         try await b.engine.syncNow()
         try await b.engine.syncNow()
         try await a.engine.syncNow()
         #expect(try await b.engine.pendingChangeCount() == 0)
         #expect(try b.fetch(Reading.self).map(\.value) == (try a.fetch(Reading.self).map(\.value)))
+    }
+
+    @Test("an edit made after the server deleted and inserted a record again, pulled before it is pushed, is what both devices end with (simulator seed 420)")
+    func reinsertBeforeLaterPendingEdit() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        func note(_ title: String) -> RecordChange {
+            RecordChange(op: .insert, entity: "Note", recordID: "n1", scope: .user("alice"), fields: ["title": .string(title), "body": .string(""), "pinned": .bool(false), "folder": .null, "space": .null])
+        }
+        func push(_ id: MutationID, _ changes: [RecordChange]) async throws {
+            _ = try await server.service.push(user: "alice", request: PushRequest(clientID: "other", mutations: [
+                Mutation(id: id, stamp: HLCTimestamp(milliseconds: 1_700_000_000_000 + UInt64(id), counter: 0), changes: changes),
+            ]))
+        }
+        try await push(1, [note("first")])
+        let b = try Device.open(server, directory: directory, name: "b")
+        try await b.engine.syncNow()
+
+        // Another client deletes the note and inserts it again (same id); B, which has not
+        // pulled that, edits it later and cannot push.
+        try await push(2, [RecordChange(op: .delete, entity: "Note", recordID: "n1", scope: .user("alice"))])
+        try await push(3, [note("again")])
+        b.transport.blockPushes = true
+        let mine = try #require(try b.context.fetch(FetchDescriptor<Note>()).first)
+        mine.title = "mine"
+        try b.context.save()
+
+        // B pulls the delete and the insert: its pending edit stays what it shows.
+        await #expect(throws: SyncEngineError.self) { try await b.engine.syncNow() }
+        #expect(try b.noteState() == ["mine||false|-|"])
+        // The server applies the later edit; settling it leaves B showing it.
+        b.transport.blockPushes = false
+        try await b.engine.syncNow()
+        try await b.engine.syncNow()
+        #expect(try await b.engine.pendingChangeCount() == 0)
+        let a = try Device.open(server, directory: directory, name: "a")
+        try await a.engine.syncNow()
+        #expect(try a.noteState() == ["mine||false|-|"])
+        #expect(try b.noteState() == ["mine||false|-|"])
+    }
+
+    @Test("a record moved into a folder that another device deletes (cascade) survives on this device, its move rolled back (simulator seeds 1286, 1912)")
+    func moveIntoFolderDeletedElsewhere() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let b = try Device.open(server, directory: directory, name: "b")
+        let folder = Folder(name: "Trip")
+        a.context.insert(folder)
+        a.context.insert(Note(title: "Loose"))
+        try a.context.save()
+        try await a.engine.syncNow()
+        try await b.engine.syncNow()
+
+        // B moves the note into the folder but cannot push; A deletes the folder (its notes
+        // cascade; the note is not among them on the server).
+        b.transport.blockPushes = true
+        let note = try #require(try b.context.fetch(FetchDescriptor<Note>()).first)
+        note.folder = try #require(try b.context.fetch(FetchDescriptor<Folder>()).first)
+        try b.context.save()
+        let aFolder = try #require(try a.context.fetch(FetchDescriptor<Folder>()).first)
+        a.context.delete(aFolder)
+        try a.context.save()
+        try await a.engine.syncNow()
+
+        // B pulls the folder's delete: its local cascade must not reach the note the server
+        // keeps (deleted, the rejected move's rollback wrote `folder` alone into a new row and
+        // every later pull failed).
+        await #expect(throws: SyncEngineError.self) { try await b.engine.syncNow() }
+        #expect(try b.noteState() == ["Loose||false|-|"])
+        b.transport.blockPushes = false
+        try await b.engine.syncNow()
+        try await b.engine.syncNow()
+        #expect(try await b.engine.pendingChangeCount() == 0)
+        #expect(try b.fetch(Folder.self).isEmpty)
+        #expect(try b.noteState() == ["Loose||false|-|"])
+        #expect(try a.noteState() == b.noteState())
     }
 
     @Test("a child that arrives before its parent is kept and linked when the parent arrives")

@@ -204,6 +204,38 @@ struct FailureTests {
         #expect(try a.fetch(Note.self).isEmpty)
     }
 
+    @Test("an edit refused while its scope was revoked, settled after a re-grant this client never saw revoked: the record stays, at the server's values (simulator seed 694)")
+    func rejectedWhileRevokedThenGrantedAgain() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let bob = try Device.open(server, user: "bob", directory: directory, name: "bob")
+        let shared = Note(title: "team plan")
+        shared.space = "team:t1"
+        bob.context.insert(shared)
+        try bob.context.save()
+        try await bob.engine.syncNow()
+        _ = try await server.service.grant(user: "bob", scope: "team:t1", request: GrantRequest(user: "alice"))
+        let a = try Device.open(server, directory: directory, name: "a")
+        try await a.engine.syncNow()
+
+        // Alice's edit is pushed while her grant is revoked (refused: scopeNotGranted, without
+        // the record's state); her pull fails, and she is granted the scope again before her
+        // next pull, which therefore tells her of no revoke.
+        let plan = try #require(try a.context.fetch(FetchDescriptor<Note>()).first)
+        plan.body = "alice's edit"
+        try a.context.save()
+        _ = try await server.service.revoke(user: "bob", scope: "team:t1", member: "alice")
+        a.transport.onPull { _ in throw SyncTransportError.unreachable("pull lost") }
+        _ = try? await a.engine.syncNow()
+        a.transport.onPull(nil)
+        _ = try await server.service.grant(user: "bob", scope: "team:t1", request: GrantRequest(user: "alice"))
+        try await a.engine.syncNow()
+        try await a.engine.syncNow()
+        #expect(try await a.engine.pendingChangeCount() == 0)
+        #expect(try a.noteState() == ["team plan||false|-|"])
+        #expect(try a.noteState() == (try bob.noteState()))
+    }
+
     @Test("a record this client created in a scope granted again, pushed, then deleted by another before the scope's snapshot was read, leaves the client (simulator seed 2538)")
     func grantedAgainSnapshotDropsDeletedOwnRecord() async throws {
         let directory = try TemporaryDirectory()

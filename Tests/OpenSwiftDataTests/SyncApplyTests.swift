@@ -269,6 +269,25 @@ struct SyncApplyTests {
         #expect(try context.fetchCount(FetchDescriptor<SyncProject>()) == 0)
     }
 
+    @Test("without local cascades, a remote delete keeps the records the batch does not delete, their reference cleared (simulator seeds 1286, 1912)")
+    func deleteWithoutLocalCascades() throws {
+        let b = try device()
+        try b.applyRemoteChanges([
+            .upsert("SyncProject", recordID: "P", serverVersion: 1, fields: [text("gone")]),
+            .upsert("SyncTask", recordID: "T", serverVersion: 2, fields: [text("kept"), SyncField(name: "project", value: .reference("P"))]),
+            .upsert("SyncTask", recordID: "U", serverVersion: 3, fields: [text("deleted too"), SyncField(name: "project", value: .reference("P"))]),
+        ])
+        // The server's cascade deleted U with P; T (whose reference to P the server does not
+        // have) stays.
+        try b.applyRemoteChanges([.delete("SyncProject", recordID: "P", serverVersion: 4), .delete("SyncTask", recordID: "U", serverVersion: 5)], localCascades: false, alsoWriting: nil)
+        let context = ModelContext(b)
+        let tasks = try context.fetch(FetchDescriptor<SyncTask>())
+        #expect(tasks.map(\.title) == ["kept"])
+        #expect(tasks.first?.project == nil)
+        #expect(try context.fetchCount(FetchDescriptor<SyncProject>()) == 0)
+        #expect(try b.persistentIdentifier(forSyncRecord: "U", entity: "SyncTask") == nil)
+    }
+
     @Test("a remote insert of a model whose attributes have no defaults (an enum among them) fills them without reading them first")
     func insertWithoutDefaults() throws {
         let container = try ModelContainer(for: Schema([SyncTicket.self]), configurations: ModelConfiguration(url: syncStoreURL()))

@@ -26,13 +26,20 @@ extension ModelContainer {
     /// in the same transaction, after the batch's rows are written (the sync engine saves its
     /// cursor and rebase state there, so they commit or roll back with the batch). An error it
     /// throws rolls the whole batch back.
+    ///
+    /// With `localCascades` false, the batch's deletes do not cascade to local records the batch
+    /// does not delete itself: their reference to the deleted record is cleared instead. The sync
+    /// engine applies its server's pages so: the server enforces delete rules and its log holds
+    /// every record a cascade deleted, so a local cascade would only reach records the server
+    /// keeps, through a reference only a pending local edit made.
     @discardableResult
-    @_spi(Sync) public func applyRemoteChanges(_ batch: [RemoteRecordChange], alsoWriting: ((Database) throws -> Void)?) throws -> RemoteApplyResult {
+    @_spi(Sync) public func applyRemoteChanges(_ batch: [RemoteRecordChange], localCascades: Bool = true, alsoWriting: ((Database) throws -> Void)?) throws -> RemoteApplyResult {
         guard let state = syncCapture else { throw SyncCaptureError.notEnabled }
         let context = ModelContext(self)
         context.author = state.engineAuthor
         var apply = RemoteApply(state: state, context: context)
         apply.alsoWriting = alsoWriting
+        apply.localCascades = localCascades
         return try apply.run(batch)
     }
 }
@@ -49,6 +56,8 @@ struct RemoteApply {
     private var deleted: Set<RecordKey> = []
     /// The storages of the models this batch deletes.
     private var deletedStorages: Set<ObjectIdentifier> = []
+    /// The models this batch deletes, in order.
+    private var deletedModels: [any PersistentModel] = []
     /// Whether earlier batches left references waiting (read with the batch's rows): without
     /// any, no record of this batch can satisfy one.
     private var hasPending = true
@@ -56,6 +65,9 @@ struct RemoteApply {
     private var result = RemoteApplyResult()
     /// The caller's own writes, run in the batch's transaction (see `applyRemoteChanges(_:alsoWriting:)`).
     var alsoWriting: ((Database) throws -> Void)?
+    /// Whether deletes cascade to local records the batch does not delete (see
+    /// `applyRemoteChanges(_:localCascades:alsoWriting:)`).
+    var localCascades = true
 
     private struct RecordKey: Hashable {
         let entity: String
@@ -97,6 +109,7 @@ struct RemoteApply {
             case .delete:
                 if let model = try model(key) {
                     deletedStorages.insert(ObjectIdentifier(model.storageBase))
+                    deletedModels.append(model)
                     context.delete(model)
                     result.deleted += 1
                 }
@@ -153,6 +166,7 @@ struct RemoteApply {
             try link(prepared[position], model)
         }
         try detachKeptRecords(prepared)
+        if !localCascades { try detachCascadeTargets() }
         try resolvePending()
         work.alsoWriting = alsoWriting
         context.syncApply = work
@@ -441,6 +455,46 @@ struct RemoteApply {
                       let target = storage.relatedOne(property), deletedStorages.contains(ObjectIdentifier(target.storage)) else { continue }
                 guard ModelPropertyWriter.set(model, property.keyPath, to: nil) else {
                     throw SyncCaptureError.undecodableValue(entity: key.entity, property: property.name, reason: "the relationship cannot be cleared")
+                }
+            }
+        }
+    }
+
+    /// Detaches the records that the cascade rules of the records this batch deletes would
+    /// delete locally, unless the batch deletes them too (without `localCascades`: the server
+    /// enforces delete rules and its log holds every record a cascade deleted, so a local
+    /// cascade only reaches records the server keeps, through a reference the server does not
+    /// have; seeds 1286, 1912: an item's
+    /// pending move to a list another client deleted; the cascade deleted the item, the
+    /// rejection's rollback then wrote its `list` alone into a new row and every pull failed on
+    /// `SimItem.key has no value`). Their to-one reference is cleared instead (nullify).
+    private mutating func detachCascadeTargets() throws {
+        guard !deletedModels.isEmpty else { return }
+        // The cascade relationships, loaded per entity with one query each (the save's delete
+        // rules then find them loaded).
+        var groups: [String: (layout: EntityLayout, storages: [AnyModelStorage])] = [:]
+        for model in deletedModels {
+            guard let layout = model.storageBase.layout else { continue }
+            groups[layout.name, default: (layout, [])].storages.append(model.storageBase)
+        }
+        var cascading: [String: [PropertyLayout]] = [:]
+        for (name, group) in groups {
+            let read = group.layout.relationships.filter { $0.relationship?.deleteRule == .cascade }
+            cascading[name] = read
+            if !read.isEmpty, group.storages.count > 1 { context.preload(read, of: group.storages) }
+        }
+        for model in deletedModels {
+            let storage = model.storageBase
+            guard let layout = storage.layout, let properties = cascading[layout.name], !properties.isEmpty else { continue }
+            for property in properties {
+                guard let relationship = property.relationship else { continue }
+                let targets = relationship.isToMany ? (storage.relatedMany(property) ?? []) : (storage.relatedOne(property).map { [$0] } ?? [])
+                for target in targets where !deletedStorages.contains(ObjectIdentifier(target.storage)) {
+                    guard let inverse = storage.inverse(of: property, on: target.base), let back = inverse.relationship,
+                          !back.isToMany, back.isOptional else { continue }
+                    guard ModelPropertyWriter.set(target.model, inverse.keyPath, to: nil) else {
+                        throw SyncCaptureError.undecodableValue(entity: target.base.entityName, property: inverse.name, reason: "the relationship cannot be cleared")
+                    }
                 }
             }
         }
