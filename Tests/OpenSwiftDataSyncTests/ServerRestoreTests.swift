@@ -270,11 +270,16 @@ struct ServerRestoreTests {
         let restored = try await Self.restore(server, from: "backup.sqlite")
         a.transport.service = restored
         b.transport.service = restored
-        // A's edit reaches the restored server before B resends the note: rejected, but the
-        // answer is lost and so is the pull.
+        // A edits the note and learns of the restore while its pushes fail (a push made against
+        // the old epoch would be refused; the reset keeps the note its pending edit masks).
         let note = try #require(try a.context.fetch(FetchDescriptor<Note>()).first { $0.title == "b's note" })
         note.body = "a's edit"
         try a.context.save()
+        a.transport.blockPushes = true
+        await #expect(throws: SyncEngineError.self) { try await a.engine.syncNow() }
+        a.transport.blockPushes = false
+        // A's edit reaches the restored server before B resends the note: rejected, but the
+        // answer is lost and so is the pull.
         a.transport.onPush { _, _ in throw SyncTransportError.unreachable("answer lost") }
         a.transport.onPull { _ in throw SyncTransportError.unreachable("answer lost") }
         await #expect(throws: SyncEngineError.self) { try await a.engine.syncNow() }
