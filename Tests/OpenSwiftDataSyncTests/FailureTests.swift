@@ -159,18 +159,9 @@ struct FailureTests {
 
     @Test("a revoke while saves in the scope are pending: those records stay until the server answers; re-granted, the saves apply; still revoked, they are rejected and leave")
     func revokeWithPendingSaves() async throws {
-        let directory = try TemporaryDirectory()
-        let server = try await TestServer(directory: directory)
-        let bob = try Device.open(server, user: "bob", directory: directory, name: "bob")
-        let shared = Note(title: "team plan")
-        shared.space = "team:t1"
-        bob.context.insert(shared)
-        try bob.context.save()
-        try await bob.engine.syncNow()
-        _ = try await server.service.grant(user: "bob", scope: "team:t1", request: GrantRequest(user: "alice"))
-        let a = try Device.open(server, directory: directory, name: "a")
+        let setup = try await Self.sharedPlan()
+        let (server, bob, a) = (setup.server, setup.bob, setup.a)
         let transport = try #require(a.inMemory)
-        try await a.engine.syncNow()
 
         // Re-granted before the pending save is pushed: it applies, nothing wedges.
         let plan = try #require(try a.context.fetch(FetchDescriptor<Note>()).first)
@@ -206,17 +197,8 @@ struct FailureTests {
 
     @Test("an edit refused while its scope was revoked, settled after a re-grant this client never saw revoked: the record stays, at the server's values (simulator seed 694)")
     func rejectedWhileRevokedThenGrantedAgain() async throws {
-        let directory = try TemporaryDirectory()
-        let server = try await TestServer(directory: directory)
-        let bob = try Device.open(server, user: "bob", directory: directory, name: "bob")
-        let shared = Note(title: "team plan")
-        shared.space = "team:t1"
-        bob.context.insert(shared)
-        try bob.context.save()
-        try await bob.engine.syncNow()
-        _ = try await server.service.grant(user: "bob", scope: "team:t1", request: GrantRequest(user: "alice"))
-        let a = try Device.open(server, directory: directory, name: "a")
-        try await a.engine.syncNow()
+        let setup = try await Self.sharedPlan()
+        let (server, bob, a) = (setup.server, setup.bob, setup.a)
 
         // Alice's edit is pushed while her grant is revoked (refused: scopeNotGranted, without
         // the record's state); her pull fails, and she is granted the scope again before her
@@ -238,18 +220,9 @@ struct FailureTests {
 
     @Test("a record this client created in a scope granted again, pushed, then deleted by another before the scope's snapshot was read, leaves the client (simulator seed 2538)")
     func grantedAgainSnapshotDropsDeletedOwnRecord() async throws {
-        let directory = try TemporaryDirectory()
-        let server = try await TestServer(directory: directory)
-        let bob = try Device.open(server, user: "bob", directory: directory, name: "bob")
-        let shared = Note(title: "team plan")
-        shared.space = "team:t1"
-        bob.context.insert(shared)
-        try bob.context.save()
-        try await bob.engine.syncNow()
-        _ = try await server.service.grant(user: "bob", scope: "team:t1", request: GrantRequest(user: "alice"))
-        let a = try Device.open(server, directory: directory, name: "a")
+        let setup = try await Self.sharedPlan()
+        let (server, bob, a) = (setup.server, setup.bob, setup.a)
         let transport = try #require(a.inMemory)
-        try await a.engine.syncNow()
         _ = try await server.service.revoke(user: "bob", scope: "team:t1", member: "alice")
         try await a.engine.syncNow()
         #expect(try a.noteState().isEmpty)
@@ -279,18 +252,9 @@ struct FailureTests {
 
     @Test("a record edited and deleted here while its scope was revoked, its edit pulled over first: when the scope is granted again the settled edit writes nothing back (simulator seed 2401)")
     func grantedAgainSnapshotForgetsShadowsOfDeletedRecord() async throws {
-        let directory = try TemporaryDirectory()
-        let server = try await TestServer(directory: directory)
-        let bob = try Device.open(server, user: "bob", directory: directory, name: "bob")
-        let shared = Note(title: "team plan")
-        shared.space = "team:t1"
-        bob.context.insert(shared)
-        try bob.context.save()
-        try await bob.engine.syncNow()
-        _ = try await server.service.grant(user: "bob", scope: "team:t1", request: GrantRequest(user: "alice"))
-        let a = try Device.open(server, directory: directory, name: "a")
+        let setup = try await Self.sharedPlan()
+        let (server, bob, shared, a) = (setup.server, setup.bob, setup.shared, setup.a)
         let transport = try #require(a.inMemory)
-        try await a.engine.syncNow()
 
         // A pending edit that bob's pulled edit of the same field is shadowed under.
         let plan = try #require(try a.context.fetch(FetchDescriptor<Note>()).first)
@@ -414,17 +378,8 @@ struct FailureTests {
 
     @Test("a record whose pending edit lost to another writer keeps its scope, so a later revoke still removes it")
     func scopeKeptThroughRebase() async throws {
-        let directory = try TemporaryDirectory()
-        let server = try await TestServer(directory: directory)
-        let bob = try Device.open(server, user: "bob", directory: directory, name: "bob")
-        let shared = Note(title: "team plan")
-        shared.space = "team:t1"
-        bob.context.insert(shared)
-        try bob.context.save()
-        try await bob.engine.syncNow()
-        _ = try await server.service.grant(user: "bob", scope: "team:t1", request: GrantRequest(user: "alice"))
-        let a = try Device.open(server, directory: directory, name: "a")
-        try await a.engine.syncNow()
+        let setup = try await Self.sharedPlan()
+        let (server, bob, shared, a) = (setup.server, setup.bob, setup.shared, setup.a)
 
         let aNote = try #require(try a.context.fetch(FetchDescriptor<Note>()).first)
         aNote.body = "alice's body"
@@ -504,5 +459,30 @@ struct FailureTests {
         #expect(backoffs.count >= 3)
         #expect(backoffs.allSatisfy { $0 >= 0 && $0 < 30 })
         await a.engine.stop()
+    }
+
+    /// What five tests start from: bob's "team plan" note in `team:t1`, shared with alice,
+    /// whose device `a` has pulled it. `directory` keeps the files for the test's duration.
+    struct SharedPlan {
+        let directory: TemporaryDirectory
+        let server: TestServer
+        let bob: Device
+        let shared: Note
+        let a: Device
+    }
+
+    static func sharedPlan() async throws -> SharedPlan {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let bob = try Device.open(server, user: "bob", directory: directory, name: "bob")
+        let shared = Note(title: "team plan")
+        shared.space = "team:t1"
+        bob.context.insert(shared)
+        try bob.context.save()
+        try await bob.engine.syncNow()
+        _ = try await server.service.grant(user: "bob", scope: "team:t1", request: GrantRequest(user: "alice"))
+        let a = try Device.open(server, directory: directory, name: "a")
+        try await a.engine.syncNow()
+        return SharedPlan(directory: directory, server: server, bob: bob, shared: shared, a: a)
     }
 }
