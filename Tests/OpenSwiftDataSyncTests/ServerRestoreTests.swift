@@ -30,6 +30,37 @@ struct ServerRestoreTests {
         return try await SyncService(storage: storage, clock: { [clock = server.clock] in clock.now() })
     }
 
+    /// What the seed 161 and 680 tests start from: B's note, pulled by A, is not in the backup
+    /// the server is restored from; A edits it and learns of the restore while its pushes fail
+    /// (a push made against the old epoch would be refused; the reset keeps the note A's
+    /// pending edit masks). `directory` keeps the files for the test's duration.
+    static func editOfNoteTheRestoreLost() async throws -> (TemporaryDirectory, Device, Device) {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let b = try Device.open(server, directory: directory, name: "b")
+        a.context.insert(Note(title: "in the backup"))
+        try a.context.save()
+        try await a.engine.syncNow()
+        try await b.engine.syncNow()
+        try Self.backup(server, to: "backup.sqlite")
+        b.context.insert(Note(title: "b's note"))
+        try b.context.save()
+        try await b.engine.syncNow()
+        try await a.engine.syncNow()
+
+        let restored = try await Self.restore(server, from: "backup.sqlite")
+        a.transport.service = restored
+        b.transport.service = restored
+        let note = try #require(try a.context.fetch(FetchDescriptor<Note>()).first { $0.title == "b's note" })
+        note.body = "a's edit"
+        try a.context.save()
+        a.transport.blockPushes = true
+        await #expect(throws: SyncEngineError.self) { try await a.engine.syncNow() }
+        a.transport.blockPushes = false
+        return (directory, a, b)
+    }
+
     static func titles(_ service: SyncService) async throws -> [String] {
         let pulled = try await service.pull(user: "alice", request: PullRequest(clientID: "probe", limit: 10_000))
         return pulled.changes.compactMap { change -> String? in
@@ -209,31 +240,8 @@ struct ServerRestoreTests {
 
     @Test("an edit rejected as recordNotFound by a restored server, then the record resent by its creator: the rollback keeps the record (simulator seed 161)")
     func rejectedEditOfRecordResentLater() async throws {
-        let directory = try TemporaryDirectory()
-        let server = try await TestServer(directory: directory)
-        let a = try Device.open(server, directory: directory, name: "a")
-        let b = try Device.open(server, directory: directory, name: "b")
-        a.context.insert(Note(title: "in the backup"))
-        try a.context.save()
-        try await a.engine.syncNow()
-        try await b.engine.syncNow()
-        try Self.backup(server, to: "backup.sqlite")
-        b.context.insert(Note(title: "b's note"))
-        try b.context.save()
-        try await b.engine.syncNow()
-        try await a.engine.syncNow()
-
-        let restored = try await Self.restore(server, from: "backup.sqlite")
-        a.transport.service = restored
-        b.transport.service = restored
-        // A edits the note, then learns of the restore (its push, made against the old epoch,
-        // is refused; the reset keeps the note its pending edit masks) while its pushes fail.
-        let note = try #require(try a.context.fetch(FetchDescriptor<Note>()).first { $0.title == "b's note" })
-        note.body = "a's edit"
-        try a.context.save()
-        a.transport.blockPushes = true
-        await #expect(throws: SyncEngineError.self) { try await a.engine.syncNow() }
-        a.transport.blockPushes = false
+        let (directory, a, b) = try await Self.editOfNoteTheRestoreLost()
+        defer { withExtendedLifetime(directory) {} }
         // A's edit reaches the restored server before B resends the note: rejected, but the
         // pull that would settle it fails.
         a.transport.onPull { _ in throw SyncTransportError.unreachable("answer lost") }
@@ -253,31 +261,8 @@ struct ServerRestoreTests {
 
     @Test("an edit rejected as recordNotFound by a restored server, answered only after the record, resent by its creator, was pulled in an earlier download: the rollback keeps the record (simulator seed 680)")
     func rejectedEditAnsweredAfterRecordPulled() async throws {
-        let directory = try TemporaryDirectory()
-        let server = try await TestServer(directory: directory)
-        let a = try Device.open(server, directory: directory, name: "a")
-        let b = try Device.open(server, directory: directory, name: "b")
-        a.context.insert(Note(title: "in the backup"))
-        try a.context.save()
-        try await a.engine.syncNow()
-        try await b.engine.syncNow()
-        try Self.backup(server, to: "backup.sqlite")
-        b.context.insert(Note(title: "b's note"))
-        try b.context.save()
-        try await b.engine.syncNow()
-        try await a.engine.syncNow()
-
-        let restored = try await Self.restore(server, from: "backup.sqlite")
-        a.transport.service = restored
-        b.transport.service = restored
-        // A edits the note and learns of the restore while its pushes fail (a push made against
-        // the old epoch would be refused; the reset keeps the note its pending edit masks).
-        let note = try #require(try a.context.fetch(FetchDescriptor<Note>()).first { $0.title == "b's note" })
-        note.body = "a's edit"
-        try a.context.save()
-        a.transport.blockPushes = true
-        await #expect(throws: SyncEngineError.self) { try await a.engine.syncNow() }
-        a.transport.blockPushes = false
+        let (directory, a, b) = try await Self.editOfNoteTheRestoreLost()
+        defer { withExtendedLifetime(directory) {} }
         // A's edit reaches the restored server before B resends the note: rejected, but the
         // answer is lost and so is the pull.
         a.transport.onPush { _, _ in throw SyncTransportError.unreachable("answer lost") }
