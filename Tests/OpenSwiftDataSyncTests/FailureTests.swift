@@ -160,6 +160,7 @@ struct FailureTests {
     @Test("a revoke while saves in the scope are pending: those records stay until the server answers; re-granted, the saves apply; still revoked, they are rejected and leave")
     func revokeWithPendingSaves() async throws {
         let setup = try await Self.sharedPlan()
+        defer { withExtendedLifetime(setup) {} }
         let (server, bob, a) = (setup.server, setup.bob, setup.a)
         let transport = try #require(a.inMemory)
 
@@ -198,6 +199,7 @@ struct FailureTests {
     @Test("an edit refused while its scope was revoked, settled after a re-grant this client never saw revoked: the record stays, at the server's values (simulator seed 694)")
     func rejectedWhileRevokedThenGrantedAgain() async throws {
         let setup = try await Self.sharedPlan()
+        defer { withExtendedLifetime(setup) {} }
         let (server, bob, a) = (setup.server, setup.bob, setup.a)
 
         // Alice's edit is pushed while her grant is revoked (refused: scopeNotGranted, without
@@ -221,6 +223,7 @@ struct FailureTests {
     @Test("a record this client created in a scope granted again, pushed, then deleted by another before the scope's snapshot was read, leaves the client (simulator seed 2538)")
     func grantedAgainSnapshotDropsDeletedOwnRecord() async throws {
         let setup = try await Self.sharedPlan()
+        defer { withExtendedLifetime(setup) {} }
         let (server, bob, a) = (setup.server, setup.bob, setup.a)
         let transport = try #require(a.inMemory)
         _ = try await server.service.revoke(user: "bob", scope: "team:t1", member: "alice")
@@ -253,6 +256,7 @@ struct FailureTests {
     @Test("a record edited and deleted here while its scope was revoked, its edit pulled over first: when the scope is granted again the settled edit writes nothing back (simulator seed 2401)")
     func grantedAgainSnapshotForgetsShadowsOfDeletedRecord() async throws {
         let setup = try await Self.sharedPlan()
+        defer { withExtendedLifetime(setup) {} }
         let (server, bob, shared, a) = (setup.server, setup.bob, setup.shared, setup.a)
         let transport = try #require(a.inMemory)
 
@@ -379,6 +383,7 @@ struct FailureTests {
     @Test("a record whose pending edit lost to another writer keeps its scope, so a later revoke still removes it")
     func scopeKeptThroughRebase() async throws {
         let setup = try await Self.sharedPlan()
+        defer { withExtendedLifetime(setup) {} }
         let (server, bob, shared, a) = (setup.server, setup.bob, setup.shared, setup.a)
 
         let aNote = try #require(try a.context.fetch(FetchDescriptor<Note>()).first)
