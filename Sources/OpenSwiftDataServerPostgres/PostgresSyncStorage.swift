@@ -205,7 +205,9 @@ public final class PostgresSyncStorage: SharedSyncStorage {
             for try await (seq, client) in rows.decode((Int64, String?).self) { entries.append((seq, client)) }
             history[key] = entries
         }
-        return PushSnapshot(client: client, results: results, records: records, scopes: scopes, history: history, head: head.seq, horizon: head.horizon, clock: head.clock)
+        var marks: [ServerVersion: Int64] = [:]
+        if let markAt = load.markAt { marks = try await self.marks(at: [markAt], connection) }
+        return PushSnapshot(client: client, results: results, records: records, scopes: scopes, history: history, head: head.seq, horizon: head.horizon, clock: head.clock, marks: marks)
     }
 
     /// The records with these keys (tombstones included), with their links: two queries.

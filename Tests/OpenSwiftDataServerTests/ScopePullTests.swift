@@ -157,6 +157,53 @@ struct ScopePullTests {
         try await storage.close()
     }
 
+    @Test("a push held past a restore from a plain copy (same epoch) is refused, past the head and once the log is written again at its cursor (seed 2458)")
+    func pushHeldPastPlainCopyRestore() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("live.sqlite")
+        let key = Data(repeating: 7, count: 32)
+        let clock = ManualClock()
+        var storage = try SQLiteSyncStorage(path: path, cursorKey: key)
+        var service = try await SyncService(storage: storage, clock: clock.clock)
+        _ = try await service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(1, .insert, "n1")]))
+        try await storage.close()
+        try FileManager.default.copyItem(atPath: path, toPath: path + ".copy")
+        storage = try SQLiteSyncStorage(path: path, cursorKey: key)
+        service = try await SyncService(storage: storage, clock: clock.clock)
+        clock.advance(1)
+        // Written after the copy: the restore loses it.
+        _ = try await service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(2, .insert, "n2", at: 1_790_000_000_001)]))
+        var cursor: String?
+        for _ in 0..<100 {
+            let page = try await service.pull(user: "alice", request: PullRequest(clientID: "b", cursor: cursor))
+            cursor = page.cursor
+            if !page.hasMore { break }
+        }
+        // Sent with the lost history's cursor; the network holds it past the restore.
+        let late = PushRequest(clientID: "b", mutations: [mutation(1, .insert, "nb", at: 1_790_000_000_001)], cursor: cursor)
+        try await storage.close()
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        try FileManager.default.copyItem(atPath: path + ".copy", toPath: path)
+        storage = try SQLiteSyncStorage(path: path, cursorKey: key)
+        service = try await SyncService(storage: storage, clock: clock.clock)
+        clock.advance(1)
+        // The cursor is past the restored head.
+        let pastHead = await expectError(.staleEpoch) { _ = try await service.push(user: "alice", request: late) }
+        #expect(pastHead?.statusCode == 409)
+        // Another write takes the lost one's position: not past the head, another history.
+        _ = try await service.push(user: "alice", request: PushRequest(clientID: "c", mutations: [mutation(1, .insert, "n3", at: 1_790_000_000_002)]))
+        await expectError(.staleEpoch) { _ = try await service.push(user: "alice", request: late) }
+        // Nothing of it was stored: the pull resets, the server holding no id of this client;
+        // sent again with the new cursor, the push is decided.
+        let reset = try await service.pull(user: "alice", request: PullRequest(clientID: "b", cursor: cursor))
+        #expect(reset.reset == .epochChanged && reset.lastMutationID == 0)
+        var resent = late
+        resent.cursor = reset.cursor
+        let answer = try await service.push(user: "alice", request: resent)
+        #expect(answer.results.map(\.status) == [.applied])
+        try await storage.close()
+    }
+
     @Test("a cursor issued at a fully compacted head (no log mark) resets once a plain-copy restore's log is written at its position")
     func plainCopyRestoreAfterCompaction() async throws {
         let directory = try TemporaryDirectory()

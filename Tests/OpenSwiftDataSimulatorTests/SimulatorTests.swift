@@ -225,6 +225,10 @@ struct SimulatorTests {
         // An edit pushed while bob's grant was revoked, settled after a re-grant his pulls never
         // saw revoked: the rejection (no server state) deleted the record the server holds.
         "--seed 694",
+        // A push held by the network past a restore from a plain copy (same epoch) was decided
+        // by the restored server after the client had been told it was rejected: a push whose
+        // cursor is past the head or sees another change at its position is `staleEpoch` too.
+        "--seed 2458",
     ])
     func fixedBugSeeds(arguments: String) async throws {
         let output = try await SimulateCommand.run(arguments.split(separator: " ").map(String.init))

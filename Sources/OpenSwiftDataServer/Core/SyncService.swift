@@ -29,6 +29,15 @@ public final class SyncService: Sendable {
 
     private var nowMilliseconds: Int64 { clock().syncMilliseconds }
 
+    /// Whether a cursor of this epoch comes from another history of the database (restored
+    /// from a copy that kept its epoch): the checks a pull resets on, so the pull that follows
+    /// a refused push resets and the push after it goes through.
+    static func otherHistory(_ cursor: PullCursor, _ snapshot: PushSnapshot) -> Bool {
+        if cursor.seq < snapshot.horizon || (cursor.snapshot.map { $0.from < snapshot.horizon } ?? false) { return false }
+        if cursor.seq > snapshot.head || (cursor.snapshot.map { $0.through > snapshot.head } ?? false) { return true }
+        return snapshot.marks[cursor.seq] != cursor.mark
+    }
+
     // MARK: Push
 
     /// Processes a batch of one client's mutations, in order, in one transaction: each
@@ -41,7 +50,8 @@ public final class SyncService: Sendable {
         // it) is not decided here: the answer the client holds may come from the lost history,
         // and a second, different one would contradict it (seeds 153, 603, 1955). The client
         // pulls, learns of the restore, and resends what this database lacks.
-        if let token = request.cursor, try cursors.decode(token).epoch != epoch {
+        let cursor = try request.cursor.map { try cursors.decode($0) }
+        if let cursor, cursor.epoch != epoch {
             throw SyncServiceError(409, .staleEpoch, "the push was made against another epoch of this server's database (restored since); pull, then push again")
         }
         var hashes: [MutationID: String] = [:]
@@ -66,8 +76,17 @@ public final class SyncService: Sendable {
             }
         }
         let evaluator = PushEvaluator(user: user, request: request, hashes: hashes, configuration: configuration, now: nowMilliseconds)
-        let load = PushLoad(clientID: request.clientID, mutationIDs: request.mutations.map(\.id), keys: keys, scopes: scopes, historyAfter: history, deleteRules: DeleteRuleLoad(request))
-        let plan = try await storage.push(load) { snapshot in try evaluator.evaluate(snapshot) }
+        let load = PushLoad(clientID: request.clientID, mutationIDs: request.mutations.map(\.id), keys: keys, scopes: scopes, historyAfter: history, deleteRules: DeleteRuleLoad(request), markAt: cursor?.seq)
+        let plan = try await storage.push(load) { snapshot in
+            // A restore from a copy that kept its epoch has no epoch fence: the cursor's
+            // position tells the other history, as a pull's does (`PullPlanner.decide`):
+            // past the head, or another change at its position (seed 2458: a push held past
+            // such a restore applied what the client had been told was rejected).
+            if let cursor, Self.otherHistory(cursor, snapshot) {
+                throw SyncServiceError(409, .staleEpoch, "the push was made against another history of this server's database (restored from a copy since); pull, then push again")
+            }
+            return try evaluator.evaluate(snapshot)
+        }
         if plan.applied + plan.rejected > 0 {
             observer.pushed(PushSummary(applied: plan.applied, rejected: plan.rejected, conflicts: plan.conflicts))
         }

@@ -132,7 +132,8 @@ public final class SQLiteSyncStorage: SyncStorage {
             let rows = try Row.fetchAll(db, sql: "SELECT seq, client_id FROM osd_changes WHERE entity = ? AND record_id = ? AND seq > ?", arguments: [key.entity, key.recordID, after])
             history[key] = try rows.map { (try $0.decode(atIndex: 0), try $0.decode(atIndex: 1)) }
         }
-        return PushSnapshot(client: client, results: results, records: records, scopes: scopes, history: history, head: head, horizon: horizon, clock: clock)
+        let marks = try load.markAt.map { try Self.marks(at: [$0], db) } ?? [:]
+        return PushSnapshot(client: client, results: results, records: records, scopes: scopes, history: history, head: head, horizon: horizon, clock: clock, marks: marks)
     }
 
     private static func headRow(_ db: Database) throws -> (ServerVersion, ServerVersion, HLCTimestamp) {

@@ -80,9 +80,14 @@ public struct PushLoad: Sendable {
     /// referrers ``DeleteRuleGraph/referrers(of:loaded:fetch:)`` finds from `roots` (with
     /// their links and scopes), looked up in its index of reference fields.
     public var deleteRules: DeleteRuleLoad
+    /// The position of the push's cursor, if it carries one: the storage loads the log mark
+    /// there (``PushSnapshot/marks``), so the core can tell a cursor of another history of a
+    /// database restored from a copy that kept its epoch.
+    public var markAt: ServerVersion?
 
     /// Makes a load request.
-    public init(clientID: ClientID, mutationIDs: [MutationID], keys: Set<RecordKey>, scopes: Set<ScopeID>, historyAfter: [RecordKey: ServerVersion], deleteRules: DeleteRuleLoad = DeleteRuleLoad(schema: nil)) {
+    public init(clientID: ClientID, mutationIDs: [MutationID], keys: Set<RecordKey>, scopes: Set<ScopeID>, historyAfter: [RecordKey: ServerVersion], deleteRules: DeleteRuleLoad = DeleteRuleLoad(schema: nil), markAt: ServerVersion? = nil) {
+        self.markAt = markAt
         self.clientID = clientID
         self.mutationIDs = mutationIDs
         self.keys = keys
@@ -110,9 +115,13 @@ public struct PushSnapshot: Sendable {
     public var horizon: ServerVersion
     /// The server's hybrid-logical-clock state.
     public var clock: HLCTimestamp
+    /// The log mark (`created_at`) of the change at ``PushLoad/markAt``, keyed by that
+    /// sequence (empty if the load named none or the log holds no change there).
+    public var marks: [ServerVersion: Int64]
 
     /// Makes a snapshot.
-    public init(client: ClientRecord?, results: [MutationID: StoredResult], records: [RecordKey: StoredRecord], scopes: [ScopeID: ScopeRecord], history: [RecordKey: [(version: ServerVersion, client: ClientID?)]], head: ServerVersion, horizon: ServerVersion, clock: HLCTimestamp) {
+    public init(client: ClientRecord?, results: [MutationID: StoredResult], records: [RecordKey: StoredRecord], scopes: [ScopeID: ScopeRecord], history: [RecordKey: [(version: ServerVersion, client: ClientID?)]], head: ServerVersion, horizon: ServerVersion, clock: HLCTimestamp, marks: [ServerVersion: Int64] = [:]) {
+        self.marks = marks
         self.client = client
         self.results = results
         self.records = records
