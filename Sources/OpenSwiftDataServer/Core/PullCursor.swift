@@ -85,3 +85,28 @@ struct CursorCodec: Sendable {
         return Data(base64Encoded: base64)
     }
 }
+
+extension PullCursor {
+    /// Where a cursor of this database's epoch stands against its log, the one rule pulls
+    /// (`PullPlanner.decide`) and pushes (`SyncService.push`) judge a cursor by.
+    enum Standing: Equatable {
+        /// At or above the horizon, of this history: it can be continued.
+        case current
+        /// Below the horizon (or its snapshot began there): compacted away.
+        case compacted
+        /// Of another history of the same epoch (a restore from a copy that kept it): past
+        /// the head, or another change (or a change where there was none) at its position.
+        case otherHistory
+    }
+
+    /// How this cursor stands against a log whose first kept entry is `horizon`, last is
+    /// `head`, with `marks` (the log marks read at the cursor's position).
+    func standing(head: ServerVersion, horizon: ServerVersion, marks: [ServerVersion: Int64]) -> Standing {
+        if seq < horizon || (snapshot.map { $0.from < horizon } ?? false) { return .compacted }
+        if seq > head || (snapshot.map { $0.through > head } ?? false) { return .otherHistory }
+        // A cursor without a mark was issued where the log had no change (compacted up to its
+        // position): in the same database none comes back there. Compaction keeps the change
+        // at the horizon, so a cursor there is checked too.
+        return marks[seq] != mark ? .otherHistory : .current
+    }
+}

@@ -27,27 +27,19 @@ struct PullPlanner: Sendable {
         var reset: ResetReason? = epochReset ? .epochChanged : nil
         let fresh = PullCursor(epoch: epoch, seq: context.head, scopes: [], snapshot: nil, mark: context.marks[context.head])
         var state = cursor ?? fresh
-        if cursor != nil, state.seq < context.horizon || (state.snapshot.map { $0.from < context.horizon } ?? false) {
+        switch cursor?.standing(head: context.head, horizon: context.horizon, marks: context.marks) {
+        case .compacted:
             reset = .historyCompacted
             state = fresh
-        } else if cursor != nil, state.seq > context.head || (state.snapshot.map { $0.through > context.head } ?? false) {
-            // A cursor past the head: the database was restored from a copy that kept its
-            // epoch. Continuing it would skip every change written after the restore up to
-            // the cursor's position, so the client downloads again.
+        case .otherHistory:
+            // The database was restored from a copy that kept its epoch: past the head,
+            // continuing would skip every change written after the restore up to the cursor's
+            // position; another change at its position means the log was written again past
+            // the copy's head (seeds 311, 1087). The client downloads again.
             reset = .epochChanged
             state = fresh
-        } else if let cursor, cursor.seq >= context.horizon, context.marks[cursor.seq] != cursor.mark {
-            // Another change at the cursor's position: the database was restored from a copy
-            // that kept its epoch, and its log has been written again past the copy's head.
-            // A cursor without a mark was issued where the log had no change (compacted up to
-            // its position): in the same database none comes back there, so one there now is
-            // a restored copy's log written again too (seed 311: a cursor issued at a fully
-            // compacted head skipped the restored log's changes below it). A cursor at the
-            // horizon is checked too: compaction keeps the change at the horizon for this
-            // (seed 1087: a cursor of the lost history at exactly the horizon of a log written
-            // again and compacted was continued, and the changes below it never sent).
-            reset = .epochChanged
-            state = fresh
+        case .current, nil:
+            break
         }
         let granted = Set(context.grants.keys)
         var revoked = state.scopes.filter { !granted.contains($0) }

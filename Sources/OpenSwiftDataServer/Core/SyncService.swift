@@ -29,15 +29,6 @@ public final class SyncService: Sendable {
 
     private var nowMilliseconds: Int64 { clock().syncMilliseconds }
 
-    /// Whether a cursor of this epoch comes from another history of the database (restored
-    /// from a copy that kept its epoch): the checks a pull resets on, so the pull that follows
-    /// a refused push resets and the push after it goes through.
-    static func otherHistory(_ cursor: PullCursor, _ snapshot: PushSnapshot) -> Bool {
-        if cursor.seq < snapshot.horizon || (cursor.snapshot.map { $0.from < snapshot.horizon } ?? false) { return false }
-        if cursor.seq > snapshot.head || (cursor.snapshot.map { $0.through > snapshot.head } ?? false) { return true }
-        return snapshot.marks[cursor.seq] != cursor.mark
-    }
-
     // MARK: Push
 
     /// Processes a batch of one client's mutations, in order, in one transaction: each
@@ -79,10 +70,10 @@ public final class SyncService: Sendable {
         let load = PushLoad(clientID: request.clientID, mutationIDs: request.mutations.map(\.id), keys: keys, scopes: scopes, historyAfter: history, deleteRules: DeleteRuleLoad(request), markAt: cursor?.seq)
         let plan = try await storage.push(load) { snapshot in
             // A restore from a copy that kept its epoch has no epoch fence: the cursor's
-            // position tells the other history, as a pull's does (`PullPlanner.decide`):
+            // position tells the other history, by the rule a pull uses (`PullCursor.standing`):
             // past the head, or another change at its position (seed 2458: a push held past
             // such a restore applied what the client had been told was rejected).
-            if let cursor, Self.otherHistory(cursor, snapshot) {
+            if let cursor, cursor.standing(head: snapshot.head, horizon: snapshot.horizon, marks: snapshot.marks) == .otherHistory {
                 throw SyncServiceError(409, .staleEpoch, "the push was made against another history of this server's database (restored from a copy since); pull, then push again")
             }
             return try evaluator.evaluate(snapshot)
