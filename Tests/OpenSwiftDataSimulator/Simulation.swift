@@ -44,6 +44,17 @@ public struct Simulation: Sendable {
     public func run(seed: UInt64) async -> SimulationResult {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("osd-sim-\(seed)-\(UInt64.random(in: 0...UInt64.max))")
         defer { try? FileManager.default.removeItem(at: directory) }
+        var result = await Self.execute(seed: seed, steps: steps, faults: faults, directory: directory)
+        // Every client, engine, container and server of the schedule is gone now: a file of its
+        // folder still open is a leak (a long run would hit the process's descriptor limit).
+        let open = Self.openFiles(under: directory)
+        if !open.isEmpty {
+            result.failures.append("leak: \(open.count) files of the schedule still open after it ended: \(open.prefix(4).joined(separator: ", "))")
+        }
+        return result
+    }
+
+    private static func execute(seed: UInt64, steps: Int, faults: Set<SimFault>, directory: URL) async -> SimulationResult {
         var run = SimRun(seed: seed, steps: steps, faults: faults, directory: directory)
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -56,6 +67,17 @@ public struct Simulation: Sendable {
             for (key, value) in client.reports.eventCounts { counts[key, default: 0] += value }
         }
         return SimulationResult(seed: seed, failures: run.failures, trace: run.trace, counts: counts)
+    }
+
+    /// The files under `directory` this process holds open (Linux's `/proc/self/fd`; none
+    /// where it does not exist).
+    static func openFiles(under directory: URL) -> [String] {
+        let manager = FileManager.default
+        let prefix = directory.resolvingSymlinksInPath().path
+        let descriptors = (try? manager.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return descriptors.compactMap { try? manager.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)") }
+            .filter { $0.hasPrefix(prefix) || $0.hasPrefix(directory.path) }
+            .map { ($0 as NSString).lastPathComponent }
     }
 }
 

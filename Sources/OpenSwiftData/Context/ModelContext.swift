@@ -263,5 +263,10 @@ public final class ModelContext: Equatable {
 
     deinit {
         for registration in inserted.all { registration.storage.context = nil }
+        // Models related both ways keep each other (and the container) alive: give their
+        // relationships back as faults (see `releaseLoadedRelationships()`).
+        for (entity, table) in identityMap where container.layout(named: entity)?.relationships.isEmpty == false {
+            for registration in table.values { registration.storage.releaseLoadedRelationships() }
+        }
     }
 }

@@ -84,6 +84,44 @@ extension AnyModelStorage {
         return layout.properties[index]
     }
 
+    // MARK: Releasing
+
+    /// Turns the loaded relationships of a model whose context is going away back into faults.
+    ///
+    /// Related models reference each other both ways (an item its list, the list its items),
+    /// and every model holds its container strongly; without this, a graph of related models
+    /// that nothing else holds would keep itself, its container and the container's open files
+    /// alive after its context is gone. A model still held elsewhere reads the same values:
+    /// a fault loads what the store holds through the container, and only slots that hold what
+    /// the store holds are faulted (a relationship the context's unsaved changes wrote is kept).
+    final func releaseLoadedRelationships() {
+        guard let layout, let values, state == .registered || state == .deleted else { return }
+        for property in layout.relationships {
+            if !changedProperties.contains(property.index) { Self.unload(property, in: values) }
+            if let saved = committedCopy { Self.unload(property, in: saved) }
+        }
+    }
+
+    /// Replaces a loaded relationship slot holding the store's value with the fault of it.
+    private static func unload(_ property: PropertyLayout, in buffer: some SlotBuffer) {
+        guard let relationship = property.relationship, buffer.isInitialized(property.index) else { return }
+        let offset = buffer.slotLayout.slotInfo[property.index].offset
+        if relationship.isToMany {
+            guard case .loaded = buffer.load(offset: offset, as: ToManySlot.self) else { return }
+            buffer.store(property.index, ToManySlot.notLoaded)
+            return
+        }
+        guard case let .loaded(ref) = buffer.load(offset: offset, as: ToOneSlot.self) else { return }
+        if case .foreignKey = relationship.storage {
+            // The row's column holds the related row's key; a related model whose deletion
+            // was saved is gone from the store (the column was cleared or the row deleted).
+            let key = ref.flatMap { $0.base.state == .removed ? nil : $0.base.primaryKey }
+            buffer.store(property.index, ToOneSlot.fault(key))
+        } else {
+            buffer.store(property.index, ToOneSlot.notLoaded)
+        }
+    }
+
     // MARK: Writing
 
     /// Sets a to-one relationship and updates the inverse on the old and the new related model.
