@@ -17,10 +17,12 @@ enum PrefetchProbe {
             let open = try clock.measure { container = try RelationshipBenchmark.container(store) }
             guard let container else { return }
             var parents: [BenchParent]? = nil
+            // Kept until the release phase: a context that goes unloads its models' relationships.
+            var context: ModelContext? = ModelContext(container)
             let fetch = try clock.measure {
                 var descriptor = FetchDescriptor<BenchParent>()
                 descriptor.relationshipKeyPathsForPrefetching = [\.children]
-                parents = try ModelContext(container).fetch(descriptor)
+                parents = try context?.fetch(descriptor)
             }
             var count = 0
             let read = clock.measure {
@@ -28,7 +30,10 @@ enum PrefetchProbe {
                     for child in parent.children { count &+= child.title.utf8.count }
                 }
             }
-            let release = clock.measure { parents = nil }
+            let release = clock.measure {
+                parents = nil
+                context = nil
+            }
             let join = try clock.measure { _ = try RelationshipBenchmark.joinedChildCount(store) }
             print("round \(round): osd open \(open) fetch \(fetch) read \(read) release \(release) | grdb join \(join) | \(count)")
         }

@@ -122,10 +122,14 @@ enum RelationshipBenchmark {
         if prefetch { descriptor.relationshipKeyPathsForPrefetching = [\.children] }
         var count = 0
         var length = 0
-        for parent in try context.fetch(descriptor) {
-            for child in parent.children {
-                count += 1
-                length &+= child.title.utf8.count
+        // The context lives while its models are read (a context that goes unloads their
+        // relationships, and the optimizer may end its lifetime right after its last use).
+        try withExtendedLifetime(context) {
+            for parent in try context.fetch(descriptor) {
+                for child in parent.children {
+                    count += 1
+                    length &+= child.title.utf8.count
+                }
             }
         }
         return length > 0 ? count : -1
