@@ -178,6 +178,9 @@ extension SyncEngine {
         // Set when a rejection leaves records whose server state this client cannot know: it
         // downloads everything again after this page.
         var downloadAgain = false
+        // The records such a rejection leaves unknown: the download after this page brings
+        // them whole.
+        var unknownRecords: Set<SyncRebase.RecordRef> = []
         let limit = settleThrough ?? 0
         let settled = sentRows.filter { $0.mutation.id <= limit }
         for item in settled {
@@ -198,6 +201,7 @@ extension SyncEngine {
                 }
                 if !unknown.isEmpty {
                     downloadAgain = true
+                    for change in unknown { unknownRecords.insert(SyncRebase.RecordRef(entity: change.entity, recordID: change.recordID)) }
                     rolledBack.changes.removeAll { change in unknown.contains { $0.entity == change.entity && $0.recordID == change.recordID } }
                 }
             }
@@ -214,6 +218,11 @@ extension SyncEngine {
                 }
             }
         }
+        // What this page pulled of them is not written either: a rejected delete left no local
+        // row, and its pulled fields alone would make one without the others (seed 3375: bob's
+        // delete refused while revoked, then another client's edit of the record pulled after
+        // the re-grant; every pull failed on `SimItem.key has no value`).
+        rebase.forget(unknownRecords)
         // A reset's snapshot is the server's whole state: what it does not hold, the server
         // does not have, whatever older shadows say.
         if resetting { rebase.markAbsent(outside: Set(staged.map { SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID) })) }

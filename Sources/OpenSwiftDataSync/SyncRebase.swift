@@ -428,6 +428,12 @@ struct SyncRebase {
         }
     }
 
+    /// Forgets every shadow of these records: nothing of them is written by this batch (their
+    /// whole state comes with a download that follows).
+    mutating func forget(_ refs: Set<RecordRef>) {
+        for ref in refs { dropShadows(of: ref) }
+    }
+
     /// Deletes local records (revoked scopes, records a reset snapshot no longer has).
     mutating func delete(_ refs: [RecordRef]) {
         for ref in refs {

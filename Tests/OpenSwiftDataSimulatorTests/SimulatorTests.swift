@@ -229,6 +229,16 @@ struct SimulatorTests {
         // by the restored server after the client had been told it was rejected: a push whose
         // cursor is past the head or sees another change at its position is `staleEpoch` too.
         "--seed 2458",
+        // A delete pushed while bob's grant was revoked (rejected, no server state), settled
+        // after a re-grant his pulls never saw revoked, in a page holding another client's edit
+        // of the record: the edit's fields alone were written into a new row, and every pull
+        // failed on a field with no value.
+        "--seed 3375",
+        // A push sent without a cursor (bob's first download not finished), held by the
+        // network and delivered after a restore with a new epoch: no epoch fence, so the
+        // restored server applied a save the client had been told was rejected. The engine now
+        // pushes only with a cursor.
+        "--seed 6203",
     ])
     func fixedBugSeeds(arguments: String) async throws {
         let output = try await SimulateCommand.run(arguments.split(separator: " ").map(String.init))

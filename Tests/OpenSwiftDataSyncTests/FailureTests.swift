@@ -220,6 +220,38 @@ struct FailureTests {
         #expect(try a.noteState() == (try bob.noteState()))
     }
 
+    @Test("a delete refused while its scope was revoked, settled after a re-grant with another's edit of the record: the record comes back whole, the rejection is reported (simulator seed 3375)")
+    func rejectedDeleteWhileRevokedThenEditedElsewhere() async throws {
+        let setup = try await Self.sharedPlan()
+        defer { withExtendedLifetime(setup) {} }
+        let (server, bob, shared, a) = (setup.server, setup.bob, setup.shared, setup.a)
+        let events = EventLog(a.engine)
+
+        // Alice's delete is pushed while her grant is revoked (refused: scopeNotGranted, without
+        // the record's state); her pull fails, and she is granted the scope again before her
+        // next pull. Bob edits the record meanwhile: that pull brings his edit (the body alone)
+        // of a record alice has no row of.
+        let plan = try #require(try a.context.fetch(FetchDescriptor<Note>()).first)
+        a.context.delete(plan)
+        try a.context.save()
+        _ = try await server.service.revoke(user: "bob", scope: "team:t1", member: "alice")
+        a.transport.onPull { _ in throw SyncTransportError.unreachable("pull lost") }
+        _ = try? await a.engine.syncNow()
+        a.transport.onPull(nil)
+        _ = try await server.service.grant(user: "bob", scope: "team:t1", request: GrantRequest(user: "alice"))
+        shared.body = "bob's edit"
+        try bob.context.save()
+        try await bob.engine.syncNow()
+
+        try await a.engine.syncNow()
+        try await a.engine.syncNow()
+        #expect(try await a.engine.pendingChangeCount() == 0)
+        #expect(try a.noteState() == ["team plan|bob's edit|false|-|"])
+        #expect(try a.noteState() == (try bob.noteState()))
+        let rejected = await events.waitFor { if case let .rejected(rejection) = $0 { return rejection.reason == .scopeNotGranted } else { return false } }
+        #expect(rejected != nil)
+    }
+
     @Test("a record this client created in a scope granted again, pushed, then deleted by another before the scope's snapshot was read, leaves the client (simulator seed 2538)")
     func grantedAgainSnapshotDropsDeletedOwnRecord() async throws {
         let setup = try await Self.sharedPlan()

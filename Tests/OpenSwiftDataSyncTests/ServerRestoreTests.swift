@@ -176,6 +176,46 @@ struct ServerRestoreTests {
         #expect(try await a.engine.pendingChangeCount() == 0)
     }
 
+    @Test("a device that has not finished a download pushes nothing until it has: a copy of its push held past a restore carries a cursor, so the restored server does not apply a save the device was told was rejected (simulator seed 6203)")
+    func pushBeforeFirstDownloadHeldPastRestore() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let bob = try Device.open(server, user: "bob", directory: directory, name: "bob")
+        let shared = Note(title: "team plan")
+        shared.space = "team:t1"
+        bob.context.insert(shared)
+        try bob.context.save()
+        try await bob.engine.syncNow()
+        _ = try await server.service.grant(user: "bob", scope: "team:t1", request: GrantRequest(user: "alice"))
+        try Self.backup(server, to: "backup.sqlite")
+        _ = try await server.service.revoke(user: "bob", scope: "team:t1", member: "alice")
+
+        // A new device of alice saves into the scope she lost; its first download fails.
+        let a = try Device.open(server, directory: directory, name: "a")
+        let events = EventLog(a.engine)
+        let idea = Note(title: "alice's idea")
+        idea.space = "team:t1"
+        a.context.insert(idea)
+        try a.context.save()
+        a.transport.onPull { _ in throw SyncTransportError.unreachable("answer lost") }
+        _ = try? await a.engine.syncNow()
+        a.transport.onPull(nil)
+        try await a.engine.syncNow()
+        try await a.engine.syncNow()
+        let rejected = await events.waitFor { if case let .rejected(rejection) = $0 { return rejection.reason == .scopeNotGranted } else { return false } }
+        #expect(rejected != nil)
+        #expect(try a.noteState().isEmpty)
+
+        // A copy of the push, held by the network, reaches the server restored from the backup
+        // (where alice still holds the grant): it must not be decided there.
+        let late = try #require(a.transport.sentPushes.first { !$0.mutations.isEmpty })
+        #expect(late.cursor != nil)
+        let restored = try await Self.restore(server, from: "backup.sqlite")
+        _ = try? await restored.push(user: "alice", request: late)
+        let page = try await restored.pull(user: "alice", request: PullRequest(clientID: "probe", cursor: nil, limit: 1000))
+        #expect(!page.changes.contains { $0.fields["title"] == .string("alice's idea") })
+    }
+
     @Test("a restore from a plain copy (same epoch) that the cursor does not pass: saves acknowledged after the copy are resent when a page's last id is below them (simulator seed 953)")
     func plainCopyLostAcknowledgedSaves() async throws {
         let directory = try TemporaryDirectory()
