@@ -296,10 +296,18 @@ extension ModelContext {
     /// models hold, from the side that owns each join table.
     /// An upserted insertion took over an existing row, whose links are replaced too.
     private func writeJoinRows(insertions: [Registration], updates: [Registration], upserted: Set<ObjectIdentifier>, db: Database, sync: SyncSaveCapture?) throws {
+        // The sync plan of the last layout (a bulk insert's rows share one: no look-up by name
+        // per row); only entities with relationships need one.
+        var lastLayout: EntityLayout?
+        var lastPlan: SyncEntityPlan?
         for registration in insertions + updates {
             let storage = registration.storage
-            guard let layout = storage.layout, let row = storage.primaryKey else { continue }
-            let plan = sync?.plan(layout.name)
+            guard let layout = storage.layout, let row = storage.primaryKey, !layout.relationships.isEmpty else { continue }
+            if let sync, layout !== lastLayout {
+                lastLayout = layout
+                lastPlan = sync.plan(layout.name)
+            }
+            let plan = sync == nil ? nil : lastPlan
             for property in layout.relationships {
                 guard case let .joinTable(table, _, writes)? = property.relationship?.storage, writes,
                       storage.state == .inserted || storage.changedProperties.contains(property.index),

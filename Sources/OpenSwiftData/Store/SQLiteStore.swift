@@ -86,6 +86,12 @@ final class SQLiteStore: Sendable {
                     }
                 }
             }
+            // Sync records written before entity codes are rewritten in the current layout.
+            if !readOnly, try wrap("reading \(path)", { try pool.read { db in try SyncRecords.needsUpgrade(in: db) } }) {
+                try wrap("upgrading the sync records of \(path)") {
+                    try pool.write { db in try SyncRecords.upgradeIfNeeded(in: db) }
+                }
+            }
             return SQLiteStore(writer: pool, identifier: existingIdentifier, layout: layout, isReadOnly: readOnly, deferredColumns: deferred)
         }
         let identifier = UUID().uuidString

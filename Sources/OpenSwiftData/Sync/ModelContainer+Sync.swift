@@ -105,7 +105,7 @@ extension ModelContainer {
     @_spi(Sync) public func syncRecordID(for identifier: PersistentIdentifier) throws -> String? {
         guard let row = identifier.rowID else { return nil }
         return try store.read { db in
-            guard try db.tableExists(SyncRecords.table) else { return nil }
+            guard try SyncRecords.exist(in: db) else { return nil }
             return try SyncRecords.record(entity: identifier.entityName, row: row, in: db)?.recordID
         }
     }
@@ -113,7 +113,7 @@ extension ModelContainer {
     /// The identifier of the local row of a record (nil when the record is not local).
     @_spi(Sync) public func persistentIdentifier(forSyncRecord recordID: String, entity: String) throws -> PersistentIdentifier? {
         try store.read { db in
-            guard try db.tableExists(SyncRecords.table), let row = try SyncRecords.row(entity: entity, recordID: recordID, in: db) else { return nil }
+            guard try SyncRecords.exist(in: db), let row = try SyncRecords.row(entity: entity, recordID: recordID, in: db) else { return nil }
             return PersistentIdentifier(storeIdentifier: store.identifier, entityName: entity, key: .row(row))
         }
     }
@@ -121,7 +121,7 @@ extension ModelContainer {
     /// The server version last recorded for a local record (nil when never synced or not local).
     @_spi(Sync) public func syncServerVersion(entity: String, recordID: String) throws -> Int64? {
         try store.read { db in
-            guard try db.tableExists(SyncRecords.table), let row = try SyncRecords.row(entity: entity, recordID: recordID, in: db) else { return nil }
+            guard try SyncRecords.exist(in: db), let row = try SyncRecords.row(entity: entity, recordID: recordID, in: db) else { return nil }
             return try SyncRecords.record(entity: entity, row: row, in: db)?.serverVersion
         }
     }

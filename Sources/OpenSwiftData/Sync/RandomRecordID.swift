@@ -23,6 +23,8 @@ import Foundation
 struct RandomRecordID {
     private var lastMilliseconds: UInt64 = 0
     private var counter: UInt64 = 0
+    /// How many ids were made (the clock is read for every 64th).
+    private var made: UInt64 = 0
     private var low: UInt64
     private let clock: () -> UInt64
 
@@ -45,7 +47,12 @@ struct RandomRecordID {
 
     /// The next id as its two words (most significant first), without its text.
     mutating func makeWords() -> (high: UInt64, low: UInt64) {
-        let now = clock() & 0xFFFF_FFFF_FFFF
+        // The clock is read for every 64th id only (a bulk insert made one clock read per row,
+        // about 4% of its time): the ids in between count on in the last millisecond read, as
+        // ids made within one millisecond do, so they stay strictly increasing, and their time
+        // is at most 63 ids' making behind.
+        let now = made & 63 == 0 ? clock() & 0xFFFF_FFFF_FFFF : lastMilliseconds
+        made &+= 1
         if now > lastMilliseconds {
             lastMilliseconds = now
             counter = 0

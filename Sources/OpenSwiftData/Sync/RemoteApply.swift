@@ -297,7 +297,7 @@ struct RemoteApply {
         var hasPending = true
         try context.container.store.read { db in
             hasPending = try SyncRecords.anyPending(in: db)
-            let exists = try db.tableExists(SyncRecords.table)
+            let exists = try SyncRecords.exist(in: db)
             for (entity, ids) in wanted where exists {
                 found[entity] = try SyncRecords.rows(entity: entity, recordIDs: Array(ids), in: db)
             }

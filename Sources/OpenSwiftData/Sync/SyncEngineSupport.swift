@@ -96,10 +96,13 @@ extension ModelContainer {
 extension ModelContainer {
     /// Every synced record that has a local row, read inside the caller's transaction.
     @_spi(Sync) public static func syncRecordEntries(in db: Database) throws -> [SyncRecordEntry] {
-        guard try db.tableExists(SyncRecords.table) else { return [] }
+        guard try SyncRecords.exist(in: db) else { return [] }
         // record_id holds UUID ids as 16 bytes and others as text (SyncRecords.storedID):
         // decoded here, and ordered after decoding.
-        return try Row.fetchAll(db, sql: "SELECT entity, record_id, scope FROM \(quoted(SyncRecords.table))").compactMap { row -> SyncRecordEntry? in
+        return try Row.fetchAll(db, sql: """
+            SELECT e.name, r.record_id, r.scope FROM \(quoted(SyncRecords.table)) r \
+            JOIN \(quoted(SyncRecords.entitiesTable)) e ON e.code = r.entity_code
+            """).compactMap { row -> SyncRecordEntry? in
             guard let recordID = SyncRecords.recordID(stored: row[1]) else { return nil }
             return SyncRecordEntry(entity: row[0], recordID: recordID, scope: row[2])
         }.sorted { ($0.entity, $0.recordID) < ($1.entity, $1.recordID) }

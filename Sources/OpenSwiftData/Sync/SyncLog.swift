@@ -27,7 +27,7 @@ enum SyncLog {
     ] + SyncRecords.createStatements
 
     /// Every table of sync capture, which migrations keep.
-    static let tables: Set<String> = [table, stateTable, consumersTable, SyncRecords.table, SyncRecords.pendingTable]
+    static let tables: Set<String> = [table, stateTable, consumersTable, SyncRecords.table, SyncRecords.entitiesTable, SyncRecords.pendingTable]
 
     // MARK: Enablement
 
@@ -37,9 +37,11 @@ enum SyncLog {
         return value.split(separator: "\n").map(String.init)
     }
 
-    /// Creates the tables and records the synced entities.
+    /// Creates the tables and records the synced entities (giving each its code in
+    /// `osd_sync_records`, in the configuration's order).
     static func enable(entities: [String], in db: Database) throws {
         for statement in createStatements { try db.execute(sql: statement) }
+        for entity in entities { _ = try SyncRecords.entityCode(entity, in: db) }
         try db.execute(
             sql: "INSERT OR REPLACE INTO \(quoted(SQLiteStore.metadataTable)) (key, value) VALUES (?, ?)",
             arguments: [entitiesKey, entities.joined(separator: "\n")]

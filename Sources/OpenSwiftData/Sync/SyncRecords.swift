@@ -5,27 +5,39 @@ import GRDBSQLite
 /// The identity of synced rows: per entity and primary key, the record's global id, the scope it
 /// was last captured with and the last server version seen. Written only for synced entities.
 ///
-/// `osd_sync_records` is keyed both ways: `(entity, pk)` (the table's primary key) and
-/// `(entity, record_id)` (a unique index). A row's record leaves with the row.
+/// `osd_sync_records` is keyed both ways: `(entity_code, pk)` (the table's primary key) and
+/// `(entity_code, record_id)` (a unique index). A row's record leaves with the row. The entity is
+/// a small integer (`osd_sync_entities` maps names to codes, given out in order from 1): SQLite
+/// stores the codes 0 and 1 in the record header alone and others up to 127 in one byte, where
+/// the entity's name took its length in both the table and the index (a third of the record
+/// rows' bytes for a short name; the records are most of what capture adds to an insert).
 ///
 /// A record id in the canonical text of a UUID (uppercase, 8-4-4-4-12, what capture makes) is
 /// stored as its 16 bytes, most significant first, so that time-ordered ids keep their order;
 /// any other id as text. The mapping is one to one (only the exact canonical text becomes a
 /// blob, and a 16-byte blob reads back as that text), so look-ups by id stay exact. 16 bytes
-/// instead of 36 in the table and again in the index: the records are most of what capture adds
-/// to an insert's writes.
+/// instead of 36 in the table and again in the index.
+///
+/// Stores written before entity codes (`"entity" TEXT` in `osd_sync_records`) are rewritten in
+/// place when opened (``upgradeIfNeeded(in:)``).
 enum SyncRecords {
     static let table = "osd_sync_records"
     static let byIDIndex = "osd_sync_records_by_id"
     /// References to records that are not (yet) local, linked when they arrive.
     static let pendingTable = "osd_sync_pending"
 
+    /// Entity names and their codes in `osd_sync_records`.
+    static let entitiesTable = "osd_sync_entities"
+
     static let createStatements = [
         """
-        CREATE TABLE IF NOT EXISTS \(quoted(table)) ("entity" TEXT NOT NULL, "pk" INTEGER NOT NULL, \
-        "record_id" ANY NOT NULL, "scope" TEXT, "server_version" INTEGER, PRIMARY KEY ("entity", "pk")) STRICT, WITHOUT ROWID
+        CREATE TABLE IF NOT EXISTS \(quoted(entitiesTable)) ("code" INTEGER PRIMARY KEY, "name" TEXT NOT NULL UNIQUE) STRICT
         """,
-        "CREATE UNIQUE INDEX IF NOT EXISTS \(quoted(byIDIndex)) ON \(quoted(table)) (\"entity\", \"record_id\")",
+        """
+        CREATE TABLE IF NOT EXISTS \(quoted(table)) ("entity_code" INTEGER NOT NULL, "pk" INTEGER NOT NULL, \
+        "record_id" ANY NOT NULL, "scope" TEXT, "server_version" INTEGER, PRIMARY KEY ("entity_code", "pk")) STRICT, WITHOUT ROWID
+        """,
+        "CREATE UNIQUE INDEX IF NOT EXISTS \(quoted(byIDIndex)) ON \(quoted(table)) (\"entity_code\", \"record_id\")",
         """
         CREATE TABLE IF NOT EXISTS \(quoted(pendingTable)) ("entity" TEXT NOT NULL, "record_id" TEXT NOT NULL, \
         "property" TEXT NOT NULL, "target_entity" TEXT NOT NULL, "target_record_id" TEXT NOT NULL, \
@@ -33,6 +45,61 @@ enum SyncRecords {
         """,
         "CREATE INDEX IF NOT EXISTS \"osd_sync_pending_by_target\" ON \(quoted(pendingTable)) (\"target_entity\", \"target_record_id\")",
     ]
+
+    /// SQL for the code of the entity named by the next parameter (NULL when it has none, which
+    /// matches no record).
+    private static let codeOfEntity = "(SELECT code FROM \(quoted(entitiesTable)) WHERE name = ?)"
+
+    /// Whether the store has records in the current layout (false before capture created its
+    /// tables, and for a read-only store still in the layout before entity codes).
+    static func exist(in db: Database) throws -> Bool {
+        try db.tableExists(entitiesTable)
+    }
+
+    // MARK: Entity codes
+
+    /// The code of an entity in `osd_sync_records`, given out now when it has none.
+    static func entityCode(_ entity: String, in db: Database) throws -> Int64 {
+        if let code = try Int64.fetchOne(db.cachedStatement(sql: "SELECT code FROM \(quoted(entitiesTable)) WHERE name = ?"), arguments: [entity]) {
+            return code
+        }
+        try db.cachedStatement(sql: "INSERT INTO \(quoted(entitiesTable)) (name) VALUES (?)").execute(arguments: [entity])
+        return db.lastInsertedRowID
+    }
+
+    /// Whether `osd_sync_records` is in the layout before entity codes (one read of the schema:
+    /// a store opened for writing checks it once).
+    static func needsUpgrade(in db: Database) throws -> Bool {
+        try db.tableExists(table) && !db.tableExists(entitiesTable)
+    }
+
+    /// Rewrites `osd_sync_records` of a store written before entity codes (its `entity` column
+    /// held the name) into the current layout, in the caller's transaction: each entity gets a
+    /// code, and each record id its stored form (``storedID(_:)``; the first layout kept every id
+    /// as text). Does nothing for a store in the current layout or without sync records.
+    static func upgradeIfNeeded(in db: Database) throws {
+        guard try needsUpgrade(in: db) else { return }
+        let old = "osd_sync_records_before_codes"
+        try db.execute(sql: "DROP INDEX IF EXISTS \(quoted(byIDIndex))")
+        try db.execute(sql: "ALTER TABLE \(quoted(table)) RENAME TO \(quoted(old))")
+        for statement in createStatements { try db.execute(sql: statement) }
+        var codes: [String: Int64] = [:]
+        let insert = try db.makeStatement(sql: "INSERT INTO \(quoted(table)) (entity_code, pk, record_id, scope, server_version) VALUES (?, ?, ?, ?, ?)")
+        let rows = try Row.fetchCursor(db, sql: "SELECT entity, pk, record_id, scope, server_version FROM \(quoted(old)) ORDER BY entity, pk")
+        while let row = try rows.next() {
+            let entity: String = row[0]
+            guard let recordID = recordID(stored: row[2]) else { continue }
+            let code: Int64
+            if let known = codes[entity] {
+                code = known
+            } else {
+                code = try entityCode(entity, in: db)
+                codes[entity] = code
+            }
+            try insert.execute(arguments: [code.databaseValue, row[1] as DatabaseValue, storedID(recordID), row[3] as DatabaseValue, row[4] as DatabaseValue])
+        }
+        try db.execute(sql: "DROP TABLE \(quoted(old))")
+    }
 
     /// What the table knows of one row.
     struct Record {
@@ -96,14 +163,14 @@ enum SyncRecords {
     }
 
     static func record(entity: String, row: Int64, in db: Database) throws -> Record? {
-        let statement = try db.cachedStatement(sql: "SELECT record_id, scope, server_version FROM \(quoted(table)) WHERE entity = ? AND pk = ?")
+        let statement = try db.cachedStatement(sql: "SELECT record_id, scope, server_version FROM \(quoted(table)) WHERE entity_code = \(codeOfEntity) AND pk = ?")
         guard let found = try Row.fetchOne(statement, arguments: [entity, row]),
               let recordID = recordID(stored: found[0]) else { return nil }
         return Record(recordID: recordID, scope: found[1], serverVersion: found[2])
     }
 
     static func row(entity: String, recordID: String, in db: Database) throws -> Int64? {
-        let statement = try db.cachedStatement(sql: "SELECT pk FROM \(quoted(table)) WHERE entity = ? AND record_id = ?")
+        let statement = try db.cachedStatement(sql: "SELECT pk FROM \(quoted(table)) WHERE entity_code = \(codeOfEntity) AND record_id = ?")
         return try Int64.fetchOne(statement, arguments: [entity.databaseValue, storedID(recordID)])
     }
 
@@ -119,7 +186,7 @@ enum SyncRecords {
         for start in stride(from: 0, to: recordIDs.count, by: chunk) {
             let ids = recordIDs[start..<min(start + chunk, recordIDs.count)]
             let marks = Array(repeating: "?", count: ids.count).joined(separator: ", ")
-            let statement = try db.cachedStatement(sql: "SELECT record_id, pk FROM \(quoted(table)) WHERE entity = ? AND record_id IN (\(marks))")
+            let statement = try db.cachedStatement(sql: "SELECT record_id, pk FROM \(quoted(table)) WHERE entity_code = \(codeOfEntity) AND record_id IN (\(marks))")
             let sqlite = statement.sqliteStatement
             // A cached statement may have been stepped by its last user: bindings need a reset.
             sqlite3_reset(sqlite)
@@ -184,23 +251,23 @@ enum SyncRecords {
     }
 
     static func delete(entity: String, row: Int64, in db: Database) throws {
-        try db.cachedStatement(sql: "DELETE FROM \(quoted(table)) WHERE entity = ? AND pk = ?").execute(arguments: [entity, row])
+        try db.cachedStatement(sql: "DELETE FROM \(quoted(table)) WHERE entity_code = \(codeOfEntity) AND pk = ?").execute(arguments: [entity, row])
     }
 
     static func setScope(_ scope: String?, entity: String, row: Int64, in db: Database) throws {
-        try db.cachedStatement(sql: "UPDATE \(quoted(table)) SET scope = ? WHERE entity = ? AND pk = ?").execute(arguments: [scope, entity, row])
+        try db.cachedStatement(sql: "UPDATE \(quoted(table)) SET scope = ? WHERE entity_code = \(codeOfEntity) AND pk = ?").execute(arguments: [scope, entity, row])
     }
 
     static func setServerVersion(_ version: Int64, entity: String, row: Int64, in db: Database) throws {
-        try db.cachedStatement(sql: "UPDATE \(quoted(table)) SET server_version = ? WHERE entity = ? AND pk = ?").execute(arguments: [version, entity, row])
+        try db.cachedStatement(sql: "UPDATE \(quoted(table)) SET server_version = ? WHERE entity_code = \(codeOfEntity) AND pk = ?").execute(arguments: [version, entity, row])
     }
 
     static func setServerVersion(_ version: Int64, scope: String??, entity: String, recordID: String, in db: Database) throws {
         if case let .some(scope) = scope {
-            try db.cachedStatement(sql: "UPDATE \(quoted(table)) SET server_version = ?, scope = ? WHERE entity = ? AND record_id = ?")
+            try db.cachedStatement(sql: "UPDATE \(quoted(table)) SET server_version = ?, scope = ? WHERE entity_code = \(codeOfEntity) AND record_id = ?")
                 .execute(arguments: [version.databaseValue, scope.databaseValue, entity.databaseValue, storedID(recordID)])
         } else {
-            try db.cachedStatement(sql: "UPDATE \(quoted(table)) SET server_version = ? WHERE entity = ? AND record_id = ?")
+            try db.cachedStatement(sql: "UPDATE \(quoted(table)) SET server_version = ? WHERE entity_code = \(codeOfEntity) AND record_id = ?")
                 .execute(arguments: [version.databaseValue, entity.databaseValue, storedID(recordID)])
         }
     }

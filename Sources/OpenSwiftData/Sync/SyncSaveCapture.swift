@@ -7,6 +7,15 @@ import GRDBSQLite
 /// save's sync log entry, appended by ``finish(author:in:)`` in the same transaction.
 ///
 /// Made only when the container's capture is on: a container without it never creates one.
+///
+/// Its mutable state is marked `@exclusivity(unchecked)`: a bulk insert calls it once per row,
+/// and the runtime's access checks on these properties were a measurable part of what capture
+/// adds. That is safe because a capture serves one save, on the thread running that save's
+/// transaction (it is not `Sendable` and never escapes the save's `write` closure), and no access
+/// to one of these properties overlaps another access to the same property: each is read or
+/// changed within one statement that calls nothing touching that property (the record and log
+/// helpers it calls while reading `changes` touch `pendingRecords`, the codes and the encoder,
+/// never `changes`).
 final class SyncSaveCapture {
     let state: SyncCaptureState
     /// Whether this save's changes go to the log (false for the sync engine's own author).
@@ -39,33 +48,40 @@ final class SyncSaveCapture {
     /// Changes not encoded yet: those that the save may still complete (references resolved
     /// at the end, foreign keys fixed, links added), and every change after the first of them
     /// (the entry keeps the save's order).
-    private var changes: [Captured] = []
+    @exclusivity(unchecked) private var changes: [Captured] = []
     /// The save's log entry, encoded as changes come while none waits in `changes`: a bulk
     /// insert's values are encoded while the save has them at hand, and not kept for the end
     /// (nil until the first change).
-    private var encoder: SyncLogCoding.Encoder?
+    @exclusivity(unchecked) private var encoder: SyncLogCoding.Encoder?
     /// Each plan's interned entity and field names in `encoder`.
-    private var interned: [ObjectIdentifier: (entity: Int, fields: [Int])] = [:]
-    private var lastInternedPlan: SyncEntityPlan?
-    private var lastInterned: (entity: Int, fields: [Int]) = (0, [])
+    @exclusivity(unchecked) private var interned: [ObjectIdentifier: (entity: Int, fields: [Int])] = [:]
+    @exclusivity(unchecked) private var lastInternedPlan: SyncEntityPlan?
+    @exclusivity(unchecked) private var lastInterned: (entity: Int, fields: [Int]) = (0, [])
     /// How many rows the save inserts (sizes the entry's buffer once).
     private let expectedInsertions: Int
     /// A record not yet inserted into `osd_sync_records` (see `insertRecord`).
     private struct PendingRecord {
-        let entity: String
+        let entityCode: Int64
         let row: Int64
         let recordID: CapturedRecordID
         let scope: String?
         let serverVersion: Int64?
     }
     private static let recordBatch = 50
-    private var pendingRecords: [PendingRecord] = []
+    @exclusivity(unchecked) private var pendingRecords: [PendingRecord] = []
     /// The save's prepared inserts into `osd_sync_records`: one record, and `recordBatch`.
-    private var recordInsert: Statement?
-    private var batchInsert: Statement?
-    private var changeOfStorage: [ObjectIdentifier: Int] = [:]
+    @exclusivity(unchecked) private var recordInsert: Statement?
+    @exclusivity(unchecked) private var batchInsert: Statement?
+    /// `recordBatch` records of one entity without scope or server version (see `flushRecords`).
+    @exclusivity(unchecked) private var plainBatchInsert: Statement?
+    @exclusivity(unchecked) private var changeOfStorage: [ObjectIdentifier: Int] = [:]
+    /// Each plan's entity code in `osd_sync_records` (`SyncRecords.entityCode`), and the last one
+    /// asked for (a bulk insert asks for one entity's, row after row).
+    @exclusivity(unchecked) private var entityCodes: [ObjectIdentifier: Int64] = [:]
+    @exclusivity(unchecked) private var lastCodePlan: SyncEntityPlan?
+    @exclusivity(unchecked) private var lastCode: Int64 = 0
     /// The record ids of new rows without a unique attribute or temporary identifier.
-    private var newRecordIDs = RandomRecordID()
+    @exclusivity(unchecked) private var newRecordIDs = RandomRecordID()
 
     init(state: SyncCaptureState, author: String?, apply: SyncApplyWork?, expectedInsertions: Int = 0) {
         self.state = state
@@ -112,15 +128,23 @@ final class SyncSaveCapture {
     /// theirs, in that order).
     private func encode(_ kind: SyncChange.Kind, plan: SyncEntityPlan, recordID: CapturedRecordID, scope: String?, baseVersion: Int64?,
                         fields: [Int]?, values: [DatabaseValue]) {
-        let (encoder, names) = logEncoder(for: plan)
+        // The plan of the last change and its encoder, without copying its interned names (a
+        // bulk insert encodes one entity's rows one after the other).
+        let encoder: SyncLogCoding.Encoder
+        if plan === lastInternedPlan, let existing = self.encoder {
+            encoder = existing
+        } else {
+            encoder = logEncoder(for: plan).encoder
+        }
         let count = fields?.count ?? plan.fieldColumns.count
-        encoder.change(kind, entity: names.entity, recordID: recordID, scope: scope, baseVersion: baseVersion, links: [], allFields: fields == nil, fieldCount: count)
+        encoder.change(kind, entity: lastInterned.entity, recordID: recordID, scope: scope, baseVersion: baseVersion, links: [], allFields: fields == nil, fieldCount: count)
         guard count > 0 else { return }
         values.withUnsafeBufferPointer { values in
             if let fields {
+                let names = lastInterned.fields
                 for index in 0..<count {
                     let field = fields[index]
-                    encoder.field(name: names.fields[field], kindCode: plan.fieldKindCodes[field], value: values[index])
+                    encoder.field(name: names[field], kindCode: plan.fieldKindCodes[field], value: values[index])
                 }
             } else {
                 plan.fieldColumns.withUnsafeBufferPointer { columns in
@@ -144,7 +168,7 @@ final class SyncSaveCapture {
             recordID = value.flatMap { SyncStoredValue($0).canonicalRecordID(kind: plan.recordIDKind) }
         }
         let id = recordID.map(CapturedRecordID.init) ?? newRecordID()
-        try insertRecord(entity: plan.layout.name, row: row, recordID: id, scope: nil, serverVersion: nil, in: db)
+        try insertRecord(plan, row: row, recordID: id, scope: nil, serverVersion: nil, in: db)
         // Callers update the record next (its scope, its server version).
         try flushRecords(in: db)
         return SyncRecords.Record(recordID: id.text, scope: nil, serverVersion: nil)
@@ -175,22 +199,62 @@ final class SyncSaveCapture {
     /// save, values bound through SQLite's C API as `TableWriter` does for the rows): one
     /// statement per record cost more than the B-tree work it does. Every read of
     /// `osd_sync_records` in the save's transaction comes after `flushRecords`.
-    private func insertRecord(entity: String, row: Int64, recordID: CapturedRecordID, scope: String?, serverVersion: Int64?, in db: Database) throws {
-        pendingRecords.append(PendingRecord(entity: entity, row: row, recordID: recordID, scope: scope, serverVersion: serverVersion))
+    private func insertRecord(_ plan: SyncEntityPlan, row: Int64, recordID: CapturedRecordID, scope: String?, serverVersion: Int64?, in db: Database) throws {
+        pendingRecords.append(PendingRecord(entityCode: try entityCode(plan, in: db), row: row, recordID: recordID, scope: scope, serverVersion: serverVersion))
         if pendingRecords.count == Self.recordBatch { try flushRecords(in: db) }
+    }
+
+    /// The code of `plan`'s entity in `osd_sync_records`, read (or given out) once per save.
+    @inline(__always)
+    private func entityCode(_ plan: SyncEntityPlan, in db: Database) throws -> Int64 {
+        if plan === lastCodePlan { return lastCode }
+        let key = ObjectIdentifier(plan)
+        let code: Int64
+        if let known = entityCodes[key] {
+            code = known
+        } else {
+            code = try SyncRecords.entityCode(plan.layout.name, in: db)
+            entityCodes[key] = code
+        }
+        lastCodePlan = plan
+        lastCode = code
+        return code
     }
 
     /// Inserts the records waiting in `pendingRecords`.
     private func flushRecords(in db: Database) throws {
         guard !pendingRecords.isEmpty else { return }
         defer { pendingRecords.removeAll(keepingCapacity: true) }
+        if pendingRecords.count == Self.recordBatch, let code = pendingRecords.first?.entityCode,
+           pendingRecords.allSatisfy({ $0.entityCode == code && $0.scope == nil && $0.serverVersion == nil }) {
+            // The common batch (new rows of one entity, no scope rule, no server version): the
+            // code is bound once for every row and the NULLs are the columns' own, two values
+            // a row instead of five (each binding takes the connection's mutex).
+            let statement: Statement
+            if let prepared = plainBatchInsert {
+                statement = prepared
+            } else {
+                let rows = (0..<Self.recordBatch).map { "(?1, ?\(2 * $0 + 2), ?\(2 * $0 + 3))" }.joined(separator: ", ")
+                statement = try preparedForCBindings("INSERT INTO \(quoted(SyncRecords.table)) (entity_code, pk, record_id) VALUES \(rows)", in: db)
+                plainBatchInsert = statement
+            }
+            let sqlite = statement.sqliteStatement
+            sqlite3_reset(sqlite)
+            try Self.check(sqlite3_bind_int64(sqlite, 1, code), binding: 1, of: statement)
+            for (offset, record) in pendingRecords.enumerated() {
+                try Self.check(sqlite3_bind_int64(sqlite, CInt(2 * offset + 2), record.row), binding: 2 * offset + 2, of: statement)
+                try Self.bindRecordID(record.recordID, at: 2 * offset + 3, in: statement)
+            }
+            try statement.execute()
+            return
+        }
         if pendingRecords.count == Self.recordBatch {
             let statement: Statement
             if let prepared = batchInsert {
                 statement = prepared
             } else {
                 let rows = Array(repeating: "(?, ?, ?, ?, ?)", count: Self.recordBatch).joined(separator: ", ")
-                statement = try preparedForCBindings("INSERT INTO \(quoted(SyncRecords.table)) (entity, pk, record_id, scope, server_version) VALUES \(rows)", in: db)
+                statement = try preparedForCBindings("INSERT INTO \(quoted(SyncRecords.table)) (entity_code, pk, record_id, scope, server_version) VALUES \(rows)", in: db)
                 batchInsert = statement
             }
             sqlite3_reset(statement.sqliteStatement)
@@ -204,7 +268,7 @@ final class SyncSaveCapture {
         if let prepared = recordInsert {
             statement = prepared
         } else {
-            statement = try preparedForCBindings("INSERT INTO \(quoted(SyncRecords.table)) (entity, pk, record_id, scope, server_version) VALUES (?, ?, ?, ?, ?)", in: db)
+            statement = try preparedForCBindings("INSERT INTO \(quoted(SyncRecords.table)) (entity_code, pk, record_id, scope, server_version) VALUES (?, ?, ?, ?, ?)", in: db)
             recordInsert = statement
         }
         for record in pendingRecords {
@@ -215,6 +279,12 @@ final class SyncSaveCapture {
     }
 
     /// A statement whose values are bound through SQLite's C API.
+    /// Throws the error of a binding that failed.
+    private static func check(_ code: CInt, binding index: Int, of statement: Statement) throws {
+        guard code != SQLITE_OK else { return }
+        throw DatabaseError(resultCode: ResultCode(rawValue: code), message: "binding parameter \(index) of \(statement.sql)")
+    }
+
     private func preparedForCBindings(_ sql: String, in db: Database) throws -> Statement {
         let statement = try db.makeStatement(sql: sql)
         // Mark the (empty) arguments as bound: `execute()` then only steps and resets (a reset
@@ -227,7 +297,7 @@ final class SyncSaveCapture {
 
     /// Binds one record's five values at parameters `first`...`first + 4`.
     private func bind(_ record: PendingRecord, from first: Int, in statement: Statement) throws {
-        try TableWriter.bind(record.entity.databaseValue, at: first, in: statement)
+        try TableWriter.bind(record.entityCode.databaseValue, at: first, in: statement)
         try TableWriter.bind(record.row.databaseValue, at: first + 1, in: statement)
         try Self.bindRecordID(record.recordID, at: first + 2, in: statement)
         try TableWriter.bind(record.scope?.databaseValue ?? .null, at: first + 3, in: statement)
@@ -267,7 +337,7 @@ final class SyncSaveCapture {
             id = newRecordID()
         }
         let scope = apply?.scopes[key] ?? plan.scope?(registration.model)
-        try insertRecord(entity: plan.layout.name, row: row, recordID: id, scope: scope, serverVersion: apply?.versionsOfNew[key], in: db)
+        try insertRecord(plan, row: row, recordID: id, scope: scope, serverVersion: apply?.versionsOfNew[key], in: db)
         guard logs else { return }
         if encodesNow(.insert, plan: plan) {
             encode(.insert, plan: plan, recordID: id, scope: scope, baseVersion: nil, fields: nil, values: values)
@@ -356,14 +426,15 @@ final class SyncSaveCapture {
     func deletedAll(plan: SyncEntityPlan, in db: Database) throws {
         try flushRecords(in: db)
         let entity = plan.layout.name
+        let code = try entityCode(plan, in: db)
         if logs {
-            let rows = try Row.fetchAll(db, sql: "SELECT record_id, scope, server_version FROM \(quoted(SyncRecords.table)) WHERE entity = ? ORDER BY pk", arguments: [entity])
+            let rows = try Row.fetchAll(db, sql: "SELECT record_id, scope, server_version FROM \(quoted(SyncRecords.table)) WHERE entity_code = ? ORDER BY pk", arguments: [code])
             for row in rows {
                 guard let recordID = SyncRecords.recordID(stored: row[0]) else { continue }
                 logDeletion(plan: plan, recordID: CapturedRecordID(recordID), scope: row[1], baseVersion: row[2])
             }
         }
-        try db.execute(sql: "DELETE FROM \(quoted(SyncRecords.table)) WHERE entity = ?", arguments: [entity])
+        try db.execute(sql: "DELETE FROM \(quoted(SyncRecords.table)) WHERE entity_code = ?", arguments: [code])
         try db.execute(sql: "DELETE FROM \(quoted(SyncRecords.pendingTable)) WHERE entity = ? OR target_entity = ?", arguments: [entity, entity])
     }
 
