@@ -239,6 +239,10 @@ struct SimulatorTests {
         // restored server applied a save the client had been told was rejected. The engine now
         // pushes only with a cursor.
         "--seed 6203",
+        // Listed as lost writes by the release sweeps of 3001-6000 and 6001-9472; on this main
+        // they pass alone (debug and release) and inside sweeps from 3001 and 6001, also with
+        // the descriptor-leak fix (f530cf9) taken out. Kept as regression seeds.
+        "--seed 4795", "--seed 8775",
     ])
     func fixedBugSeeds(arguments: String) async throws {
         let output = try await SimulateCommand.run(arguments.split(separator: " ").map(String.init))
