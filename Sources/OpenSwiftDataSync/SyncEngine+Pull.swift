@@ -37,58 +37,73 @@ extension SyncEngine {
         // The next page is asked for as soon as this one's cursor is known, so the server
         // reads it (and the client receives and decodes it) while this one is applied.
         var prefetched: Task<PullResponse, any Error>?
-        defer { prefetched?.cancel() }
         var inSnapshot = requestCursor == nil
         var observed: HLCTimestamp?
-        for _ in 0..<100_000 {
-            let page: PullResponse
-            if let next = prefetched {
-                prefetched = nil
-                page = try await next.value
-            } else {
-                page = try await transport.pull(pullRequest(snapshot: inSnapshot))
+        // A page that fails (transport, apply) ends the download; a request still in flight for
+        // the next page is cancelled and waited for, so nothing of this download runs after the
+        // pull returns (it would reach the transport beside the next sync's requests).
+        do {
+            for _ in 0..<100_000 {
+                let page: PullResponse
+                if let next = prefetched {
+                    prefetched = nil
+                    page = try await next.value
+                } else {
+                    page = try await transport.pull(pullRequest(snapshot: inSnapshot))
+                }
+                try check(page)
+                // The clock observes the newest stamp once per applied group of pages (each
+                // observation is a write to the store).
+                observed = max(observed ?? page.serverStamp, page.serverStamp)
+                if page.consistent || !page.hasMore, let stamp = observed {
+                    observe(stamp)
+                    observed = nil
+                }
+                if let reason = page.reset {
+                    // The server cannot continue the cursor: this page starts a fresh download.
+                    // Mutations the server no longer has are resent under their ids.
+                    staged = []
+                    snapshotScopes = []
+                    resetting = true
+                    emit(.reset(reason))
+                    try resendLost(after: page.lastMutationID)
+                } else if try storeRead({ db in try SyncEngineStore.answered(above: page.lastMutationID, in: db) }) {
+                    // The server answered mutations it no longer has (restored from a copy whose
+                    // log reaches the cursor, so no reset): resent, else they stay pending forever
+                    // (seed 953).
+                    try resendLost(after: page.lastMutationID)
+                }
+                revoked += page.revokedScopes
+                snapshotScopes.formUnion(page.snapshotScopes ?? [])
+                staged += page.changes
+                requestCursor = page.cursor
+                inSnapshot = !page.consistent
+                if page.hasMore, configuration.prefetchesPullPages {
+                    let transport = self.transport
+                    let request = pullRequest(snapshot: inSnapshot)
+                    prefetched = Task { try await transport.pull(request) }
+                }
+                if let progress = page.progress {
+                    emit(.progress(progress))
+                    progressContinuation.yield(progress)
+                }
+                if page.consistent {
+                    try apply(page)
+                }
+                if !page.hasMore { return }
             }
-            try check(page)
-            // The clock observes the newest stamp once per applied group of pages (each
-            // observation is a write to the store).
-            observed = max(observed ?? page.serverStamp, page.serverStamp)
-            if page.consistent || !page.hasMore, let stamp = observed {
-                observe(stamp)
-                observed = nil
-            }
-            if let reason = page.reset {
-                // The server cannot continue the cursor: this page starts a fresh download.
-                // Mutations the server no longer has are resent under their ids.
-                staged = []
-                snapshotScopes = []
-                resetting = true
-                emit(.reset(reason))
-                try resendLost(after: page.lastMutationID)
-            } else if try storeRead({ db in try SyncEngineStore.answered(above: page.lastMutationID, in: db) }) {
-                // The server answered mutations it no longer has (restored from a copy whose
-                // log reaches the cursor, so no reset): resent, else they stay pending forever
-                // (seed 953).
-                try resendLost(after: page.lastMutationID)
-            }
-            revoked += page.revokedScopes
-            snapshotScopes.formUnion(page.snapshotScopes ?? [])
-            staged += page.changes
-            requestCursor = page.cursor
-            inSnapshot = !page.consistent
-            if page.hasMore, configuration.prefetchesPullPages {
-                let transport = self.transport
-                let request = pullRequest(snapshot: inSnapshot)
-                prefetched = Task { try await transport.pull(request) }
-            }
-            if let progress = page.progress {
-                emit(.progress(progress))
-                progressContinuation.yield(progress)
-            }
-            if page.consistent {
-                try apply(page)
-            }
-            if !page.hasMore { return }
+        } catch {
+            await Self.abandon(prefetched)
+            throw error
         }
+        await Self.abandon(prefetched)
+    }
+
+    /// Cancels a page request still in flight and waits for it to end.
+    private static func abandon(_ request: Task<PullResponse, any Error>?) async {
+        guard let request else { return }
+        request.cancel()
+        _ = try? await request.value
     }
 
     /// The request for the page after `requestCursor`: larger pages while a snapshot is being

@@ -62,6 +62,38 @@ struct FailureTests {
         #expect(try a.noteState() == b.noteState())
     }
 
+    @Test("a page that fails to apply ends the download: the request for the next page, already sent, has ended when syncNow returns")
+    func failedPageWaitsForPrefetchedPage() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let log = RequestLog()
+        let inner = InMemorySyncTransport(service: server.service, user: "alice")
+        let transport = SlowSecondPull(inner: inner, log: log)
+        let b = try Device.open(server, directory: directory, name: "b", pageSize: 2, transport: inner)
+        let engine = try SyncEngine(container: b.container, transport: transport, user: "alice", configuration: Device.configuration(pageSize: 2), clock: server.clock, seed: 7)
+        try await engine.syncNow()
+        for index in 0..<6 {
+            a.context.insert(Note(title: "n\(index)"))
+            try a.context.save()
+        }
+        try await a.engine.syncNow()
+        inner.onPull { page in
+            var page = page
+            for index in page.changes.indices { page.changes[index].fields["title"] = .int(5) }
+            return page
+        }
+        log.reset()
+        await #expect(throws: SyncEngineError.self) { try await engine.syncNow() }
+        log.add("returned")
+        try await Task.sleep(for: .milliseconds(600))
+        #expect(log.entries.filter { $0 == "start" }.count == 2, "the next page was not asked for before the first was applied: \(log.entries)")
+        #expect(log.entries.last == "returned", "a pull request ran on after syncNow returned: \(log.entries)")
+        inner.onPull(nil)
+        try await engine.syncNow()
+        #expect(try b.noteState().count == 6)
+    }
+
     @Test("history compacted past an offline client's cursor: it downloads again, keeps its unpushed edit, and learns of deletes")
     func resetAfterCompaction() async throws {
         let directory = try TemporaryDirectory()
@@ -522,4 +554,47 @@ struct FailureTests {
         try await a.engine.syncNow()
         return SharedPlan(directory: directory, server: server, bob: bob, shared: shared, a: a)
     }
+}
+
+/// Events of a test's requests, in order, from any thread.
+///
+/// `@unchecked Sendable`: `events` is only read and written while holding `lock`.
+final class RequestLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var events: [String] = []
+
+    /// Appends an event; returns how many "start" events there are now.
+    @discardableResult
+    func add(_ event: String) -> Int {
+        lock.withLock {
+            events.append(event)
+            return events.filter { $0 == "start" }.count
+        }
+    }
+
+    func reset() { lock.withLock { events = [] } }
+
+    var entries: [String] { lock.withLock { events } }
+}
+
+/// A transport whose second pull (after ``RequestLog/reset()``) takes 0.3 s before it reaches
+/// the server, whether or not its task was cancelled: a request in flight that outlives its
+/// caller shows in the log.
+struct SlowSecondPull: SyncTransport {
+    let inner: InMemorySyncTransport
+    let log: RequestLog
+
+    func push(_ request: PushRequest) async throws -> PushResponse { try await inner.push(request) }
+
+    func pull(_ request: PullRequest) async throws -> PullResponse {
+        let number = log.add("start")
+        defer { log.add("end") }
+        if number == 2 { Self.block(seconds: 0.3) }
+        return try await inner.pull(request)
+    }
+
+    /// Blocks the calling thread (not a cancellable wait).
+    private static func block(seconds: Double) { Thread.sleep(forTimeInterval: seconds) }
+
+    func live(clientID: ClientID) -> AsyncThrowingStream<LiveMessage, any Error> { inner.live(clientID: clientID) }
 }
