@@ -229,6 +229,10 @@ struct SimulatorTests {
         // by the restored server after the client had been told it was rejected: a push whose
         // cursor is past the head or sees another change at its position is `staleEpoch` too.
         "--seed 2458",
+        // A list bob pushed into the team scope granted again, revoked before his download of
+        // the scope completed: his cursor never held it, so no revoke named it and the list
+        // stayed. Pull pages now say which scopes the cursor holds.
+        "--seed 9243",
     ])
     func fixedBugSeeds(arguments: String) async throws {
         let output = try await SimulateCommand.run(arguments.split(separator: " ").map(String.init))
