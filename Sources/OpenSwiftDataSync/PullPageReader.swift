@@ -40,6 +40,7 @@ struct PullPageReader {
         var progress: PullProgress?
         var stamp: HLCTimestamp?
         var snapshotScopes: [ScopeID]?
+        var cursorScopes: [ScopeID]?
         do {
             try object { reader, key in
                 switch key {
@@ -54,6 +55,9 @@ struct PullPageReader {
                     guard let reason = ResetReason(rawValue: try reader.string()) else { throw Fail() }
                     reset = reason
                 case "revokedScopes": revoked = try reader.strings().map(ScopeID.init(rawValue:))
+                case "cursorScopes":
+                    if try reader.null() { break }
+                    cursorScopes = try reader.strings().map(ScopeID.init(rawValue:))
                 case "snapshotScopes":
                     if try reader.null() { break }
                     snapshotScopes = try reader.strings().map(ScopeID.init(rawValue:))
@@ -80,7 +84,7 @@ struct PullPageReader {
             return nil
         }
         guard let version, let changes, let cursor, let hasMore, let consistent, let lastMutationID, let revoked, let stamp else { return nil }
-        return PullResponse(protocolVersion: ProtocolVersion(rawValue: version), changes: changes, cursor: cursor, hasMore: hasMore, consistent: consistent, lastMutationID: lastMutationID, reset: reset, revokedScopes: revoked, progress: progress, serverStamp: stamp, snapshotScopes: snapshotScopes)
+        return PullResponse(protocolVersion: ProtocolVersion(rawValue: version), changes: changes, cursor: cursor, hasMore: hasMore, consistent: consistent, lastMutationID: lastMutationID, reset: reset, revokedScopes: revoked, progress: progress, serverStamp: stamp, snapshotScopes: snapshotScopes, cursorScopes: cursorScopes)
     }
 
     private mutating func changes() throws -> [PulledChange] {

@@ -189,6 +189,23 @@ extension SyncEngine {
         var revokedScopes = Set((storedRevoked ?? "").split(separator: "\n").map(String.init))
         revokedScopes.formUnion(revoked.map(\.rawValue))
         revokedScopes.subtract(staged.map(\.scope.rawValue))
+        let limit = settleThrough ?? 0
+        let settled = sentRows.filter { $0.mutation.id <= limit }
+        // The server names as revoked only the scopes the cursor held. A scope this client
+        // wrote into while it was granted, and lost before this client downloaded it, is never
+        // named: the records written there stayed (seed 9243: bob's list pushed into the team
+        // scope granted again, then revoked before his download of it completed). The last
+        // page of a pull holds every granted scope in its cursor: a scope a settled mutation
+        // touched that it does not hold is revoked; one it holds is granted.
+        var unheld: [ScopeID] = []
+        if let held = page.cursorScopes.map({ Set($0.map(\.rawValue)) }) {
+            revokedScopes.subtract(held)
+            if settleThrough != nil {
+                let written = Set(settled.flatMap { $0.mutation.changes.map(\.scope) })
+                unheld = written.filter { !held.contains($0.rawValue) && !revokedScopes.contains($0.rawValue) }.sorted()
+                revokedScopes.formUnion(unheld.map(\.rawValue))
+            }
+        }
         let keptRevoked = revokedScopes.isEmpty ? nil : revokedScopes.sorted().joined(separator: "\n")
         // Set when a rejection leaves records whose server state this client cannot know: it
         // downloads everything again after this page.
@@ -196,8 +213,6 @@ extension SyncEngine {
         // The records such a rejection leaves unknown: the download after this page brings
         // them whole.
         var unknownRecords: Set<SyncRebase.RecordRef> = []
-        let limit = settleThrough ?? 0
-        let settled = sentRows.filter { $0.mutation.id <= limit }
         for item in settled {
             guard item.status == SyncEngineStore.Status.rejected, let result = item.result else { continue }
             let serverRecords = result.serverRecords ?? []
@@ -314,8 +329,8 @@ extension SyncEngine {
         staged = []
         if resetting { resetting = false }
         snapshotScopes = []
-        if !revoked.isEmpty {
-            events.insert(.revoked(revoked), at: 0)
+        if !revoked.isEmpty || !unheld.isEmpty {
+            events.insert(.revoked(revoked + unheld), at: 0)
             revoked = []
         }
         if changeCount > 0 { emit(.pulled(changes: changeCount)) }

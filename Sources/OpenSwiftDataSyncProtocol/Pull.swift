@@ -145,9 +145,15 @@ public struct PullResponse: Hashable, Codable, Sendable {
     /// scopes the client holds that the download does not hold and no pending change masks is
     /// not on the server (created by this client, then deleted before the snapshot was read).
     public var snapshotScopes: [ScopeID]?
+    /// The scopes the returned cursor is caught up on (consistent pages; nil: not said, as by
+    /// servers before this field). On the last page of a pull they are the caller's grants:
+    /// a record this client wrote into another scope (granted when pushed, revoked before this
+    /// client downloaded the scope, so never named in `revokedScopes`) is not the caller's to
+    /// hold.
+    public var cursorScopes: [ScopeID]?
 
     /// Makes a pull response.
-    public init(protocolVersion: ProtocolVersion = .current, changes: [PulledChange], cursor: String, hasMore: Bool, consistent: Bool = true, lastMutationID: MutationID, reset: ResetReason? = nil, revokedScopes: [ScopeID] = [], progress: PullProgress? = nil, serverStamp: HLCTimestamp, snapshotScopes: [ScopeID]? = nil) {
+    public init(protocolVersion: ProtocolVersion = .current, changes: [PulledChange], cursor: String, hasMore: Bool, consistent: Bool = true, lastMutationID: MutationID, reset: ResetReason? = nil, revokedScopes: [ScopeID] = [], progress: PullProgress? = nil, serverStamp: HLCTimestamp, snapshotScopes: [ScopeID]? = nil, cursorScopes: [ScopeID]? = nil) {
         self.protocolVersion = protocolVersion
         self.changes = changes
         self.cursor = cursor
@@ -159,5 +165,6 @@ public struct PullResponse: Hashable, Codable, Sendable {
         self.progress = progress
         self.serverStamp = serverStamp
         self.snapshotScopes = snapshotScopes
+        self.cursorScopes = cursorScopes
     }
 }

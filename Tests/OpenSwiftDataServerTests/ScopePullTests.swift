@@ -26,6 +26,7 @@ struct ScopePullTests {
         let granted = try await h.pullAll("bob", client: "b", cursor: bobFirst.last.cursor)
         #expect(granted.changes.map(\.recordID) == ["m1"])
         #expect(granted.last.consistent)
+        #expect(granted.last.cursorScopes == [room, ScopeID.user("bob")], "a consistent page says which scopes its cursor holds")
         let write = try await h.service.push(user: "bob", request: PushRequest(clientID: "b", mutations: [mutation(3, .insert, "m2", scope: room, entity: "Message", fields: ["text": .string("yo")])]))
         #expect(write.results.first?.status == .applied)
         #expect(try await h.service.scopes(user: "bob").scopes.contains(ScopeAccess(scope: room, role: .member)))
@@ -33,6 +34,7 @@ struct ScopePullTests {
         _ = try await h.service.revoke(user: "alice", scope: room, member: "bob")
         let revoked = try await h.pullAll("bob", client: "b", cursor: granted.last.cursor)
         #expect(revoked.pages.first?.revokedScopes == [room])
+        #expect(revoked.last.cursorScopes == [ScopeID.user("bob")])
         let after = try await h.service.push(user: "bob", request: PushRequest(clientID: "b", mutations: [mutation(4, .update, "m2", scope: room, entity: "Message", fields: ["text": .string("still?")])]))
         #expect(after.results.first?.reason == .scopeNotGranted)
         #expect(try await h.state("alice")["Message/m2"]?["text"] == .string("yo"))
@@ -78,6 +80,7 @@ struct ScopePullTests {
         _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(26, .delete, "n05", at: 1_790_000_001_000)]))
         var page = try await h.service.pull(user: "alice", request: PullRequest(clientID: "d", limit: 10))
         #expect(page.changes.count == 10 && !page.consistent && page.hasMore)
+        #expect(page.cursorScopes == nil, "an inconsistent page's cursor is not caught up on any scope it could name")
         #expect(page.progress == PullProgress(received: 10, total: 24))
         // A write between pages, behind the keyset position, reaches the client through the log.
         _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(27, .update, "n01", at: 1_790_000_002_000, fields: ["i": .int(100)])]))

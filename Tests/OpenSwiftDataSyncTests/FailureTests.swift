@@ -317,6 +317,43 @@ struct FailureTests {
         #expect(try a.noteState() == (try bob.noteState()))
     }
 
+    @Test("a record this client created in a scope granted after its last pull, pushed, then revoked before the scope's download: it leaves the client, the server keeps it (simulator seed 9243)")
+    func revokedBeforeDownloadDropsOwnRecord() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let bob = try Device.open(server, user: "bob", directory: directory, name: "bob")
+        let shared = Note(title: "team plan")
+        shared.space = "team:t1"
+        bob.context.insert(shared)
+        try bob.context.save()
+        try await bob.engine.syncNow()
+        let a = try Device.open(server, directory: directory, name: "a")
+        let transport = try #require(a.inMemory)
+        let events = EventLog(a.engine)
+        try await a.engine.syncNow()
+
+        // Created before alice holds the scope; granted; pushed (and applied), but the pull
+        // that would download the scope fails.
+        let idea = Note(title: "alice's idea")
+        idea.space = "team:t1"
+        a.context.insert(idea)
+        try a.context.save()
+        _ = try await server.service.grant(user: "bob", scope: "team:t1", request: GrantRequest(user: "alice"))
+        transport.onPull { _ in throw SyncTransportError.unreachable("answer lost") }
+        _ = try? await a.engine.syncNow()
+        transport.onPull(nil)
+
+        // Revoked: her cursor never held the scope, so no revoke names it; the record is
+        // still not hers to hold.
+        _ = try await server.service.revoke(user: "bob", scope: "team:t1", member: "alice")
+        try await a.engine.syncNow()
+        #expect(try await a.engine.pendingChangeCount() == 0)
+        #expect(try a.noteState().isEmpty)
+        #expect(events.all.contains(.revoked(["team:t1"])))
+        try await bob.engine.syncNow()
+        #expect(try bob.noteState() == ["alice's idea||false|-|", "team plan||false|-|"])
+    }
+
     @Test("a record edited and deleted here while its scope was revoked, its edit pulled over first: when the scope is granted again the settled edit writes nothing back (simulator seed 2401)")
     func grantedAgainSnapshotForgetsShadowsOfDeletedRecord() async throws {
         let setup = try await Self.sharedPlan()

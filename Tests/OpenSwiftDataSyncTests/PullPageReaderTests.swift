@@ -28,7 +28,7 @@ struct PullPageReaderTests {
             PulledChange(version: 8, op: .delete, entity: "Note", recordID: "n2", scope: "team:x"),
         ],
         cursor: "abc.def", hasMore: true, consistent: false, lastMutationID: 12, reset: .historyCompacted,
-        revokedScopes: ["team:y"], progress: PullProgress(received: 2, total: 9), serverStamp: HLCTimestamp(rawValue: 123_456_789), snapshotScopes: ["team:z"])
+        revokedScopes: ["team:y"], progress: PullProgress(received: 2, total: 9), serverStamp: HLCTimestamp(rawValue: 123_456_789), snapshotScopes: ["team:z"], cursorScopes: ["team:x", "user:alice"])
 
     @Test("reads what JSONEncoder writes exactly as JSONDecoder does, every value kind and escape included")
     func matchesJSONDecoder() throws {

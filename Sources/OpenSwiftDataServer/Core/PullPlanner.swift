@@ -114,7 +114,11 @@ struct PullPlanner: Sendable {
         }
         state.mark = page.context.marks[state.seq]
         let consistent = state.snapshot == nil
-        let response = PullResponse(changes: changes, cursor: "", hasMore: hasMore, consistent: consistent, lastMutationID: page.context.lastMutationID, reset: decision.reset, revokedScopes: decision.revoked, progress: progress, serverStamp: page.context.clock, snapshotScopes: snapshotScopes)
+        // The scopes the cursor holds, so a client drops what it wrote into a scope it was
+        // granted at the push and lost before downloading it (seed 9243): `revoked` names only
+        // scopes the cursor held.
+        let cursorScopes = consistent ? state.scopes : nil
+        let response = PullResponse(changes: changes, cursor: "", hasMore: hasMore, consistent: consistent, lastMutationID: page.context.lastMutationID, reset: decision.reset, revokedScopes: decision.revoked, progress: progress, serverStamp: page.context.clock, snapshotScopes: snapshotScopes, cursorScopes: cursorScopes)
         return (response, state)
     }
 }

@@ -305,6 +305,10 @@ struct SyncJSONWriter {
         bool(response.consistent)
         raw(",\"cursor\":")
         string(response.cursor)
+        if let scopes = response.cursorScopes {
+            raw(",\"cursorScopes\":")
+            stringArray(scopes.map(\.rawValue))
+        }
         raw(",\"hasMore\":")
         bool(response.hasMore)
         raw(",\"lastMutationID\":")
