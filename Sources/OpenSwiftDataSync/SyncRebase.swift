@@ -350,8 +350,11 @@ struct SyncRebase {
                 continue
             }
             // A link shadowed after a whole set is written with it even when the model shows
-            // it already: the set replaces the links, it would remove it (seed 233).
-            if local[key] == entry.value, !Self.followsLinkSet(key, in: shadows, masked: after[ref]) {
+            // it already: the set replaces the links, it would remove it (seed 233). A related
+            // record the settled mutations pointed at is written too: a pulled delete of it
+            // (which does not cascade) clears the reference or link in the model without a
+            // mutation, so the model may no longer show what the mutation set (seed 3617).
+            if local[key] == entry.value, !Self.pointsAtRecord(entry.value), !Self.followsLinkSet(key, in: shadows, masked: after[ref]) {
                 shadows[key] = nil
                 continue
             }
@@ -395,6 +398,15 @@ struct SyncRebase {
             guard !values.isEmpty || !links.isEmpty || entries.contains(where: { $0.value == .record(exists: true) }) else { continue }
             // The scope is kept as it is locally (nil: not changed by this write).
             batch.append(RemoteRecordChange(kind: .upsert, entity: ref.entity, recordID: ref.recordID, serverVersion: version, scope: nil, fields: try fields(values, entity: ref.entity), links: links.values.sorted { $0.relationship < $1.relationship }))
+        }
+    }
+
+    /// Whether a shadowed value names a related record (a reference, or a link present).
+    private static func pointsAtRecord(_ value: SyncEngineStore.ShadowValue) -> Bool {
+        switch value {
+        case .field(.reference): true
+        case .link(present: true): true
+        default: false
         }
     }
 

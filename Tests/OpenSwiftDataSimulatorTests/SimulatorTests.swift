@@ -247,6 +247,11 @@ struct SimulatorTests {
         // the scope completed: his cursor never held it, so no revoke named it and the list
         // stayed. Pull pages now say which scopes the cursor holds.
         "--seed 9243",
+        // An item c0 filed in list l9, pending while a reset whose snapshot lacked l9 deleted
+        // it locally (no cascade: the item's reference was cleared without a mutation); l9
+        // resent, the insert was accepted with list l9, and settling it skipped the value as
+        // equal to the mutation's own, though the model no longer showed it.
+        "--seed 3617",
     ])
     func fixedBugSeeds(arguments: String) async throws {
         let output = try await SimulateCommand.run(arguments.split(separator: " ").map(String.init))

@@ -290,6 +290,44 @@ struct ConvergenceTests {
         #expect(try a.noteState() == b.noteState())
     }
 
+    @Test("a pending note whose folder a pull deleted, then inserted again: once the note's insert is accepted, the device shows the folder the server gave it (simulator seed 3617)")
+    func referenceClearedByPulledDeleteThenSettled() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        func push(_ id: MutationID, _ changes: [RecordChange]) async throws {
+            _ = try await server.service.push(user: "alice", request: PushRequest(clientID: "other", mutations: [
+                Mutation(id: id, stamp: HLCTimestamp(milliseconds: 1_700_000_000_000 + UInt64(id), counter: 0), changes: changes),
+            ]))
+        }
+        let folder = RecordChange(op: .insert, entity: "Folder", recordID: "f1", scope: .user("alice"), fields: ["name": .string("Trip")])
+        try await push(1, [folder])
+        let a = try Device.open(server, directory: directory, name: "a")
+        try await a.engine.syncNow()
+
+        // A files a new note in the folder but cannot push; another client deletes the folder.
+        a.transport.blockPushes = true
+        a.context.insert(Note(title: "Packing", folder: try #require(try a.context.fetch(FetchDescriptor<Folder>()).first)))
+        try a.context.save()
+        try await push(2, [RecordChange(op: .delete, entity: "Folder", recordID: "f1", scope: .user("alice"))])
+
+        // A pulls the delete: it does not cascade to the pending note, whose folder is cleared
+        // locally, without a local change of its own.
+        await #expect(throws: SyncEngineError.self) { try await a.engine.syncNow() }
+        #expect(try a.noteState() == ["Packing||false|-|"])
+
+        // The folder is inserted again under its id; A's insert (folder f1) is then accepted as
+        // pushed, and settling it must leave A showing the folder the server holds.
+        try await push(3, [folder])
+        a.transport.blockPushes = false
+        try await a.engine.syncNow()
+        try await a.engine.syncNow()
+        #expect(try await a.engine.pendingChangeCount() == 0)
+        let b = try Device.open(server, directory: directory, name: "b")
+        try await b.engine.syncNow()
+        #expect(try b.noteState() == ["Packing||false|Trip|"])
+        #expect(try a.noteState() == b.noteState())
+    }
+
     @Test("a child that arrives before its parent is kept and linked when the parent arrives")
     func childBeforeParent() async throws {
         let directory = try TemporaryDirectory()
