@@ -151,15 +151,19 @@ extension SyncEngine {
     private func applyOnce(_ page: PullResponse) throws {
         // Mutations are settled only on the page that reaches the server's head (all their
         // changes are then in), and only once answered (a rejection's records are known).
-        let sentRows = try storeRead { db in try SyncEngineStore.sent(in: db) }
-        var settleThrough: MutationID?
-        if !page.hasMore {
-            let firstUnanswered = sentRows.first { $0.status == .sent }?.mutation.id ?? MutationID.max
-            settleThrough = min(page.lastMutationID, firstUnanswered - 1)
+        // One read: the unsettled mutations are decoded once per page, for both.
+        let (sentRows, settleThrough, pending) = try storeRead { db in
+            let sentRows = try SyncEngineStore.sent(in: db, memos: sentMemos)
+            var settleThrough: MutationID?
+            if !page.hasMore {
+                let firstUnanswered = sentRows.first { $0.status == .sent }?.mutation.id ?? MutationID.max
+                settleThrough = min(page.lastMutationID, firstUnanswered - 1)
+            }
+            return (sentRows, settleThrough, try pendingChanges(sent: sentRows, settledThrough: settleThrough, in: db))
         }
-        let pending = try pendingChangesAndLogSequence(settledThrough: settleThrough)
         let lastLogSequence = pending.lastLogSequence
-        var shadows = try storeRead { db in try SyncEngineStore.shadows(in: db) }
+        let storedShadows = try storeRead { db in try SyncEngineStore.shadows(in: db, memo: shadowMemo) }
+        var shadows = storedShadows
         if resetting, !shadows.isEmpty {
             // A reset's download sends every field of each record it holds: the field and
             // existence shadows kept from before it (perhaps another epoch's log, whose versions
@@ -313,7 +317,7 @@ extension SyncEngine {
                 try SyncEngineStore.set("cursor", cursor, in: db)
                 if keptRevoked != storedRevoked { try SyncEngineStore.set("revokedScopes", keptRevoked, in: db) }
                 if let settleThrough { try SyncEngineStore.settle(through: settleThrough, retention: retention, in: db) }
-                try SyncEngineStore.replaceShadows(newShadows, in: db)
+                try SyncEngineStore.updateShadows(newShadows, from: storedShadows, in: db)
             })
         } catch where race.raced {
             throw LocalSaveRaced()

@@ -11,8 +11,8 @@ extension SyncEngine {
         let outbox = SyncOutbox(user: user)
         var next = nextMutationID
         let batch = try storeWrite { db -> [Mutation] in
-            let unanswered = try SyncEngineStore.sent(in: db).filter { $0.status == .sent }.map(\.mutation)
-            if !unanswered.isEmpty { return Array(unanswered.prefix(limit)) }
+            let unanswered = try SyncEngineStore.unanswered(limit: limit, in: db)
+            if !unanswered.isEmpty { return unanswered }
             let cursor = try ModelContainer.syncConsumerCursor(SyncEngineStore.consumer, in: db)
             let entries = try ModelContainer.syncLogEntries(after: cursor, limit: limit, in: db)
             guard let last = entries.last else { return [] }

@@ -53,6 +53,9 @@ public actor SyncEngine {
     /// Whether the server has this session's schema descriptor (sent with the first push, and
     /// again after a new client id or a server restore); later pushes leave it out.
     var schemaSent = false
+    /// The unsettled mutations and shadows last decoded, by stored bytes (see ``DecodeMemo``).
+    let sentMemos = SyncEngineStore.SentMemos()
+    let shadowMemo = DecodeMemo<SyncEngineStore.ShadowKey, SyncEngineStore.ShadowValue>()
 
     // Download staging.
     var staged: [PulledChange] = []
@@ -499,15 +502,17 @@ public actor SyncEngine {
     /// The pending changes with the sequence of the last log entry they include: an apply
     /// computed from them is only valid while no later save has been logged.
     func pendingChangesAndLogSequence(settledThrough: MutationID? = nil) throws -> (before: [RecordChange], after: [RecordChange], lastLogSequence: Int64) {
-        let outbox = SyncOutbox(user: user)
-        return try storeRead { db in
-            let sent = try SyncEngineStore.sent(in: db)
-            let cursor = try ModelContainer.syncConsumerCursor(SyncEngineStore.consumer, in: db)
-            let unsent = try ModelContainer.syncLogEntries(after: cursor, limit: nil, in: db).flatMap(outbox.changes)
-            let before = sent.flatMap(\.mutation.changes) + unsent
-            let after = sent.filter { $0.mutation.id > (settledThrough ?? MutationID.min) }.flatMap(\.mutation.changes) + unsent
-            return (before, after, try ModelContainer.lastSyncLogSequence(in: db))
-        }
+        try storeRead { db in try pendingChanges(sent: SyncEngineStore.sent(in: db, memos: sentMemos), settledThrough: settledThrough, in: db) }
+    }
+
+    /// The pending changes given the unsettled mutations `sent` (read in the same
+    /// transaction), with the sequence of the last log entry they include.
+    func pendingChanges(sent: [SyncEngineStore.Sent], settledThrough: MutationID?, in db: Database) throws -> (before: [RecordChange], after: [RecordChange], lastLogSequence: Int64) {
+        let cursor = try ModelContainer.syncConsumerCursor(SyncEngineStore.consumer, in: db)
+        let unsent = try ModelContainer.syncLogEntries(after: cursor, limit: nil, in: db).flatMap(SyncOutbox(user: user).changes)
+        let before = sent.flatMap(\.mutation.changes) + unsent
+        let after = sent.filter { $0.mutation.id > (settledThrough ?? MutationID.min) }.flatMap(\.mutation.changes) + unsent
+        return (before, after, try ModelContainer.lastSyncLogSequence(in: db))
     }
 
     func pendingMasks() throws -> [SyncRebase.RecordRef: SyncRebase.Mask] {

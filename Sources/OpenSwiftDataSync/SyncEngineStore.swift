@@ -72,25 +72,58 @@ enum SyncEngineStore {
         try db.execute(sql: "INSERT INTO \(sentTable) (id, log_seq, body, status) VALUES (?, ?, ?, 'sent')", arguments: [mutation.id, logSequence, body])
     }
 
-    /// The mutations sent and not settled yet, in id order.
-    static func sent(in db: Database) throws -> [Sent] {
-        try rows(db, where: "status != 'settled'")
+    /// The mutations sent and not settled yet, in id order; with memos, bodies and results
+    /// they hold are not decoded again, and they keep these rows.
+    static func sent(in db: Database, memos: SentMemos? = nil) throws -> [Sent] {
+        guard let memos else { return try rows(db, where: "status != 'settled'") }
+        let decoder = JSONDecoder()
+        var bodies: [(key: MutationID, bytes: Data, value: Mutation)] = []
+        var results: [(key: MutationID, bytes: Data, value: MutationResult)] = []
+        let unsettled = try Row.fetchAll(db, sql: "SELECT id, log_seq, body, status, result FROM \(sentTable) WHERE status != 'settled' ORDER BY id").map { row in
+            let id: MutationID = row[0]
+            let body: Data = row[2]
+            let mutation = try memos.bodies.value(id, bytes: body) { try decoder.decode(Mutation.self, from: $0) }
+            bodies.append((id, body, mutation))
+            let resultData: Data? = row[4]
+            let result = try resultData.map { data in
+                let result = try memos.results.value(id, bytes: data) { try decoder.decode(MutationResult.self, from: $0) }
+                results.append((id, data, result))
+                return result
+            }
+            return Sent(mutation: mutation, logSequence: row[1], status: Status(rawValue: row[3]) ?? .sent, result: result)
+        }
+        memos.bodies.keepOnly(bodies)
+        memos.results.keepOnly(results)
+        return unsettled
     }
 
-    /// How many mutations are sent and not settled yet.
+    /// The engine's memos of decoded unsettled mutations and their results (see ``DecodeMemo``).
+    struct SentMemos: Sendable {
+        let bodies = DecodeMemo<MutationID, Mutation>()
+        let results = DecodeMemo<MutationID, MutationResult>()
+    }
+
+    /// The first `limit` mutations sent and not answered yet, in id order (read alone: the
+    /// answered ones wait for a pull to settle them, and decoding them on every push round
+    /// made pushing a long queue quadratic).
+    static func unanswered(limit: Int, in db: Database) throws -> [Mutation] {
+        try rows(db, where: "status = 'sent'", limit: max(1, limit)).map(\.mutation)
+    }
+
     /// Whether the server answered a mutation above `id` (a server whose last id for this
     /// client is `id` lost it: restored from a copy that kept its epoch and its log position).
     static func answered(above id: MutationID, in db: Database) throws -> Bool {
         try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(sentTable) WHERE id > ? AND status != 'sent')", arguments: [id]) ?? false
     }
 
+    /// How many mutations are sent and not settled yet.
     static func unsettledCount(in db: Database) throws -> Int {
         try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(sentTable) WHERE status != 'settled'") ?? 0
     }
 
-    private static func rows(_ db: Database, where condition: String, arguments: StatementArguments = []) throws -> [Sent] {
+    private static func rows(_ db: Database, where condition: String, arguments: StatementArguments = [], limit: Int? = nil) throws -> [Sent] {
         let decoder = JSONDecoder()
-        return try Row.fetchAll(db, sql: "SELECT id, log_seq, body, status, result FROM \(sentTable) WHERE \(condition) ORDER BY id", arguments: arguments).map { row in
+        return try Row.fetchAll(db, sql: "SELECT id, log_seq, body, status, result FROM \(sentTable) WHERE \(condition) ORDER BY id\(limit.map { " LIMIT \($0)" } ?? "")", arguments: arguments).map { row in
             let body: Data = row[2]
             let mutation = try decoder.decode(Mutation.self, from: body)
             let status = Status(rawValue: row[3]) ?? .sent
@@ -192,15 +225,40 @@ enum SyncEngineStore {
         var key: String
     }
 
-    static func shadows(in db: Database) throws -> [ShadowKey: (value: ShadowValue, version: Int64)] {
+    /// Every shadow; with a memo, values it holds are not decoded again, and it keeps these rows.
+    static func shadows(in db: Database, memo: DecodeMemo<ShadowKey, ShadowValue>? = nil) throws -> [ShadowKey: (value: ShadowValue, version: Int64)] {
         let decoder = JSONDecoder()
         var result: [ShadowKey: (value: ShadowValue, version: Int64)] = [:]
+        var decoded: [(key: ShadowKey, bytes: Data, value: ShadowValue)] = []
         for row in try Row.fetchAll(db, sql: "SELECT entity, record_id, key, value, version FROM \(shadowTable)") {
             let data: Data = row[3]
-            guard let value = try? decoder.decode(ShadowValue.self, from: data) else { continue }
-            result[ShadowKey(entity: row[0], recordID: row[1], key: row[2])] = (value, row[4])
+            let key = ShadowKey(entity: row[0], recordID: row[1], key: row[2])
+            let decode = { (bytes: Data) in try decoder.decode(ShadowValue.self, from: bytes) }
+            guard let value = try? (memo.map { try $0.value(key, bytes: data, decode: decode) } ?? decode(data)) else { continue }
+            if memo != nil { decoded.append((key, data, value)) }
+            result[key] = (value, row[4])
         }
+        memo?.keepOnly(decoded)
         return result
+    }
+
+    /// Writes `shadows` over `stored` (what ``shadows(in:)`` read in this transaction): only
+    /// the shadows that changed are written and those gone deleted (a pull writes as many
+    /// shadows as the queue masks on every page; writing them all again made it quadratic).
+    static func updateShadows(_ shadows: [ShadowKey: (value: ShadowValue, version: Int64)], from stored: [ShadowKey: (value: ShadowValue, version: Int64)], in db: Database) throws {
+        // A row `shadows(in:)` could not decode is not in `stored`: write them all instead.
+        guard try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(shadowTable)") == stored.count else {
+            return try replaceShadows(shadows, in: db)
+        }
+        for key in stored.keys where shadows[key] == nil {
+            try db.execute(sql: "DELETE FROM \(shadowTable) WHERE entity = ? AND record_id = ? AND key = ?", arguments: [key.entity, key.recordID, key.key])
+        }
+        let encoder = JSONEncoder.syncProtocol()
+        for (key, entry) in shadows {
+            if let old = stored[key], old.value == entry.value, old.version == entry.version { continue }
+            try db.execute(sql: "INSERT OR REPLACE INTO \(shadowTable) (entity, record_id, key, value, version) VALUES (?, ?, ?, ?, ?)",
+                           arguments: [key.entity, key.recordID, key.key, try encoder.encode(entry.value), entry.version])
+        }
     }
 
     static func replaceShadows(_ shadows: [ShadowKey: (value: ShadowValue, version: Int64)], in db: Database) throws {
