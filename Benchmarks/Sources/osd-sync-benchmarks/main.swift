@@ -5,7 +5,8 @@
 //    save's commit to the server's acknowledgement;
 // 3. propagation: a save on client A until the change is in a live query on client B, over the
 //    live channel (`rounds`, default 200);
-// 4. the engine's memory with 100,000 pending changes.
+// 4. the engine's memory with 100,000 pending changes;
+// 5. back online: `saves` saves made offline, then one `syncNow()` (push, pull, settle).
 import Foundation
 import Logging
 import OpenSwiftData
@@ -178,6 +179,20 @@ func benchmark() async throws {
     let pending = try await offlineEngine.pendingChangeCount()
     try? await offlineEngine.syncNow()
     print(String(format: "memory: %d pending changes, resident %.0f MB → %.0f MB after a failed sync", pending, before, residentMB()))
+
+    // 5. Back online: `saves` saves queued while the engine was not running, then one sync.
+    let (returning, returningEngine) = try device("returning", user: "erin")
+    let returningContext = ModelContext(returning)
+    for index in 0..<saves {
+        returningContext.insert(BenchNote(title: "queued \(index)", body: "", rank: index))
+        try returningContext.save()
+    }
+    let queued = try await returningEngine.pendingChangeCount()
+    let onlineStart = clock.now
+    try await returningEngine.syncNow()
+    let online = clock.now - onlineStart
+    let left = try await returningEngine.pendingChangeCount()
+    print(String(format: "back online: %d queued saves pushed and settled by one sync in %.0f ms (%.0f saves/s), %d left pending", queued, milliseconds(online), Double(queued) / (milliseconds(online) / 1000), left))
 
     await group.triggerGracefulShutdown()
     _ = await serverTask.result
