@@ -7,8 +7,8 @@ import Foundation
 /// queue of unsettled mutations and every shadow on each pulled page: decoding them all again
 /// each time made a pull under a long queue quadratic.
 ///
-/// A read that visits every row (`collect`, then `keepOnly`) leaves the memo holding exactly
-/// the rows it saw, so it never outgrows the table.
+/// A read that visits every row and then calls `keepOnly` with them leaves the memo holding
+/// exactly the rows it saw, so it never outgrows the table.
 ///
 /// `@unchecked Sendable`: `entries` is only read and written while holding `lock`.
 final class DecodeMemo<Key: Hashable, Value>: @unchecked Sendable {
