@@ -269,7 +269,14 @@ extension SyncEngine {
         let wholeScopes = Set(snapshotScopes.map(\.rawValue))
         var local: [SyncRecordEntry] = []
         if !revokedScopes.isEmpty || resetting || !wholeScopes.isEmpty {
-            local = try storeRead { db in try ModelContainer.syncRecordEntries(in: db) }
+            // Read after the pending changes: a record a save touched since then is pending
+            // too (it is left out, as a masked record is), so this page does not remove it.
+            let outbox = SyncOutbox(user: user)
+            local = try storeRead { db in
+                let entries = try ModelContainer.syncRecordEntries(in: db)
+                let landed = Set(try ModelContainer.syncLogEntries(after: lastLogSequence, limit: nil, in: db).flatMap(outbox.changes).map { SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID) })
+                return landed.isEmpty ? entries : entries.filter { !landed.contains(SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID)) }
+            }
         }
         if !wholeScopes.isEmpty {
             let downloaded = Set(staged.map { SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID) })
@@ -310,7 +317,12 @@ extension SyncEngine {
         let race = RaceFlag()
         do {
             try container.applyRemoteChanges(batch, localCascades: false, alsoWriting: { db in
-                guard try ModelContainer.lastSyncLogSequence(in: db) == lastLogSequence else {
+                // An empty batch writes no model: a save that landed meanwhile cannot be
+                // overwritten, and the engine's tables do not depend on it (a page whose changes
+                // it would mask changes records, so its batch is not empty). Under saves that
+                // never pause, the pages that only settle this client's echoed saves (and a new
+                // device's first, empty download) would otherwise race every time.
+                guard try batch.isEmpty || ModelContainer.lastSyncLogSequence(in: db) == lastLogSequence else {
                     race.raced = true
                     throw LocalSaveRaced()
                 }

@@ -328,6 +328,31 @@ struct ConvergenceTests {
         #expect(try a.noteState() == b.noteState())
     }
 
+    @Test("a device that saves without pause still syncs: its first download and the pages that settle its own saves do not wait for the saves to stop")
+    func syncsWhileSavingWithoutPause() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let container = a.container
+        let saving = Task.detached {
+            let context = ModelContext(container)
+            for index in 0..<400 {
+                context.insert(Note(title: "burst \(index)"))
+                try context.save()
+            }
+        }
+        // Saves land while each page is applied: the first download (empty) and the pulls
+        // that only settle this device's echoed saves write no model, so they do not race.
+        try await a.engine.syncNow()
+        try await a.engine.syncNow()
+        try await saving.value
+        try await a.engine.syncNow()
+        #expect(try await a.engine.pendingChangeCount() == 0)
+        let b = try Device.open(server, directory: directory, name: "b")
+        try await b.engine.syncNow()
+        #expect(try b.fetch(Note.self).count == 400)
+    }
+
     @Test("a child that arrives before its parent is kept and linked when the parent arrives")
     func childBeforeParent() async throws {
         let directory = try TemporaryDirectory()
