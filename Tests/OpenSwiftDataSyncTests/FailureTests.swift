@@ -167,14 +167,7 @@ struct FailureTests {
     func revokedScope() async throws {
         let directory = try TemporaryDirectory()
         let server = try await TestServer(directory: directory)
-        let bob = try Device.open(server, user: "bob", directory: directory, name: "bob")
-        let shared = Note(title: "team plan")
-        shared.space = "team:t1"
-        bob.context.insert(shared)
-        bob.context.insert(Note(title: "bob private"))
-        try bob.context.save()
-        try await bob.engine.syncNow()
-        _ = try await server.service.grant(user: "bob", scope: "team:t1", request: GrantRequest(user: "alice"))
+        _ = try await Device.bobSharingPlan(server, directory: directory, alsoInserting: [Note(title: "bob private")])
 
         let a = try Device.open(server, directory: directory, name: "a")
         let events = EventLog(a.engine)
@@ -296,14 +289,7 @@ struct FailureTests {
 
         // Created while the client still thinks the scope revoked; granted again; pushed (and
         // applied), but the pull that would start the scope's snapshot fails.
-        let idea = Note(title: "alice's idea")
-        idea.space = "team:t1"
-        a.context.insert(idea)
-        try a.context.save()
-        _ = try await server.service.grant(user: "bob", scope: "team:t1", request: GrantRequest(user: "alice"))
-        transport.onPull { _ in throw SyncTransportError.unreachable("answer lost") }
-        _ = try? await a.engine.syncNow()
-        transport.onPull(nil)
+        try await Self.grantAndPushIdeaWhilePullsFail(a, transport, server: server)
         try await bob.engine.syncNow()
         let bobsCopy = try #require(try bob.context.fetch(FetchDescriptor<Note>()).first { $0.title == "alice's idea" })
         bob.context.delete(bobsCopy)
@@ -321,12 +307,7 @@ struct FailureTests {
     func revokedBeforeDownloadDropsOwnRecord() async throws {
         let directory = try TemporaryDirectory()
         let server = try await TestServer(directory: directory)
-        let bob = try Device.open(server, user: "bob", directory: directory, name: "bob")
-        let shared = Note(title: "team plan")
-        shared.space = "team:t1"
-        bob.context.insert(shared)
-        try bob.context.save()
-        try await bob.engine.syncNow()
+        let (bob, _) = try await Device.bobSharingPlan(server, directory: directory, grantingAlice: false)
         let a = try Device.open(server, directory: directory, name: "a")
         let transport = try #require(a.inMemory)
         let events = EventLog(a.engine)
@@ -334,14 +315,7 @@ struct FailureTests {
 
         // Created before alice holds the scope; granted; pushed (and applied), but the pull
         // that would download the scope fails.
-        let idea = Note(title: "alice's idea")
-        idea.space = "team:t1"
-        a.context.insert(idea)
-        try a.context.save()
-        _ = try await server.service.grant(user: "bob", scope: "team:t1", request: GrantRequest(user: "alice"))
-        transport.onPull { _ in throw SyncTransportError.unreachable("answer lost") }
-        _ = try? await a.engine.syncNow()
-        transport.onPull(nil)
+        try await Self.grantAndPushIdeaWhilePullsFail(a, transport, server: server)
 
         // Revoked: her cursor never held the scope, so no revoke names it; the record is
         // still not hers to hold.
@@ -577,16 +551,23 @@ struct FailureTests {
         let a: Device
     }
 
+    /// Alice saves "alice's idea" in `team:t1`; bob grants her the scope; her sync pushes it
+    /// (the server applies it) while every pull of it fails.
+    static func grantAndPushIdeaWhilePullsFail(_ a: Device, _ transport: InMemorySyncTransport, server: TestServer) async throws {
+        let idea = Note(title: "alice's idea")
+        idea.space = "team:t1"
+        a.context.insert(idea)
+        try a.context.save()
+        _ = try await server.service.grant(user: "bob", scope: "team:t1", request: GrantRequest(user: "alice"))
+        transport.onPull { _ in throw SyncTransportError.unreachable("answer lost") }
+        _ = try? await a.engine.syncNow()
+        transport.onPull(nil)
+    }
+
     static func sharedPlan() async throws -> SharedPlan {
         let directory = try TemporaryDirectory()
         let server = try await TestServer(directory: directory)
-        let bob = try Device.open(server, user: "bob", directory: directory, name: "bob")
-        let shared = Note(title: "team plan")
-        shared.space = "team:t1"
-        bob.context.insert(shared)
-        try bob.context.save()
-        try await bob.engine.syncNow()
-        _ = try await server.service.grant(user: "bob", scope: "team:t1", request: GrantRequest(user: "alice"))
+        let (bob, shared) = try await Device.bobSharingPlan(server, directory: directory)
         let a = try Device.open(server, directory: directory, name: "a")
         try await a.engine.syncNow()
         return SharedPlan(directory: directory, server: server, bob: bob, shared: shared, a: a)

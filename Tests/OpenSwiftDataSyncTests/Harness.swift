@@ -88,6 +88,22 @@ struct Device {
         return Device(url: url, container: container, engine: engine, inMemory: transport, context: ModelContext(container))
     }
 
+    /// Bob's device with his note "team plan" in scope `team:t1` (saved with `alsoInserting`,
+    /// in one save) and pushed; with `grantingAlice`, bob then grants alice the scope.
+    static func bobSharingPlan(_ server: TestServer, directory: TemporaryDirectory, grantingAlice: Bool = true, alsoInserting: [Note] = []) async throws -> (bob: Device, shared: Note) {
+        let bob = try Device.open(server, user: "bob", directory: directory, name: "bob")
+        let shared = Note(title: "team plan")
+        shared.space = "team:t1"
+        bob.context.insert(shared)
+        for note in alsoInserting { bob.context.insert(note) }
+        try bob.context.save()
+        try await bob.engine.syncNow()
+        if grantingAlice {
+            _ = try await server.service.grant(user: "bob", scope: "team:t1", request: GrantRequest(user: "alice"))
+        }
+        return (bob, shared)
+    }
+
     func fetch<T: PersistentModel>(_ type: T.Type) throws -> [T] {
         try ModelContext(container).fetch(FetchDescriptor<T>())
     }

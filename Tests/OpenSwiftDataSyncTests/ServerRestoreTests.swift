@@ -180,13 +180,7 @@ struct ServerRestoreTests {
     func pushBeforeFirstDownloadHeldPastRestore() async throws {
         let directory = try TemporaryDirectory()
         let server = try await TestServer(directory: directory)
-        let bob = try Device.open(server, user: "bob", directory: directory, name: "bob")
-        let shared = Note(title: "team plan")
-        shared.space = "team:t1"
-        bob.context.insert(shared)
-        try bob.context.save()
-        try await bob.engine.syncNow()
-        _ = try await server.service.grant(user: "bob", scope: "team:t1", request: GrantRequest(user: "alice"))
+        _ = try await Device.bobSharingPlan(server, directory: directory)
         try Self.backup(server, to: "backup.sqlite")
         _ = try await server.service.revoke(user: "bob", scope: "team:t1", member: "alice")
 
