@@ -211,11 +211,8 @@ extension SyncEngine {
             }
         }
         let keptRevoked = revokedScopes.isEmpty ? nil : revokedScopes.sorted().joined(separator: "\n")
-        // Set when a rejection leaves records whose server state this client cannot know: it
-        // downloads everything again after this page.
-        var downloadAgain = false
-        // The records such a rejection leaves unknown: the download after this page brings
-        // them whole.
+        // The records a rejection leaves whose server state this client cannot know: it
+        // downloads everything again after this page, which brings them whole.
         var unknownRecords: Set<SyncRebase.RecordRef> = []
         for item in settled {
             guard item.status == SyncEngineStore.Status.rejected, let result = item.result else { continue }
@@ -234,7 +231,6 @@ extension SyncEngine {
                         && !serverRecords.contains { $0.entity == change.entity && $0.recordID == change.recordID }
                 }
                 if !unknown.isEmpty {
-                    downloadAgain = true
                     for change in unknown { unknownRecords.insert(SyncRebase.RecordRef(entity: change.entity, recordID: change.recordID)) }
                     rolledBack.changes.removeAll { change in unknown.contains { $0.entity == change.entity && $0.recordID == change.recordID } }
                 }
@@ -257,6 +253,7 @@ extension SyncEngine {
         // delete refused while revoked, then another client's edit of the record pulled after
         // the re-grant; every pull failed on `SimItem.key has no value`).
         rebase.forget(unknownRecords)
+        let downloadAgain = !unknownRecords.isEmpty
         // A reset's snapshot is the server's whole state: what it does not hold, the server
         // does not have, whatever older shadows say.
         if resetting { rebase.markAbsent(outside: Set(staged.map { SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID) })) }
