@@ -120,6 +120,26 @@ struct UniqueTests {
         #expect(described == ["index(age,familyName)", "index(familyName)", "unique(email)", "unique(givenName,familyName)"])
     }
 
+    @Test("an empty #Unique or #Index group is left out: the store opens and the other groups hold")
+    func emptyConstraintGroups() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let url = directory.file("empty-groups.store")
+        let container = try ModelContainer(for: Movement.self, configurations: ModelConfiguration(url: url))
+        let entity = try #require(container.schema.entity(for: Movement.self))
+        #expect(entity.uniquenessConstraints == [["code"]])
+        #expect(entity.indices == [["amount"]])
+        let context = ModelContext(container)
+        context.insert(Movement(code: "rent", amount: 1))
+        context.insert(Movement(code: "rent", amount: 2))
+        try context.save()
+        let stored = try ModelContext(container).fetch(FetchDescriptor<Movement>())
+        #expect(stored.map(\.amount) == [2])
+        let queue = try DatabaseQueue(path: url.path)
+        let described = try queue.read { db in try db.indexes(on: "Movement").map { "\($0.isUnique ? "unique" : "index")(\($0.columns.joined(separator: ",")))" }.sorted() }
+        #expect(described == ["index(amount)", "unique(code)"])
+    }
+
     @Test("the schema records unique constraints and indices by property name")
     func schemaRecordsConstraints() throws {
         let schema = Schema([Person.self, Account.self])
@@ -129,5 +149,19 @@ struct UniqueTests {
         let account = try #require(schema.entity(for: Account.self))
         #expect(account.uniquenessConstraints == [["email"]])
         #expect(account.attributesByName["email"]?.isUnique == true)
+    }
+}
+
+/// A model whose `#Unique` and `#Index` each carry an empty group, as real code sometimes writes.
+@Model
+final class Movement {
+    #Unique<Movement>([\.code], [])
+    #Index<Movement>([], [\.amount])
+    var code: String
+    var amount: Int
+
+    init(code: String, amount: Int) {
+        self.code = code
+        self.amount = amount
     }
 }

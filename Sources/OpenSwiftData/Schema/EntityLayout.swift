@@ -185,8 +185,10 @@ final class EntityLayout: @unchecked Sendable {
         self.releasePlan = UnsafeMutablePointer<SlotRelease>.allocate(capacity: max(plan.count, 1))
         releasePlan.initialize(from: plan, count: plan.count)
 
+        // An empty group (`#Unique<T>([\.a], [])`) constrains nothing, as in SwiftData: it is
+        // left out, so no index is made over no columns.
         func resolve(_ groups: [[AnyKeyPath]], _ what: String) throws -> [[Int]] {
-            try groups.map { group in
+            try groups.filter { !$0.isEmpty }.map { group in
                 try group.map { keyPath in
                     let inherited = superLayout.flatMap { $0.propertyIndex(of: keyPath) }
                     guard let index = properties.firstIndex(where: { $0.keyPath == keyPath }) ?? inherited, properties[index].columnIndex != nil else {
