@@ -205,7 +205,8 @@ func surface(url: URL, id: PersistentIdentifier) async throws {
     let container = containers[0]
     let containerSchema: Schema = container.schema
     let plan: (any SchemaMigrationPlan.Type)? = container.migrationPlan
-    _ = (containerSchema, plan, container.configurations, container == container)
+    let configurationSet: Set<ModelConfiguration> = container.configurations
+    _ = (containerSchema, plan, configurationSet, container.configurations.first?.url, container == container)
     await surfaceOnMainActor(container)
     container.deleteAllData()
     try container.erase()

@@ -12,15 +12,17 @@ import Synchronization
 /// A container is `Sendable`: share it between actors and give each actor its own context.
 /// Two containers opened on the same file share its data; in-memory containers share nothing.
 public final class ModelContainer: Equatable, @unchecked Sendable {
-    // @unchecked Sendable: `schema`, `configurations`, `migrationPlan`, `store` and `layouts` are
+    // @unchecked Sendable: `schema`, `configurationList`, `migrationPlan`, `store` and `layouts` are
     // immutable after
     // init (the store serialises access to SQLite through GRDB); `_mainContext` is only read and
     // written on the main actor, as its isolation says.
 
     /// The schema of the models this container stores.
     public let schema: Schema
-    /// The configurations of the container's stores.
-    public let configurations: [ModelConfiguration]
+    /// The configurations of the container's stores (a set, as SwiftData declares it).
+    public var configurations: Set<ModelConfiguration> { Set(configurationList) }
+    /// The configurations in the order they were given.
+    let configurationList: [ModelConfiguration]
     /// The migration plan the container was opened with, if any.
     public let migrationPlan: (any SchemaMigrationPlan.Type)?
     let store: SQLiteStore
@@ -74,7 +76,7 @@ public final class ModelContainer: Equatable, @unchecked Sendable {
         }
         let layout = try schema.storeLayout()
         self.schema = schema
-        self.configurations = configurations
+        self.configurationList = configurations
         self.migrationPlan = migrationPlan
         let layouts = Dictionary(schema.entities.compactMap { entity in entity.layout.map { (entity.name, $0) } }, uniquingKeysWith: { first, _ in first })
         self.layouts = layouts
