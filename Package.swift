@@ -221,6 +221,18 @@ let package = Package(
             name: "APISurfaceTests",
             dependencies: ["OpenSwiftData"]
         ),
+        // Model code compiled as in an app made from Xcode 26's templates: the main actor as
+        // the default isolation, with approachable concurrency's upcoming features.
+        .testTarget(
+            name: "MainActorDefaultTests",
+            dependencies: ["OpenSwiftData"],
+            swiftSettings: [
+                .unsafeFlags(["-default-isolation", "MainActor"]),
+                .enableUpcomingFeature("InferIsolatedConformances"),
+                .enableUpcomingFeature("NonisolatedNonsendingByDefault"),
+                .enableUpcomingFeature("DisableOutwardActorInheritance"),
+            ]
+        ),
         .testTarget(
             name: "OpenSwiftDataSyncProtocolTests",
             dependencies: ["OpenSwiftDataSyncProtocol"]

@@ -79,10 +79,20 @@ extension ModelMacro: MemberMacro {
             return subclassMembers(className: className, superclass: superclass, properties: properties, members: members, isFinal: isFinal)
         }
         var decls: [DeclSyntax] = []
+        // `nonisolated(unsafe)`: the nonisolated witnesses (`persistentBackingData`,
+        // `init(backingData:)`) must reach the storage even in a main-actor class (a module whose
+        // default isolation is the main actor). Safe under the rule every model lives by, here
+        // and in SwiftData: a model is used only where its context is (`ExclusiveUse` stops a
+        // context used from two threads at once), and actors exchange `PersistentIdentifier`s,
+        // not models. A main-actor model's accessors run on the main actor, with
+        // `mainContext`; a main-actor class is `Sendable` by its isolation, so the compiler
+        // cannot stop one fetched by another actor's context from being sent to the main
+        // actor: that breaks the rule, as it does with SwiftData. In a nonisolated class the
+        // modifier changes nothing. (The subclass members below do the same.)
         decls.append(
             """
             @OpenSwiftData.Transient
-            private var _$backingData: any OpenSwiftData.BackingData<\(raw: className)> = \(raw: className)._$inertBackingData
+            nonisolated(unsafe) private var _$backingData: any OpenSwiftData.BackingData<\(raw: className)> = \(raw: className)._$inertBackingData
             """
         )
         decls.append(
@@ -92,7 +102,7 @@ extension ModelMacro: MemberMacro {
         )
         decls.append(
             """
-            public var persistentBackingData: any OpenSwiftData.BackingData<\(raw: className)> {
+            public nonisolated var persistentBackingData: any OpenSwiftData.BackingData<\(raw: className)> {
                 get {
                     self._$backingData
                 }
@@ -111,7 +121,7 @@ extension ModelMacro: MemberMacro {
         let staticKeyword = isFinal ? "static" : "class"
         decls.append(
             """
-            public \(raw: staticKeyword) var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
+            public nonisolated \(raw: staticKeyword) var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
                 typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
                 typealias _$Attribute = OpenSwiftData.Schema.Attribute
                 typealias _$Relationship = OpenSwiftData.Schema.Relationship
@@ -123,7 +133,7 @@ extension ModelMacro: MemberMacro {
         let initBody = (placeholders + ["self._$backingData = backingData"]).map { "    " + $0 }.joined(separator: "\n")
         decls.append(
             """
-            public required init(backingData: any OpenSwiftData.BackingData<\(raw: className)>) {
+            public required nonisolated init(backingData: any OpenSwiftData.BackingData<\(raw: className)>) {
             \(raw: initBody)
             }
             """
@@ -155,7 +165,7 @@ extension ModelMacro: MemberMacro {
             }
             """
         )
-        decls.append("public struct _SwiftDataNoType: Swift.Sendable {}")
+        decls.append("nonisolated public struct _SwiftDataNoType: Swift.Sendable {}")
         // A root model inherits from no class: if the first inherited type is one (a class that
         // is not a model), `any` of it fails to compile here, naming the rule.
         if let firstInherited, !firstInherited.is(AttributedTypeSyntax.self), !declaresConformance {
@@ -163,7 +173,7 @@ extension ModelMacro: MemberMacro {
         }
         if !isFinal {
             decls.append("public typealias _$Root = \(raw: className)")
-            decls.append("public class var _$inheritedKeyPaths: [Swift.AnyKeyPath] { [] }")
+            decls.append("public nonisolated class var _$inheritedKeyPaths: [Swift.AnyKeyPath] { [] }")
             decls.append(keyPathsRooted(className: className, superclass: nil, properties: properties))
         }
 
@@ -203,7 +213,7 @@ extension ModelMacro: MemberMacro {
         let own = "[" + properties.map { "\\_S.\($0.name)" }.joined(separator: ", ") + "]"
         let body = superclass.map { "\($0)._$keyPaths(rootedAt: _S.self) + \(own)" } ?? own
         return """
-            public static func _$keyPaths<_S: \(raw: className)>(rootedAt _: _S.Type) -> [Swift.AnyKeyPath] {
+            public nonisolated static func _$keyPaths<_S: \(raw: className)>(rootedAt _: _S.Type) -> [Swift.AnyKeyPath] {
                 \(raw: body)
             }
             """
@@ -219,7 +229,7 @@ extension ModelMacro: MemberMacro {
         decls.append(
             """
             @OpenSwiftData.Transient
-            private var _$backingData: any OpenSwiftData.BackingData<\(raw: className)> = \(raw: className)._$inertBackingData
+            nonisolated(unsafe) private var _$backingData: any OpenSwiftData.BackingData<\(raw: className)> = \(raw: className)._$inertBackingData
             """
         )
         decls.append(
@@ -229,7 +239,7 @@ extension ModelMacro: MemberMacro {
         )
         decls.append(
             """
-            public override var persistentBackingData: any OpenSwiftData.BackingData<\(raw: superclass)._$Root> {
+            public override nonisolated var persistentBackingData: any OpenSwiftData.BackingData<\(raw: superclass)._$Root> {
                 get {
                     \(raw: className)._$adoptInitializedValues(\(raw: className)._$takeInitializedValues(&self._$backingData), of: self)
                     return super.persistentBackingData
@@ -246,7 +256,7 @@ extension ModelMacro: MemberMacro {
         let metadataBody = metadataEntries.isEmpty ? "    return []" : "    return [\n" + metadataEntries.map { "        " + $0 }.joined(separator: ",\n") + "\n    ]"
         decls.append(
             """
-            public override class var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
+            public override nonisolated class var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
                 typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
                 typealias _$Attribute = OpenSwiftData.Schema.Attribute
                 typealias _$Relationship = OpenSwiftData.Schema.Relationship
@@ -258,7 +268,7 @@ extension ModelMacro: MemberMacro {
         let initBody = (placeholders + ["super.init(backingData: backingData)"]).map { "    " + $0 }.joined(separator: "\n")
         decls.append(
             """
-            public required init(backingData: any OpenSwiftData.BackingData<\(raw: superclass)._$Root>) {
+            public required nonisolated init(backingData: any OpenSwiftData.BackingData<\(raw: superclass)._$Root>) {
             \(raw: initBody)
             }
             """
@@ -291,7 +301,7 @@ extension ModelMacro: MemberMacro {
             }
             """
         )
-        decls.append("public override class var _$inheritedKeyPaths: [Swift.AnyKeyPath] { \(raw: superclass)._$keyPaths(rootedAt: \(raw: className).self) }")
+        decls.append("public override nonisolated class var _$inheritedKeyPaths: [Swift.AnyKeyPath] { \(raw: superclass)._$keyPaths(rootedAt: \(raw: className).self) }")
         if !isFinal {
             decls.append(keyPathsRooted(className: className, superclass: superclass, properties: properties))
         }
@@ -314,7 +324,7 @@ extension ModelMacro: MemberMacro {
         let sum = terms.isEmpty ? "[]" : terms.joined(separator: " + ")
         return [
             """
-            public \(raw: modifiers) var \(raw: member): [[Swift.AnyKeyPath]] {
+            public nonisolated \(raw: modifiers) var \(raw: member): [[Swift.AnyKeyPath]] {
                 typealias _$\(raw: schemaType) = OpenSwiftData.Schema.\(raw: schemaType)<\(raw: className)>
                 return \(raw: sum)
             }
@@ -426,10 +436,18 @@ extension ModelMacro: ExtensionMacro {
         if needsConformance, classDecl.inheritanceClause != nil, provesSuperclass(classDecl.memberBlock) {
             return []
         }
+        // `nonisolated`: in a module whose default isolation is the main actor (Xcode 26's app
+        // templates), an extension is main-actor isolated and its conformances would be too,
+        // which `PersistentModel` (a `SendableMetatype`) cannot take. The witnesses the member
+        // role generates are nonisolated for the same reason.
         return protocols.map { proto in
-            ExtensionDeclSyntax(extendedType: type.trimmed, inheritanceClause: InheritanceClauseSyntax {
-                InheritedTypeSyntax(type: qualified(proto.trimmed))
-            }) {}
+            ExtensionDeclSyntax(
+                modifiers: [DeclModifierSyntax(name: .keyword(.nonisolated))],
+                extendedType: type.trimmed,
+                inheritanceClause: InheritanceClauseSyntax {
+                    InheritedTypeSyntax(type: qualified(proto.trimmed))
+                }
+            ) {}
         }
     }
 

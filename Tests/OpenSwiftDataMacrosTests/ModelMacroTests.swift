@@ -52,11 +52,11 @@ struct ModelMacroExpansionTests {
                 }
 
                 @OpenSwiftData.Transient
-                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$inertBackingData
+                nonisolated(unsafe) private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$inertBackingData
 
                 nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Person> = Person._$makeInertBackingData()
 
-                public var persistentBackingData: any OpenSwiftData.BackingData<Person> {
+                public nonisolated var persistentBackingData: any OpenSwiftData.BackingData<Person> {
                     get {
                         self._$backingData
                     }
@@ -65,7 +65,7 @@ struct ModelMacroExpansionTests {
                     }
                 }
 
-                public static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
+                public nonisolated static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
                     typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
                     typealias _$Attribute = OpenSwiftData.Schema.Attribute
                     typealias _$Relationship = OpenSwiftData.Schema.Relationship
@@ -75,7 +75,7 @@ struct ModelMacroExpansionTests {
                     ]
                 }
 
-                public required init(backingData: any OpenSwiftData.BackingData<Person>) {
+                public required nonisolated init(backingData: any OpenSwiftData.BackingData<Person>) {
                     self._name = _SwiftDataNoType()
                     self._age = _SwiftDataNoType()
                     self._$backingData = backingData
@@ -96,14 +96,14 @@ struct ModelMacroExpansionTests {
                     self._$observationRegistrar._$notifyChange(of: self, at: keyPath)
                 }
 
-                public struct _SwiftDataNoType: Swift.Sendable {
+                nonisolated public struct _SwiftDataNoType: Swift.Sendable {
                 }
             }
 
-            extension Person: Observation.Observable {
+            nonisolated extension Person: Observation.Observable {
             }
 
-            extension Person: OpenSwiftData.PersistentModel {
+            nonisolated extension Person: OpenSwiftData.PersistentModel {
             }
             """#
         }
@@ -131,11 +131,11 @@ struct ModelMacroExpansionTests {
                 init() {}
 
                 @OpenSwiftData.Transient
-                private var _$backingData: any OpenSwiftData.BackingData<Counter> = Counter._$inertBackingData
+                nonisolated(unsafe) private var _$backingData: any OpenSwiftData.BackingData<Counter> = Counter._$inertBackingData
 
                 nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Counter> = Counter._$makeInertBackingData()
 
-                public var persistentBackingData: any OpenSwiftData.BackingData<Counter> {
+                public nonisolated var persistentBackingData: any OpenSwiftData.BackingData<Counter> {
                     get {
                         self._$backingData
                     }
@@ -144,7 +144,7 @@ struct ModelMacroExpansionTests {
                     }
                 }
 
-                public static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
+                public nonisolated static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
                     typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
                     typealias _$Attribute = OpenSwiftData.Schema.Attribute
                     typealias _$Relationship = OpenSwiftData.Schema.Relationship
@@ -153,7 +153,7 @@ struct ModelMacroExpansionTests {
                     ]
                 }
 
-                public required init(backingData: any OpenSwiftData.BackingData<Counter>) {
+                public required nonisolated init(backingData: any OpenSwiftData.BackingData<Counter>) {
                     self._count = _SwiftDataNoType()
                     self._$backingData = backingData
                 }
@@ -173,14 +173,14 @@ struct ModelMacroExpansionTests {
                     self._$observationRegistrar._$notifyChange(of: self, at: keyPath)
                 }
 
-                public struct _SwiftDataNoType: Swift.Sendable {
+                nonisolated public struct _SwiftDataNoType: Swift.Sendable {
                 }
             }
 
-            extension Counter: Observation.Observable {
+            nonisolated extension Counter: Observation.Observable {
             }
 
-            extension Counter: OpenSwiftData.PersistentModel {
+            nonisolated extension Counter: OpenSwiftData.PersistentModel {
             }
             """#
         }
@@ -205,11 +205,11 @@ struct ModelMacroExpansionTests {
                 init() {}
 
                 @OpenSwiftData.Transient
-                private var _$backingData: any OpenSwiftData.BackingData<Order> = Order._$inertBackingData
+                nonisolated(unsafe) private var _$backingData: any OpenSwiftData.BackingData<Order> = Order._$inertBackingData
 
                 nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Order> = Order._$makeInertBackingData()
 
-                public var persistentBackingData: any OpenSwiftData.BackingData<Order> {
+                public nonisolated var persistentBackingData: any OpenSwiftData.BackingData<Order> {
                     get {
                         self._$backingData
                     }
@@ -218,7 +218,7 @@ struct ModelMacroExpansionTests {
                     }
                 }
 
-                public static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
+                public nonisolated static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
                     typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
                     typealias _$Attribute = OpenSwiftData.Schema.Attribute
                     typealias _$Relationship = OpenSwiftData.Schema.Relationship
@@ -227,7 +227,7 @@ struct ModelMacroExpansionTests {
                     ]
                 }
 
-                public required init(backingData: any OpenSwiftData.BackingData<Order>) {
+                public required nonisolated init(backingData: any OpenSwiftData.BackingData<Order>) {
                     self._status = _SwiftDataNoType()
                     self._$backingData = backingData
                 }
@@ -247,14 +247,14 @@ struct ModelMacroExpansionTests {
                     self._$observationRegistrar._$notifyChange(of: self, at: keyPath)
                 }
 
-                public struct _SwiftDataNoType: Swift.Sendable {
+                nonisolated public struct _SwiftDataNoType: Swift.Sendable {
                 }
             }
 
-            extension Order: Observation.Observable {
+            nonisolated extension Order: Observation.Observable {
             }
 
-            extension Order: OpenSwiftData.PersistentModel {
+            nonisolated extension Order: OpenSwiftData.PersistentModel {
             }
             """#
         }
@@ -283,11 +283,11 @@ struct ModelMacroExpansionTests {
                 }
 
                 @OpenSwiftData.Transient
-                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$inertBackingData
+                nonisolated(unsafe) private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$inertBackingData
 
                 nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Person> = Person._$makeInertBackingData()
 
-                public var persistentBackingData: any OpenSwiftData.BackingData<Person> {
+                public nonisolated var persistentBackingData: any OpenSwiftData.BackingData<Person> {
                     get {
                         self._$backingData
                     }
@@ -296,7 +296,7 @@ struct ModelMacroExpansionTests {
                     }
                 }
 
-                public static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
+                public nonisolated static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
                     typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
                     typealias _$Attribute = OpenSwiftData.Schema.Attribute
                     typealias _$Relationship = OpenSwiftData.Schema.Relationship
@@ -305,7 +305,7 @@ struct ModelMacroExpansionTests {
                     ]
                 }
 
-                public required init(backingData: any OpenSwiftData.BackingData<Person>) {
+                public required nonisolated init(backingData: any OpenSwiftData.BackingData<Person>) {
                     self._nickname = _SwiftDataNoType()
                     self._$backingData = backingData
                 }
@@ -325,14 +325,14 @@ struct ModelMacroExpansionTests {
                     self._$observationRegistrar._$notifyChange(of: self, at: keyPath)
                 }
 
-                public struct _SwiftDataNoType: Swift.Sendable {
+                nonisolated public struct _SwiftDataNoType: Swift.Sendable {
                 }
             }
 
-            extension Person: Observation.Observable {
+            nonisolated extension Person: Observation.Observable {
             }
 
-            extension Person: OpenSwiftData.PersistentModel {
+            nonisolated extension Person: OpenSwiftData.PersistentModel {
             }
             """#
         }
@@ -360,11 +360,11 @@ struct ModelMacroExpansionTests {
                 }
 
                 @OpenSwiftData.Transient
-                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$inertBackingData
+                nonisolated(unsafe) private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$inertBackingData
 
                 nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Person> = Person._$makeInertBackingData()
 
-                public var persistentBackingData: any OpenSwiftData.BackingData<Person> {
+                public nonisolated var persistentBackingData: any OpenSwiftData.BackingData<Person> {
                     get {
                         self._$backingData
                     }
@@ -373,7 +373,7 @@ struct ModelMacroExpansionTests {
                     }
                 }
 
-                public static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
+                public nonisolated static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
                     typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
                     typealias _$Attribute = OpenSwiftData.Schema.Attribute
                     typealias _$Relationship = OpenSwiftData.Schema.Relationship
@@ -382,7 +382,7 @@ struct ModelMacroExpansionTests {
                     ]
                 }
 
-                public required init(backingData: any OpenSwiftData.BackingData<Person>) {
+                public required nonisolated init(backingData: any OpenSwiftData.BackingData<Person>) {
                     self._email = _SwiftDataNoType()
                     self._$backingData = backingData
                 }
@@ -402,14 +402,14 @@ struct ModelMacroExpansionTests {
                     self._$observationRegistrar._$notifyChange(of: self, at: keyPath)
                 }
 
-                public struct _SwiftDataNoType: Swift.Sendable {
+                nonisolated public struct _SwiftDataNoType: Swift.Sendable {
                 }
             }
 
-            extension Person: Observation.Observable {
+            nonisolated extension Person: Observation.Observable {
             }
 
-            extension Person: OpenSwiftData.PersistentModel {
+            nonisolated extension Person: OpenSwiftData.PersistentModel {
             }
             """#
         }
@@ -440,11 +440,11 @@ struct ModelMacroExpansionTests {
                 }
 
                 @OpenSwiftData.Transient
-                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$inertBackingData
+                nonisolated(unsafe) private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$inertBackingData
 
                 nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Person> = Person._$makeInertBackingData()
 
-                public var persistentBackingData: any OpenSwiftData.BackingData<Person> {
+                public nonisolated var persistentBackingData: any OpenSwiftData.BackingData<Person> {
                     get {
                         self._$backingData
                     }
@@ -453,7 +453,7 @@ struct ModelMacroExpansionTests {
                     }
                 }
 
-                public static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
+                public nonisolated static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
                     typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
                     typealias _$Attribute = OpenSwiftData.Schema.Attribute
                     typealias _$Relationship = OpenSwiftData.Schema.Relationship
@@ -462,7 +462,7 @@ struct ModelMacroExpansionTests {
                     ]
                 }
 
-                public required init(backingData: any OpenSwiftData.BackingData<Person>) {
+                public required nonisolated init(backingData: any OpenSwiftData.BackingData<Person>) {
                     self._name = _SwiftDataNoType()
                     self._$backingData = backingData
                 }
@@ -482,14 +482,14 @@ struct ModelMacroExpansionTests {
                     self._$observationRegistrar._$notifyChange(of: self, at: keyPath)
                 }
 
-                public struct _SwiftDataNoType: Swift.Sendable {
+                nonisolated public struct _SwiftDataNoType: Swift.Sendable {
                 }
             }
 
-            extension Person: Observation.Observable {
+            nonisolated extension Person: Observation.Observable {
             }
 
-            extension Person: OpenSwiftData.PersistentModel {
+            nonisolated extension Person: OpenSwiftData.PersistentModel {
             }
             """#
         }
@@ -537,11 +537,11 @@ struct ModelMacroExpansionTests {
                 }
 
                 @OpenSwiftData.Transient
-                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$inertBackingData
+                nonisolated(unsafe) private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$inertBackingData
 
                 nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Person> = Person._$makeInertBackingData()
 
-                public var persistentBackingData: any OpenSwiftData.BackingData<Person> {
+                public nonisolated var persistentBackingData: any OpenSwiftData.BackingData<Person> {
                     get {
                         self._$backingData
                     }
@@ -550,7 +550,7 @@ struct ModelMacroExpansionTests {
                     }
                 }
 
-                public static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
+                public nonisolated static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
                     typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
                     typealias _$Attribute = OpenSwiftData.Schema.Attribute
                     typealias _$Relationship = OpenSwiftData.Schema.Relationship
@@ -562,7 +562,7 @@ struct ModelMacroExpansionTests {
                     ]
                 }
 
-                public required init(backingData: any OpenSwiftData.BackingData<Person>) {
+                public required nonisolated init(backingData: any OpenSwiftData.BackingData<Person>) {
                     self._email = _SwiftDataNoType()
                     self._first = _SwiftDataNoType()
                     self._last = _SwiftDataNoType()
@@ -585,24 +585,24 @@ struct ModelMacroExpansionTests {
                     self._$observationRegistrar._$notifyChange(of: self, at: keyPath)
                 }
 
-                public struct _SwiftDataNoType: Swift.Sendable {
+                nonisolated public struct _SwiftDataNoType: Swift.Sendable {
                 }
 
-                public static var _$uniquenessConstraints: [[Swift.AnyKeyPath]] {
+                public nonisolated static var _$uniquenessConstraints: [[Swift.AnyKeyPath]] {
                     typealias _$Unique = OpenSwiftData.Schema.Unique<Person>
                     return _$Unique([\.email], [\.first, \.last])._$keyPathGroups
                 }
 
-                public static var _$indices: [[Swift.AnyKeyPath]] {
+                public nonisolated static var _$indices: [[Swift.AnyKeyPath]] {
                     typealias _$Index = OpenSwiftData.Schema.Index<Person>
                     return _$Index([\.name])._$keyPathGroups
                 }
             }
 
-            extension Person: Observation.Observable {
+            nonisolated extension Person: Observation.Observable {
             }
 
-            extension Person: OpenSwiftData.PersistentModel {
+            nonisolated extension Person: OpenSwiftData.PersistentModel {
             }
             """#
         }
@@ -631,11 +631,11 @@ struct ModelMacroExpansionTests {
                 }
 
                 @OpenSwiftData.Transient
-                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$inertBackingData
+                nonisolated(unsafe) private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$inertBackingData
 
                 nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Person> = Person._$makeInertBackingData()
 
-                public var persistentBackingData: any OpenSwiftData.BackingData<Person> {
+                public nonisolated var persistentBackingData: any OpenSwiftData.BackingData<Person> {
                     get {
                         self._$backingData
                     }
@@ -644,7 +644,7 @@ struct ModelMacroExpansionTests {
                     }
                 }
 
-                public static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
+                public nonisolated static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
                     typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
                     typealias _$Attribute = OpenSwiftData.Schema.Attribute
                     typealias _$Relationship = OpenSwiftData.Schema.Relationship
@@ -653,7 +653,7 @@ struct ModelMacroExpansionTests {
                     ]
                 }
 
-                public required init(backingData: any OpenSwiftData.BackingData<Person>) {
+                public required nonisolated init(backingData: any OpenSwiftData.BackingData<Person>) {
                     self._name = _SwiftDataNoType()
                     self._$backingData = backingData
                 }
@@ -673,14 +673,14 @@ struct ModelMacroExpansionTests {
                     self._$observationRegistrar._$notifyChange(of: self, at: keyPath)
                 }
 
-                public struct _SwiftDataNoType: Swift.Sendable {
+                nonisolated public struct _SwiftDataNoType: Swift.Sendable {
                 }
             }
 
-            extension Person: Observation.Observable {
+            nonisolated extension Person: Observation.Observable {
             }
 
-            extension Person: OpenSwiftData.PersistentModel {
+            nonisolated extension Person: OpenSwiftData.PersistentModel {
             }
             """#
         }
@@ -786,11 +786,11 @@ struct ModelMacroHygieneTests {
                 }
 
                 @OpenSwiftData.Transient
-                private var _$backingData: any OpenSwiftData.BackingData<Message> = Message._$inertBackingData
+                nonisolated(unsafe) private var _$backingData: any OpenSwiftData.BackingData<Message> = Message._$inertBackingData
 
                 nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Message> = Message._$makeInertBackingData()
 
-                public var persistentBackingData: any OpenSwiftData.BackingData<Message> {
+                public nonisolated var persistentBackingData: any OpenSwiftData.BackingData<Message> {
                     get {
                         self._$backingData
                     }
@@ -799,7 +799,7 @@ struct ModelMacroHygieneTests {
                     }
                 }
 
-                public class var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
+                public nonisolated class var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
                     typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
                     typealias _$Attribute = OpenSwiftData.Schema.Attribute
                     typealias _$Relationship = OpenSwiftData.Schema.Relationship
@@ -808,7 +808,7 @@ struct ModelMacroHygieneTests {
                     ]
                 }
 
-                public required init(backingData: any OpenSwiftData.BackingData<Message>) {
+                public required nonisolated init(backingData: any OpenSwiftData.BackingData<Message>) {
                     self._text = _SwiftDataNoType()
                     self._$backingData = backingData
                 }
@@ -828,34 +828,34 @@ struct ModelMacroHygieneTests {
                     self._$observationRegistrar._$notifyChange(of: self, at: keyPath)
                 }
 
-                public struct _SwiftDataNoType: Swift.Sendable {
+                nonisolated public struct _SwiftDataNoType: Swift.Sendable {
                 }
 
                 public typealias _$Root = Message
 
-                public class var _$inheritedKeyPaths: [Swift.AnyKeyPath] {
+                public nonisolated class var _$inheritedKeyPaths: [Swift.AnyKeyPath] {
                     []
                 }
 
-                public static func _$keyPaths<_S: Message>(rootedAt _: _S.Type) -> [Swift.AnyKeyPath] {
+                public nonisolated static func _$keyPaths<_S: Message>(rootedAt _: _S.Type) -> [Swift.AnyKeyPath] {
                     [\_S.text]
                 }
 
-                public class var _$uniquenessConstraints: [[Swift.AnyKeyPath]] {
+                public nonisolated class var _$uniquenessConstraints: [[Swift.AnyKeyPath]] {
                     typealias _$Unique = OpenSwiftData.Schema.Unique<Message>
                     return []
                 }
 
-                public class var _$indices: [[Swift.AnyKeyPath]] {
+                public nonisolated class var _$indices: [[Swift.AnyKeyPath]] {
                     typealias _$Index = OpenSwiftData.Schema.Index<Message>
                     return []
                 }
             }
 
-            extension Message: Observation.Observable {
+            nonisolated extension Message: Observation.Observable {
             }
 
-            extension Message: OpenSwiftData.PersistentModel {
+            nonisolated extension Message: OpenSwiftData.PersistentModel {
             }
             """#
         }
@@ -924,11 +924,11 @@ struct ModelMacroHygieneTests {
                 }
 
                 @OpenSwiftData.Transient
-                private var _$backingData: any OpenSwiftData.BackingData<HostileNames> = HostileNames._$inertBackingData
+                nonisolated(unsafe) private var _$backingData: any OpenSwiftData.BackingData<HostileNames> = HostileNames._$inertBackingData
 
                 nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<HostileNames> = HostileNames._$makeInertBackingData()
 
-                public var persistentBackingData: any OpenSwiftData.BackingData<HostileNames> {
+                public nonisolated var persistentBackingData: any OpenSwiftData.BackingData<HostileNames> {
                     get {
                         self._$backingData
                     }
@@ -937,7 +937,7 @@ struct ModelMacroHygieneTests {
                     }
                 }
 
-                public static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
+                public nonisolated static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
                     typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
                     typealias _$Attribute = OpenSwiftData.Schema.Attribute
                     typealias _$Relationship = OpenSwiftData.Schema.Relationship
@@ -951,7 +951,7 @@ struct ModelMacroHygieneTests {
                     ]
                 }
 
-                public required init(backingData: any OpenSwiftData.BackingData<HostileNames>) {
+                public required nonisolated init(backingData: any OpenSwiftData.BackingData<HostileNames>) {
                     self._type = _SwiftDataNoType()
                     self._Swift = _SwiftDataNoType()
                     self._OpenSwiftData = _SwiftDataNoType()
@@ -976,24 +976,24 @@ struct ModelMacroHygieneTests {
                     self._$observationRegistrar._$notifyChange(of: self, at: keyPath)
                 }
 
-                public struct _SwiftDataNoType: Swift.Sendable {
+                nonisolated public struct _SwiftDataNoType: Swift.Sendable {
                 }
 
-                public static var _$uniquenessConstraints: [[Swift.AnyKeyPath]] {
+                public nonisolated static var _$uniquenessConstraints: [[Swift.AnyKeyPath]] {
                     typealias _$Unique = OpenSwiftData.Schema.Unique<HostileNames>
                     return _$Unique([\.key])._$keyPathGroups
                 }
 
-                public static var _$indices: [[Swift.AnyKeyPath]] {
+                public nonisolated static var _$indices: [[Swift.AnyKeyPath]] {
                     typealias _$Index = OpenSwiftData.Schema.Index<HostileNames>
                     return _$Index([\.type])._$keyPathGroups
                 }
             }
 
-            extension HostileNames: Observation.Observable {
+            nonisolated extension HostileNames: Observation.Observable {
             }
 
-            extension HostileNames: OpenSwiftData.PersistentModel {
+            nonisolated extension HostileNames: OpenSwiftData.PersistentModel {
             }
             """#
         }
@@ -1138,11 +1138,11 @@ struct ModelMacroDiagnosticTests {
                 }
 
                 @OpenSwiftData.Transient
-                private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$inertBackingData
+                nonisolated(unsafe) private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$inertBackingData
 
                 nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Person> = Person._$makeInertBackingData()
 
-                public var persistentBackingData: any OpenSwiftData.BackingData<Person> {
+                public nonisolated var persistentBackingData: any OpenSwiftData.BackingData<Person> {
                     get {
                         self._$backingData
                     }
@@ -1151,7 +1151,7 @@ struct ModelMacroDiagnosticTests {
                     }
                 }
 
-                public static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
+                public nonisolated static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
                     typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
                     typealias _$Attribute = OpenSwiftData.Schema.Attribute
                     typealias _$Relationship = OpenSwiftData.Schema.Relationship
@@ -1160,7 +1160,7 @@ struct ModelMacroDiagnosticTests {
                     ]
                 }
 
-                public required init(backingData: any OpenSwiftData.BackingData<Person>) {
+                public required nonisolated init(backingData: any OpenSwiftData.BackingData<Person>) {
                     self._name = _SwiftDataNoType()
                     self._$backingData = backingData
                 }
@@ -1180,14 +1180,14 @@ struct ModelMacroDiagnosticTests {
                     self._$observationRegistrar._$notifyChange(of: self, at: keyPath)
                 }
 
-                public struct _SwiftDataNoType: Swift.Sendable {
+                nonisolated public struct _SwiftDataNoType: Swift.Sendable {
                 }
             }
 
-            extension Person: Observation.Observable {
+            nonisolated extension Person: Observation.Observable {
             }
 
-            extension Person: OpenSwiftData.PersistentModel {
+            nonisolated extension Person: OpenSwiftData.PersistentModel {
             }
             """#
         }
@@ -1346,11 +1346,11 @@ struct ModelMacroSubclassTests {
                 }
 
                 @OpenSwiftData.Transient
-                private var _$backingData: any OpenSwiftData.BackingData<Car> = Car._$inertBackingData
+                nonisolated(unsafe) private var _$backingData: any OpenSwiftData.BackingData<Car> = Car._$inertBackingData
 
                 nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Car> = Car._$makeInertBackingData()
 
-                public override var persistentBackingData: any OpenSwiftData.BackingData<Vehicle._$Root> {
+                public override nonisolated var persistentBackingData: any OpenSwiftData.BackingData<Vehicle._$Root> {
                     get {
                         Car._$adoptInitializedValues(Car._$takeInitializedValues(&self._$backingData), of: self)
                         return super.persistentBackingData
@@ -1360,7 +1360,7 @@ struct ModelMacroSubclassTests {
                     }
                 }
 
-                public override class var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
+                public override nonisolated class var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
                     typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
                     typealias _$Attribute = OpenSwiftData.Schema.Attribute
                     typealias _$Relationship = OpenSwiftData.Schema.Relationship
@@ -1370,7 +1370,7 @@ struct ModelMacroSubclassTests {
                     ]
                 }
 
-                public required init(backingData: any OpenSwiftData.BackingData<Vehicle._$Root>) {
+                public required nonisolated init(backingData: any OpenSwiftData.BackingData<Vehicle._$Root>) {
                     self._doors = _SwiftDataNoType()
                     self._sunroof = _SwiftDataNoType()
                     super.init(backingData: backingData)
@@ -1392,7 +1392,7 @@ struct ModelMacroSubclassTests {
                     super._$notifyObservers(ofChangeTo: keyPath)
                 }
 
-                public override class var _$inheritedKeyPaths: [Swift.AnyKeyPath] {
+                public override nonisolated class var _$inheritedKeyPaths: [Swift.AnyKeyPath] {
                     Vehicle._$keyPaths(rootedAt: Car.self)
                 }
             }
@@ -1428,11 +1428,11 @@ struct ModelMacroSuperclassDiagnosticTests {
                 }
 
                 @OpenSwiftData.Transient
-                private var _$backingData: any OpenSwiftData.BackingData<Tag> = Tag._$inertBackingData
+                nonisolated(unsafe) private var _$backingData: any OpenSwiftData.BackingData<Tag> = Tag._$inertBackingData
 
                 nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Tag> = Tag._$makeInertBackingData()
 
-                public var persistentBackingData: any OpenSwiftData.BackingData<Tag> {
+                public nonisolated var persistentBackingData: any OpenSwiftData.BackingData<Tag> {
                     get {
                         self._$backingData
                     }
@@ -1441,7 +1441,7 @@ struct ModelMacroSuperclassDiagnosticTests {
                     }
                 }
 
-                public static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
+                public nonisolated static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
                     typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
                     typealias _$Attribute = OpenSwiftData.Schema.Attribute
                     typealias _$Relationship = OpenSwiftData.Schema.Relationship
@@ -1450,7 +1450,7 @@ struct ModelMacroSuperclassDiagnosticTests {
                     ]
                 }
 
-                public required init(backingData: any OpenSwiftData.BackingData<Tag>) {
+                public required nonisolated init(backingData: any OpenSwiftData.BackingData<Tag>) {
                     self._name = _SwiftDataNoType()
                     self._$backingData = backingData
                 }
@@ -1470,16 +1470,16 @@ struct ModelMacroSuperclassDiagnosticTests {
                     self._$observationRegistrar._$notifyChange(of: self, at: keyPath)
                 }
 
-                public struct _SwiftDataNoType: Swift.Sendable {
+                nonisolated public struct _SwiftDataNoType: Swift.Sendable {
                 }
 
                 private typealias _$SuperclassMustBeAModel = any Identifiable
             }
 
-            extension Tag: Observation.Observable {
+            nonisolated extension Tag: Observation.Observable {
             }
 
-            extension Tag: OpenSwiftData.PersistentModel {
+            nonisolated extension Tag: OpenSwiftData.PersistentModel {
             }
             """#
         }
