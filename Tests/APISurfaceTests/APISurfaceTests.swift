@@ -20,6 +20,7 @@ class SurfaceTrip {
     @Attribute(.preserveValueOnDeletion) var code: String = ""
     @Attribute(.allowsCloudEncryption) var secret: String = ""
     @Attribute(.spotlight) var summary: String = ""
+    @Attribute(.codable) var tagline: [String] = []
     @Attribute(originalName: "title", hashModifier: "v2") var label: String = ""
     @Attribute(.unique, originalName: "handle") var slug: String = ""
     var startDate: Date = Date.now
@@ -302,7 +303,7 @@ func surface(url: URL, id: PersistentIdentifier) async throws {
         let indices: [[String]] = entity.indices
         _ = (entityName, properties, attributes, relationships, attributesByName, relationshipsByName, stored, storedByName, superentity, superentityName, subentities, unique, indices)
         for attribute in attributes {
-            _ = (attribute.name, attribute.originalName, attribute.options, attribute.valueType, attribute.defaultValue, attribute.isOptional, attribute.hashModifier, attribute.isUnique, attribute.isTransient, attribute.isAttribute, attribute.isRelationship)
+            _ = (attribute.name, attribute.originalName, attribute.options, attribute.valueType, attribute.defaultValue, attribute.isOptional, attribute.hashModifier, attribute.isUnique, attribute.isTransient, attribute.isAttribute, attribute.isRelationship, attribute.isCodable, attribute.isTransformable)
         }
         for relationship in relationships {
             _ = (relationship.name, relationship.keypath, relationship.destination, relationship.deleteRule, relationship.inverseName, relationship.inverseKeyPath, relationship.minimumModelCount, relationship.maximumModelCount, relationship.isToOneRelationship, relationship.options)

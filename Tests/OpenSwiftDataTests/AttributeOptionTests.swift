@@ -31,6 +31,26 @@ struct AttributeOptionTests {
         #expect(entity.attributesByName["cacheHits"] == nil)
     }
 
+    @Test(".codable values are stored through their Codable form, recorded in the schema, and read back after reopening")
+    func codable() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let url = directory.file("codable-venues.store")
+        do {
+            let container = try ModelContainer(for: CodableVenue.self, configurations: ModelConfiguration(url: url))
+            let attribute = try #require(container.schema.entity(for: CodableVenue.self)?.attributesByName["place"])
+            #expect(attribute.isCodable && attribute.options == [.codable])
+            #expect(container.schema.entity(for: CodableVenue.self)?.attributesByName["name"]?.isCodable == false)
+            let context = ModelContext(container)
+            context.insert(CodableVenue(name: "hall", place: PlaceOnFile(label: "Main St 1", floors: [0, 1, 2])))
+            context.insert(CodableVenue(name: "field", place: nil))
+            try context.save()
+        }
+        let reopened = try ModelContainer(for: CodableVenue.self, configurations: ModelConfiguration(url: url))
+        let venues = try ModelContext(reopened).fetch(FetchDescriptor<CodableVenue>(sortBy: [SortDescriptor(\.name)]))
+        #expect(venues.map(\.place) == [nil, PlaceOnFile(label: "Main St 1", floors: [0, 1, 2])])
+    }
+
     @Test(".externalStorage data round-trips byte for byte")
     func externalStorage() throws {
         let container = try inMemoryContainer(Gadget.self)
@@ -41,5 +61,23 @@ struct AttributeOptionTests {
         context.insert(gadget)
         try context.save()
         #expect(try ModelContext(container).fetch(FetchDescriptor<Gadget>()).first?.photo == bytes)
+    }
+}
+
+/// A `Codable` value stored with `@Attribute(.codable)`.
+struct PlaceOnFile: Codable, Hashable {
+    var label: String
+    var floors: [Int]
+}
+
+/// A model with a `.codable` attribute (SwiftData, 2026).
+@Model
+final class CodableVenue {
+    var name: String
+    @Attribute(.codable) var place: PlaceOnFile?
+
+    init(name: String, place: PlaceOnFile?) {
+        self.name = name
+        self.place = place
     }
 }

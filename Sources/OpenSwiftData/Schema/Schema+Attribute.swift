@@ -22,6 +22,10 @@ extension Schema {
             public static var allowsCloudEncryption: Option { Option(rawValue: "allowsCloudEncryption") }
             /// Spotlight indexing on Apple's systems; recorded, no effect here.
             public static var spotlight: Option { Option(rawValue: "spotlight") }
+            /// Store the value through its `Codable` representation (SwiftData, 2026). Here that
+            /// is already how a `Codable` value that is not a scalar is stored (JSON text), so
+            /// the option is recorded and the column is the same.
+            public static var codable: Option { Option(rawValue: "codable") }
 
             /// The option's name.
             public var debugDescription: String { rawValue }
@@ -76,6 +80,8 @@ extension Schema {
         public var isUnique: Bool { options.contains(.unique) }
         /// Whether the attribute is stored through a value transformer (never, for now).
         public var isTransformable: Bool { false }
+        /// Whether the attribute is declared `.codable`.
+        public var isCodable: Bool { options.contains(.codable) }
 
         /// Equal when name, original name, options, type and hash modifier are equal.
         public static func == (lhs: Attribute, rhs: Attribute) -> Bool {
