@@ -308,6 +308,7 @@ extension SyncEngine {
         try rebase.flush(local: SyncRebase.localValues(of: settled.map(\.mutation).filter { $0.id > resentThrough }))
         let batch = rebase.batch
         let newShadows = rebase.shadows
+        let skipped = rebase.skipped
         let cursor = downloadAgain ? nil : page.cursor
         let changeCount = staged.count
         let retention = configuration.acknowledgedMutationRetention
@@ -327,6 +328,7 @@ extension SyncEngine {
                 if keptRevoked != storedRevoked { try SyncEngineStore.set("revokedScopes", keptRevoked, in: db) }
                 if let settleThrough { try SyncEngineStore.settle(through: settleThrough, retention: retention, in: db) }
                 try SyncEngineStore.updateShadows(newShadows, from: storedShadows, in: db)
+                if !skipped.isEmpty { try SyncEngineStore.addSkipped(skipped, in: db) }
             })
         } catch where race.raced {
             throw LocalSaveRaced()

@@ -16,9 +16,18 @@ extension SyncEngine {
             let cursor = try ModelContainer.syncConsumerCursor(SyncEngineStore.consumer, in: db)
             let entries = try ModelContainer.syncLogEntries(after: cursor, limit: limit, in: db)
             guard let last = entries.last else { return [] }
+            // A save of a record that a held save touches is held behind it, unnumbered.
+            var heldRecords = try SyncHeldSaves.records(in: db)
             var mutations: [Mutation] = []
             for entry in entries {
-                let mutation = Mutation(id: next, stamp: HLCTimestamp(rawValue: entry.stamp), changes: outbox.changes(of: entry))
+                let changes = outbox.changes(of: entry)
+                let records = Set(changes.map { SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID) })
+                if !heldRecords.isEmpty, !records.isDisjoint(with: heldRecords) {
+                    heldRecords.formUnion(records)
+                    try SyncHeldSaves.append(Mutation(id: 0, stamp: HLCTimestamp(rawValue: entry.stamp), changes: changes), logSequence: entry.sequence, reason: "follows a held save of the same records", in: db)
+                    continue
+                }
+                let mutation = Mutation(id: next, stamp: HLCTimestamp(rawValue: entry.stamp), changes: changes)
                 try SyncEngineStore.insertSent(mutation, logSequence: entry.sequence, in: db)
                 mutations.append(mutation)
                 next += 1
@@ -45,6 +54,7 @@ extension SyncEngine {
             // against an answer the client already holds (seed 6203: a save rejected
             // `scopeNotGranted`, reported, then applied from the late copy).
             guard cursor != nil else { return answered }
+            try releaseHeldSavesIfDue()
             let batch = try nextBatch()
             guard let first = batch.first, let last = batch.last else { return answered }
             rounds += 1
@@ -92,8 +102,9 @@ extension SyncEngine {
             try takeNewClientID()
         case .bodyTooLarge, .batchTooLarge:
             // Over the server's size limits: fewer mutations per push, and a save too large
-            // on its own is sent in parts, each a mutation of its own, in order (one that
-            // cannot be split is rejected, so the queue flows).
+            // on its own is sent in parts, each a mutation of its own, in order. One that
+            // cannot be split is held on the device (never rolled back: it broke no rule of
+            // the app's), so the queue behind it flows.
             if batch.count > 1 {
                 pushLimit = max(1, batch.count / 2)
             } else if let big = batch.first {
@@ -104,7 +115,7 @@ extension SyncEngine {
                 if let next {
                     nextMutationID = next
                 } else {
-                    try rejectLocally(big, message: refusal.description)
+                    try await hold(big, limit: refusal.code == .bodyTooLarge ? .bodySize : .batchSize, message: refusal.message)
                 }
             }
         case .malformedRequest, .wrongValueType, .unknownOperation:

@@ -53,6 +53,9 @@ public actor SyncEngine {
     /// Whether the server has this session's schema descriptor (sent with the first push, and
     /// again after a new client id or a server restore); later pushes leave it out.
     var schemaSent = false
+    /// Whether the next push first puts the held saves back in the queue: on the first push
+    /// of each engine (a new launch), and after ``retryHeldSaves()``.
+    var retriesHeldSaves = true
     /// The unsettled mutations and shadows last decoded, by stored bytes (see ``DecodeMemo``).
     let sentMemos = SyncEngineStore.SentMemos()
     let shadowMemo = DecodeMemo<SyncEngineStore.ShadowKey, SyncEngineStore.ShadowValue>()
@@ -147,14 +150,14 @@ public actor SyncEngine {
                 let last = try SyncEngineStore.value("user", in: db)
                 let sent = try SyncEngineStore.unsettledCount(in: db)
                 let unsent = try ModelContainer.syncLogCount(after: try ModelContainer.syncConsumerCursor(SyncEngineStore.consumer, in: db), in: db)
-                return (last, sent + unsent)
+                return (last, sent + unsent + (try SyncHeldSaves.count(in: db)))
             }
             if let last = previous.user, last != user, previous.pending > 0 {
                 throw SyncEngineError.pendingChangesOfAnotherUser(last)
             }
             let fresh = makeClientID(&random)
+            try container.createComponentTables(SyncEngineStore.tables, owner: SyncEngineStore.owner)
             return try container.performSyncTransaction { db in
-                try SyncEngineStore.create(in: db)
                 var client = try SyncEngineStore.value("clientID", in: db)
                 let lastUser = try SyncEngineStore.value("user", in: db)
                 if client == nil || lastUser != user {
@@ -163,14 +166,24 @@ public actor SyncEngine {
                     try SyncEngineStore.set("user", user, in: db)
                     try SyncEngineStore.set("cursor", nil, in: db)
                 }
-                // An app update that syncs entities or fields the last run did not: those were
-                // skipped as they arrived, so everything is downloaded again (pending changes
-                // stay, and mask what they touched as in any pull).
+                // An app update that syncs entities or fields the last run did not: those the
+                // last run's pulls skipped as they arrived are downloaded again (pending changes
+                // stay, and mask what they touched as in any pull). An update that adds only what
+                // the server never sent this device keeps its cursor: nothing to download.
                 let encoded = String(decoding: try JSONEncoder.syncProtocol().encode(schema), as: UTF8.self)
+                var skipped = try SyncEngineStore.skipped(in: db)
                 if let stored = try SyncEngineStore.value("schema", in: db), stored != encoded,
                    let previous = try? JSONDecoder().decode(SchemaDescriptor.self, from: Data(stored.utf8)),
-                   schema.adds(to: previous) {
+                   schema.needsDownload(after: previous, skipped: skipped) {
                     try SyncEngineStore.set("cursor", nil, in: db)
+                }
+                // A download from the start records everything it skips: tracking starts there
+                // (a store from before the tracking keeps the older rule until then).
+                if try SyncEngineStore.value("cursor", in: db) == nil { skipped = [] }
+                if let skipped {
+                    // What this version syncs is no longer skipped (a download brings it now).
+                    let stillSkipped = skipped.subtracting(schema.syncedNames)
+                    try SyncEngineStore.set(SyncEngineStore.skippedKey, stillSkipped.sorted().joined(separator: "\n"), in: db)
                 }
                 try SyncEngineStore.set("schema", encoded, in: db)
                 let cursor = try SyncEngineStore.value("cursor", in: db)
@@ -283,7 +296,7 @@ public actor SyncEngine {
             let sent = try SyncEngineStore.unsettledCount(in: db)
             let cursor = try ModelContainer.syncConsumerCursor(SyncEngineStore.consumer, in: db)
             let unsent = try ModelContainer.syncLogCount(after: cursor, in: db)
-            return sent + unsent
+            return sent + unsent + (try SyncHeldSaves.count(in: db))
         }
     }
 
@@ -463,11 +476,13 @@ public actor SyncEngine {
 
     private func succeeded() async {
         let pending = (try? pendingChangeCount()) ?? 0
+        let held = (try? storeRead { db in try SyncHeldSaves.count(in: db) }) ?? 0
         let now = clock.now()
         let status = self.status
         await MainActor.run {
             status.isOnline = true
             status.pendingChangeCount = pending
+            status.heldSaveCount = held
             status.lastSyncDate = now
             status.lastError = nil
         }
@@ -487,8 +502,12 @@ public actor SyncEngine {
 
     func updateStatus() async {
         let pending = (try? pendingChangeCount()) ?? 0
+        let held = (try? storeRead { db in try SyncHeldSaves.count(in: db) }) ?? 0
         let status = self.status
-        await MainActor.run { status.pendingChangeCount = pending }
+        await MainActor.run {
+            status.pendingChangeCount = pending
+            status.heldSaveCount = held
+        }
     }
 
     // MARK: Pending state
@@ -510,8 +529,11 @@ public actor SyncEngine {
     func pendingChanges(sent: [SyncEngineStore.Sent], settledThrough: MutationID?, in db: Database) throws -> (before: [RecordChange], after: [RecordChange], lastLogSequence: Int64) {
         let cursor = try ModelContainer.syncConsumerCursor(SyncEngineStore.consumer, in: db)
         let unsent = try ModelContainer.syncLogEntries(after: cursor, limit: nil, in: db).flatMap(SyncOutbox(user: user).changes)
-        let before = sent.flatMap(\.mutation.changes) + unsent
-        let after = sent.filter { $0.mutation.id > (settledThrough ?? MutationID.min) }.flatMap(\.mutation.changes) + unsent
+        // Held saves never settle while held; their records' later saves are held too, so
+        // they come after every sent mutation of their records.
+        let held = try SyncHeldSaves.all(in: db).flatMap(\.mutation.changes)
+        let before = sent.flatMap(\.mutation.changes) + held + unsent
+        let after = sent.filter { $0.mutation.id > (settledThrough ?? MutationID.min) }.flatMap(\.mutation.changes) + held + unsent
         return (before, after, try ModelContainer.lastSyncLogSequence(in: db))
     }
 
@@ -521,14 +543,39 @@ public actor SyncEngine {
 }
 
 extension SchemaDescriptor {
-    /// Whether this schema syncs an entity, field or link that `previous` did not.
-    func adds(to previous: SchemaDescriptor) -> Bool {
+    /// The entities, and `Entity.field` / `Entity.link` names, this schema syncs that
+    /// `previous` did not.
+    func additions(to previous: SchemaDescriptor) -> Set<String> {
         let known = Dictionary(previous.entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        var added: Set<String> = []
         for entity in entities {
-            guard let old = known[entity.name] else { return true }
-            if !Set(entity.fields.map(\.name)).isSubset(of: old.fields.map(\.name)) { return true }
-            if !Set(entity.links.map(\.name)).isSubset(of: old.links.map(\.name)) { return true }
+            guard let old = known[entity.name] else {
+                added.insert(entity.name)
+                continue
+            }
+            for name in Set(entity.fields.map(\.name)).subtracting(old.fields.map(\.name)) { added.insert(entity.name + "." + name) }
+            for name in Set(entity.links.map(\.name)).subtracting(old.links.map(\.name)) { added.insert(entity.name + "." + name) }
         }
-        return false
+        return added
+    }
+
+    /// The entities, and `Entity.field` / `Entity.link` names, this schema syncs.
+    var syncedNames: Set<String> {
+        var names: Set<String> = []
+        for entity in entities {
+            names.insert(entity.name)
+            for field in entity.fields { names.insert(entity.name + "." + field.name) }
+            for link in entity.links { names.insert(entity.name + "." + link.name) }
+        }
+        return names
+    }
+
+    /// Whether an update from `previous` to this schema must download again: it syncs
+    /// something that earlier pulls skipped (`skipped`), or, for a store whose engine did not
+    /// track what it skipped (nil), anything new.
+    func needsDownload(after previous: SchemaDescriptor, skipped: Set<String>?) -> Bool {
+        let added = additions(to: previous)
+        guard let skipped else { return !added.isEmpty }
+        return !added.isDisjoint(with: skipped)
     }
 }

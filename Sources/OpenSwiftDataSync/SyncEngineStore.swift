@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import OpenSwiftData
 import OpenSwiftDataSyncProtocol
 
 /// The engine's own tables in the app's store file. Every write here rides in a transaction
@@ -20,16 +21,31 @@ enum SyncEngineStore {
     /// The name under which the engine reads the store's sync log.
     static let consumer = "OpenSwiftDataSync.outbox"
 
-    static func create(in db: Database) throws {
-        try db.execute(sql: "CREATE TABLE IF NOT EXISTS \(stateTable) (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) STRICT")
-        try db.execute(sql: """
+    /// The owner the engine's tables are recorded under in the store's table record.
+    static let owner = "OpenSwiftDataSync"
+
+    /// The engine's tables, created and recorded through the core (``ModelContainer/createComponentTables(_:owner:)``),
+    /// so that no migration of the app's schema drops or changes them.
+    static let tables = [
+        StoreComponentTable(name: stateTable, createStatements: [
+            "CREATE TABLE IF NOT EXISTS \(stateTable) (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) STRICT",
+        ]),
+        StoreComponentTable(name: sentTable, createStatements: ["""
             CREATE TABLE IF NOT EXISTS \(sentTable) (id INTEGER PRIMARY KEY NOT NULL, log_seq INTEGER NOT NULL, \
             body BLOB NOT NULL, status TEXT NOT NULL, result BLOB) STRICT
-            """)
-        try db.execute(sql: """
+            """]),
+        StoreComponentTable(name: shadowTable, createStatements: ["""
             CREATE TABLE IF NOT EXISTS \(shadowTable) (entity TEXT NOT NULL, record_id TEXT NOT NULL, key TEXT NOT NULL, \
             value BLOB NOT NULL, version INTEGER NOT NULL, PRIMARY KEY (entity, record_id, key)) STRICT, WITHOUT ROWID
-            """)
+            """]),
+        SyncHeldSaves.storeTable,
+    ]
+
+    /// Creates the tables in a bare database (tests of this type's SQL).
+    static func create(in db: Database) throws {
+        for table in tables {
+            for statement in table.createStatements { try db.execute(sql: statement) }
+        }
     }
 
     // MARK: Key/value state
@@ -45,6 +61,23 @@ enum SyncEngineStore {
             try db.execute(sql: "DELETE FROM \(stateTable) WHERE key = ?", arguments: [key])
         }
     }
+
+    /// The names of what pulls skipped because this version of the app does not sync it
+    /// (entities, and `Entity.field` names), kept so that an update that starts syncing one of
+    /// them downloads again, and an update that adds only what the server never sent does not.
+    static func skipped(in db: Database) throws -> Set<String>? {
+        guard let stored = try value(skippedKey, in: db) else { return nil }
+        return Set(stored.split(separator: "\n").map(String.init))
+    }
+
+    static func addSkipped(_ names: Set<String>, in db: Database) throws {
+        let known = try skipped(in: db) ?? []
+        guard !names.isSubset(of: known) else { return }
+        try set(skippedKey, known.union(names).sorted().joined(separator: "\n"), in: db)
+    }
+
+    /// The state key of ``skipped(in:)``: present (perhaps empty) once the engine tracks it.
+    static let skippedKey = "skippedByPulls"
 
     // MARK: Sent mutations
 
@@ -114,6 +147,11 @@ enum SyncEngineStore {
     /// client is `id` lost it: restored from a copy that kept its epoch and its log position).
     static func answered(above id: MutationID, in db: Database) throws -> Bool {
         try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(sentTable) WHERE id > ? AND status != 'sent')", arguments: [id]) ?? false
+    }
+
+    /// The mutations above `id`, whatever their status, in id order.
+    static func sentRows(above id: MutationID, in db: Database) throws -> [Sent] {
+        try rows(db, where: "id > ?", arguments: [id])
     }
 
     /// How many mutations are sent and not settled yet.
@@ -274,5 +312,6 @@ enum SyncEngineStore {
         try db.execute(sql: "DELETE FROM \(stateTable)")
         try db.execute(sql: "DELETE FROM \(sentTable)")
         try db.execute(sql: "DELETE FROM \(shadowTable)")
+        try db.execute(sql: "DELETE FROM \(SyncHeldSaves.table)")
     }
 }

@@ -10,6 +10,10 @@ public enum SyncEvent: Sendable, Hashable {
     case pulled(changes: Int)
     /// A local save was refused by the server and has been rolled back to the server's state.
     case rejected(SyncRejection)
+    /// A local save the server cannot take for one of its limits (not a rule of the app's):
+    /// it stays on the device, unsynced and never rolled back, with later saves of the same
+    /// records, until a retry finds the limit raised (see ``SyncHeldSave``).
+    case held(SyncHeldSave)
     /// A local save lost under `rejectStale`: resolve it with ``SyncEngine/resolve(_:with:)``.
     case conflict(SyncConflict)
     /// The server could not continue the engine's cursor (restored or compacted); the engine

@@ -99,6 +99,10 @@ struct SyncRebase {
     private var pulledExisting: Set<RecordRef> = []
     /// The changes to apply, in order.
     private(set) var batch: [RemoteRecordChange] = []
+    /// What pulled changes held that this app's model does not sync (a newer version's): the
+    /// names of entities, and `Entity.field` / `Entity.link` names (see
+    /// ``SchemaDescriptor/needsDownload(after:skipped:)``).
+    private(set) var skipped: Set<String> = []
 
     init(shapes: [String: SyncEntityShape], before: [RecordRef: Mask], after: [RecordRef: Mask], shadows: Shadows) {
         self.shapes = shapes
@@ -138,7 +142,12 @@ struct SyncRebase {
     /// entity this app does not sync (a newer version's) is skipped, as are links of
     /// relationships it does not have.
     mutating func add(_ change: PulledChange) throws {
-        guard let shape = shapes[change.entity] else { return }
+        guard let shape = shapes[change.entity] else {
+            skipped.insert(change.entity)
+            return
+        }
+        for name in change.fields.keys where shape.kind(of: name) == nil { skipped.insert(change.entity + "." + name) }
+        for name in change.links.keys where !shape.links.contains(where: { $0.name == name }) { skipped.insert(change.entity + "." + name) }
         let ref = RecordRef(entity: change.entity, recordID: change.recordID)
         let mask = before.isEmpty ? nil : before[ref]
         if change.op == .delete { pulledExisting.remove(ref) } else { pulledExisting.insert(ref) }

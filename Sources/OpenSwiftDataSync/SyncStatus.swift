@@ -16,6 +16,10 @@ public final class SyncStatus {
     public internal(set) var pendingChangeCount = 0
     /// When the engine last completed a full sync (pushed and pulled to the end).
     public internal(set) var lastSyncDate: Date?
+    /// Local saves kept on the device because the server cannot take them for one of its limits
+    /// (see ``SyncEvent/held(_:)``): included in ``pendingChangeCount``, sent again on the next
+    /// launch or ``SyncEngine/retryHeldSaves()``.
+    public internal(set) var heldSaveCount = 0
     /// The last error, cleared by the next successful sync.
     public internal(set) var lastError: SyncEngineError?
 

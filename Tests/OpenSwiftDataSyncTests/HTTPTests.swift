@@ -17,9 +17,11 @@ struct LoopbackServer {
 
     var url: URL { URL(string: "http://127.0.0.1:\(port)") ?? URL(fileURLWithPath: "/") }
 
-    static func run<T>(_ body: (LoopbackServer) async throws -> T) async throws -> T {
-        let directory = try TemporaryDirectory()
-        let configuration = SyncServerConfiguration(hostname: "127.0.0.1", port: 0, databasePath: directory.path("server.sqlite"), auth: AuthConfiguration(hmacSecret: secret))
+    /// Runs a server in `directory` (a new one by default: a server restarted on the same
+    /// directory keeps its database and the devices' stores), with `maxBodySize`.
+    static func run<T>(directory given: TemporaryDirectory? = nil, maxBodySize: Int = 8 * 1024 * 1024, _ body: (LoopbackServer) async throws -> T) async throws -> T {
+        let directory = try given ?? TemporaryDirectory()
+        let configuration = SyncServerConfiguration(hostname: "127.0.0.1", port: 0, databasePath: directory.path("server.sqlite"), auth: AuthConfiguration(hmacSecret: secret), maxBodySize: maxBodySize)
         let server = try await SyncServer(configuration: configuration)
         var logger = Logger(label: "osd-server-engine-test")
         logger.logLevel = .warning

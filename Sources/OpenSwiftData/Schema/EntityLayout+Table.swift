@@ -26,6 +26,12 @@ extension PropertyLayout {
     var declaredOriginalName: String? {
         (attribute?.declaredOriginalName ?? relationship?.description.declaredOriginalName).flatMap { $0.isEmpty ? nil : $0 }
     }
+
+    /// The name the property syncs under: its declared original name, else its name. A
+    /// property renamed with `originalName:` keeps its name on the wire, so devices on the old
+    /// and the new version of an app keep exchanging it, and saves queued before the update
+    /// still name a field the server knows.
+    var syncName: String { declaredOriginalName ?? name }
 }
 
 /// A declared default in its stored form, or nil when it cannot be encoded.

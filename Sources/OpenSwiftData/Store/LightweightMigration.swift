@@ -31,6 +31,8 @@ struct LightweightMigration {
     /// Non-optional columns left nullable for a custom stage's `didMigrate` to fill (see
     /// `plan(in:to:metadataTable:deferringRequired:)`), by table.
     var deferredColumns: [String: Set<String>] = [:]
+    /// The layout the plan migrates to, recorded in ``StoreTableRegistry`` when it has run.
+    var layout: StoreLayout? = nil
 
     private struct ExistingColumn {
         let name: String
@@ -51,13 +53,18 @@ struct LightweightMigration {
         var steps: [Step] = []
         var rewrites = false
         let wanted = Set(layout.tables.map(\.name) + layout.joinTables.map(\.name) + [metadataTable]).union(HistoryLog.tables).union(SyncLog.tables)
+        // Only the tables the store created for entities and relationships may be renamed or
+        // dropped: the sync engine's, and any the app keeps in the file, are never touched.
+        let storedLayout = try String.fetchOne(db, sql: "SELECT value FROM \(quoted(metadataTable)) WHERE key = 'layout'")
+        let created = try StoreTableRegistry.tables(in: db, layoutFingerprint: storedLayout)
+        func followsSchema(_ table: String) -> Bool { created[table].map(StoreTableRegistry.Owner.followsSchema) ?? false }
 
         // Entities renamed through `originalEntityName`: the old table is renamed first (SQLite
         // rewrites the other tables' references to it), then migrated as the entity's own.
         var sourceOf: [String: String] = [:]  // table -> existing table its rows are read from
         for table in layout.tables where !existingTables.contains(table.name) {
             guard let original = table.originalName, existingTables.contains(original), !wanted.contains(original),
-                  !sourceOf.values.contains(original) else { continue }
+                  created[original] == StoreTableRegistry.Owner.entity, !sourceOf.values.contains(original) else { continue }
             sourceOf[table.name] = original
             steps.append(Step(sql: "ALTER TABLE \(quoted(original)) RENAME TO \(quoted(table.name))", purpose: "rename the entity \(original) to \(table.name)"))
             if existingTables.contains(HistoryLog.sequenceTable) {
@@ -78,7 +85,7 @@ struct LightweightMigration {
         // renamed when a relationship table the store does not have yet relates the entities
         // its other side names.
         let newJoinTables = layout.joinTables.filter { !existingTables.contains($0.name) }
-        for table in existingTables.sorted() where !wanted.contains(table) && renamed[table] == nil {
+        for table in existingTables.sorted() where !wanted.contains(table) && renamed[table] == nil && followsSchema(table) {
             // Targets under their new names: an entity renamed renames its join tables too.
             let references = try Row.fetchAll(db, sql: "SELECT \"table\", \"from\" FROM pragma_foreign_key_list(?)", arguments: [table])
             let targets = Set(references.map { row -> String in
@@ -94,6 +101,11 @@ struct LightweightMigration {
                 throw SwiftDataError(.incompatibleSchema, "the relationship stored in \(table) now lives in \(successor.name) (a relationship or its entity renamed, or its inverse changed); a lightweight migration would lose its links, so the store was not changed", entity: successor.sourceTable)
             }
             steps.append(Step(sql: "DROP TABLE \(quoted(table))", purpose: "remove the table \(table), whose entity or relationship is no longer in the schema"))
+        }
+
+        // A table the store did not create is never changed, even under an entity's name.
+        for name in layout.tables.map(\.name) + layout.joinTables.map(\.name) where existingTables.contains(name) && !followsSchema(name) {
+            throw SwiftDataError(.incompatibleSchema, "the store file holds a table named \(name) that the store did not create (the app's own, or another component's), and the schema now names an entity or relationship \(name); the store was not changed", entity: name)
         }
 
         for table in layout.tables {
@@ -140,7 +152,7 @@ struct LightweightMigration {
             steps += create.dropFirst().map { Step(sql: $0, purpose: purpose) }
             rewrites = true
         }
-        return LightweightMigration(steps: steps, rewritesTables: rewrites, renames: renames, deferredColumns: deferred)
+        return LightweightMigration(steps: steps, rewritesTables: rewrites, renames: renames, deferredColumns: deferred, layout: layout)
     }
 
     /// The steps that give `table` its columns: renames and additions in place, a rebuild when a
@@ -367,6 +379,7 @@ struct LightweightMigration {
                 try db.execute(sql: "INSERT OR REPLACE INTO \(quoted(metadataTable)) (key, value) VALUES (?, ?)", arguments: [key, value])
             }
             if !renames.isEmpty { try renames.append(in: db) }
+            if let layout { try StoreTableRegistry.recordLayout(layout, in: db) }
             return .commit
         }
     }

@@ -86,6 +86,12 @@ final class SQLiteStore: Sendable {
                     }
                 }
             }
+            // A store written before the table record gets it: the tables of its layout.
+            if !readOnly, try wrap("reading \(path)", { try pool.read { db in try !StoreTableRegistry.exists(in: db) } }) {
+                try wrap("recording the tables of \(path)") {
+                    try pool.write { db in try StoreTableRegistry.recordLayout(layout, in: db) }
+                }
+            }
             // Sync records written before entity codes are rewritten in the current layout.
             if !readOnly, try wrap("reading \(path)", { try pool.read { db in try SyncRecords.needsUpgrade(in: db) } }) {
                 try wrap("upgrading the sync records of \(path)") {
@@ -242,6 +248,7 @@ final class SQLiteStore: Sendable {
             for statement in table.createStatements { try db.execute(sql: statement) }
         }
         for statement in HistoryLog.createStatements { try db.execute(sql: statement) }
+        try StoreTableRegistry.recordLayout(layout, in: db)
         let entries = [
             "storeIdentifier": identifier,
             "formatVersion": formatVersion,

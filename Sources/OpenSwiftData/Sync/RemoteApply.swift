@@ -185,7 +185,9 @@ struct RemoteApply {
 
     private mutating func properties(of plan: SyncEntityPlan) -> [String: PropertyLayout] {
         if let known = propertiesByName[plan.layout.name] { return known }
-        let byName = Dictionary(plan.layout.properties.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        // By sync name (a renamed property's original name) and by name, the name winning.
+        var byName = Dictionary(plan.layout.properties.map { ($0.syncName, $0) }, uniquingKeysWith: { first, _ in first })
+        for property in plan.layout.properties { byName[property.name] = property }
         propertiesByName[plan.layout.name] = byName
         return byName
     }

@@ -64,7 +64,7 @@ final class SyncEntityPlan: @unchecked Sendable {
             if let target, !synced.contains(target) { continue }
             fieldOfColumn[index] = columns.count
             columns.append(index)
-            names.append(property.name)
+            names.append(property.syncName)
             kinds.append(kind)
             targets.append(target)
         }
