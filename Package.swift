@@ -113,6 +113,9 @@ let package = Package(
         .executableTarget(name: "History", dependencies: ["OpenSwiftData"], path: "Examples/History"),
         // Two processes syncing notes through osd-server; also the client the kill test runs.
         .executableTarget(name: "SyncedNotes", dependencies: ["OpenSwiftData", "OpenSwiftDataSync"], path: "Examples/SyncedNotes"),
+        // The same app after an update that adds a property; the app-update kill test runs it on
+        // a store SyncedNotes left mid-push.
+        .executableTarget(name: "SyncedNotesV2", dependencies: ["OpenSwiftData", "OpenSwiftDataSync"], path: "Examples/SyncedNotesV2"),
         // OpenSwiftData against hand-written GRDB code: `swift run -c release osd-benchmarks`.
         // Built (in debug) by every `swift build`, so it keeps compiling as the API changes.
         .executableTarget(

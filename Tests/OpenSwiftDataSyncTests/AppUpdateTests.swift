@@ -158,6 +158,13 @@ struct AppUpdateTests {
         try container.performSyncRead { db in try String.fetchOne(db, sql: "SELECT value FROM osd_sync_engine WHERE key = 'cursor'") }
     }
 
+    /// The engine's key/value state as stored.
+    static func engineState(_ container: ModelContainer) throws -> [String: String] {
+        try container.performSyncRead { db in
+            Dictionary(try Row.fetchAll(db, sql: "SELECT key, value FROM osd_sync_engine").map { ($0["key"] as String, $0["value"] as String) }, uniquingKeysWith: { $1 })
+        }
+    }
+
     /// Titles of the notes the server holds, with how many times each was inserted.
     static func serverMemos(_ server: TestServer) async throws -> [String: Int] {
         let reader = InMemorySyncTransport(service: server.service, user: "alice")
@@ -177,6 +184,7 @@ struct AppUpdateTests {
         let transport = InMemorySyncTransport(service: server.service, user: "alice")
         let clientID: ClientID
         let cursor: String?
+        let state: [String: String]
         do {
             // Version 1: a synced note and label, then a second device edits the note.
             let container = try ModelContainer(for: Schema(versionedSchema: MemosV1.self), configurations: ModelConfiguration(url: url))
@@ -222,13 +230,16 @@ struct AppUpdateTests {
             await engine.stop()
             cursor = try Self.storedCursor(container)
             #expect(cursor != nil)
+            state = try Self.engineState(container)
         }
 
         // The update, and its first launch.
         let (container, engine) = try Self.openUpdated(change, url: url, transport: transport, clock: server.clock)
         #expect(await engine.currentClientID == clientID)
-        // Nothing to download again: the server never sent what version 2 adds.
+        // Nothing to download again: the server never sent what version 2 adds. Every other
+        // piece of the engine's state (user, next id, revoked scopes…) is as it was.
         #expect(try Self.storedCursor(container) == cursor)
+        #expect(try Self.engineState(container).filter { $0.key != "schema" } == state.filter { $0.key != "schema" })
         // The custom stage's didMigrate filled `words` on both notes: one more save to push.
         #expect(try await engine.pendingChangeCount() == (change == .customStage ? 4 : 3))
         let pushesBefore = transport.sentPushes.count
@@ -399,4 +410,55 @@ struct SkippedFieldsTests {
         #expect(try ModelContext(container).fetch(FetchDescriptor<MemosAdded.Memo>()).map(\.mood) == ["hopeful"])
         await engine.stop()
     }
+
+    @Test("a first download cut off mid-snapshot before the update is completed by version 2, with the save made meanwhile")
+    func halfFinishedSnapshotResumes() async throws {
+        let server = try await TestServer()
+        let directory = server.directory
+        // The laptop has 30 notes on the server.
+        let laptopContainer = try ModelContainer(for: Schema(versionedSchema: MemosV1.self), configurations: ModelConfiguration(url: directory.file("laptop.sqlite")))
+        let laptop = try SyncEngine(container: laptopContainer, transport: InMemorySyncTransport(service: server.service, user: "alice"), user: "alice", configuration: AppUpdateTests.v1Configuration(), clock: server.clock, seed: seed(of: "laptop"))
+        let laptopContext = ModelContext(laptopContainer)
+        for index in 0..<30 { laptopContext.insert(MemosV1.Memo(title: "laptop \(index)")) }
+        try laptopContext.save()
+        try await laptop.syncNow()
+
+        // The phone's first download stops after two pages of ten (the app is closed).
+        let url = directory.file("phone.sqlite")
+        let transport = InMemorySyncTransport(service: server.service, user: "alice")
+        do {
+            let container = try ModelContainer(for: Schema(versionedSchema: MemosV1.self), configurations: ModelConfiguration(url: url))
+            var configuration = AppUpdateTests.v1Configuration()
+            configuration.snapshotPageSize = 10
+            configuration.pullPageSize = 10
+            let engine = try SyncEngine(container: container, transport: transport, user: "alice", configuration: configuration, clock: server.clock, seed: seed(of: "phone"))
+            let pages = Counter()
+            transport.onPull { page in
+                guard pages.next() <= 2 else { throw SyncTransportError.unreachable("app closed") }
+                return page
+            }
+            let context = ModelContext(container)
+            context.insert(MemosV1.Memo(title: "phone"))
+            try context.save()
+            await #expect(throws: (any Error).self) { try await engine.syncNow() }
+            transport.onPull(nil)
+            await engine.stop()
+        }
+        let (container, engine) = try AppUpdateTests.openUpdated(.propertyAdded, url: url, transport: transport, clock: server.clock)
+        try await engine.syncNow()
+        #expect(try await engine.pendingChangeCount() == 0)
+        let titles = try ModelContext(container).fetch(FetchDescriptor<MemosAdded.Memo>()).map(\.title)
+        #expect(titles.count == 31)
+        #expect(titles.contains("phone"))
+        #expect(try await AppUpdateTests.serverMemos(server)["phone"] == 1)
+        await engine.stop()
+    }
+}
+
+/// Counts calls across tasks.
+/// `@unchecked Sendable`: `value` is only read and written while holding `lock`.
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = 0
+    func next() -> Int { lock.withLock { value += 1; return value } }
 }

@@ -175,4 +175,79 @@ struct RealProcessKillTests {
         #expect(lists["a.sqlite"]?.count == 2 * saves)
         #expect(lists["a.sqlite"] == lists["b.sqlite"])
     }
+
+    @Test("version 1 of an app killed with SIGKILL mid-push, then version 2 (one more property) on the same store: every save on the server once, the client id unchanged")
+    func appUpdatedAfterKillMidPush() async throws {
+        let v1 = try built("SyncedNotes")
+        let v2 = try built("SyncedNotesV2")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("osd-real-update-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = directory.appendingPathComponent("server.sqlite").path
+        let store = directory.appendingPathComponent("phone.sqlite").path
+        let token = try token(user: "alice")
+        var outputs = 0
+        func launch(_ executable: URL, _ command: [String], port: Int) throws -> (Process, String) {
+            outputs += 1
+            let output = directory.appendingPathComponent("out\(outputs).txt").path
+            _ = FileManager.default.createFile(atPath: output, contents: nil)
+            let process = Process()
+            process.executableURL = executable
+            process.arguments = ["--server", "http://127.0.0.1:\(port)", "--user", "alice", "--token", token, "--store", store, "--batch", "1"] + command
+            process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            return (process, output)
+        }
+        func clientID(in output: String) -> String? {
+            let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+            return text.split(separator: "\n").first { $0.hasPrefix("client: ") }.map { String($0.dropFirst(8)) }
+        }
+        let notes = "SELECT COUNT(*) FROM osd_records WHERE entity = 'Note' AND deleted = 0"
+        let saves = 200
+        let server = try await startServer(database: database, log: directory.appendingPathComponent("server.txt").path)
+        // Version 1 syncs once (its client id is known to the server), then saves offline.
+        let (first, firstOutput) = try launch(v1, ["sync"], port: server.port)
+        first.waitUntilExit()
+        let v1Client = try #require(clientID(in: firstOutput))
+        let (offline, _) = try launch(v1, ["add-many", "\(saves)"], port: 1)
+        offline.waitUntilExit()
+
+        // Back online, it pushes one save per request, and is killed in the middle (again, at
+        // most five times, until a kill lands between the first and the last save).
+        var killedMidPush = false
+        for _ in 0..<5 where !killedMidPush {
+            let before = count(database, notes)
+            guard before < saves else { break }
+            let (pushing, _) = try launch(v1, ["sync"], port: server.port)
+            for _ in 0..<20_000 where pushing.isRunning {
+                let now = count(database, notes)
+                if now > before, now < saves {
+                    kill(pushing.processIdentifier, SIGKILL)
+                    killedMidPush = true
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(1))
+            }
+            if pushing.isRunning { kill(pushing.processIdentifier, SIGKILL) }
+            pushing.waitUntilExit()
+        }
+        #expect(killedMidPush, "version 1 was never caught mid-push")
+
+        // The update: version 2 opens the same store (a migration adds a column) and syncs.
+        let (updated, updatedOutput) = try launch(v2, ["list"], port: server.port)
+        updated.waitUntilExit()
+        let text = (try? String(contentsOfFile: updatedOutput, encoding: .utf8)) ?? ""
+        #expect(clientID(in: updatedOutput) == v1Client, "\(text.prefix(300))")
+        #expect(text.contains("synced; pending: 0"), "\(text.suffix(300))")
+        #expect(text.split(separator: "\n").filter { $0.hasSuffix("priority 0") }.count == saves)
+        kill(server.process.processIdentifier, SIGTERM)
+        server.process.waitUntilExit()
+
+        // Every save of version 1 is on the server once, under the one client id.
+        #expect(count(database, notes) == saves)
+        #expect(count(database, "SELECT COUNT(DISTINCT client_id) FROM osd_changes WHERE client_id IS NOT NULL") == 1)
+        #expect(count(database, "SELECT COUNT(*) FROM (SELECT client_id, mutation_id FROM osd_changes WHERE client_id IS NOT NULL GROUP BY client_id, mutation_id HAVING COUNT(DISTINCT txn) > 1)") == 0)
+        #expect(count(database, "SELECT COUNT(DISTINCT client_id || '#' || mutation_id) FROM osd_changes WHERE client_id IS NOT NULL") == saves)
+    }
 }
