@@ -59,6 +59,9 @@ let package = Package(
             name: "OpenSwiftData",
             dependencies: [
                 "OpenSwiftDataMacros",
+                // The hybrid logical clock that stamps synced saves: one implementation, the
+                // protocol's (Foundation only).
+                "OpenSwiftDataSyncProtocol",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -216,7 +219,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OpenSwiftDataTests",
-            dependencies: ["OpenSwiftData", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["OpenSwiftData", "OpenSwiftDataSyncProtocol", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         // SwiftData's public API, written as SwiftData code writes it: compile-only, so that a
         // missing declaration or overload fails the build.

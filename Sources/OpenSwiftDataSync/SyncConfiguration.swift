@@ -1,5 +1,5 @@
 import Foundation
-@_spi(Sync) import OpenSwiftData
+import OpenSwiftData
 import OpenSwiftDataSyncProtocol
 
 /// Which models sync and how: each entity's scope rule and conflict policy.

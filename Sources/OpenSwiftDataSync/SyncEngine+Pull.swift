@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-@_spi(Sync) import OpenSwiftData
+import OpenSwiftData
 import OpenSwiftDataSyncProtocol
 
 extension SyncEngine {

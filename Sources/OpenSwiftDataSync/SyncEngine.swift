@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-@_spi(Sync) import OpenSwiftData
+import OpenSwiftData
 import OpenSwiftDataSyncProtocol
 
 /// Keeps a ``ModelContainer``'s synced models in sync with an OpenSwiftData server, offline
@@ -242,8 +242,10 @@ public actor SyncEngine {
     package func setEventTap(_ tap: (@Sendable (SyncEvent) -> Void)?) { eventTap = tap }
 
     func observe(_ stamp: HLCTimestamp) {
-        let ceiling = UInt64(max(0, clock.now().timeIntervalSince1970 * 1000)) + 60_000
-        let accepted = min(stamp, HLCTimestamp(milliseconds: ceiling, counter: .max))
+        // Limited to the protocol's drift ahead of this device's wall time; the store's clock
+        // (which stamps saves) moves past what was accepted.
+        var limit = HybridLogicalClock()
+        let accepted = limit.observe(stamp, wallMilliseconds: HLCTimestamp.milliseconds(of: clock.now()))
         _ = try? container.advanceSyncClock(receivedStamp: accepted.rawValue)
     }
 

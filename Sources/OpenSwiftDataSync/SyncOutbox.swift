@@ -1,5 +1,5 @@
 import Foundation
-@_spi(Sync) import OpenSwiftData
+import OpenSwiftData
 import OpenSwiftDataSyncProtocol
 
 /// Turns the store's sync log entries into the protocol's record changes: one saved entry is

@@ -1,5 +1,5 @@
 import Foundation
-@_spi(Sync) import OpenSwiftData
+import OpenSwiftData
 import OpenSwiftDataSyncProtocol
 
 /// Between the store's stored form of a field (``SyncFieldValue``) and the wire's typed value

@@ -1,7 +1,8 @@
 import Foundation
 
-/// A hybrid-logical-clock time: physical milliseconds since 1970 in the high 48 bits, a
-/// logical counter in the low 16. Stamps order the writes of all devices consistently with
+/// A hybrid-logical-clock time: physical milliseconds since 1970 in the high bits (at most 47 of
+/// them, so that a stamp fits the signed 64-bit integers SQLite and PostgreSQL store), a logical
+/// counter in the low 16. Stamps order the writes of all devices consistently with
 /// causality, and stay close to wall time.
 ///
 /// On the wire it is a decimal string (`"118233602457108480"`), so that clients whose numbers
@@ -13,13 +14,22 @@ public struct HLCTimestamp: RawRepresentable, Hashable, Comparable, Codable, Sen
     /// Makes a stamp from its packed value.
     public init(rawValue: UInt64) { self.rawValue = rawValue }
 
-    /// Makes a stamp from its parts; milliseconds beyond 48 bits are clamped.
+    /// Makes a stamp from its parts; milliseconds beyond ``maxMilliseconds`` are clamped.
     public init(milliseconds: UInt64, counter: UInt16) {
         self.rawValue = (min(milliseconds, HLCTimestamp.maxMilliseconds) << 16) | UInt64(counter)
     }
 
-    /// The largest physical time a stamp holds (year 10889).
-    public static let maxMilliseconds: UInt64 = (1 << 48) - 1
+    /// The largest physical time a stamp holds (year 6429): 47 bits, so that every stamp is
+    /// below 2^63 and keeps its order as a signed 64-bit integer.
+    public static let maxMilliseconds: UInt64 = (1 << 47) - 1
+
+    /// Milliseconds since 1970 of a date, as a stamp's physical part: 0 before 1970, clamped to
+    /// ``maxMilliseconds``.
+    public static func milliseconds(of date: Date) -> UInt64 {
+        let value = (date.timeIntervalSince1970 * 1000).rounded(.down)
+        guard value > 0 else { return 0 }
+        return value >= Double(maxMilliseconds) ? maxMilliseconds : UInt64(value)
+    }
 
     /// The zero stamp, before every other.
     public static let zero = HLCTimestamp(rawValue: 0)
@@ -63,8 +73,11 @@ public struct HybridLogicalClock: Sendable {
     /// it, so that one device whose clock says 2099 cannot push every clock into the future.
     public var maximumDrift: UInt64
 
+    /// The default ``maximumDrift``: one minute.
+    public static let defaultMaximumDrift: UInt64 = 60_000
+
     /// Makes a clock that continues after `last`.
-    public init(last: HLCTimestamp = .zero, maximumDrift milliseconds: UInt64 = 60_000) {
+    public init(last: HLCTimestamp = .zero, maximumDrift milliseconds: UInt64 = HybridLogicalClock.defaultMaximumDrift) {
         self.last = last
         self.maximumDrift = milliseconds
     }
@@ -85,7 +98,7 @@ public struct HybridLogicalClock: Sendable {
     /// clamped one).
     @discardableResult
     public mutating func observe(_ remote: HLCTimestamp, wallMilliseconds: UInt64) -> HLCTimestamp {
-        let ceiling = HLCTimestamp(milliseconds: wallMilliseconds &+ maximumDrift, counter: UInt16.max)
+        let ceiling = HLCTimestamp(milliseconds: min(wallMilliseconds, HLCTimestamp.maxMilliseconds) + min(maximumDrift, HLCTimestamp.maxMilliseconds), counter: UInt16.max)
         let accepted = min(remote, ceiling)
         if accepted > last { last = accepted }
         return accepted

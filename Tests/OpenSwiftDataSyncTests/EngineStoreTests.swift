@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-@_spi(Sync) import OpenSwiftData
+import OpenSwiftData
 @testable import OpenSwiftDataSync
 import OpenSwiftDataSyncProtocol
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
-@_spi(Sync) import OpenSwiftData
+import OpenSwiftData
+import OpenSwiftDataSyncProtocol
 import Testing
 
 /// A container of the sync test models on a new store file, with capture on for every synced
@@ -77,7 +78,7 @@ struct SyncCaptureTests {
         #expect(entry.sequence == 1)
         #expect(entry.author == "app")
         #expect(entry.timestamp == clock.now)
-        #expect(HybridLogicalClock.milliseconds(of: entry.stamp) == UInt64(clock.now.timeIntervalSince1970 * 1000))
+        #expect(HLCTimestamp(rawValue: entry.stamp).milliseconds == UInt64(clock.now.timeIntervalSince1970 * 1000))
         #expect(entry.changes.count == 3)
         #expect(entry.changes.allSatisfy { $0.kind == .insert && $0.baseVersion == nil && $0.scope == nil })
 
@@ -211,7 +212,7 @@ struct SyncCaptureTests {
         }
         #expect(stamps.count == 4)
         #expect(zip(stamps, stamps.dropFirst()).allSatisfy { $0 < $1 })
-        #expect(HybridLogicalClock.counter(of: stamps[1]) == 1)
+        #expect(HLCTimestamp(rawValue: stamps[1]).counter == 1)
         // Reopened, the clock still behind: the next stamp is above every earlier one.
         let container = try syncedContainer(at: url, clock: clock)
         let context = ModelContext(container)
@@ -220,12 +221,13 @@ struct SyncCaptureTests {
         let afterRestart = try #require(try container.syncLogEntries(after: 4).first?.stamp)
         #expect(afterRestart > stamps[3])
         // A stamp from a server far ahead: every later save is stamped above it.
-        let remote = HybridLogicalClock.stamp(milliseconds: HybridLogicalClock.milliseconds(of: afterRestart) + 60_000, counter: 9)
+        let remote = HLCTimestamp(milliseconds: HLCTimestamp(rawValue: afterRestart).milliseconds + 60_000, counter: 9).rawValue
         #expect(try container.advanceSyncClock(receivedStamp: remote) == remote)
         context.insert(SyncProject(title: "after remote"))
         try context.save()
         #expect(try container.syncLogEntries(after: 5).first?.stamp == remote + 1)
-        #expect(HybridLogicalClock.next(after: 5, now: Date(timeIntervalSince1970: 1)) == HybridLogicalClock.stamp(milliseconds: 1000, counter: 0))
+        var fresh = HybridLogicalClock(last: HLCTimestamp(rawValue: 5))
+        #expect(fresh.now(wallMilliseconds: HLCTimestamp.milliseconds(of: Date(timeIntervalSince1970: 1))) == HLCTimestamp(milliseconds: 1000, counter: 0))
     }
 
     @Test("saves under the sync engine's author are not logged (no echo), yet their rows get records")

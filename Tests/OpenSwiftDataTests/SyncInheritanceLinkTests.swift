@@ -1,5 +1,5 @@
 import Foundation
-@_spi(Sync) import OpenSwiftData
+import OpenSwiftData
 import Testing
 
 /// Many-to-many links to a class with subclasses (a table per concrete class): a link to a

@@ -1,5 +1,5 @@
 import Foundation
-@_spi(Sync) import OpenSwiftData
+import OpenSwiftData
 import Testing
 
 @Suite("Sync capture of many-to-many links")

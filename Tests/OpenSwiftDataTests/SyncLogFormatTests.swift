@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-@_spi(Sync) @testable import OpenSwiftData
+@testable import OpenSwiftData
 import Testing
 
 /// The sync log blob written in format version 1 (stores written before issue 18's compact

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-@_spi(Sync) @testable import OpenSwiftData
+@testable import OpenSwiftData
 import Testing
 
 /// The layout of `osd_sync_records` and the upgrade of stores written before entity codes.

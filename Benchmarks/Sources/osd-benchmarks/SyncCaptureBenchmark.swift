@@ -1,5 +1,5 @@
 import Foundation
-@_spi(Sync) import OpenSwiftData
+import OpenSwiftData
 
 /// The cost of sync capture (issue 18), OpenSwiftData against itself:
 ///

@@ -11,33 +11,33 @@ extension ModelContainer {
     /// store records that capture is on (its tables are created), so that a later open of the
     /// same store captures from its first save; until this is called again after such an open,
     /// changes are captured without scope rules (scope nil).
-    @_spi(Sync) public func enableSyncCapture(_ configuration: SyncCaptureConfiguration) throws {
+    package func enableSyncCapture(_ configuration: SyncCaptureConfiguration) throws {
         let state = try SyncCaptureState(configuration, container: self)
         try store.write { db in try SyncLog.enable(entities: configuration.entities.map(\.name), in: db) }
         syncState.withLock { $0 = state }
     }
 
     /// Whether saves of this container capture synced changes.
-    @_spi(Sync) public var isSyncCaptureEnabled: Bool { syncCapture != nil }
+    package var isSyncCaptureEnabled: Bool { syncCapture != nil }
 
     /// The author under which the sync engine writes (never captured), when capture is on.
-    @_spi(Sync) public var syncEngineAuthor: String? { syncCapture?.engineAuthor }
+    package var syncEngineAuthor: String? { syncCapture?.engineAuthor }
 
     // MARK: Reading the log
 
     /// The log entries after `sequence`, oldest first, at most `limit` of them. Each returns
     /// exactly what its save recorded, whatever happened to the rows since.
-    @_spi(Sync) public func syncLogEntries(after sequence: Int64 = 0, limit: Int? = nil) throws -> [SyncLogEntry] {
+    package func syncLogEntries(after sequence: Int64 = 0, limit: Int? = nil) throws -> [SyncLogEntry] {
         try store.read { db in try SyncLog.entries(after: sequence, limit: limit, in: db) }
     }
 
     /// How many log entries come after `sequence`.
-    @_spi(Sync) public func syncLogCount(after sequence: Int64 = 0) throws -> Int {
+    package func syncLogCount(after sequence: Int64 = 0) throws -> Int {
         try store.read { db in try SyncLog.count(after: sequence, in: db) }
     }
 
     /// The sequence of the last entry ever appended (0 when none was).
-    @_spi(Sync) public func lastSyncLogSequence() throws -> Int64 {
+    package func lastSyncLogSequence() throws -> Int64 {
         try store.read { db in try SyncLog.lastSequence(in: db) }
     }
 
@@ -47,7 +47,7 @@ extension ModelContainer {
     /// (0 for a new one). ``pruneSyncLog(through:)`` never removes an entry a registered
     /// consumer has not read; the app's `deleteHistory` never touches the sync log at all.
     @discardableResult
-    @_spi(Sync) public func registerSyncConsumer(_ name: String) throws -> Int64 {
+    package func registerSyncConsumer(_ name: String) throws -> Int64 {
         try store.write { db in
             for statement in SyncLog.createStatements { try db.execute(sql: statement) }
             return try SyncLog.register(consumer: name, in: db)
@@ -55,20 +55,20 @@ extension ModelContainer {
     }
 
     /// A registered consumer's cursor: the last sequence it has read (nil when not registered).
-    @_spi(Sync) public func syncConsumerCursor(_ name: String) throws -> Int64? {
+    package func syncConsumerCursor(_ name: String) throws -> Int64? {
         try store.read { db in try SyncLog.cursor(of: name, in: db) }
     }
 
     /// Records that a consumer has read the entries up to `sequence` (a cursor never moves
     /// back). Throws ``SyncCaptureError/unknownEntity(_:)`` naming the consumer when it is not
     /// registered.
-    @_spi(Sync) public func advanceSyncConsumer(_ name: String, to sequence: Int64) throws {
+    package func advanceSyncConsumer(_ name: String, to sequence: Int64) throws {
         let known = try store.write { db in try SyncLog.cursor(of: name, in: db) != nil && SyncLog.advance(consumer: name, to: sequence, in: db) }
         if !known { throw SyncCaptureError.unknownEntity("consumer \(name)") }
     }
 
     /// Forgets a consumer: pruning no longer waits for it.
-    @_spi(Sync) public func unregisterSyncConsumer(_ name: String) throws {
+    package func unregisterSyncConsumer(_ name: String) throws {
         try store.write { db in
             if try db.tableExists(SyncLog.consumersTable) { try SyncLog.unregister(consumer: name, in: db) }
         }
@@ -77,21 +77,21 @@ extension ModelContainer {
     /// Deletes the log entries up to `sequence` that every registered consumer has read, and
     /// returns how many went. Sequences are never reused.
     @discardableResult
-    @_spi(Sync) public func pruneSyncLog(through sequence: Int64) throws -> Int {
+    package func pruneSyncLog(through sequence: Int64) throws -> Int {
         try store.write { db in try SyncLog.prune(through: sequence, in: db) }
     }
 
     // MARK: Clock
 
     /// The last hybrid-logical-clock stamp taken or received (0 before any).
-    @_spi(Sync) public func syncClockStamp() throws -> UInt64 {
+    package func syncClockStamp() throws -> UInt64 {
         try store.read { db in try SyncLog.lastStamp(in: db) }
     }
 
     /// Advances the clock past a stamp received from elsewhere (a server response): every later
     /// save's stamp is greater. Returns the clock's stamp afterwards.
     @discardableResult
-    @_spi(Sync) public func advanceSyncClock(receivedStamp: UInt64) throws -> UInt64 {
+    package func advanceSyncClock(receivedStamp: UInt64) throws -> UInt64 {
         try store.write { db in
             for statement in SyncLog.createStatements { try db.execute(sql: statement) }
             try SyncLog.setLastStamp(receivedStamp, in: db)
@@ -102,7 +102,7 @@ extension ModelContainer {
     // MARK: Records
 
     /// The sync record id of a saved model's row (nil when the row has none).
-    @_spi(Sync) public func syncRecordID(for identifier: PersistentIdentifier) throws -> String? {
+    package func syncRecordID(for identifier: PersistentIdentifier) throws -> String? {
         guard let row = identifier.rowID else { return nil }
         return try store.read { db in
             guard try SyncRecords.exist(in: db) else { return nil }
@@ -111,7 +111,7 @@ extension ModelContainer {
     }
 
     /// The identifier of the local row of a record (nil when the record is not local).
-    @_spi(Sync) public func persistentIdentifier(forSyncRecord recordID: String, entity: String) throws -> PersistentIdentifier? {
+    package func persistentIdentifier(forSyncRecord recordID: String, entity: String) throws -> PersistentIdentifier? {
         try store.read { db in
             guard try SyncRecords.exist(in: db), let row = try SyncRecords.row(entity: entity, recordID: recordID, in: db) else { return nil }
             return PersistentIdentifier(storeIdentifier: store.identifier, entityName: entity, key: .row(row))
@@ -119,7 +119,7 @@ extension ModelContainer {
     }
 
     /// The server version last recorded for a local record (nil when never synced or not local).
-    @_spi(Sync) public func syncServerVersion(entity: String, recordID: String) throws -> Int64? {
+    package func syncServerVersion(entity: String, recordID: String) throws -> Int64? {
         try store.read { db in
             guard try SyncRecords.exist(in: db), let row = try SyncRecords.row(entity: entity, recordID: recordID, in: db) else { return nil }
             return try SyncRecords.record(entity: entity, row: row, in: db)?.serverVersion
@@ -127,7 +127,7 @@ extension ModelContainer {
     }
 
     /// How many references wait for a record that is not local yet.
-    @_spi(Sync) public func pendingSyncReferenceCount() throws -> Int {
+    package func pendingSyncReferenceCount() throws -> Int {
         try store.read { db in try SyncRecords.pendingCount(in: db) }
     }
 }

@@ -18,7 +18,7 @@ extension ModelContainer {
     /// unique value, throws a ``SyncCaptureError`` and changes nothing. An upsert of a record whose
     /// unique value a local row already has updates that row: a record id names one record.
     @discardableResult
-    @_spi(Sync) public func applyRemoteChanges(_ batch: [RemoteRecordChange]) throws -> RemoteApplyResult {
+    package func applyRemoteChanges(_ batch: [RemoteRecordChange]) throws -> RemoteApplyResult {
         try applyRemoteChanges(batch, alsoWriting: nil)
     }
 
@@ -33,7 +33,7 @@ extension ModelContainer {
     /// every record a cascade deleted, so a local cascade would only reach records the server
     /// keeps, through a reference only a pending local edit made.
     @discardableResult
-    @_spi(Sync) public func applyRemoteChanges(_ batch: [RemoteRecordChange], localCascades: Bool = true, alsoWriting: ((Database) throws -> Void)?) throws -> RemoteApplyResult {
+    package func applyRemoteChanges(_ batch: [RemoteRecordChange], localCascades: Bool = true, alsoWriting: ((Database) throws -> Void)?) throws -> RemoteApplyResult {
         guard let state = syncCapture else { throw SyncCaptureError.notEnabled }
         let context = ModelContext(self)
         context.author = state.engineAuthor

@@ -2,7 +2,7 @@ import Foundation
 
 /// One record's change from the server, as the sync engine hands it to
 /// ``ModelContainer/applyRemoteChanges(_:)``.
-@_spi(Sync) public struct RemoteRecordChange: Sendable, Hashable {
+package struct RemoteRecordChange: Sendable, Hashable {
     /// What to do with the record.
     public enum Kind: Sendable, Hashable {
         /// Create the record, or update it when it is local (by record id, or by its unique
@@ -52,7 +52,7 @@ import Foundation
 }
 
 /// What ``ModelContainer/applyRemoteChanges(_:)`` did.
-@_spi(Sync) public struct RemoteApplyResult: Sendable, Hashable {
+package struct RemoteApplyResult: Sendable, Hashable {
     /// Records created locally.
     public var inserted: Int = 0
     /// Local records updated.

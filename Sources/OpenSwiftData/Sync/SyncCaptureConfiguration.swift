@@ -9,7 +9,7 @@ import Foundation
 /// configuration.sync(Note.self)              // the pushing user's private scope
 /// try container.enableSyncCapture(configuration)
 /// ```
-@_spi(Sync) public struct SyncCaptureConfiguration: Sendable {
+package struct SyncCaptureConfiguration: Sendable {
     /// One synced entity and its scope rule.
     public struct Entity: Sendable {
         /// The entity's name.

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Why sync capture or a remote batch was refused. Nothing is written when one is thrown.
-@_spi(Sync) public enum SyncCaptureError: Error, Sendable, Hashable, CustomStringConvertible {
+package enum SyncCaptureError: Error, Sendable, Hashable, CustomStringConvertible {
     /// An entity cannot sync because its records would have no stable identity: it has a
     /// compound `#Unique` constraint or several unique attributes.
     case unsupportedIdentity(entity: String, reason: String)

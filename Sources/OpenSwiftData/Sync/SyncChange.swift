@@ -1,7 +1,7 @@
 import Foundation
 
 /// One record's change inside a sync log entry, as it was at save time.
-@_spi(Sync) public struct SyncChange: Sendable, Hashable {
+package struct SyncChange: Sendable, Hashable {
     /// What happened to the record.
     public enum Kind: UInt8, Sendable, Hashable {
         /// A new record: `fields` holds every stored field as saved, `links` its many-to-many
@@ -47,7 +47,7 @@ import Foundation
 }
 
 /// One entry of the sync log: the synced changes of one committed save.
-@_spi(Sync) public struct SyncLogEntry: Sendable, Hashable {
+package struct SyncLogEntry: Sendable, Hashable {
     /// The entry's position in the log: strictly increasing, never reused (also after pruning).
     public var sequence: Int64
     /// The save's hybrid-logical-clock stamp (see ``HybridLogicalClock``).

@@ -3,10 +3,11 @@ import GRDB
 
 // What the sync engine (the OpenSwiftDataSync module) needs from the store beyond capture and
 // apply: its own statements in a store transaction, the shape of the synced entities, and the
-// consumer cursor moved inside such a transaction. Additive SPI; nothing here is public API.
+// consumer cursor moved inside such a transaction. `package` API: visible to the package's own
+// modules, never to an app.
 
 /// One synced field of an entity, as capture records it.
-@_spi(Sync) public struct SyncEntityField: Sendable, Hashable {
+package struct SyncEntityField: Sendable, Hashable {
     /// The property's name (its sync name).
     public var name: String
     /// What it holds.
@@ -21,7 +22,7 @@ import GRDB
 }
 
 /// The synced shape of one entity: its fields and its many-to-many link sets.
-@_spi(Sync) public struct SyncEntityShape: Sendable, Hashable {
+package struct SyncEntityShape: Sendable, Hashable {
     /// The entity's name.
     public var name: String
     /// The synced column fields, in column order.
@@ -37,7 +38,7 @@ import GRDB
 
 extension ModelContainer {
     /// The synced shape of an entity while capture is on (nil when the entity does not sync).
-    @_spi(Sync) public func syncEntityShape(_ entity: String) -> SyncEntityShape? {
+    package func syncEntityShape(_ entity: String) -> SyncEntityShape? {
         guard let plan = syncCapture?.plan(entity) else { return nil }
         var fields: [SyncEntityField] = []
         for (position, column) in plan.fieldColumns.enumerated() {
@@ -58,33 +59,33 @@ extension ModelContainer {
     }
 
     /// Whether the container's schema has an entity of this name.
-    @_spi(Sync) public func hasEntity(named name: String) -> Bool { layout(named: name) != nil }
+    package func hasEntity(named name: String) -> Bool { layout(named: name) != nil }
 
     /// Runs the sync engine's own statements in one write transaction of the store (committed
     /// when `body` returns, rolled back when it throws). Never captured: it writes no model rows.
-    @_spi(Sync) public func performSyncTransaction<T>(_ body: (Database) throws -> T) throws -> T {
+    package func performSyncTransaction<T>(_ body: (Database) throws -> T) throws -> T {
         try store.write { db in try body(db) }
     }
 
     /// Reads through the store's connection.
-    @_spi(Sync) public func performSyncRead<T>(_ body: (Database) throws -> T) throws -> T {
+    package func performSyncRead<T>(_ body: (Database) throws -> T) throws -> T {
         try store.read { db in try body(db) }
     }
 
     /// Moves a registered consumer's cursor forward inside the caller's transaction (never back).
-    @_spi(Sync) public static func advanceSyncConsumer(_ name: String, to sequence: Int64, in db: Database) throws {
+    package static func advanceSyncConsumer(_ name: String, to sequence: Int64, in db: Database) throws {
         _ = try SyncLog.advance(consumer: name, to: sequence, in: db)
     }
 
     /// The log entries after `sequence` read inside the caller's transaction.
-    @_spi(Sync) public static func syncLogEntries(after sequence: Int64, limit: Int?, in db: Database) throws -> [SyncLogEntry] {
+    package static func syncLogEntries(after sequence: Int64, limit: Int?, in db: Database) throws -> [SyncLogEntry] {
         try SyncLog.entries(after: sequence, limit: limit, in: db)
     }
 }
 
 /// One synced record known locally: its entity, id and the scope it was last captured or
 /// applied with.
-@_spi(Sync) public struct SyncRecordEntry: Sendable, Hashable {
+package struct SyncRecordEntry: Sendable, Hashable {
     /// The entity's name.
     public var entity: String
     /// The record's global id.
@@ -95,7 +96,7 @@ extension ModelContainer {
 
 extension ModelContainer {
     /// Every synced record that has a local row, read inside the caller's transaction.
-    @_spi(Sync) public static func syncRecordEntries(in db: Database) throws -> [SyncRecordEntry] {
+    package static func syncRecordEntries(in db: Database) throws -> [SyncRecordEntry] {
         guard try SyncRecords.exist(in: db) else { return [] }
         // record_id holds UUID ids as 16 bytes and others as text (SyncRecords.storedID):
         // decoded here, and ordered after decoding.
@@ -112,7 +113,7 @@ extension ModelContainer {
     /// `author`: captured into the sync log and pushed (the sync engine writes a conflict's
     /// resolution this way). Each change's `serverVersion` is kept as the record's base version.
     @discardableResult
-    @_spi(Sync) public func applyChangesAsLocalSave(_ batch: [RemoteRecordChange], author: String? = nil) throws -> RemoteApplyResult {
+    package func applyChangesAsLocalSave(_ batch: [RemoteRecordChange], author: String? = nil) throws -> RemoteApplyResult {
         guard let state = syncCapture else { throw SyncCaptureError.notEnabled }
         let context = ModelContext(self)
         context.author = author == state.engineAuthor ? nil : author
@@ -123,17 +124,17 @@ extension ModelContainer {
 
 extension ModelContainer {
     /// A registered consumer's cursor read inside the caller's transaction (0 when not registered).
-    @_spi(Sync) public static func syncConsumerCursor(_ name: String, in db: Database) throws -> Int64 {
+    package static func syncConsumerCursor(_ name: String, in db: Database) throws -> Int64 {
         try SyncLog.cursor(of: name, in: db) ?? 0
     }
 
     /// How many log entries come after `sequence`, read inside the caller's transaction.
-    @_spi(Sync) public static func syncLogCount(after sequence: Int64, in db: Database) throws -> Int {
+    package static func syncLogCount(after sequence: Int64, in db: Database) throws -> Int {
         try SyncLog.count(after: sequence, in: db)
     }
 
     /// The sequence of the last log entry ever appended, read inside the caller's transaction.
-    @_spi(Sync) public static func lastSyncLogSequence(in db: Database) throws -> Int64 {
+    package static func lastSyncLogSequence(in db: Database) throws -> Int64 {
         try SyncLog.lastSequence(in: db)
     }
 }

@@ -3,7 +3,7 @@ import GRDB
 
 /// What a synced field holds, named after the Swift type the schema declares (so the other side
 /// knows how to read the stored form) rather than after SQLite's storage class.
-@_spi(Sync) public enum SyncFieldKind: String, Sendable, Hashable, Codable, CaseIterable {
+package enum SyncFieldKind: String, Sendable, Hashable, Codable, CaseIterable {
     /// `Bool`, stored as INTEGER 0 or 1.
     case bool
     /// Any fixed-width integer, stored as INTEGER.
@@ -61,11 +61,11 @@ import GRDB
 
 /// A value in the form SQLite stores it: what a column holds, bit for bit. The same value the
 /// History log records (``HistoryValue``): one type, so the two logs cannot drift apart.
-@_spi(Sync) public typealias SyncStoredValue = HistoryValue
+package typealias SyncStoredValue = HistoryValue
 
 /// One field's value as the sync log records it and a remote batch carries it: the stored form
 /// and the kind the schema gives it, so the other side writes it into its column unchanged.
-@_spi(Sync) public struct SyncFieldValue: Sendable, Hashable, Codable {
+package struct SyncFieldValue: Sendable, Hashable, Codable {
     /// The declared kind of the field.
     public var kind: SyncFieldKind
     /// The stored form.
@@ -99,7 +99,7 @@ import GRDB
 }
 
 /// One named field of a change.
-@_spi(Sync) public struct SyncField: Sendable, Hashable, Codable {
+package struct SyncField: Sendable, Hashable, Codable {
     /// The property's name.
     public var name: String
     /// Its value.
@@ -114,7 +114,7 @@ import GRDB
 
 /// The links a change adds to and removes from one many-to-many relationship, by the related
 /// records' ids.
-@_spi(Sync) public struct SyncLinkChange: Sendable, Hashable, Codable {
+package struct SyncLinkChange: Sendable, Hashable, Codable {
     /// The relationship's name (on the side that owns the join table).
     public var relationship: String
     /// The record ids linked by the change.

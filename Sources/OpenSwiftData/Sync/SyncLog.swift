@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import GRDBSQLite
+import OpenSwiftDataSyncProtocol
 
 /// The sync change log (`osd_sync_log`): one row per committed save that changed synced
 /// entities, written in the save's transaction, never rewritten. Separate from `osd_history`, so
@@ -63,7 +64,8 @@ enum SyncLog {
 
     /// Takes the next stamp (one per save) and persists it in the same transaction.
     static func takeStamp(now: Date, in db: Database) throws -> UInt64 {
-        let stamp = HybridLogicalClock.next(after: try lastStamp(in: db), now: now)
+        var clock = HybridLogicalClock(last: HLCTimestamp(rawValue: try lastStamp(in: db)))
+        let stamp = clock.now(wallMilliseconds: HLCTimestamp.milliseconds(of: now)).rawValue
         try setLastStamp(stamp, in: db)
         return stamp
     }
