@@ -26,22 +26,25 @@ let package = Package(
         .library(name: "OpenSwiftDataServerPostgres", targets: ["OpenSwiftDataServerPostgres"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
-        .package(url: "https://github.com/swiftlang/swift-syntax", exact: "602.0.0"),
-        .package(url: "https://github.com/pointfreeco/swift-macro-testing", exact: "0.7.0"),
-        .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
+        // Version ranges, so that an app that already depends on one of these packages can add
+        // this one. The lowest version of each is the one CI builds against by default.
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        // Macros: the swift-syntax releases this package is built and tested with.
+        .package(url: "https://github.com/swiftlang/swift-syntax", "602.0.0"..<"604.0.0"),
+        .package(url: "https://github.com/pointfreeco/swift-macro-testing", from: "0.7.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // The sync server's dependencies, used only by the server's targets.
-        .package(url: "https://github.com/hummingbird-project/hummingbird.git", exact: "2.28.1", traits: []),
-        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", exact: "2.8.1"),
-        .package(url: "https://github.com/vapor/jwt-kit.git", exact: "5.8.0"),
-        .package(url: "https://github.com/apple/swift-crypto.git", exact: "4.5.2"),
-        .package(url: "https://github.com/apple/swift-argument-parser.git", exact: "1.8.2"),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", exact: "2.13.0"),
-        .package(url: "https://github.com/apple/swift-metrics.git", exact: "2.13.0"),
-        .package(url: "https://github.com/swift-server/swift-prometheus.git", exact: "2.4.1"),
-        .package(url: "https://github.com/swift-server/async-http-client.git", exact: "1.37.0"),
-        .package(url: "https://github.com/vapor/postgres-nio.git", exact: "1.33.2"),
-        .package(url: "https://github.com/apple/swift-nio.git", exact: "2.101.3"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
     ],
     targets: [
         .macro(

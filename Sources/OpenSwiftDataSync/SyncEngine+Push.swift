@@ -13,26 +13,31 @@ extension SyncEngine {
         let batch = try storeWrite { db -> [Mutation] in
             let unanswered = try SyncEngineStore.unanswered(limit: limit, in: db)
             if !unanswered.isEmpty { return unanswered }
-            let cursor = try ModelContainer.syncConsumerCursor(SyncEngineStore.consumer, in: db)
-            let entries = try ModelContainer.syncLogEntries(after: cursor, limit: limit, in: db)
-            guard let last = entries.last else { return [] }
-            // A save of a record that a held save touches is held behind it, unnumbered.
+            var cursor = try ModelContainer.syncConsumerCursor(SyncEngineStore.consumer, in: db)
+            // A save of a record that a held save touches is held behind it, unnumbered; the
+            // log is read on while every entry read was held, so that a run of saves of a held
+            // record never hides the saves behind it.
             var heldRecords = try SyncHeldSaves.records(in: db)
             var mutations: [Mutation] = []
-            for entry in entries {
-                let changes = outbox.changes(of: entry)
-                let records = Set(changes.map { SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID) })
-                if !heldRecords.isEmpty, !records.isDisjoint(with: heldRecords) {
-                    heldRecords.formUnion(records)
-                    try SyncHeldSaves.append(Mutation(id: 0, stamp: HLCTimestamp(rawValue: entry.stamp), changes: changes), logSequence: entry.sequence, reason: "follows a held save of the same records", in: db)
-                    continue
+            while mutations.isEmpty {
+                let entries = try ModelContainer.syncLogEntries(after: cursor, limit: limit, in: db)
+                guard let last = entries.last else { break }
+                for entry in entries {
+                    let changes = outbox.changes(of: entry)
+                    let records = Set(changes.map { SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID) })
+                    if !heldRecords.isEmpty, !records.isDisjoint(with: heldRecords) {
+                        heldRecords.formUnion(records)
+                        try SyncHeldSaves.append(Mutation(id: 0, stamp: HLCTimestamp(rawValue: entry.stamp), changes: changes), logSequence: entry.sequence, reason: "follows a held save of the same records", in: db)
+                        continue
+                    }
+                    let mutation = Mutation(id: next, stamp: HLCTimestamp(rawValue: entry.stamp), changes: changes)
+                    try SyncEngineStore.insertSent(mutation, logSequence: entry.sequence, in: db)
+                    mutations.append(mutation)
+                    next += 1
                 }
-                let mutation = Mutation(id: next, stamp: HLCTimestamp(rawValue: entry.stamp), changes: changes)
-                try SyncEngineStore.insertSent(mutation, logSequence: entry.sequence, in: db)
-                mutations.append(mutation)
-                next += 1
+                try ModelContainer.advanceSyncConsumer(SyncEngineStore.consumer, to: last.sequence, in: db)
+                cursor = last.sequence
             }
-            try ModelContainer.advanceSyncConsumer(SyncEngineStore.consumer, to: last.sequence, in: db)
             try SyncEngineStore.set("nextMutationID", String(next), in: db)
             return mutations
         }
@@ -61,7 +66,7 @@ extension SyncEngine {
             if rounds > 10_000 { return answered }
             let response: PushResponse
             do {
-                response = try await transport.push(PushRequest(clientID: clientID, mutations: batch, schema: schemaSent ? nil : schema, cursor: cursor))
+                response = try await transport.push(PushRequest(clientID: clientID, mutations: batch, schema: schemaSent ? nil : pushSchema, cursor: cursor))
             } catch let error as SyncTransportError {
                 // The server was restored since this client's last pull: nothing was processed.
                 // The pull that follows resets the cursor and marks what the server lost for

@@ -39,6 +39,9 @@ public actor SyncEngine {
     let user: String
     let shapes: [String: SyncEntityShape]
     let schema: SchemaDescriptor
+    /// The schema pushes describe: ``schema``, plus what earlier versions of the app synced
+    /// while saves made under them are still queued (see `loadState`).
+    let pushSchema: SchemaDescriptor
     private let eventContinuation: AsyncStream<SyncEvent>.Continuation
     let progressContinuation: AsyncStream<PullProgress>.Continuation
     var random: SyncRandom
@@ -59,6 +62,8 @@ public actor SyncEngine {
     /// The unsettled mutations and shadows last decoded, by stored bytes (see ``DecodeMemo``).
     let sentMemos = SyncEngineStore.SentMemos()
     let shadowMemo = DecodeMemo<SyncEngineStore.ShadowKey, SyncEngineStore.ShadowValue>()
+    /// The held saves last decoded (see ``SyncHeldSaves``).
+    let heldMemo = DecodeMemo<Int64, Mutation>()
 
     // Download staging.
     var staged: [PulledChange] = []
@@ -97,6 +102,7 @@ public actor SyncEngine {
         } catch let error as SyncCaptureError {
             if case let .unsupportedIdentity(entity, reason) = error { throw SyncEngineError.unsupportedModel(entity: entity, reason: reason) }
             if case let .unknownEntity(entity) = error { throw SyncEngineError.modelNotInSchema(entity) }
+            if case let .duplicateSyncName(entity, _, _) = error { throw SyncEngineError.unsupportedModel(entity: entity, reason: error.description) }
             throw SyncEngineError.store(error.description)
         }
         var shapes: [String: SyncEntityShape] = [:]
@@ -130,6 +136,7 @@ public actor SyncEngine {
         cursor = state.cursor
         requestCursor = state.cursor
         nextMutationID = state.next
+        pushSchema = state.pushSchema
     }
 
     /// Sets up an engine that talks to `osd-server` at `server` over HTTP, with a token from
@@ -140,7 +147,7 @@ public actor SyncEngine {
 
     /// Reads the engine's state from the store, making a client id for a new install (or a
     /// user other than the last one).
-    private static func loadState(container: ModelContainer, user: String, schema: SchemaDescriptor, random: inout SyncRandom) throws -> (clientID: ClientID, cursor: String?, next: MutationID) {
+    private static func loadState(container: ModelContainer, user: String, schema: SchemaDescriptor, random: inout SyncRandom) throws -> (clientID: ClientID, cursor: String?, next: MutationID, pushSchema: SchemaDescriptor) {
         do {
             try container.registerSyncConsumer(SyncEngineStore.consumer)
             // One user's edits are never pushed into another's account: another user's
@@ -156,6 +163,7 @@ public actor SyncEngine {
                 throw SyncEngineError.pendingChangesOfAnotherUser(last)
             }
             let fresh = makeClientID(&random)
+            let previousPending = previous.pending
             try container.createComponentTables(SyncEngineStore.tables, owner: SyncEngineStore.owner)
             return try container.performSyncTransaction { db in
                 var client = try SyncEngineStore.value("clientID", in: db)
@@ -185,10 +193,21 @@ public actor SyncEngine {
                     let stillSkipped = skipped.subtracting(schema.syncedNames)
                     try SyncEngineStore.set(SyncEngineStore.skippedKey, stillSkipped.sorted().joined(separator: "\n"), in: db)
                 }
+                // Saves queued under an earlier schema may name entities and fields this version
+                // no longer syncs: until the queue has been empty once, pushes describe those
+                // too (as optional fields), so the server does not refuse what was valid when
+                // it was saved.
+                var earlier = (try SyncEngineStore.value("earlierSchemas", in: db)).flatMap { try? JSONDecoder().decode(SchemaDescriptor.self, from: Data($0.utf8)) } ?? SchemaDescriptor(entities: [])
+                if let stored = try SyncEngineStore.value("schema", in: db), stored != encoded,
+                   let previous = try? JSONDecoder().decode(SchemaDescriptor.self, from: Data(stored.utf8)) {
+                    earlier = earlier.merged(with: previous)
+                }
+                if previousPending == 0 { earlier = SchemaDescriptor(entities: []) }
+                try SyncEngineStore.set("earlierSchemas", earlier.entities.isEmpty ? nil : String(decoding: try JSONEncoder.syncProtocol().encode(earlier), as: UTF8.self), in: db)
                 try SyncEngineStore.set("schema", encoded, in: db)
                 let cursor = try SyncEngineStore.value("cursor", in: db)
                 let next = MutationID(try SyncEngineStore.value("nextMutationID", in: db) ?? "1") ?? 1
-                return (client ?? fresh, cursor, next)
+                return (client ?? fresh, cursor, next, schema.merged(with: earlier))
             }
         } catch let error as SyncEngineError {
             throw error
@@ -533,7 +552,7 @@ public actor SyncEngine {
         let unsent = try ModelContainer.syncLogEntries(after: cursor, limit: nil, in: db).flatMap(SyncOutbox(user: user).changes)
         // Held saves never settle while held; their records' later saves are held too, so
         // they come after every sent mutation of their records.
-        let held = try SyncHeldSaves.all(in: db).flatMap(\.mutation.changes)
+        let held = try SyncHeldSaves.all(in: db, memo: heldMemo).flatMap(\.mutation.changes)
         let before = sent.flatMap(\.mutation.changes) + held + unsent
         let after = sent.filter { $0.mutation.id > (settledThrough ?? MutationID.min) }.flatMap(\.mutation.changes) + held + unsent
         return (before, after, try ModelContainer.lastSyncLogSequence(in: db))
@@ -559,6 +578,33 @@ extension SchemaDescriptor {
             for name in Set(entity.links.map(\.name)).subtracting(old.links.map(\.name)) { added.insert(entity.name + "." + name) }
         }
         return added
+    }
+
+    /// This schema with what `other` describes and it does not: `other`'s entities, and its
+    /// fields (as optional) and links of entities both have. This schema's descriptions win.
+    func merged(with other: SchemaDescriptor) -> SchemaDescriptor {
+        var entities = self.entities
+        for entity in other.entities {
+            guard let index = entities.firstIndex(where: { $0.name == entity.name }) else {
+                var kept = entity
+                kept.fields = entity.fields.map { field in
+                    var optional = field
+                    optional.optional = true
+                    return optional
+                }
+                entities.append(kept)
+                continue
+            }
+            for field in entity.fields where !entities[index].fields.contains(where: { $0.name == field.name }) {
+                var optional = field
+                optional.optional = true
+                entities[index].fields.append(optional)
+            }
+            for link in entity.links where !entities[index].links.contains(where: { $0.name == link.name }) {
+                entities[index].links.append(link)
+            }
+        }
+        return SchemaDescriptor(entities: entities)
     }
 
     /// The entities, and `Entity.field` / `Entity.link` names, this schema syncs.

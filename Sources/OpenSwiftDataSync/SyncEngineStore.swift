@@ -70,8 +70,11 @@ enum SyncEngineStore {
         return Set(stored.split(separator: "\n").map(String.init))
     }
 
+    /// Adds to ``skipped(in:)``; nothing while the engine does not track it yet (a state from
+    /// before the tracking: what it skipped earlier is unknown, so a partial list would be
+    /// taken for a complete one).
     static func addSkipped(_ names: Set<String>, in db: Database) throws {
-        let known = try skipped(in: db) ?? []
+        guard let known = try skipped(in: db) else { return }
         guard !names.isSubset(of: known) else { return }
         try set(skippedKey, known.union(names).sorted().joined(separator: "\n"), in: db)
     }

@@ -19,7 +19,10 @@ enum SyncHeldSaves {
     static let table = "osd_sync_held"
 
     static let storeTable = StoreComponentTable(name: table, createStatements: [
-        "CREATE TABLE IF NOT EXISTS \(table) (seq INTEGER PRIMARY KEY AUTOINCREMENT, log_seq INTEGER NOT NULL, body BLOB NOT NULL, reason TEXT NOT NULL) STRICT",
+        """
+        CREATE TABLE IF NOT EXISTS \(table) (seq INTEGER PRIMARY KEY AUTOINCREMENT, log_seq INTEGER NOT NULL, \
+        body BLOB NOT NULL, records TEXT NOT NULL, reason TEXT NOT NULL) STRICT
+        """,
     ])
 
     struct Held {
@@ -29,14 +32,23 @@ enum SyncHeldSaves {
         var reason: String
     }
 
-    /// Every held save, in the order they were saved.
-    static func all(in db: Database) throws -> [Held] {
+    /// Every held save, in the order they were saved (their log entries' order; the parts of
+    /// one split save in their order). With a memo, bodies it holds are not decoded again
+    /// (held saves are large by nature), and it keeps these rows.
+    static func all(in db: Database, memo: DecodeMemo<Int64, Mutation>? = nil) throws -> [Held] {
         guard try db.tableExists(table) else { return [] }
         let decoder = JSONDecoder()
-        return try Row.fetchAll(db, sql: "SELECT seq, log_seq, body, reason FROM \(table) ORDER BY seq").map { row in
+        var decoded: [(key: Int64, bytes: Data, value: Mutation)] = []
+        let held = try Row.fetchAll(db, sql: "SELECT seq, log_seq, body, reason FROM \(table) ORDER BY log_seq, seq").map { row in
+            let sequence: Int64 = row[0]
             let body: Data = row[2]
-            return Held(sequence: row[0], mutation: try decoder.decode(Mutation.self, from: body), logSequence: row[1], reason: row[3])
+            let decode = { (bytes: Data) in try decoder.decode(Mutation.self, from: bytes) }
+            let mutation = try memo.map { try $0.value(sequence, bytes: body, decode: decode) } ?? decode(body)
+            if memo != nil { decoded.append((sequence, body, mutation)) }
+            return Held(sequence: sequence, mutation: mutation, logSequence: row[1], reason: row[3])
         }
+        memo?.keepOnly(decoded)
+        return held
     }
 
     static func count(in db: Database) throws -> Int {
@@ -44,15 +56,27 @@ enum SyncHeldSaves {
         return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)") ?? 0
     }
 
-    /// The records held saves touch.
+    /// The records held saves touch (read from their own column: no body is decoded).
     static func records(in db: Database) throws -> Set<SyncRebase.RecordRef> {
         guard try count(in: db) > 0 else { return [] }
-        return Set(try all(in: db).flatMap(\.mutation.changes).map { SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID) })
+        var records: Set<SyncRebase.RecordRef> = []
+        for line in try String.fetchAll(db, sql: "SELECT records FROM \(table)") {
+            for item in line.split(separator: "\n") {
+                let parts = item.split(separator: Self.separator, maxSplits: 1, omittingEmptySubsequences: false)
+                if parts.count == 2 { records.insert(SyncRebase.RecordRef(entity: String(parts[0]), recordID: String(parts[1]))) }
+            }
+        }
+        return records
     }
+
+    /// Between an entity's name and a record id in the `records` column (a control character
+    /// neither holds in practice; a record id holding one is kept whole after the first).
+    private static let separator: Character = "\u{1F}"
 
     static func append(_ mutation: Mutation, logSequence: Int64, reason: String, in db: Database) throws {
         let body = try JSONEncoder.syncProtocol().encode(mutation)
-        try db.execute(sql: "INSERT INTO \(table) (log_seq, body, reason) VALUES (?, ?, ?)", arguments: [logSequence, body, reason])
+        let records = Set(mutation.changes.map { $0.entity + String(separator) + $0.recordID }).sorted().joined(separator: "\n")
+        try db.execute(sql: "INSERT INTO \(table) (log_seq, body, records, reason) VALUES (?, ?, ?, ?)", arguments: [logSequence, body, records, reason])
     }
 
     /// Moves the unanswered mutation `id` out of the numbered queue into the held saves, with

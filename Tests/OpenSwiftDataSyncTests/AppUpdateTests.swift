@@ -78,6 +78,19 @@ enum MemosWithoutLabels: VersionedSchema {
     }
 }
 
+/// `title` renamed `heading`, and a new property takes the name `title`: two properties would
+/// sync under one name.
+enum MemosNameReused: VersionedSchema {
+    static let versionIdentifier = Schema.Version(2, 0, 0)
+    static var models: [any PersistentModel.Type] { [Memo.self] }
+
+    @Model final class Memo {
+        @Attribute(originalName: "title") var heading: String
+        var title: String = ""
+        init(heading: String) { self.heading = heading }
+    }
+}
+
 /// A non-optional property without a default, filled by a custom stage's `didMigrate`.
 enum MemosWithWords: VersionedSchema {
     static let versionIdentifier = Schema.Version(2, 0, 0)
@@ -239,7 +252,9 @@ struct AppUpdateTests {
         // Nothing to download again: the server never sent what version 2 adds. Every other
         // piece of the engine's state (user, next id, revoked scopes…) is as it was.
         #expect(try Self.storedCursor(container) == cursor)
-        #expect(try Self.engineState(container).filter { $0.key != "schema" } == state.filter { $0.key != "schema" })
+        // (The schema descriptors are the update's own bookkeeping.)
+        let bookkeeping: Set<String> = ["schema", "earlierSchemas"]
+        #expect(try Self.engineState(container).filter { !bookkeeping.contains($0.key) } == state.filter { !bookkeeping.contains($0.key) })
         // The custom stage's didMigrate filled `words` on both notes: one more save to push.
         #expect(try await engine.pendingChangeCount() == (change == .customStage ? 4 : 3))
         let pushesBefore = transport.sentPushes.count
@@ -452,6 +467,55 @@ struct SkippedFieldsTests {
         #expect(titles.contains("phone"))
         #expect(try await AppUpdateTests.serverMemos(server)["phone"] == 1)
         await engine.stop()
+    }
+}
+
+@Suite("App updates: what the update removes or renames")
+struct UpdateRemovalTests {
+    @Test("a queued save that inserts a record of an entity the update removes, beside an edit of a kept one, is accepted whole")
+    func queuedSaveOfRemovedEntity() async throws {
+        let server = try await TestServer()
+        let url = server.directory.file("phone.sqlite")
+        let transport = InMemorySyncTransport(service: server.service, user: "alice")
+        do {
+            let container = try ModelContainer(for: Schema(versionedSchema: MemosV1.self), configurations: ModelConfiguration(url: url))
+            let engine = try SyncEngine(container: container, transport: transport, user: "alice", configuration: AppUpdateTests.v1Configuration(), clock: server.clock, seed: seed(of: "phone"))
+            let context = ModelContext(container)
+            let memo = MemosV1.Memo(title: "errands")
+            context.insert(memo)
+            try context.save()
+            try await engine.syncNow()
+            // Offline: one save edits the note and adds a label.
+            memo.body = "milk"
+            context.insert(MemosV1.Label(name: "home"))
+            try context.save()
+            await engine.stop()
+        }
+        let (container, engine) = try AppUpdateTests.openUpdated(.entityRemoved, url: url, transport: transport, clock: server.clock)
+        let events = EventLog(engine)
+        try await engine.syncNow()
+        try await engine.syncNow()
+        #expect(try await engine.pendingChangeCount() == 0)
+        #expect(!events.all.contains { if case .rejected = $0 { return true } else { return false } })
+        #expect(try ModelContext(container).fetch(FetchDescriptor<MemosWithoutLabels.Memo>()).first?.body == "milk")
+        let page = try await InMemorySyncTransport(service: server.service, user: "alice").pull(PullRequest(clientID: "reader", cursor: nil, limit: 100))
+        #expect(page.changes.contains { $0.entity == "Label" && $0.fields["name"] == .string("home") })
+        #expect(page.changes.contains { $0.entity == "Memo" && $0.fields["body"] == .string("milk") })
+        await engine.stop()
+    }
+
+    @Test("a new property named like a renamed property's original name is refused at engine setup, naming both")
+    func syncNameReused() async throws {
+        let server = try await TestServer()
+        let container = try ModelContainer(for: Schema(versionedSchema: MemosNameReused.self), configurations: ModelConfiguration(url: server.directory.file("reused.sqlite")))
+        var configuration = OpenSwiftDataSync.SyncConfiguration()
+        configuration.sync(MemosNameReused.Memo.self)
+        #expect {
+            _ = try SyncEngine(container: container, transport: InMemorySyncTransport(service: server.service, user: "alice"), user: "alice", configuration: configuration)
+        } throws: { error in
+            guard case let .unsupportedModel(entity, reason)? = error as? SyncEngineError else { return false }
+            return entity == "Memo" && reason.contains("heading") && reason.contains("title")
+        }
     }
 }
 

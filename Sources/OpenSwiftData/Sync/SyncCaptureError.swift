@@ -17,6 +17,9 @@ package enum SyncCaptureError: Error, Sendable, Hashable, CustomStringConvertibl
     case recordIDMismatch(entity: String, recordID: String, uniqueValue: String)
     /// A value could not be turned into the property's type.
     case undecodableValue(entity: String, property: String, reason: String)
+    /// Two synced properties of an entity would sync under one name: a property renamed with
+    /// `originalName:` syncs under its original name, which another property now has.
+    case duplicateSyncName(entity: String, name: String, properties: [String])
     /// Sync capture is not enabled on this container.
     case notEnabled
     /// A sync log entry cannot be read.
@@ -33,6 +36,8 @@ package enum SyncCaptureError: Error, Sendable, Hashable, CustomStringConvertibl
         case let .recordIDChanged(entity, recordID): return "\(entity) record \(recordID): its unique attribute is its sync record id and cannot change after insert"
         case let .recordIDMismatch(entity, recordID, uniqueValue): return "\(entity) record \(recordID) carries unique value \(uniqueValue); a record's id is its unique value"
         case let .undecodableValue(entity, property, reason): return "\(entity).\(property) cannot take the value: \(reason)"
+        case let .duplicateSyncName(entity, name, properties):
+            return "\(entity) cannot sync: its properties \(properties.joined(separator: " and ")) would both sync as \(name) (a property renamed with originalName: syncs under its original name); give the new property another name"
         case .notEnabled: return "sync capture is not enabled on this container"
         case let .corruptLogEntry(sequence): return "sync log entry \(sequence) is corrupt and cannot be read"
         }

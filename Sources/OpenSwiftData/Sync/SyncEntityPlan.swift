@@ -68,6 +68,14 @@ final class SyncEntityPlan: @unchecked Sendable {
             kinds.append(kind)
             targets.append(target)
         }
+        var seen: [String: String] = [:]
+        for (position, name) in names.enumerated() {
+            let property = layout.columns[columns[position]].name
+            if let other = seen[name] {
+                throw SyncCaptureError.duplicateSyncName(entity: layout.name, name: name, properties: [other, property])
+            }
+            seen[name] = property
+        }
         fieldColumns = columns
         fieldNames = names
         fieldKinds = kinds
