@@ -3,7 +3,7 @@ import GRDB
 import OpenSwiftData
 import OpenSwiftDataSyncProtocol
 
-/// Keeps a ``ModelContainer``'s synced models in sync with an OpenSwiftData server, offline
+/// Keeps a `ModelContainer`'s synced models in sync with an OpenSwiftData server, offline
 /// first: the app keeps saving its contexts as before; the engine pushes those saves when it
 /// can, pulls the server's changes into the store, and reports what it did.
 ///

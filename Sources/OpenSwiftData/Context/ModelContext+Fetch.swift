@@ -4,7 +4,7 @@ import GRDB
 extension ModelContext {
     /// The models that match a descriptor, one instance per row.
     ///
-    /// The predicate is translated to SQL (see ``PredicateTranslator``), and sorting, limit and
+    /// The predicate is translated to SQL (see `PredicateTranslator`), and sorting, limit and
     /// offset run in SQL when every sort key is a stored column (or a column reached through
     /// to-one relationships). What SQL cannot say is evaluated in memory with Foundation's own
     /// semantics: a predicate node without an SQL form (the rest of a top-level `&&` still

@@ -20,7 +20,7 @@ public enum ResolverDecision: Sendable {
     /// Apply these fields and links instead of the change's, unconditionally (they win over
     /// every stamp).
     case apply(fields: [SyncName: SyncValue], links: [SyncName: LinkChange])
-    /// Refuse the mutation (``RejectionReason/resolverRefused``) with a message.
+    /// Refuse the mutation (`RejectionReason.resolverRefused`) with a message.
     case refuse(String)
 }
 

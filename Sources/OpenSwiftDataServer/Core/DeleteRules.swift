@@ -92,7 +92,7 @@ public struct DeleteRuleGraph: Sendable {
         return false
     }
 
-    /// One round of ``referrers(of:loaded:fetch:)``: adds the new records to `found` and
+    /// One round of `referrers(of:loaded:fetch:)`: adds the new records to `found` and
     /// returns the next frontier (the records reached by cascade, not expanded before).
     private func round(_ records: [StoredRecord], frontier: Set<RecordKey>, found: inout [StoredRecord], known: inout Set<RecordKey>, expanded: inout Set<RecordKey>) -> [RecordKey] {
         var next: [RecordKey] = []
@@ -118,7 +118,7 @@ public struct DeleteRuleGraph: Sendable {
         return found
     }
 
-    /// ``referrers(of:loaded:fetch:)`` for a storage whose queries are asynchronous.
+    /// `referrers(of:loaded:fetch:)` for a storage whose queries are asynchronous.
     public func referrers(of roots: Set<RecordKey>, loaded: Set<RecordKey>, fetch: ([ReferrerQuery]) async throws -> [StoredRecord]) async throws -> [StoredRecord] {
         var found: [StoredRecord] = []
         var known = loaded

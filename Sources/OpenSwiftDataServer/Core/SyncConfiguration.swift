@@ -3,7 +3,7 @@ import OpenSwiftDataSyncProtocol
 
 /// The settings of the sync semantics, independent of any transport or storage.
 public struct SyncConfiguration: Sendable {
-    /// The most mutations one push may carry (more is ``SyncErrorCode/batchTooLarge``).
+    /// The most mutations one push may carry (more is `SyncErrorCode.batchTooLarge`).
     public var maxMutationsPerPush: Int
     /// The most record changes one push may carry in all its mutations.
     public var maxChangesPerPush: Int

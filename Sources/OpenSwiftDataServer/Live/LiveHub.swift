@@ -1,7 +1,7 @@
 import Foundation
 import OpenSwiftDataSyncProtocol
 
-/// The connected live clients, by user: the core's events become ``LiveMessage``s for the
+/// The connected live clients, by user: the core's events become `LiveMessage`s for the
 /// connections of the users who may read what changed.
 public actor LiveHub {
     private var connections: [UUID: (user: String, continuation: AsyncStream<LiveMessage>.Continuation)] = [:]

@@ -77,7 +77,7 @@ public struct PushLoad: Sendable {
     /// What the schema's delete rules need: a storage builds ``DeleteRuleGraph`` from this
     /// load's schema (or else the client's stored one), loads the records of
     /// ``DeleteRuleGraph/targets(of:)`` with `keys`, and adds to the snapshot the live
-    /// referrers ``DeleteRuleGraph/referrers(of:loaded:fetch:)`` finds from `roots` (with
+    /// referrers `DeleteRuleGraph.referrers(of:loaded:fetch:)` finds from `roots` (with
     /// their links and scopes), looked up in its index of reference fields.
     public var deleteRules: DeleteRuleLoad
     /// The position of the push's cursor, if it carries one: the storage loads the log mark

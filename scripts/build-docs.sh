@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Builds the DocC documentation of every library product, with DocC's warnings as errors (a
+# broken symbol link or a missing page fails): swift-docc-plugin's generate-documentation.
+# Archives land in .build/plugins/Swift-DocC/outputs/<target>.doccarchive.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+for target in OpenSwiftData OpenSwiftDataSync OpenSwiftDataSyncProtocol OpenSwiftDataServer OpenSwiftDataServerPostgres; do
+    swift package generate-documentation --target "$target" --warnings-as-errors
+done
