@@ -18,6 +18,8 @@ struct OSDServer: AsyncParsableCommand {
               --hostname (OSD_HOSTNAME, default 127.0.0.1)   --port (OSD_PORT, default 8080; 0 picks one)
               --database (OSD_DATABASE, default $OSD_DATA_DIR/osd-server.sqlite or ./osd-server.sqlite)
               --jwt-secret (OSD_JWT_SECRET)   --jwks-file (OSD_JWKS_FILE)   --jwks-url (OSD_JWKS_URL)
+              --jwks-refresh-interval (OSD_JWKS_REFRESH_INTERVAL)   --jwt-clock-skew (OSD_JWT_CLOCK_SKEW)
+              --jwt-issuer (OSD_JWT_ISSUER)   --jwt-audience (OSD_JWT_AUDIENCE)
               --max-body-bytes (OSD_MAX_BODY_BYTES)   --max-mutations (OSD_MAX_MUTATIONS)
               --max-changes (OSD_MAX_CHANGES)   --max-pull-limit (OSD_MAX_PULL_LIMIT)
               --retention-days (OSD_RETENTION_DAYS)   --compaction-interval (OSD_COMPACTION_INTERVAL)
@@ -84,6 +86,18 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "JWKS URL, fetched at start (env OSD_JWKS_URL).")
     var jwksURL: String?
 
+    @Option(help: "Seconds after which the JWKS URL is fetched again; it is also fetched when a token names an unknown key id, at most every 10 s (env OSD_JWKS_REFRESH_INTERVAL).")
+    var jwksRefreshInterval: Double = environment("OSD_JWKS_REFRESH_INTERVAL").flatMap { Double($0) } ?? 3600
+
+    @Option(help: "Seconds of clock difference tolerated on a token's exp, nbf and iat (env OSD_JWT_CLOCK_SKEW).")
+    var jwtClockSkew: Double = environment("OSD_JWT_CLOCK_SKEW").flatMap { Double($0) } ?? 60
+
+    @Option(help: "When set, a token's iss claim must be exactly this (env OSD_JWT_ISSUER).")
+    var jwtIssuer: String?
+
+    @Option(help: "When set, a token's aud claim must include this (env OSD_JWT_AUDIENCE).")
+    var jwtAudience: String?
+
     @Option(help: "Largest request body in bytes (env OSD_MAX_BODY_BYTES).")
     var maxBodyBytes: Int = environment("OSD_MAX_BODY_BYTES").flatMap { Int($0) } ?? 8 * 1024 * 1024
 
@@ -126,7 +140,10 @@ struct Serve: AsyncParsableCommand {
         if usesDevelopmentSecret, !isLoopback(hostname) {
             throw ValidationError("refusing to serve on \(hostname) with the development secret, which anyone can use to sign tokens; set --jwt-secret (or OSD_JWT_SECRET), --jwks-file or --jwks-url, or serve on 127.0.0.1")
         }
-        let auth = AuthConfiguration(hmacSecret: usesDevelopmentSecret ? developmentSecret : jwtSecret, jwksJSON: jwks, jwksURL: jwksURL.flatMap { URL(string: $0) })
+        let auth = AuthConfiguration(
+            hmacSecret: usesDevelopmentSecret ? developmentSecret : jwtSecret, jwksJSON: jwks, jwksURL: jwksURL.flatMap { URL(string: $0) },
+            clockSkew: jwtClockSkew, issuer: jwtIssuer ?? environment("OSD_JWT_ISSUER"), audience: jwtAudience ?? environment("OSD_JWT_AUDIENCE"),
+            jwksRefreshInterval: jwksRefreshInterval)
         let configuration = SyncServerConfiguration(
             hostname: hostname, port: port, databasePath: database, auth: auth, maxBodySize: maxBodyBytes,
             sync: SyncConfiguration(maxMutationsPerPush: maxMutations, maxChangesPerPush: maxChanges, maxPullLimit: maxPullLimit, retention: retentionDays * 86_400),

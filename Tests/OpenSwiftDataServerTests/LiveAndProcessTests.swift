@@ -111,8 +111,8 @@ struct LiveAndProcessTests {
         let directory = try TemporaryDirectory()
         let database = directory.path("data/osd.sqlite")
         let secret = "process-test-secret-of-32-bytes-or-more"
-        let settings = ["--hostname", "--port", "--database", "--jwt-secret", "--jwks-file", "--jwks-url", "--max-body-bytes", "--max-mutations", "--max-changes", "--max-pull-limit", "--retention-days", "--compaction-interval", "--log-level"]
-        let environment = ["OSD_HOSTNAME", "OSD_PORT", "OSD_DATABASE", "OSD_DATA_DIR", "OSD_JWT_SECRET", "OSD_JWKS_FILE", "OSD_JWKS_URL", "OSD_MAX_BODY_BYTES", "OSD_MAX_MUTATIONS", "OSD_MAX_CHANGES", "OSD_MAX_PULL_LIMIT", "OSD_RETENTION_DAYS", "OSD_COMPACTION_INTERVAL", "OSD_LOG_LEVEL"]
+        let settings = ["--hostname", "--port", "--database", "--jwt-secret", "--jwks-file", "--jwks-url", "--jwks-refresh-interval", "--jwt-clock-skew", "--jwt-issuer", "--jwt-audience", "--max-body-bytes", "--max-mutations", "--max-changes", "--max-pull-limit", "--retention-days", "--compaction-interval", "--log-level"]
+        let environment = ["OSD_HOSTNAME", "OSD_PORT", "OSD_DATABASE", "OSD_DATA_DIR", "OSD_JWT_SECRET", "OSD_JWKS_FILE", "OSD_JWKS_URL", "OSD_JWKS_REFRESH_INTERVAL", "OSD_JWT_CLOCK_SKEW", "OSD_JWT_ISSUER", "OSD_JWT_AUDIENCE", "OSD_MAX_BODY_BYTES", "OSD_MAX_MUTATIONS", "OSD_MAX_CHANGES", "OSD_MAX_PULL_LIMIT", "OSD_RETENTION_DAYS", "OSD_COMPACTION_INTERVAL", "OSD_LOG_LEVEL"]
         for arguments in [["--help"], ["serve", "--help"]] {
             let help = try run(binary, arguments)
             for setting in settings + environment {
