@@ -4,6 +4,7 @@ import Logging
 import OpenSwiftDataServer
 import OpenSwiftDataServerPostgres
 import OpenSwiftDataSyncProtocol
+import ServiceLifecycle
 
 /// `osd-server`: the OpenSwiftData sync server. `osd-server` (or `osd-server serve`) serves;
 /// `osd-server token --user alice` mints a development token.
@@ -23,6 +24,7 @@ struct OSDServer: AsyncParsableCommand {
               --max-body-bytes (OSD_MAX_BODY_BYTES)   --max-mutations (OSD_MAX_MUTATIONS)
               --max-changes (OSD_MAX_CHANGES)   --max-pull-limit (OSD_MAX_PULL_LIMIT)
               --retention-days (OSD_RETENTION_DAYS)   --compaction-interval (OSD_COMPACTION_INTERVAL)
+              --shutdown-grace-period (OSD_SHUTDOWN_GRACE_PERIOD)
               --log-level (OSD_LOG_LEVEL)
               --postgres (OSD_POSTGRES_URL: PostgreSQL instead of SQLite; several servers may share it)
               --postgres-schema (OSD_POSTGRES_SCHEMA)   --postgres-pool-size (OSD_POSTGRES_POOL_SIZE)
@@ -116,6 +118,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Seconds between compactions (env OSD_COMPACTION_INTERVAL).")
     var compactionInterval: Double = environment("OSD_COMPACTION_INTERVAL").flatMap { Double($0) } ?? 3600
 
+    @Option(help: "Most seconds a shutdown (SIGTERM, SIGINT) takes, whatever clients do: live connections get 1001 going away at once, requests in flight are answered, and what still runs after this long is cancelled (env OSD_SHUTDOWN_GRACE_PERIOD).")
+    var shutdownGracePeriod: Double = environment("OSD_SHUTDOWN_GRACE_PERIOD").flatMap { Double($0) } ?? 10
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (env OSD_LOG_LEVEL).")
     var logLevel: String = environment("OSD_LOG_LEVEL") ?? "info"
 
@@ -147,7 +152,7 @@ struct Serve: AsyncParsableCommand {
         let configuration = SyncServerConfiguration(
             hostname: hostname, port: port, databasePath: database, auth: auth, maxBodySize: maxBodyBytes,
             sync: SyncConfiguration(maxMutationsPerPush: maxMutations, maxChangesPerPush: maxChanges, maxPullLimit: maxPullLimit, retention: retentionDays * 86_400),
-            compactionInterval: compactionInterval)
+            compactionInterval: compactionInterval, shutdownGracePeriod: shutdownGracePeriod)
         var storage: (any SyncStorage)?
         var shownDatabase = URL(fileURLWithPath: database).standardizedFileURL.path
         if let url = postgres ?? environment("OSD_POSTGRES_URL") {
@@ -174,7 +179,7 @@ struct Serve: AsyncParsableCommand {
             fflush(nil)  // all streams: stdout may be a pipe or file
         }
         do {
-            try await app.runService()
+            try await ServiceGroup(configuration: ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)).run()
         } catch {
             try? await server.close()
             throw error

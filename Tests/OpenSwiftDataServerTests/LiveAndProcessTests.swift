@@ -111,8 +111,8 @@ struct LiveAndProcessTests {
         let directory = try TemporaryDirectory()
         let database = directory.path("data/osd.sqlite")
         let secret = "process-test-secret-of-32-bytes-or-more"
-        let settings = ["--hostname", "--port", "--database", "--jwt-secret", "--jwks-file", "--jwks-url", "--jwks-refresh-interval", "--jwt-clock-skew", "--jwt-issuer", "--jwt-audience", "--max-body-bytes", "--max-mutations", "--max-changes", "--max-pull-limit", "--retention-days", "--compaction-interval", "--log-level"]
-        let environment = ["OSD_HOSTNAME", "OSD_PORT", "OSD_DATABASE", "OSD_DATA_DIR", "OSD_JWT_SECRET", "OSD_JWKS_FILE", "OSD_JWKS_URL", "OSD_JWKS_REFRESH_INTERVAL", "OSD_JWT_CLOCK_SKEW", "OSD_JWT_ISSUER", "OSD_JWT_AUDIENCE", "OSD_MAX_BODY_BYTES", "OSD_MAX_MUTATIONS", "OSD_MAX_CHANGES", "OSD_MAX_PULL_LIMIT", "OSD_RETENTION_DAYS", "OSD_COMPACTION_INTERVAL", "OSD_LOG_LEVEL"]
+        let settings = ["--hostname", "--port", "--database", "--jwt-secret", "--jwks-file", "--jwks-url", "--jwks-refresh-interval", "--jwt-clock-skew", "--jwt-issuer", "--jwt-audience", "--max-body-bytes", "--max-mutations", "--max-changes", "--max-pull-limit", "--retention-days", "--compaction-interval", "--shutdown-grace-period", "--log-level"]
+        let environment = ["OSD_HOSTNAME", "OSD_PORT", "OSD_DATABASE", "OSD_DATA_DIR", "OSD_JWT_SECRET", "OSD_JWKS_FILE", "OSD_JWKS_URL", "OSD_JWKS_REFRESH_INTERVAL", "OSD_JWT_CLOCK_SKEW", "OSD_JWT_ISSUER", "OSD_JWT_AUDIENCE", "OSD_MAX_BODY_BYTES", "OSD_MAX_MUTATIONS", "OSD_MAX_CHANGES", "OSD_MAX_PULL_LIMIT", "OSD_RETENTION_DAYS", "OSD_COMPACTION_INTERVAL", "OSD_SHUTDOWN_GRACE_PERIOD", "OSD_LOG_LEVEL"]
         for arguments in [["--help"], ["serve", "--help"]] {
             let help = try run(binary, arguments)
             for setting in settings + environment {
@@ -157,6 +157,70 @@ struct LiveAndProcessTests {
         let queue = try DatabaseQueue(path: database)
         let fields = try await queue.read { db in try String.fetchOne(db, sql: "SELECT CAST(fields AS TEXT) FROM osd_records WHERE record_id = 'n1'") }
         #expect(fields?.contains("on disk") == true)
+    }
+
+    @Test("SIGTERM drains within the grace period whatever clients do: a live client that never reads or answers the close frame does not hold the server; a reading one gets 1001; the process exits 0")
+    func shutdownWithSilentLiveClient() async throws {
+        let binary = try executable()
+        let directory = try TemporaryDirectory()
+        let secret = "shutdown-test-secret-of-32-bytes-or-more"
+        let output = directory.path("stdout.txt")
+        _ = FileManager.default.createFile(atPath: output, contents: nil)
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = ["--port", "0", "--database", directory.path("osd.sqlite"), "--jwt-secret", secret, "--log-level", "warning", "--shutdown-grace-period", "3"]
+        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("OSD_") }
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        var port: Int?
+        for _ in 0..<300 where port == nil {
+            try await Task.sleep(for: .milliseconds(100))
+            let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("osd-server listening on http://127.0.0.1:") }) {
+                port = Int(line.split(separator: ":").last ?? "")
+            }
+        }
+        let bound = try #require(port)
+        let token = try await TokenVerifier(configuration: AuthConfiguration(hmacSecret: secret), clock: { Date() }).mint(user: "alice")
+        // One client upgrades and then never reads a byte nor answers anything.
+        let silent = try RawWebSocket(port: bound)
+        try silent.sendHandshake(port: bound, headers: ["Authorization": "Bearer \(token)"])
+        // Another reads, but never answers the close frame either.
+        let listener = try RawWebSocket(port: bound)
+        try listener.sendHandshake(port: bound, headers: ["Authorization": "Bearer \(token)"])
+        let head = try await listener.readResponse().head
+        #expect(head.hasPrefix("HTTP/1.1 101"), "\(head)")
+        let hello = try await listener.readFrame()
+        #expect(hello?.opcode == 1 && hello?.text.contains("hello") == true)
+        let client = LiveServerClient(base: "http://127.0.0.1:\(bound)")
+        var connected = false
+        for _ in 0..<100 where !connected {
+            connected = try await client.send(.GET, "/metrics").text.contains("osd_live_clients 2")
+            if !connected { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(connected, "both live clients are connected")
+
+        let start = ContinuousClock.now
+        process.terminate()  // SIGTERM
+        var close: RawWebSocket.Frame?
+        while let frame = try await listener.readFrame() {
+            if frame.opcode == 8 {
+                close = frame
+                break
+            }
+        }
+        #expect(close?.closeCode == 1001, "live clients are told 1001 going away, not \(String(describing: close?.closeCode))")
+        for _ in 0..<150 where process.isRunning { try await Task.sleep(for: .milliseconds(100)) }
+        let elapsed = ContinuousClock.now - start
+        #expect(!process.isRunning, "the server exits within the grace period (3 s) and a margin, whatever the clients do")
+        guard !process.isRunning else { return }
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0)
+        #expect(elapsed < .seconds(8), "\(elapsed)")
+        #expect(try await listener.readUntilClosed(), "the server closed the connection")
+        let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        #expect(text.contains("database closed"))
+        _ = silent
     }
 
     @Test("osd-server refuses a non-loopback address with the development secret, before binding, and says which setting to give")

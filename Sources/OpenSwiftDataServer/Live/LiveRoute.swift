@@ -19,19 +19,33 @@ struct LiveRoute: Sendable {
         } onUpgrade: { inbound, outbound, context in
             guard let user = try? await Self.user(context.request, verifier) else { return }
             let (id, messages) = await hub.connect(user: user)
-            let writer = Task {
-                let encoder = JSONEncoder.syncProtocol()
-                for await message in messages {
-                    guard let data = try? encoder.encode(message) else { continue }
-                    try await outbound.write(.text(String(decoding: data, as: UTF8.self)))
+            // Two tasks; when either ends, the other is cancelled and the handler returns. The
+            // writer ends when the hub shuts down, after closing with 1001: the reader must not
+            // wait for a client that never answers the close frame, or the socket, and the
+            // server's shutdown with it, would never end (Hummingbird's close timeout starts
+            // only when this handler returns).
+            await withTaskGroup(of: Void.self) { tasks in
+                tasks.addTask {
+                    let encoder = JSONEncoder.syncProtocol()
+                    for await message in messages {
+                        guard let data = try? encoder.encode(message) else { continue }
+                        do {
+                            try await outbound.write(.text(String(decoding: data, as: UTF8.self)))
+                        } catch {
+                            return
+                        }
+                    }
+                    guard !Task.isCancelled else { return }
+                    try? await outbound.close(.goingAway, reason: "server shutting down")
                 }
-                // The hub shut down: close, so that the read loop below ends too.
-                try? await outbound.close(.goingAway, reason: "server shutting down")
+                tasks.addTask {
+                    do {
+                        for try await _ in inbound {}
+                    } catch {}
+                }
+                await tasks.next()
+                tasks.cancelAll()
             }
-            do {
-                for try await _ in inbound {}
-            } catch {}
-            writer.cancel()
             await hub.disconnect(id)
         }
     }
