@@ -79,9 +79,12 @@ public final class SyncServer: Sendable {
         SyncRoutes(service: service, verifier: verifier, metrics: metrics, maxBodySize: configuration.maxBodySize).add(to: router)
     }
 
-    /// Adds `GET /v1/live` to a WebSocket router.
-    public func addLiveRoute(to router: Router<BasicWebSocketRequestContext>) {
-        LiveRoute(verifier: verifier, hub: hub).add(to: router)
+    /// Adds `GET /v1/live` to a WebSocket router. A refused handshake (no token, or one that
+    /// fails a check) is answered `401` with the protocol's JSON error body and `x-request-id`,
+    /// which is why the router's context is ``LiveRequestContext``: it carries the connection
+    /// that answer is written on.
+    public func addLiveRoute(to router: Router<LiveRequestContext>) {
+        LiveRoute(verifier: verifier, hub: hub, metrics: metrics).add(to: router)
     }
 
     /// A service serving the protocol, with the live channel and periodic compaction, to run in
@@ -93,7 +96,7 @@ public final class SyncServer: Sendable {
     public func makeApplication(logger: Logger = Logger(label: "osd-server"), onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some Service {
         let router = Router(context: SyncRequestContext.self)
         addRoutes(to: router)
-        let liveRouter = Router(context: BasicWebSocketRequestContext.self)
+        let liveRouter = Router(context: LiveRequestContext.self)
         addLiveRoute(to: liveRouter)
         let grace = Duration.milliseconds(Int64(max(0, configuration.shutdownGracePeriod) * 1000))
         let application = Application(

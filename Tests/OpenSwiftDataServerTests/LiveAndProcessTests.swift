@@ -77,6 +77,47 @@ struct LiveAndProcessTests {
         }
     }
 
+    @Test("a refused live handshake (no, expired or forged token) is a 401 with the JSON error body and an x-request-id, and nothing after it")
+    func refusedHandshake() async throws {
+        try await LiveServer.run { server in
+            let expired = try await TokenVerifier(configuration: AuthConfiguration(hmacSecret: LiveServer.secret), clock: { Date(timeIntervalSinceNow: -7200) }).mint(user: "alice", lifetime: 60)
+            let forged = try await TokenVerifier(configuration: AuthConfiguration(hmacSecret: "another-secret-of-at-least-32-bytes"), clock: { Date() }).mint(user: "alice")
+            let cases: [(name: String, path: String, headers: [String: String], word: String)] = [
+                ("no token", "/v1/live", [:], "no bearer token"),
+                ("expired token", "/v1/live", ["Authorization": "Bearer \(expired)"], "expired"),
+                ("forged token", "/v1/live", ["Authorization": "Bearer \(forged)"], "signature"),
+                ("forged token in the query", "/v1/live?access_token=\(forged)", [:], "signature"),
+                ("not a bearer token", "/v1/live", ["Authorization": "Basic YTpi"], "not a bearer token"),
+            ]
+            var ids: Set<String> = []
+            for (name, path, headers, word) in cases {
+                let socket = try RawWebSocket(port: server.port)
+                try socket.sendHandshake(path: path, port: server.port, headers: headers)
+                let (head, body) = try await socket.readResponse()
+                #expect(head.hasPrefix("HTTP/1.1 401"), "\(name): \(head)")
+                let fields = head.split(separator: "\r\n").dropFirst().map { $0.split(separator: ":", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) } }
+                let header = { (field: String) in fields.first { $0.first?.lowercased() == field }?.last }
+                #expect(header("content-type") == "application/json", "\(name)")
+                let id = try #require(header("x-request-id"), "\(name): \(head)")
+                #expect(!id.isEmpty)
+                ids.insert(id)
+                let error = try JSONDecoder().decode(ErrorResponse.self, from: Data(body.utf8))
+                #expect(error.error.code == .unauthorized, "\(name)")
+                #expect(error.error.message.contains(word), "\(name): \(error.error.message)")
+                let (rest, closed) = try await socket.readToEnd()
+                #expect(closed, "\(name): the server closes the connection")
+                #expect(rest.isEmpty, "\(name): nothing follows the answer: \(String(decoding: rest, as: UTF8.self))")
+            }
+            #expect(ids.count == cases.count, "each answer has its own request id")
+            #expect(await server.server.hub.count == 0)
+            // A good token still upgrades.
+            let socket = try RawWebSocket(port: server.port)
+            try socket.sendHandshake(port: server.port, headers: ["Authorization": "Bearer \(try await server.token("alice"))"])
+            #expect(try await socket.readResponse().head.hasPrefix("HTTP/1.1 101"))
+            #expect(try await socket.readFrame()?.text.contains("hello") == true)
+        }
+    }
+
     /// The built `osd-server` executable, next to the test bundle.
     private func executable() throws -> URL {
         var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
@@ -217,7 +258,7 @@ struct LiveAndProcessTests {
         guard !process.isRunning else { return }
         #expect(process.terminationReason == .exit && process.terminationStatus == 0)
         #expect(elapsed < .seconds(8), "\(elapsed)")
-        #expect(try await listener.readUntilClosed(), "the server closed the connection")
+        #expect(try await listener.readToEnd().closed, "the server closed the connection")
         let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
         #expect(text.contains("database closed"))
         _ = silent

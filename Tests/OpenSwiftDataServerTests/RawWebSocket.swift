@@ -123,12 +123,20 @@ final class RawWebSocket: @unchecked Sendable {
         }
     }
 
-    /// Whether the server closes the connection (end of stream) within the receive timeout,
-    /// reading and dropping anything it sends first.
-    func readUntilClosed() async throws -> Bool {
+    /// Reads until the server closes the connection; returns what came after what was read
+    /// before, and whether the connection ended (false: the receive timeout passed first).
+    func readToEnd() async throws -> (rest: [UInt8], closed: Bool) {
         try await blocking { [self] in
-            while self.fill() {}
-            return true
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = chunk.withUnsafeMutableBytes { read(self.descriptor, $0.baseAddress, $0.count) }
+                if count == 0 { break }
+                if count < 0 { return (self.buffered, false) }
+                self.buffered += chunk[0..<count]
+            }
+            let rest = self.buffered
+            self.buffered.removeAll()
+            return (rest, true)
         }
     }
 
