@@ -30,8 +30,11 @@ struct OSDServer: AsyncParsableCommand {
               --postgres-schema (OSD_POSTGRES_SCHEMA)   --postgres-pool-size (OSD_POSTGRES_POOL_SIZE)
               --postgres-statement-timeout (OSD_POSTGRES_STATEMENT_TIMEOUT_MS)
             `osd-server token --user alice` mints a development token (the last line printed).
+            `osd-server backup --to FILE` copies the SQLite database while the server runs (a consistent online backup).
+            `osd-server restore FILE` installs a backup as the database with a new epoch (stop the server first).
+            `osd-server epoch rotate` gives a database restored by other means a new epoch (SQLite or --postgres).
             """,
-        subcommands: [Serve.self, Token.self],
+        subcommands: [Serve.self, Token.self, Backup.self, Restore.self, Epoch.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -209,3 +212,93 @@ struct Token: AsyncParsableCommand {
         print(token)
     }
 }
+
+struct Backup: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Copy the SQLite database to a new file while the server runs (a consistent online backup).",
+        discussion: "The copy holds every push committed before it began and none after; restore it with `osd-server restore FILE`.")
+
+    @Option(help: "The backup file to write; it must not exist.")
+    var to: String
+
+    @Option(help: "SQLite database file (env OSD_DATABASE; default $OSD_DATA_DIR/osd-server.sqlite or ./osd-server.sqlite).")
+    var database: String = environment("OSD_DATABASE") ?? defaultDatabasePath()
+
+    func run() async throws {
+        do {
+            let summary = try SQLiteMaintenance.backup(databasePath: database, to: to)
+            print("backed up \(absolute(database)) to \(absolute(summary.path)): \(summary.bytes) bytes, log head \(summary.head), epoch \(summary.epoch)")
+        } catch let error as SyncServiceError {
+            throw ValidationError(error.error.message)
+        }
+    }
+}
+
+struct Restore: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Install a backup as the server's SQLite database, with a new epoch (stop the server first).",
+        discussion: "The new epoch makes clients' cursors from the lost history reset, and the sync engine resends the saves the backup does not hold.")
+
+    @Argument(help: "The backup file (left as it is).")
+    var backup: String
+
+    @Option(help: "SQLite database file to replace (env OSD_DATABASE; default $OSD_DATA_DIR/osd-server.sqlite or ./osd-server.sqlite).")
+    var database: String = environment("OSD_DATABASE") ?? defaultDatabasePath()
+
+    func run() async throws {
+        do {
+            let change = try SQLiteMaintenance.restore(backup: backup, to: database)
+            print("restored \(absolute(backup)) into \(absolute(database)); epoch \(change.previous) is now \(change.current)")
+        } catch let error as SyncServiceError {
+            throw ValidationError(error.error.message)
+        }
+    }
+}
+
+struct Epoch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "The database's epoch: the history clients' cursors belong to.",
+        subcommands: [Rotate.self])
+
+    struct Rotate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Give the database a new epoch in place (after restoring it by other means; stop the server first).",
+            discussion: "With PostgreSQL, after pg_dump/pg_restore: stop every server, rotate, start them.")
+
+        @Option(help: "SQLite database file (env OSD_DATABASE; default $OSD_DATA_DIR/osd-server.sqlite or ./osd-server.sqlite).")
+        var database: String = environment("OSD_DATABASE") ?? defaultDatabasePath()
+
+        @Option(help: "PostgreSQL URL instead of the SQLite file (env OSD_POSTGRES_URL).")
+        var postgres: String?
+
+        @Option(help: "PostgreSQL schema of the tables (env OSD_POSTGRES_SCHEMA).")
+        var postgresSchema: String = environment("OSD_POSTGRES_SCHEMA") ?? "public"
+
+        func run() async throws {
+            do {
+                if let url = postgres ?? environment("OSD_POSTGRES_URL") {
+                    var settings = try PostgresStorageConfiguration(url: url)
+                    if !(URLComponents(string: url)?.queryItems ?? []).contains(where: { $0.name == "schema" }) { settings.schema = postgresSchema }
+                    settings.poolSize = 2
+                    let storage = try await PostgresSyncStorage(configuration: settings)
+                    let change: EpochChange
+                    do {
+                        change = try await storage.rotateEpoch()
+                    } catch {
+                        try? await storage.close()
+                        throw error
+                    }
+                    try await storage.close()
+                    print("rotated the epoch of \(settings.redactedDescription): \(change.previous) is now \(change.current)")
+                } else {
+                    let change = try SQLiteMaintenance.rotateEpoch(databasePath: database)
+                    print("rotated the epoch of \(absolute(database)): \(change.previous) is now \(change.current)")
+                }
+            } catch let error as SyncServiceError {
+                throw ValidationError(error.error.message)
+            }
+        }
+    }
+}
+
+func absolute(_ path: String) -> String { URL(fileURLWithPath: path).standardizedFileURL.path }

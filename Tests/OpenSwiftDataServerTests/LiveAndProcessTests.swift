@@ -4,6 +4,7 @@ import HTTPTypes
 import HummingbirdWSClient
 import Logging
 import OpenSwiftDataServer
+import OpenSwiftDataServerPostgres
 import OpenSwiftDataSyncProtocol
 import Testing
 
@@ -262,6 +263,86 @@ struct LiveAndProcessTests {
         let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
         #expect(text.contains("database closed"))
         _ = silent
+    }
+
+    /// Runs `osd-server` with `arguments` (no OSD_ variables); returns its exit status, standard
+    /// output and standard error.
+    private func runCapturing(_ executable: URL, _ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("OSD_") }
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let outputData = output.fileHandleForReading.readDataToEndOfFile()
+        let errorData = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: outputData, as: UTF8.self), String(decoding: errorData, as: UTF8.self))
+    }
+
+    @Test("osd-server backup copies a database in use; restore installs the copy with a new epoch; epoch rotate gives a new one in place; each refuses what it cannot do, naming why, with a non-zero exit")
+    func backupCommands() async throws {
+        let binary = try executable()
+        let directory = try TemporaryDirectory()
+        let database = directory.path("osd.sqlite")
+        let storage = try SQLiteSyncStorage(path: database)
+        let service = try await SyncService(storage: storage, clock: { Date() })
+        _ = try await service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(1, .insert, "n1")]))
+        let backup = directory.path("backup.sqlite")
+        // While the database is open (the server would be running).
+        let backedUp = try runCapturing(binary, ["backup", "--to", backup, "--database", database])
+        #expect(backedUp.status == 0, "\(backedUp.errors)")
+        #expect(backedUp.output.contains("backed up") && backedUp.output.contains(service.epoch), "\(backedUp.output)")
+        try await storage.close()
+        let again = try runCapturing(binary, ["backup", "--to", backup, "--database", database])
+        #expect(again.status != 0 && again.errors.contains("exists"), "\(again.errors)")
+
+        let restoredPath = directory.path("restored.sqlite")
+        let restored = try runCapturing(binary, ["restore", backup, "--database", restoredPath])
+        #expect(restored.status == 0, "\(restored.errors)")
+        func epoch(_ path: String) async throws -> String? {
+            try await DatabaseQueue(path: path).read { db in try String.fetchOne(db, sql: "SELECT CAST(value AS TEXT) FROM osd_metadata WHERE key = 'epoch'") }
+        }
+        let restoredEpoch = try #require(try await epoch(restoredPath))
+        #expect(restoredEpoch != service.epoch)
+        #expect(restored.output.contains(service.epoch) && restored.output.contains(restoredEpoch), "\(restored.output)")
+        let notes = try await DatabaseQueue(path: restoredPath).read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM osd_records") }
+        #expect(notes == 1)
+
+        let rotated = try runCapturing(binary, ["epoch", "rotate", "--database", restoredPath])
+        #expect(rotated.status == 0, "\(rotated.errors)")
+        let rotatedEpoch = try #require(try await epoch(restoredPath))
+        #expect(rotatedEpoch != restoredEpoch && rotated.output.contains(rotatedEpoch), "\(rotated.output)")
+
+        let missing = try runCapturing(binary, ["epoch", "rotate", "--database", directory.path("missing.sqlite")])
+        #expect(missing.status != 0 && missing.errors.contains("no database"), "\(missing.errors)")
+        #expect(!FileManager.default.fileExists(atPath: directory.path("missing.sqlite")), "nothing is created")
+        let noBackup = try runCapturing(binary, ["restore", directory.path("missing-backup.sqlite"), "--database", restoredPath])
+        #expect(noBackup.status != 0 && noBackup.errors.contains("no backup"), "\(noBackup.errors)")
+        let help = try runCapturing(binary, ["--help"]).output
+        for command in ["backup --to", "restore", "epoch rotate"] {
+            #expect(help.contains(command), "--help names \(command)")
+        }
+    }
+
+    @Test("osd-server epoch rotate --postgres gives the PostgreSQL database a new epoch", arguments: Backend.postgresOnly)
+    func rotatePostgresCommand(_ backend: Backend) async throws {
+        let binary = try executable()
+        let url = try #require(PostgresTestDatabase.url)
+        let configuration = try PostgresTestDatabase.freshConfiguration()
+        let storage = try await PostgresSyncStorage(configuration: configuration, logger: PostgresTestDatabase.quietLogger)
+        let before = try await storage.metadata().epoch
+        try await storage.close()
+        let rotated = try runCapturing(binary, ["epoch", "rotate", "--postgres", url, "--postgres-schema", configuration.schema])
+        #expect(rotated.status == 0, "\(rotated.errors)")
+        let reopened = try await PostgresSyncStorage(configuration: configuration, logger: PostgresTestDatabase.quietLogger)
+        let after = try await reopened.metadata().epoch
+        try await reopened.close()
+        #expect(after != before)
+        #expect(rotated.output.contains(before) && rotated.output.contains(after), "\(rotated.output)")
     }
 
     @Test("osd-server refuses a non-loopback address with the development secret, before binding, and says which setting to give")
