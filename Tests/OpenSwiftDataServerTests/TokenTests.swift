@@ -205,8 +205,8 @@ struct TokenTests {
 
     @Test("JWKS key rotation: a token signed by a key published after the server started is accepted; a key withdrawn stops verifying after the refresh interval")
     func jwksRotation() async throws {
-        let old = ProviderKey(kid: "2026-a")
-        let new = ProviderKey(kid: "2026-b")
+        let old = ProviderKey(kid: "key-a")
+        let new = ProviderKey(kid: "key-b")
         let endpoint = JWKSEndpoint(try jwks([old]))
         let router = Router()
         router.get("/jwks.json") { _, _ in
@@ -250,7 +250,7 @@ struct TokenTests {
         // server fetches them again and the old key's tokens are refused.
         await endpoint.set(try jwks([new]))
         clock.advance(3601)
-        await expectRefused(verifier, try await old.sign(claims(exp: 7200)), naming: ["\"2026-a\"", "not in the server's JWKS"])
+        await expectRefused(verifier, try await old.sign(claims(exp: 7200)), naming: ["\"key-a\"", "not in the server's JWKS"])
         #expect(await endpoint.fetches == 3)
         #expect(try await verifier.user(token: try await new.sign(claims(exp: 7200))) == "alice")
     }
