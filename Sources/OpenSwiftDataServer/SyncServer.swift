@@ -21,9 +21,16 @@ public struct SyncServerConfiguration: Sendable {
     public var sync: SyncConfiguration
     /// How often tombstones and old log entries are compacted, in seconds.
     public var compactionInterval: TimeInterval
+    /// The most seconds a graceful shutdown takes, whatever clients do: live connections are
+    /// closed with `1001 going away` at once, requests in flight are answered, and whatever is
+    /// still running when the period ends is cancelled.
+    public var shutdownGracePeriod: TimeInterval
 
     /// Makes a configuration.
-    public init(hostname: String = "127.0.0.1", port: Int = 8080, databasePath: String = "osd-server.sqlite", auth: AuthConfiguration = AuthConfiguration(), maxBodySize: Int = 8 * 1024 * 1024, sync: SyncConfiguration = SyncConfiguration(), compactionInterval: TimeInterval = 3600) {
+    public init(
+        hostname: String = "127.0.0.1", port: Int = 8080, databasePath: String = "osd-server.sqlite", auth: AuthConfiguration = AuthConfiguration(), maxBodySize: Int = 8 * 1024 * 1024,
+        sync: SyncConfiguration = SyncConfiguration(), compactionInterval: TimeInterval = 3600, shutdownGracePeriod: TimeInterval = 10
+    ) {
         self.hostname = hostname
         self.port = port
         self.databasePath = databasePath
@@ -31,6 +38,7 @@ public struct SyncServerConfiguration: Sendable {
         self.maxBodySize = maxBodySize
         self.sync = sync
         self.compactionInterval = compactionInterval
+        self.shutdownGracePeriod = shutdownGracePeriod
     }
 }
 
@@ -71,26 +79,34 @@ public final class SyncServer: Sendable {
         SyncRoutes(service: service, verifier: verifier, metrics: metrics, maxBodySize: configuration.maxBodySize).add(to: router)
     }
 
-    /// Adds `GET /v1/live` to a WebSocket router.
-    public func addLiveRoute(to router: Router<BasicWebSocketRequestContext>) {
-        LiveRoute(verifier: verifier, hub: hub).add(to: router)
+    /// Adds `GET /v1/live` to a WebSocket router. A refused handshake (no token, or one that
+    /// fails a check) is answered `401` with the protocol's JSON error body and `x-request-id`,
+    /// which is why the router's context is ``LiveRequestContext``: it carries the connection
+    /// that answer is written on.
+    public func addLiveRoute(to router: Router<LiveRequestContext>) {
+        LiveRoute(verifier: verifier, hub: hub, metrics: metrics).add(to: router)
     }
 
-    /// A Hummingbird application serving the protocol, with the live channel, periodic
-    /// compaction and a graceful shutdown that ends live connections. `onServerRunning` gets
-    /// the bound port.
-    public func makeApplication(logger: Logger = Logger(label: "osd-server"), onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
+    /// A service serving the protocol, with the live channel and periodic compaction, to run in
+    /// a `ServiceGroup`. Its graceful shutdown ends within
+    /// ``SyncServerConfiguration/shutdownGracePeriod`` whatever clients do: live connections are
+    /// closed with `1001 going away` first, then the server stops accepting connections and
+    /// answers the requests in flight, and what still runs when the period ends is cancelled.
+    /// `onServerRunning` gets the bound port.
+    public func makeApplication(logger: Logger = Logger(label: "osd-server"), onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some Service {
         let router = Router(context: SyncRequestContext.self)
         addRoutes(to: router)
-        let liveRouter = Router(context: BasicWebSocketRequestContext.self)
+        let liveRouter = Router(context: LiveRequestContext.self)
         addLiveRoute(to: liveRouter)
-        return Application(
+        let grace = Duration.milliseconds(Int64(max(0, configuration.shutdownGracePeriod) * 1000))
+        let application = Application(
             router: router,
-            server: .http1WebSocketUpgrade(webSocketRouter: liveRouter),
+            server: .http1WebSocketUpgrade(webSocketRouter: liveRouter, configuration: .init(ws: .init(closeTimeout: grace))),
             configuration: ApplicationConfiguration(address: .hostname(configuration.hostname, port: configuration.port), serverName: "osd-server"),
-            services: [LiveShutdownService(hub: hub), CompactionService(service: service, interval: configuration.compactionInterval, logger: logger), RemoteEventService(server: self)],
+            services: [CompactionService(service: service, interval: configuration.compactionInterval, logger: logger), RemoteEventService(server: self)],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
             logger: logger)
+        return DrainingService(application: application, hub: hub, gracePeriod: grace, logger: logger)
     }
 
     /// Delivers to this server's live clients the events that other servers sharing the
@@ -111,13 +127,85 @@ public final class SyncServer: Sendable {
     }
 }
 
-/// Ends the live connections when graceful shutdown begins, so that they do not hold it up.
-struct LiveShutdownService: Service {
+/// Runs an application so that its graceful shutdown is bounded whatever clients do.
+///
+/// Hummingbird's WebSocket handler answers graceful shutdown by closing each socket with
+/// `1000`, and its close timeout starts only once the route's handler returns, which a client
+/// that never answers the close frame prevents; the server then waits for that connection
+/// forever. So the application runs in a service group of its own, in a task that does not
+/// inherit this service's graceful shutdown, and the shutdown goes in order: the live hub
+/// closes every socket with `1001` and the live handlers stop reading; then the server is
+/// shut down gracefully (no new connections, requests in flight answered); when the grace
+/// period ends, what still runs is cancelled, and if even that does not end it within two
+/// seconds, this service returns anyway so that the process can exit.
+struct DrainingService<Wrapped: Service>: Service {
+    let application: Wrapped
     let hub: LiveHub
+    let gracePeriod: Duration
+    let logger: Logger
+
+    private enum Event: Sendable {
+        case ended(Result<Void, any Error>)
+        case shutdown
+        case deadline
+        case abandon
+    }
 
     func run() async throws {
-        try? await gracefulShutdown()
-        await hub.shutdown()
+        let group = ServiceGroup(configuration: ServiceGroupConfiguration(services: [application], logger: logger))
+        let (events, continuation) = AsyncStream<Event>.makeStream()
+        // Detached: the group must not see this service's graceful shutdown before the hub
+        // has closed the live sockets (see above).
+        let running = Task.detached {
+            do {
+                try await group.run()
+                continuation.yield(.ended(.success(())))
+            } catch {
+                continuation.yield(.ended(.failure(error)))
+            }
+        }
+        var timers: [Task<Void, Never>] = []
+        defer { for timer in timers { timer.cancel() } }
+        let hub = hub
+        let gracePeriod = gracePeriod
+        try await withTaskCancellationHandler {
+            try await withGracefulShutdownHandler {
+                for await event in events {
+                    switch event {
+                    case .ended(let result):
+                        return try result.get()
+                    case .shutdown:
+                        logger.info("graceful shutdown: closing live connections, then answering requests in flight", metadata: ["gracePeriod": "\(gracePeriod)"])
+                        timers.append(Task {
+                            await hub.shutdown()
+                            // Until every live handler has sent 1001 and returned (or the period ends).
+                            while await hub.count > 0, !Task.isCancelled {
+                                try? await Task.sleep(for: .milliseconds(10))
+                            }
+                            await group.triggerGracefulShutdown()
+                        })
+                        timers.append(Task {
+                            try? await Task.sleep(for: gracePeriod)
+                            if !Task.isCancelled { continuation.yield(.deadline) }
+                        })
+                    case .deadline:
+                        logger.warning("the shutdown grace period is over: cancelling the connections and requests still open")
+                        running.cancel()
+                        timers.append(Task {
+                            try? await Task.sleep(for: .seconds(2))
+                            if !Task.isCancelled { continuation.yield(.abandon) }
+                        })
+                    case .abandon:
+                        logger.error("the server did not stop when cancelled; leaving it to the process exit")
+                        return
+                    }
+                }
+            } onGracefulShutdown: {
+                continuation.yield(.shutdown)
+            }
+        } onCancel: {
+            running.cancel()
+        }
     }
 }
 

@@ -93,6 +93,17 @@ public final class PostgresSyncStorage: SharedSyncStorage {
         return StorageMetadata(epoch: epoch, cursorKey: key)
     }
 
+    /// Gives the database a new epoch in place (`osd-server epoch rotate --postgres URL`): after
+    /// restoring it with `pg_dump`/`pg_restore`, so that clients resend what the copy lost.
+    /// Every server sharing the database must be stopped first and started after (a server
+    /// reads the epoch when it starts). Returns the old epoch and the new one.
+    public func rotateEpoch() async throws -> EpochChange {
+        let previous = try await metadata().epoch
+        let current = UUID().uuidString
+        try await client.query("UPDATE osd_metadata SET value = \(current) WHERE key = 'epoch'", logger: logger)
+        return EpochChange(previous: previous, current: current)
+    }
+
     public func isReady() async -> Bool {
         guard !shared.state.withLock({ $0.closed }) else { return false }
         let rows = try? await client.query("SELECT 1", logger: logger).collect()

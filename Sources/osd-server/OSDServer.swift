@@ -4,6 +4,7 @@ import Logging
 import OpenSwiftDataServer
 import OpenSwiftDataServerPostgres
 import OpenSwiftDataSyncProtocol
+import ServiceLifecycle
 
 /// `osd-server`: the OpenSwiftData sync server. `osd-server` (or `osd-server serve`) serves;
 /// `osd-server token --user alice` mints a development token.
@@ -18,16 +19,22 @@ struct OSDServer: AsyncParsableCommand {
               --hostname (OSD_HOSTNAME, default 127.0.0.1)   --port (OSD_PORT, default 8080; 0 picks one)
               --database (OSD_DATABASE, default $OSD_DATA_DIR/osd-server.sqlite or ./osd-server.sqlite)
               --jwt-secret (OSD_JWT_SECRET)   --jwks-file (OSD_JWKS_FILE)   --jwks-url (OSD_JWKS_URL)
+              --jwks-refresh-interval (OSD_JWKS_REFRESH_INTERVAL)   --jwt-clock-skew (OSD_JWT_CLOCK_SKEW)
+              --jwt-issuer (OSD_JWT_ISSUER)   --jwt-audience (OSD_JWT_AUDIENCE)
               --max-body-bytes (OSD_MAX_BODY_BYTES)   --max-mutations (OSD_MAX_MUTATIONS)
               --max-changes (OSD_MAX_CHANGES)   --max-pull-limit (OSD_MAX_PULL_LIMIT)
               --retention-days (OSD_RETENTION_DAYS)   --compaction-interval (OSD_COMPACTION_INTERVAL)
+              --shutdown-grace-period (OSD_SHUTDOWN_GRACE_PERIOD)
               --log-level (OSD_LOG_LEVEL)
               --postgres (OSD_POSTGRES_URL: PostgreSQL instead of SQLite; several servers may share it)
               --postgres-schema (OSD_POSTGRES_SCHEMA)   --postgres-pool-size (OSD_POSTGRES_POOL_SIZE)
               --postgres-statement-timeout (OSD_POSTGRES_STATEMENT_TIMEOUT_MS)
             `osd-server token --user alice` mints a development token (the last line printed).
+            `osd-server backup --to FILE` copies the SQLite database while the server runs (a consistent online backup).
+            `osd-server restore FILE` installs a backup as the database with a new epoch (stop the server first).
+            `osd-server epoch rotate` gives a database restored by other means a new epoch (SQLite or --postgres).
             """,
-        subcommands: [Serve.self, Token.self],
+        subcommands: [Serve.self, Token.self, Backup.self, Restore.self, Epoch.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -84,6 +91,18 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "JWKS URL, fetched at start (env OSD_JWKS_URL).")
     var jwksURL: String?
 
+    @Option(help: "Seconds after which the JWKS URL is fetched again; it is also fetched when a token names an unknown key id, at most every 10 s (env OSD_JWKS_REFRESH_INTERVAL).")
+    var jwksRefreshInterval: Double = environment("OSD_JWKS_REFRESH_INTERVAL").flatMap { Double($0) } ?? 3600
+
+    @Option(help: "Seconds of clock difference tolerated on a token's exp, nbf and iat (env OSD_JWT_CLOCK_SKEW).")
+    var jwtClockSkew: Double = environment("OSD_JWT_CLOCK_SKEW").flatMap { Double($0) } ?? 60
+
+    @Option(help: "When set, a token's iss claim must be exactly this (env OSD_JWT_ISSUER).")
+    var jwtIssuer: String?
+
+    @Option(help: "When set, a token's aud claim must include this (env OSD_JWT_AUDIENCE).")
+    var jwtAudience: String?
+
     @Option(help: "Largest request body in bytes (env OSD_MAX_BODY_BYTES).")
     var maxBodyBytes: Int = environment("OSD_MAX_BODY_BYTES").flatMap { Int($0) } ?? 8 * 1024 * 1024
 
@@ -101,6 +120,9 @@ struct Serve: AsyncParsableCommand {
 
     @Option(help: "Seconds between compactions (env OSD_COMPACTION_INTERVAL).")
     var compactionInterval: Double = environment("OSD_COMPACTION_INTERVAL").flatMap { Double($0) } ?? 3600
+
+    @Option(help: "Most seconds a shutdown (SIGTERM, SIGINT) takes, whatever clients do: live connections get 1001 going away at once, requests in flight are answered, and what still runs after this long is cancelled (env OSD_SHUTDOWN_GRACE_PERIOD).")
+    var shutdownGracePeriod: Double = environment("OSD_SHUTDOWN_GRACE_PERIOD").flatMap { Double($0) } ?? 10
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (env OSD_LOG_LEVEL).")
     var logLevel: String = environment("OSD_LOG_LEVEL") ?? "info"
@@ -126,11 +148,14 @@ struct Serve: AsyncParsableCommand {
         if usesDevelopmentSecret, !isLoopback(hostname) {
             throw ValidationError("refusing to serve on \(hostname) with the development secret, which anyone can use to sign tokens; set --jwt-secret (or OSD_JWT_SECRET), --jwks-file or --jwks-url, or serve on 127.0.0.1")
         }
-        let auth = AuthConfiguration(hmacSecret: usesDevelopmentSecret ? developmentSecret : jwtSecret, jwksJSON: jwks, jwksURL: jwksURL.flatMap { URL(string: $0) })
+        let auth = AuthConfiguration(
+            hmacSecret: usesDevelopmentSecret ? developmentSecret : jwtSecret, jwksJSON: jwks, jwksURL: jwksURL.flatMap { URL(string: $0) },
+            clockSkew: jwtClockSkew, issuer: jwtIssuer ?? environment("OSD_JWT_ISSUER"), audience: jwtAudience ?? environment("OSD_JWT_AUDIENCE"),
+            jwksRefreshInterval: jwksRefreshInterval)
         let configuration = SyncServerConfiguration(
             hostname: hostname, port: port, databasePath: database, auth: auth, maxBodySize: maxBodyBytes,
             sync: SyncConfiguration(maxMutationsPerPush: maxMutations, maxChangesPerPush: maxChanges, maxPullLimit: maxPullLimit, retention: retentionDays * 86_400),
-            compactionInterval: compactionInterval)
+            compactionInterval: compactionInterval, shutdownGracePeriod: shutdownGracePeriod)
         var storage: (any SyncStorage)?
         var shownDatabase = URL(fileURLWithPath: database).standardizedFileURL.path
         if let url = postgres ?? environment("OSD_POSTGRES_URL") {
@@ -157,7 +182,7 @@ struct Serve: AsyncParsableCommand {
             fflush(nil)  // all streams: stdout may be a pipe or file
         }
         do {
-            try await app.runService()
+            try await ServiceGroup(configuration: ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)).run()
         } catch {
             try? await server.close()
             throw error
@@ -187,3 +212,93 @@ struct Token: AsyncParsableCommand {
         print(token)
     }
 }
+
+struct Backup: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Copy the SQLite database to a new file while the server runs (a consistent online backup).",
+        discussion: "The copy holds every push committed before it began and none after; restore it with `osd-server restore FILE`.")
+
+    @Option(help: "The backup file to write; it must not exist.")
+    var to: String
+
+    @Option(help: "SQLite database file (env OSD_DATABASE; default $OSD_DATA_DIR/osd-server.sqlite or ./osd-server.sqlite).")
+    var database: String = environment("OSD_DATABASE") ?? defaultDatabasePath()
+
+    func run() async throws {
+        do {
+            let summary = try SQLiteMaintenance.backup(databasePath: database, to: to)
+            print("backed up \(absolute(database)) to \(absolute(summary.path)): \(summary.bytes) bytes, log head \(summary.head), epoch \(summary.epoch)")
+        } catch let error as SyncServiceError {
+            throw ValidationError(error.error.message)
+        }
+    }
+}
+
+struct Restore: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Install a backup as the server's SQLite database, with a new epoch (stop the server first).",
+        discussion: "The new epoch makes clients' cursors from the lost history reset, and the sync engine resends the saves the backup does not hold.")
+
+    @Argument(help: "The backup file (left as it is).")
+    var backup: String
+
+    @Option(help: "SQLite database file to replace (env OSD_DATABASE; default $OSD_DATA_DIR/osd-server.sqlite or ./osd-server.sqlite).")
+    var database: String = environment("OSD_DATABASE") ?? defaultDatabasePath()
+
+    func run() async throws {
+        do {
+            let change = try SQLiteMaintenance.restore(backup: backup, to: database)
+            print("restored \(absolute(backup)) into \(absolute(database)); epoch \(change.previous) is now \(change.current)")
+        } catch let error as SyncServiceError {
+            throw ValidationError(error.error.message)
+        }
+    }
+}
+
+struct Epoch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "The database's epoch: the history clients' cursors belong to.",
+        subcommands: [Rotate.self])
+
+    struct Rotate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Give the database a new epoch in place (after restoring it by other means; stop the server first).",
+            discussion: "With PostgreSQL, after pg_dump/pg_restore: stop every server, rotate, start them.")
+
+        @Option(help: "SQLite database file (env OSD_DATABASE; default $OSD_DATA_DIR/osd-server.sqlite or ./osd-server.sqlite).")
+        var database: String = environment("OSD_DATABASE") ?? defaultDatabasePath()
+
+        @Option(help: "PostgreSQL URL instead of the SQLite file (env OSD_POSTGRES_URL).")
+        var postgres: String?
+
+        @Option(help: "PostgreSQL schema of the tables (env OSD_POSTGRES_SCHEMA).")
+        var postgresSchema: String = environment("OSD_POSTGRES_SCHEMA") ?? "public"
+
+        func run() async throws {
+            do {
+                if let url = postgres ?? environment("OSD_POSTGRES_URL") {
+                    var settings = try PostgresStorageConfiguration(url: url)
+                    if !(URLComponents(string: url)?.queryItems ?? []).contains(where: { $0.name == "schema" }) { settings.schema = postgresSchema }
+                    settings.poolSize = 2
+                    let storage = try await PostgresSyncStorage(configuration: settings)
+                    let change: EpochChange
+                    do {
+                        change = try await storage.rotateEpoch()
+                    } catch {
+                        try? await storage.close()
+                        throw error
+                    }
+                    try await storage.close()
+                    print("rotated the epoch of \(settings.redactedDescription): \(change.previous) is now \(change.current)")
+                } else {
+                    let change = try SQLiteMaintenance.rotateEpoch(databasePath: database)
+                    print("rotated the epoch of \(absolute(database)): \(change.previous) is now \(change.current)")
+                }
+            } catch let error as SyncServiceError {
+                throw ValidationError(error.error.message)
+            }
+        }
+    }
+}
+
+func absolute(_ path: String) -> String { URL(fileURLWithPath: path).standardizedFileURL.path }

@@ -4,6 +4,7 @@ import HTTPTypes
 import HummingbirdWSClient
 import Logging
 import OpenSwiftDataServer
+import OpenSwiftDataServerPostgres
 import OpenSwiftDataSyncProtocol
 import Testing
 
@@ -77,6 +78,47 @@ struct LiveAndProcessTests {
         }
     }
 
+    @Test("a refused live handshake (no, expired or forged token) is a 401 with the JSON error body and an x-request-id, and nothing after it")
+    func refusedHandshake() async throws {
+        try await LiveServer.run { server in
+            let expired = try await TokenVerifier(configuration: AuthConfiguration(hmacSecret: LiveServer.secret), clock: { Date(timeIntervalSinceNow: -7200) }).mint(user: "alice", lifetime: 60)
+            let forged = try await TokenVerifier(configuration: AuthConfiguration(hmacSecret: "another-secret-of-at-least-32-bytes"), clock: { Date() }).mint(user: "alice")
+            let cases: [(name: String, path: String, headers: [String: String], word: String)] = [
+                ("no token", "/v1/live", [:], "no bearer token"),
+                ("expired token", "/v1/live", ["Authorization": "Bearer \(expired)"], "expired"),
+                ("forged token", "/v1/live", ["Authorization": "Bearer \(forged)"], "signature"),
+                ("forged token in the query", "/v1/live?access_token=\(forged)", [:], "signature"),
+                ("not a bearer token", "/v1/live", ["Authorization": "Basic YTpi"], "not a bearer token"),
+            ]
+            var ids: Set<String> = []
+            for (name, path, headers, word) in cases {
+                let socket = try RawWebSocket(port: server.port)
+                try socket.sendHandshake(path: path, port: server.port, headers: headers)
+                let (head, body) = try await socket.readResponse()
+                #expect(head.hasPrefix("HTTP/1.1 401"), "\(name): \(head)")
+                let fields = head.split(separator: "\r\n").dropFirst().map { $0.split(separator: ":", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) } }
+                let header = { (field: String) in fields.first { $0.first?.lowercased() == field }?.last }
+                #expect(header("content-type") == "application/json", "\(name)")
+                let id = try #require(header("x-request-id"), "\(name): \(head)")
+                #expect(!id.isEmpty)
+                ids.insert(id)
+                let error = try JSONDecoder().decode(ErrorResponse.self, from: Data(body.utf8))
+                #expect(error.error.code == .unauthorized, "\(name)")
+                #expect(error.error.message.contains(word), "\(name): \(error.error.message)")
+                let (rest, closed) = try await socket.readToEnd()
+                #expect(closed, "\(name): the server closes the connection")
+                #expect(rest.isEmpty, "\(name): nothing follows the answer: \(String(decoding: rest, as: UTF8.self))")
+            }
+            #expect(ids.count == cases.count, "each answer has its own request id")
+            #expect(await server.server.hub.count == 0)
+            // A good token still upgrades.
+            let socket = try RawWebSocket(port: server.port)
+            try socket.sendHandshake(port: server.port, headers: ["Authorization": "Bearer \(try await server.token("alice"))"])
+            #expect(try await socket.readResponse().head.hasPrefix("HTTP/1.1 101"))
+            #expect(try await socket.readFrame()?.text.contains("hello") == true)
+        }
+    }
+
     /// The built `osd-server` executable, next to the test bundle.
     private func executable() throws -> URL {
         var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
@@ -111,8 +153,8 @@ struct LiveAndProcessTests {
         let directory = try TemporaryDirectory()
         let database = directory.path("data/osd.sqlite")
         let secret = "process-test-secret-of-32-bytes-or-more"
-        let settings = ["--hostname", "--port", "--database", "--jwt-secret", "--jwks-file", "--jwks-url", "--max-body-bytes", "--max-mutations", "--max-changes", "--max-pull-limit", "--retention-days", "--compaction-interval", "--log-level"]
-        let environment = ["OSD_HOSTNAME", "OSD_PORT", "OSD_DATABASE", "OSD_DATA_DIR", "OSD_JWT_SECRET", "OSD_JWKS_FILE", "OSD_JWKS_URL", "OSD_MAX_BODY_BYTES", "OSD_MAX_MUTATIONS", "OSD_MAX_CHANGES", "OSD_MAX_PULL_LIMIT", "OSD_RETENTION_DAYS", "OSD_COMPACTION_INTERVAL", "OSD_LOG_LEVEL"]
+        let settings = ["--hostname", "--port", "--database", "--jwt-secret", "--jwks-file", "--jwks-url", "--jwks-refresh-interval", "--jwt-clock-skew", "--jwt-issuer", "--jwt-audience", "--max-body-bytes", "--max-mutations", "--max-changes", "--max-pull-limit", "--retention-days", "--compaction-interval", "--shutdown-grace-period", "--log-level"]
+        let environment = ["OSD_HOSTNAME", "OSD_PORT", "OSD_DATABASE", "OSD_DATA_DIR", "OSD_JWT_SECRET", "OSD_JWKS_FILE", "OSD_JWKS_URL", "OSD_JWKS_REFRESH_INTERVAL", "OSD_JWT_CLOCK_SKEW", "OSD_JWT_ISSUER", "OSD_JWT_AUDIENCE", "OSD_MAX_BODY_BYTES", "OSD_MAX_MUTATIONS", "OSD_MAX_CHANGES", "OSD_MAX_PULL_LIMIT", "OSD_RETENTION_DAYS", "OSD_COMPACTION_INTERVAL", "OSD_SHUTDOWN_GRACE_PERIOD", "OSD_LOG_LEVEL"]
         for arguments in [["--help"], ["serve", "--help"]] {
             let help = try run(binary, arguments)
             for setting in settings + environment {
@@ -157,6 +199,150 @@ struct LiveAndProcessTests {
         let queue = try DatabaseQueue(path: database)
         let fields = try await queue.read { db in try String.fetchOne(db, sql: "SELECT CAST(fields AS TEXT) FROM osd_records WHERE record_id = 'n1'") }
         #expect(fields?.contains("on disk") == true)
+    }
+
+    @Test("SIGTERM drains within the grace period whatever clients do: a live client that never reads or answers the close frame does not hold the server; a reading one gets 1001; the process exits 0")
+    func shutdownWithSilentLiveClient() async throws {
+        let binary = try executable()
+        let directory = try TemporaryDirectory()
+        let secret = "shutdown-test-secret-of-32-bytes-or-more"
+        let output = directory.path("stdout.txt")
+        _ = FileManager.default.createFile(atPath: output, contents: nil)
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = ["--port", "0", "--database", directory.path("osd.sqlite"), "--jwt-secret", secret, "--log-level", "warning", "--shutdown-grace-period", "3"]
+        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("OSD_") }
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        var port: Int?
+        for _ in 0..<300 where port == nil {
+            try await Task.sleep(for: .milliseconds(100))
+            let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("osd-server listening on http://127.0.0.1:") }) {
+                port = Int(line.split(separator: ":").last ?? "")
+            }
+        }
+        let bound = try #require(port)
+        let token = try await TokenVerifier(configuration: AuthConfiguration(hmacSecret: secret), clock: { Date() }).mint(user: "alice")
+        // One client upgrades and then never reads a byte nor answers anything.
+        let silent = try RawWebSocket(port: bound)
+        try silent.sendHandshake(port: bound, headers: ["Authorization": "Bearer \(token)"])
+        // Another reads, but never answers the close frame either.
+        let listener = try RawWebSocket(port: bound)
+        try listener.sendHandshake(port: bound, headers: ["Authorization": "Bearer \(token)"])
+        let head = try await listener.readResponse().head
+        #expect(head.hasPrefix("HTTP/1.1 101"), "\(head)")
+        let hello = try await listener.readFrame()
+        #expect(hello?.opcode == 1 && hello?.text.contains("hello") == true)
+        let client = LiveServerClient(base: "http://127.0.0.1:\(bound)")
+        var connected = false
+        for _ in 0..<100 where !connected {
+            connected = try await client.send(.GET, "/metrics").text.contains("osd_live_clients 2")
+            if !connected { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(connected, "both live clients are connected")
+
+        let start = ContinuousClock.now
+        process.terminate()  // SIGTERM
+        var close: RawWebSocket.Frame?
+        while let frame = try await listener.readFrame() {
+            if frame.opcode == 8 {
+                close = frame
+                break
+            }
+        }
+        #expect(close?.closeCode == 1001, "live clients are told 1001 going away, not \(String(describing: close?.closeCode))")
+        for _ in 0..<150 where process.isRunning { try await Task.sleep(for: .milliseconds(100)) }
+        let elapsed = ContinuousClock.now - start
+        #expect(!process.isRunning, "the server exits within the grace period (3 s) and a margin, whatever the clients do")
+        guard !process.isRunning else { return }
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0)
+        #expect(elapsed < .seconds(8), "\(elapsed)")
+        #expect(try await listener.readToEnd().closed, "the server closed the connection")
+        let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        #expect(text.contains("database closed"))
+        _ = silent
+    }
+
+    /// Runs `osd-server` with `arguments` (no OSD_ variables); returns its exit status, standard
+    /// output and standard error.
+    private func runCapturing(_ executable: URL, _ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("OSD_") }
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let outputData = output.fileHandleForReading.readDataToEndOfFile()
+        let errorData = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: outputData, as: UTF8.self), String(decoding: errorData, as: UTF8.self))
+    }
+
+    @Test("osd-server backup copies a database in use; restore installs the copy with a new epoch; epoch rotate gives a new one in place; each refuses what it cannot do, naming why, with a non-zero exit")
+    func backupCommands() async throws {
+        let binary = try executable()
+        let directory = try TemporaryDirectory()
+        let database = directory.path("osd.sqlite")
+        let storage = try SQLiteSyncStorage(path: database)
+        let service = try await SyncService(storage: storage, clock: { Date() })
+        _ = try await service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(1, .insert, "n1")]))
+        let backup = directory.path("backup.sqlite")
+        // While the database is open (the server would be running).
+        let backedUp = try runCapturing(binary, ["backup", "--to", backup, "--database", database])
+        #expect(backedUp.status == 0, "\(backedUp.errors)")
+        #expect(backedUp.output.contains("backed up") && backedUp.output.contains(service.epoch), "\(backedUp.output)")
+        try await storage.close()
+        let again = try runCapturing(binary, ["backup", "--to", backup, "--database", database])
+        #expect(again.status != 0 && again.errors.contains("exists"), "\(again.errors)")
+
+        let restoredPath = directory.path("restored.sqlite")
+        let restored = try runCapturing(binary, ["restore", backup, "--database", restoredPath])
+        #expect(restored.status == 0, "\(restored.errors)")
+        func epoch(_ path: String) async throws -> String? {
+            try await DatabaseQueue(path: path).read { db in try String.fetchOne(db, sql: "SELECT CAST(value AS TEXT) FROM osd_metadata WHERE key = 'epoch'") }
+        }
+        let restoredEpoch = try #require(try await epoch(restoredPath))
+        #expect(restoredEpoch != service.epoch)
+        #expect(restored.output.contains(service.epoch) && restored.output.contains(restoredEpoch), "\(restored.output)")
+        let notes = try await DatabaseQueue(path: restoredPath).read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM osd_records") }
+        #expect(notes == 1)
+
+        let rotated = try runCapturing(binary, ["epoch", "rotate", "--database", restoredPath])
+        #expect(rotated.status == 0, "\(rotated.errors)")
+        let rotatedEpoch = try #require(try await epoch(restoredPath))
+        #expect(rotatedEpoch != restoredEpoch && rotated.output.contains(rotatedEpoch), "\(rotated.output)")
+
+        let missing = try runCapturing(binary, ["epoch", "rotate", "--database", directory.path("missing.sqlite")])
+        #expect(missing.status != 0 && missing.errors.contains("no database"), "\(missing.errors)")
+        #expect(!FileManager.default.fileExists(atPath: directory.path("missing.sqlite")), "nothing is created")
+        let noBackup = try runCapturing(binary, ["restore", directory.path("missing-backup.sqlite"), "--database", restoredPath])
+        #expect(noBackup.status != 0 && noBackup.errors.contains("no backup"), "\(noBackup.errors)")
+        let help = try runCapturing(binary, ["--help"]).output
+        for command in ["backup --to", "restore", "epoch rotate"] {
+            #expect(help.contains(command), "--help names \(command)")
+        }
+    }
+
+    @Test("osd-server epoch rotate --postgres gives the PostgreSQL database a new epoch", arguments: Backend.postgresOnly)
+    func rotatePostgresCommand(_ backend: Backend) async throws {
+        let binary = try executable()
+        let url = try #require(PostgresTestDatabase.url)
+        let configuration = try PostgresTestDatabase.freshConfiguration()
+        let storage = try await PostgresSyncStorage(configuration: configuration, logger: PostgresTestDatabase.quietLogger)
+        let before = try await storage.metadata().epoch
+        try await storage.close()
+        let rotated = try runCapturing(binary, ["epoch", "rotate", "--postgres", url, "--postgres-schema", configuration.schema])
+        #expect(rotated.status == 0, "\(rotated.errors)")
+        let reopened = try await PostgresSyncStorage(configuration: configuration, logger: PostgresTestDatabase.quietLogger)
+        let after = try await reopened.metadata().epoch
+        try await reopened.close()
+        #expect(after != before)
+        #expect(rotated.output.contains(before) && rotated.output.contains(after), "\(rotated.output)")
     }
 
     @Test("osd-server refuses a non-loopback address with the development secret, before binding, and says which setting to give")

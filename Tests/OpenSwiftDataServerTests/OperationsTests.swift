@@ -235,4 +235,54 @@ struct OperationsTests {
         let stored = try await queue.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM osd_records WHERE record_id = 'in-flight'") }
         #expect(stored == 1)
     }
+
+    @Test("graceful shutdown is bounded: a live client that never answers the close frame gets 1001 and does not hold the server, and a push in flight is answered", .timeLimit(.minutes(1)))
+    func boundedShutdown() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("bounded.sqlite")
+        let gate = Gate()
+        let storage = GatedStorage(base: try SQLiteSyncStorage(path: path), gate: gate)
+        let configuration = SyncServerConfiguration(hostname: "127.0.0.1", port: 0, databasePath: path, auth: AuthConfiguration(hmacSecret: LiveServer.secret), shutdownGracePeriod: 2)
+        let server = try await SyncServer(configuration: configuration, storage: storage)
+        var logger = Logger(label: "osd-server-test")
+        logger.logLevel = .error
+        let (ports, portContinuation) = AsyncStream<Int>.makeStream()
+        let app = server.makeApplication(logger: logger) { portContinuation.yield($0) }
+        let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: logger)
+        let token = try await server.verifier.mint(user: "alice")
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            var iterator = ports.makeAsyncIterator()
+            let port = try #require(await iterator.next())
+            let silent = try RawWebSocket(port: port)
+            try silent.sendHandshake(port: port, headers: ["Authorization": "Bearer \(token)"])
+            #expect(try await silent.readResponse().head.hasPrefix("HTTP/1.1 101"))
+            #expect(try await silent.readFrame()?.text.contains("hello") == true)
+            let client = LiveServerClient(base: "http://127.0.0.1:\(port)")
+            let request = note(1, "in-flight")
+            let push = Task { try await client.push(request, token: token) }
+            for _ in 0..<500 where await gate.arrivals == 0 { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(await gate.arrivals == 1, "the push reached the storage")
+            let start = ContinuousClock.now
+            await group.triggerGracefulShutdown()
+            var close: RawWebSocket.Frame?
+            while let frame = try await silent.readFrame() {
+                if frame.opcode == 8 {
+                    close = frame
+                    break
+                }
+            }
+            #expect(close?.closeCode == 1001)
+            await gate.open()
+            let answer = try await push.value
+            #expect(answer.status == 200, "\(answer.text)")
+            try await tasks.waitForAll()
+            #expect(ContinuousClock.now - start < .seconds(5), "the shutdown ends within the grace period and a margin")
+            #expect(await server.hub.count == 0)
+        }
+        try await server.close()
+        let queue = try DatabaseQueue(path: path)
+        let stored = try await queue.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM osd_records WHERE record_id = 'in-flight'") }
+        #expect(stored == 1)
+    }
 }

@@ -106,6 +106,49 @@ struct ServerRestoreTests {
         #expect(try b.fetch(Note.self).map(\.title).sorted() == all)
     }
 
+    @Test("a backup taken with SQLiteMaintenance (osd-server backup) while three devices push, restored with a new epoch (osd-server restore): every acknowledged save is on the restored server exactly once, held by the copy or resent, and the devices converge")
+    func onlineBackupRestoredUnderLoad() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let devices = try ["a", "b", "c"].map { try Device.open(server, directory: directory, name: $0) }
+        let databasePath = directory.path("server.sqlite")
+        let backupPath = directory.path("backup.sqlite")
+        var titles: [String] = []
+        var backup: Task<SQLiteMaintenance.BackupSummary, any Error>?
+        for round in 0..<30 {
+            if round == 10 {
+                // Taken on another thread while the devices go on saving and pushing.
+                backup = Task.detached { try SQLiteMaintenance.backup(databasePath: databasePath, to: backupPath) }
+            }
+            for (index, device) in devices.enumerated() {
+                let title = "\(["a", "b", "c"][index])-\(round)"
+                device.context.insert(Note(title: title))
+                try device.context.save()
+                titles.append(title)
+                try await device.engine.syncNow()
+            }
+        }
+        let summary = try #require(try await backup?.value)
+        for device in devices { #expect(try await device.engine.pendingChangeCount() == 0, "every save acknowledged") }
+        let held = try await DatabaseQueue(path: backupPath).read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM osd_records WHERE entity = 'Note'") ?? 0 }
+        #expect(held >= 30 && held < 90, "the backup holds the saves made before it (\(held) of 90)")
+
+        try await server.storage.close()
+        let change = try SQLiteMaintenance.restore(backup: backupPath, to: databasePath)
+        #expect(change.previous == summary.epoch && change.current != summary.epoch)
+        let restored = try await SyncService(storage: try SQLiteSyncStorage(path: databasePath), clock: { [clock = server.clock] in clock.now() })
+        for device in devices { device.transport.service = restored }
+        for _ in 0..<2 {
+            for device in devices { try await device.engine.syncNow() }
+        }
+        let all = titles.sorted()
+        #expect(try await Self.titles(restored) == all, "each acknowledged save once on the restored server")
+        for device in devices {
+            #expect(try device.fetch(Note.self).map(\.title).sorted() == all)
+            #expect(try await device.engine.pendingChangeCount() == 0)
+        }
+    }
+
     @Test("a pull that meets the restore first (nothing to push) also resends the lost saves before the snapshot could delete them")
     func resentOnResetPage() async throws {
         let directory = try TemporaryDirectory()

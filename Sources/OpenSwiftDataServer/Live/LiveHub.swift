@@ -52,11 +52,11 @@ public actor LiveHub {
         }
     }
 
-    /// Ends every connection's stream (graceful shutdown).
+    /// Ends every connection's stream (graceful shutdown): each live handler then closes its
+    /// socket with `1001 going away` and disconnects, so ``count`` falls to zero as they do.
+    /// Later connections get `hello` and are closed at once.
     public func shutdown() {
         closed = true
         for connection in connections.values { connection.continuation.finish() }
-        connections.removeAll()
-        onCount(0)
     }
 }
