@@ -34,7 +34,7 @@ extension ModelMacro: MemberMacro {
         // The compiler asks for the conformances the class lacks: a class that already is a
         // `PersistentModel` inherits it from its superclass, a model.
         let needsConformance = protocols.contains { $0.trimmedDescription.hasSuffix("PersistentModel") }
-        let declaresConformance = firstInherited.map { ["PersistentModel", "OpenSwiftData.PersistentModel"].contains($0.trimmedDescription) } ?? false
+        let declaresConformance = firstInherited.map { ["PersistentModel", "OpenSwiftData.PersistentModel", "SwiftData.PersistentModel"].contains($0.trimmedDescription) } ?? false
         let superclass = needsConformance || declaresConformance ? nil : firstInherited?.trimmedDescription
         // A class that lacks the conformance has no model superclass; its first inherited type
         // is then a protocol or a class that is not a model, which syntax alone cannot tell apart
