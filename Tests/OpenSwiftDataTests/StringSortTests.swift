@@ -18,6 +18,23 @@ final class SortedContact {
     }
 }
 
+/// A team and its members, to sort members by their team's name through the relationship.
+@Model
+final class SortedTeam {
+    var name: String
+    init(name: String) { self.name = name }
+}
+
+@Model
+final class SortedMember {
+    var name: String
+    var team: SortedTeam?
+    init(name: String, team: SortedTeam?) {
+        self.name = name
+        self.team = team
+    }
+}
+
 /// A deterministic generator, so that a failure names strings that can be looked at again.
 private struct SplitMix64 {
     var state: UInt64
@@ -127,6 +144,23 @@ struct StringSortTests {
             #expect(fromStore.count == expected.count)
             #expect(mismatches.isEmpty, "\(label): \(mismatches.count) mismatches, first at \(mismatches.first.map { "\($0.offset): \($0.element)" } ?? "")")
         }
+    }
+
+    @Test("A localized sort through a to-one relationship runs in SQL, in the order of sorted(using:)")
+    func throughRelationship() throws {
+        let container = try inMemoryContainer(SortedMember.self, SortedTeam.self)
+        let context = ModelContext(container)
+        for (member, team) in [("m1", "gamma10"), ("m2", "Beta"), ("m3", "gamma9"), ("m4", "alpha"), ("m5", "Émile")] {
+            context.insert(SortedMember(name: member, team: SortedTeam(name: team)))
+        }
+        context.insert(SortedMember(name: "m6", team: nil))
+        try context.save()
+        let check = ModelContext(container)
+        let sortBy = [SortDescriptor(\SortedMember.team?.name)]
+        #expect(try check.explain(FetchDescriptor(sortBy: sortBy)).runsEntirelyInSQL)
+        let fetched = try check.fetch(FetchDescriptor(sortBy: sortBy))
+        #expect(fetched.map(\.name) == ["m6", "m4", "m2", "m5", "m3", "m1"])
+        #expect(fetched.map(\.name) == fetched.sorted(using: sortBy).map(\.name))
     }
 
     @Test("A lexical sort still uses the name index; a localized one filters through indexes and sorts after")
