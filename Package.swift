@@ -2,11 +2,19 @@
 import CompilerPluginSupport
 import PackageDescription
 
+/// The platforms where Apple's SwiftData framework does not exist, and where the `SwiftData`
+/// product is OpenSwiftData.
+let platformsWithoutSwiftData: [Platform] = [.linux, .android, .windows, .openbsd, .wasi]
+
 let package = Package(
     name: "OpenSwiftData",
     platforms: [.macOS(.v14), .iOS(.v17)],
     products: [
         .library(name: "OpenSwiftData", targets: ["OpenSwiftData"]),
+        // `import SwiftData` on platforms without Apple's framework: the library under SwiftData's
+        // module name, so that model code compiles with no change at all. Depend on it only for
+        // those platforms (ARCHITECTURE.md, "The SwiftData module").
+        .library(name: "SwiftData", targets: ["SwiftData"]),
         .library(name: "OpenSwiftDataSyncProtocol", targets: ["OpenSwiftDataSyncProtocol"]),
         // The sync engine (client side): SwiftData models that sync through osd-server. Its
         // network dependencies (AsyncHTTPClient, the WebSocket client) stay out of the
@@ -71,6 +79,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // `@_exported import OpenSwiftData` where Apple's SwiftData does not exist; empty on
+        // Apple's platforms, where the system framework is SwiftData.
+        .target(
+            name: "SwiftData",
+            dependencies: [.target(name: "OpenSwiftData", condition: .when(platforms: platformsWithoutSwiftData))]
+        ),
         // The sync wire protocol: Codable types on Foundation alone, shared by the sync engine
         // and the server.
         .target(name: "OpenSwiftDataSyncProtocol"),
@@ -113,7 +127,12 @@ let package = Package(
         ),
         // The code shown in README.md and the DocC articles, compiled so that it stays true
         // (scripts/check-doc-examples.py checks that the documents quote these files exactly).
-        .executableTarget(name: "QuickStart", dependencies: ["OpenSwiftData"], path: "Examples/QuickStart"),
+        // The README's quick start, written as SwiftData code is: `import SwiftData`.
+        .executableTarget(
+            name: "QuickStart",
+            dependencies: [.target(name: "SwiftData", condition: .when(platforms: platformsWithoutSwiftData))],
+            path: "Examples/QuickStart"
+        ),
         .executableTarget(name: "GettingStarted", dependencies: ["OpenSwiftData"], path: "Examples/GettingStarted"),
         .executableTarget(name: "Relationships", dependencies: ["OpenSwiftData"], path: "Examples/Relationships"),
         .executableTarget(name: "Queries", dependencies: ["OpenSwiftData"], path: "Examples/Queries"),
@@ -245,6 +264,12 @@ let package = Package(
                 .enableUpcomingFeature("NonisolatedNonsendingByDefault"),
                 .enableUpcomingFeature("DisableOutwardActorInheritance"),
             ]
+        ),
+        // Model code as an app written for Apple's SwiftData has it: `import SwiftData` (never
+        // OpenSwiftData), qualified names, `#if canImport(SwiftData)` around models.
+        .testTarget(
+            name: "SwiftDataImportTests",
+            dependencies: [.target(name: "SwiftData", condition: .when(platforms: platformsWithoutSwiftData))]
         ),
         .testTarget(
             name: "OpenSwiftDataSyncProtocolTests",

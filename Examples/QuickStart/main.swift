@@ -1,5 +1,5 @@
 import Foundation
-import OpenSwiftData
+import SwiftData
 
 @Model
 final class Trip {

@@ -5,7 +5,7 @@ enum ModelDiagnostic: String, DiagnosticMessage {
     case notAClass
     case genericClass
     case missingInitializer
-    case letProperty
+    case letWithInitialValue
     case propertyObservers
     case unstorableType
     case transientWithoutDefault
@@ -20,8 +20,8 @@ enum ModelDiagnostic: String, DiagnosticMessage {
             return "@Model cannot be applied to a generic class"
         case .missingInitializer:
             return "@Model requires the class to declare a designated initializer"
-        case .letProperty:
-            return "a persisted property of a @Model class must be declared with 'var'"
+        case .letWithInitialValue:
+            return "a persisted 'let' property cannot have an initial value, because models loaded from the store skip your initializer; set it in init, or declare it with 'var'"
         case .propertyObservers:
             return "willSet/didSet observers are not supported on persisted properties; move the logic into a method or mark the property @Transient"
         case .unstorableType:

@@ -34,7 +34,7 @@ extension ModelMacro: MemberMacro {
         // The compiler asks for the conformances the class lacks: a class that already is a
         // `PersistentModel` inherits it from its superclass, a model.
         let needsConformance = protocols.contains { $0.trimmedDescription.hasSuffix("PersistentModel") }
-        let declaresConformance = firstInherited.map { ["PersistentModel", "OpenSwiftData.PersistentModel"].contains($0.trimmedDescription) } ?? false
+        let declaresConformance = firstInherited.map { ["PersistentModel", "OpenSwiftData.PersistentModel", "SwiftData.PersistentModel"].contains($0.trimmedDescription) } ?? false
         let superclass = needsConformance || declaresConformance ? nil : firstInherited?.trimmedDescription
         // A class that lacks the conformance has no model superclass; its first inherited type
         // is then a protocol or a class that is not a model, which syntax alone cannot tell apart
@@ -129,8 +129,9 @@ extension ModelMacro: MemberMacro {
             }
             """
         )
-        let placeholders = properties.map { "self._\($0.plainName) = _SwiftDataNoType()" }
-        let initBody = (placeholders + ["self._$backingData = backingData"]).map { "    " + $0 }.joined(separator: "\n")
+        let placeholders = properties.filter { !$0.isLet }.map { "self._\($0.plainName) = _SwiftDataNoType()" }
+        let constants = constantInitializers(className: className, properties: properties)
+        let initBody = (placeholders + constants + ["self._$backingData = backingData"]).map { "    " + $0 }.joined(separator: "\n")
         decls.append(
             """
             public required nonisolated init(backingData: any OpenSwiftData.BackingData<\(raw: className)>) {
@@ -180,6 +181,20 @@ extension ModelMacro: MemberMacro {
         decls += keyPathGroups(of: members, macro: "Unique", schemaType: "Unique", member: "_$uniquenessConstraints", className: className, modifiers: isFinal ? "static" : "class", always: !isFinal)
         decls += keyPathGroups(of: members, macro: "Index", schemaType: "Index", member: "_$indices", className: className, modifiers: isFinal ? "static" : "class", always: !isFinal)
         return decls
+    }
+
+    /// The statements of `init(backingData:)` that give each `let` property its stored value.
+    ///
+    /// Swift does not let a macro turn a `let` into a computed property (an accessor macro on a
+    /// `let` is an error in the Swift 6 language mode), so a persisted `let` stays a stored
+    /// property of the class: the class's own initializers set it as usual, the context copies
+    /// it into the backing data when the model is inserted, and a fetched model takes it from
+    /// the row here. Reading it costs nothing, and nothing can write it after initialization.
+    private static func constantInitializers(className: String, properties: [PersistedProperty]) -> [String] {
+        properties.enumerated().compactMap { index, property in
+            guard property.isLet else { return nil }
+            return "self.\(property.name) = \(className)._$constantValue(backingData, at: \(index), forKey: \\\(className).\(property.name))"
+        }
     }
 
     /// Whether the class's own members (not those of nested types) say it has a superclass: a
@@ -264,8 +279,9 @@ extension ModelMacro: MemberMacro {
             }
             """
         )
-        let placeholders = properties.map { "self._\($0.plainName) = _SwiftDataNoType()" }
-        let initBody = (placeholders + ["super.init(backingData: backingData)"]).map { "    " + $0 }.joined(separator: "\n")
+        let placeholders = properties.filter { !$0.isLet }.map { "self._\($0.plainName) = _SwiftDataNoType()" }
+        let constants = constantInitializers(className: className, properties: properties)
+        let initBody = (placeholders + constants + ["super.init(backingData: backingData)"]).map { "    " + $0 }.joined(separator: "\n")
         decls.append(
             """
             public required nonisolated init(backingData: any OpenSwiftData.BackingData<\(raw: superclass)._$Root>) {
@@ -342,12 +358,15 @@ extension ModelMacro: MemberMacro {
 
     private static func diagnose(_ property: PersistedProperty, in context: some MacroExpansionContext) -> Bool {
         var valid = true
-        if property.isLet {
+        // A `let` is persisted as a stored property of the class itself (see `constantInitializers`);
+        // one with an initial value cannot be given the stored value when a row is fetched, since
+        // Swift assigns the initial value in every initializer, `init(backingData:)` included.
+        if property.isLet, property.initializer != nil {
             let specifier = property.declaration.bindingSpecifier
             context.diagnose(
                 Diagnostic(
                     node: specifier,
-                    message: ModelDiagnostic.letProperty,
+                    message: ModelDiagnostic.letWithInitialValue,
                     fixIt: FixIt(
                         message: ModelFixIt(message: "Replace 'let' with 'var'"),
                         changes: [.replace(oldNode: Syntax(specifier), newNode: Syntax(specifier.with(\.tokenKind, .keyword(.var))))]

@@ -252,6 +252,13 @@ func surface(url: URL, id: PersistentIdentifier) async throws {
     fetch = FetchDescriptor(predicate: nil, sortBy: [])
     fetch.predicate = #Predicate { $0.status == .done }
     fetch.sortBy = [SortDescriptor(\.name)]
+    // PRD-37: Foundation's string comparators, named as Foundation names them.
+    fetch.sortBy = [
+        SortDescriptor(\.name, comparator: .localizedStandard),
+        SortDescriptor(\.name, comparator: .localized, order: .reverse),
+        SortDescriptor(\.name, comparator: .lexical),
+        SortDescriptor(\.name, order: .reverse),
+    ]
     fetch.fetchLimit = 10
     fetch.fetchOffset = 5
     fetch.includePendingChanges = false

@@ -20,6 +20,20 @@ final class Item {
     }
 }
 
+/// A main-actor model with `let` properties.
+@Model
+final class Entry {
+    @Attribute(.unique) let id: UUID
+    let createdAt: Date
+    var body: String
+
+    init(id: UUID = UUID(), createdAt: Date, body: String) {
+        self.id = id
+        self.createdAt = createdAt
+        self.body = body
+    }
+}
+
 /// A related model of the main-actor model.
 @Model
 final class Note {
@@ -83,6 +97,18 @@ struct MainActorDefaultTests {
         context.delete(item)
         try context.save()
         #expect(try context.fetchCount(FetchDescriptor<Note>()) == 0)
+    }
+
+    @Test("let properties of a main-actor model are saved and fetched back")
+    func mainActorLetProperties() throws {
+        let container = try ModelContainer(for: Entry.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let id = UUID()
+        let created = Date(timeIntervalSince1970: 1_234)
+        container.mainContext.insert(Entry(id: id, createdAt: created, body: "first"))
+        try container.mainContext.save()
+        let fetched = try ModelContext(container).fetch(FetchDescriptor<Entry>(predicate: #Predicate { $0.id == id }))
+        #expect(fetched.map(\.createdAt) == [created])
+        #expect(fetched.map(\.body) == ["first"])
     }
 
     @Test("a model actor imports nonisolated models off the main actor; the main context reads them by identifier")

@@ -1094,55 +1094,38 @@ struct ModelMacroDiagnosticTests {
         assertMacro {
             """
             @Model
-            final class Person {
-                let name: String
+            final class Entry {
+                @Attribute(.unique) let id: UUID
+                let createdAt: Date
+                var title: String
 
-                init(name: String) {
-                    self.name = name
-                }
-            }
-            """
-        } diagnostics: {
-            """
-            @Model
-            final class Person {
-                let name: String
-                ┬──
-                ╰─ 🛑 a persisted property of a @Model class must be declared with 'var'
-                   ✏️ Replace 'let' with 'var'
-
-                init(name: String) {
-                    self.name = name
-                }
-            }
-            """
-        } fixes: {
-            """
-            @Model
-            final class Person {
-                var name: String
-
-                init(name: String) {
-                    self.name = name
+                init(id: UUID, createdAt: Date, title: String) {
+                    self.id = id
+                    self.createdAt = createdAt
+                    self.title = title
                 }
             }
             """
         } expansion: {
             #"""
-            final class Person {
-                @OpenSwiftData._PersistedProperty(index: 0)
-                var name: String
+            final class Entry {
+                let id: UUID
+                let createdAt: Date
+                @OpenSwiftData._PersistedProperty(index: 2)
+                var title: String
 
-                init(name: String) {
-                    self.name = name
+                init(id: UUID, createdAt: Date, title: String) {
+                    self.id = id
+                    self.createdAt = createdAt
+                    self.title = title
                 }
 
                 @OpenSwiftData.Transient
-                nonisolated(unsafe) private var _$backingData: any OpenSwiftData.BackingData<Person> = Person._$inertBackingData
+                nonisolated(unsafe) private var _$backingData: any OpenSwiftData.BackingData<Entry> = Entry._$inertBackingData
 
-                nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Person> = Person._$makeInertBackingData()
+                nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Entry> = Entry._$makeInertBackingData()
 
-                public nonisolated var persistentBackingData: any OpenSwiftData.BackingData<Person> {
+                public nonisolated var persistentBackingData: any OpenSwiftData.BackingData<Entry> {
                     get {
                         self._$backingData
                     }
@@ -1156,23 +1139,27 @@ struct ModelMacroDiagnosticTests {
                     typealias _$Attribute = OpenSwiftData.Schema.Attribute
                     typealias _$Relationship = OpenSwiftData.Schema.Relationship
                     return [
-                        _$PropertyMetadata(name: "name", keypath: \Person.name, defaultValue: nil, metadata: nil)
+                        _$PropertyMetadata(name: "id", keypath: \Entry.id, defaultValue: nil, metadata: _$Attribute(.unique)),
+                        _$PropertyMetadata(name: "createdAt", keypath: \Entry.createdAt, defaultValue: nil, metadata: nil),
+                        _$PropertyMetadata(name: "title", keypath: \Entry.title, defaultValue: nil, metadata: nil)
                     ]
                 }
 
-                public required nonisolated init(backingData: any OpenSwiftData.BackingData<Person>) {
-                    self._name = _SwiftDataNoType()
+                public required nonisolated init(backingData: any OpenSwiftData.BackingData<Entry>) {
+                    self._title = _SwiftDataNoType()
+                    self.id = Entry._$constantValue(backingData, at: 0, forKey: \Entry.id)
+                    self.createdAt = Entry._$constantValue(backingData, at: 1, forKey: \Entry.createdAt)
                     self._$backingData = backingData
                 }
 
                 @OpenSwiftData.Transient
                 private let _$observationRegistrar: Observation.ObservationRegistrar = .init()
 
-                internal nonisolated func access<_M>(keyPath: Swift.KeyPath<Person, _M>) {
+                internal nonisolated func access<_M>(keyPath: Swift.KeyPath<Entry, _M>) {
                     self._$observationRegistrar.access(self, keyPath: keyPath)
                 }
 
-                internal nonisolated func withMutation<_M, _MR>(keyPath: Swift.KeyPath<Person, _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
+                internal nonisolated func withMutation<_M, _MR>(keyPath: Swift.KeyPath<Entry, _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
                     try self._$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
                 }
 
@@ -1184,10 +1171,105 @@ struct ModelMacroDiagnosticTests {
                 }
             }
 
-            nonisolated extension Person: Observation.Observable {
+            nonisolated extension Entry: Observation.Observable {
             }
 
-            nonisolated extension Person: OpenSwiftData.PersistentModel {
+            nonisolated extension Entry: OpenSwiftData.PersistentModel {
+            }
+            """#
+        }
+    }
+
+    @Test func letWithInitialValue() {
+        assertMacro {
+            """
+            @Model
+            final class Entry {
+                let id = UUID()
+
+                init() {}
+            }
+            """
+        } diagnostics: {
+            """
+            @Model
+            final class Entry {
+                let id = UUID()
+                ┬──
+                ╰─ 🛑 a persisted 'let' property cannot have an initial value, because models loaded from the store skip your initializer; set it in init, or declare it with 'var'
+                   ✏️ Replace 'let' with 'var'
+
+                init() {}
+            }
+            """
+        } fixes: {
+            """
+            @Model
+            final class Entry {
+                var id = UUID()
+
+                init() {}
+            }
+            """
+        } expansion: {
+            #"""
+            final class Entry {
+                @OpenSwiftData._PersistedProperty(index: 0)
+                var id = UUID()
+
+                init() {}
+
+                @OpenSwiftData.Transient
+                nonisolated(unsafe) private var _$backingData: any OpenSwiftData.BackingData<Entry> = Entry._$inertBackingData
+
+                nonisolated(unsafe) private static let _$inertBackingData: any OpenSwiftData.BackingData<Entry> = Entry._$makeInertBackingData()
+
+                public nonisolated var persistentBackingData: any OpenSwiftData.BackingData<Entry> {
+                    get {
+                        self._$backingData
+                    }
+                    set {
+                        self._$backingData = newValue
+                    }
+                }
+
+                public nonisolated static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
+                    typealias _$PropertyMetadata = OpenSwiftData.Schema.PropertyMetadata
+                    typealias _$Attribute = OpenSwiftData.Schema.Attribute
+                    typealias _$Relationship = OpenSwiftData.Schema.Relationship
+                    return [
+                        _$PropertyMetadata(name: "id", keypath: \Entry.id, defaultValue: UUID(), metadata: nil)
+                    ]
+                }
+
+                public required nonisolated init(backingData: any OpenSwiftData.BackingData<Entry>) {
+                    self._id = _SwiftDataNoType()
+                    self._$backingData = backingData
+                }
+
+                @OpenSwiftData.Transient
+                private let _$observationRegistrar: Observation.ObservationRegistrar = .init()
+
+                internal nonisolated func access<_M>(keyPath: Swift.KeyPath<Entry, _M>) {
+                    self._$observationRegistrar.access(self, keyPath: keyPath)
+                }
+
+                internal nonisolated func withMutation<_M, _MR>(keyPath: Swift.KeyPath<Entry, _M>, _ mutation: () throws -> _MR) rethrows -> _MR {
+                    try self._$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                }
+
+                public nonisolated func _$notifyObservers(ofChangeTo keyPath: Swift.AnyKeyPath) {
+                    self._$observationRegistrar._$notifyChange(of: self, at: keyPath)
+                }
+
+                nonisolated public struct _SwiftDataNoType: Swift.Sendable {
+                }
+            }
+
+            nonisolated extension Entry: Observation.Observable {
+            }
+
+            nonisolated extension Entry: OpenSwiftData.PersistentModel {
             }
             """#
         }

@@ -40,7 +40,7 @@ struct ModelActorTests {
 
         try await importer.rename(ids[1], to: "B")
         let fresh = ModelContext(container)
-        #expect(try fresh.fetch(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.title)])).map(\.title) == ["B", "a", "c"])
+        #expect(try fresh.fetch(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.title)])).map(\.title) == ["a", "B", "c"])
         #expect(importer.modelContainer === container)
     }
 

@@ -20,7 +20,8 @@ struct OwnPredicateTests {
     /// The titles `predicate` fetches, after checking they equal Foundation's `evaluate` over
     /// every post and the fetch of `foundationForm` (the same predicate, Foundation's way).
     private func titles(_ context: ModelContext, _ predicate: Predicate<Post>, sameAs foundationForm: Predicate<Post>) throws -> [String] {
-        let order = [SortDescriptor(\Post.title)]
+        // Binary order, so that the expected lists read as written.
+        let order = [SortDescriptor(\Post.title, comparator: .lexical)]
         let fetched = try context.fetch(FetchDescriptor(predicate: predicate, sortBy: order)).map(\.title)
         let every = try context.fetch(FetchDescriptor<Post>(sortBy: order))
         #expect(fetched == (try every.filter { try predicate.evaluate($0) }.map(\.title)))

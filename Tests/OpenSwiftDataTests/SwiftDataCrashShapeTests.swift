@@ -18,7 +18,7 @@ struct SwiftDataCrashShapeTests {
     }
 
     private func titles(_ context: ModelContext, _ predicate: Predicate<Post>) throws -> [String] {
-        try context.fetch(FetchDescriptor(predicate: predicate, sortBy: [SortDescriptor(\.title)])).map(\.title)
+        try context.fetch(FetchDescriptor(predicate: predicate, sortBy: [SortDescriptor(\.title, comparator: .lexical)])).map(\.title)
     }
 
     @Test("comparing an enum-typed property with a captured case")

@@ -294,7 +294,8 @@ extension ModelContext {
     func fetchedColumns<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, layout: EntityLayout) -> [PropertyLayout]? {
         guard !descriptor.propertiesToFetch.isEmpty else { return nil }
         let wanted = Set(descriptor.propertiesToFetch.compactMap { layout.propertyIndex(of: $0) })
-        let columns = layout.columns.filter { wanted.contains($0.index) || $0.relationship != nil }
+        // A `let` is set once, by `init(backingData:)`, so its column is always read.
+        let columns = layout.columns.filter { wanted.contains($0.index) || $0.relationship != nil || $0.isConstant }
         return columns.count == layout.columns.count ? nil : columns
     }
 

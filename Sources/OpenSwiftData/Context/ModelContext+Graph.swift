@@ -174,6 +174,7 @@ extension ModelContext {
         storage.state = .inserted
         storage.context = self
         storage.container = container
+        storage.captureConstants(of: registration.model)
         inserted.add(registration)
         storageDidChange(storage)
     }

@@ -316,6 +316,16 @@ class AnyModelStorage: ManagedBuffer<StorageHeader, UInt64>, RowIdentified, Slot
         return values
     }
 
+    /// Copies the values of the model's `let` properties, which live in the model object itself
+    /// (see ``PropertyLayout/isConstant``), into the slots the store writes from: when the model
+    /// is inserted, after its initializer set them. They never change afterwards.
+    final func captureConstants(of model: any PersistentModel) {
+        guard let layout, !layout.constants.isEmpty, let values = writableValues() else { return }
+        for property in layout.constants {
+            if let value = model[keyPath: property.keyPath] { _ = values.storeBoxed(property.index, value) }
+        }
+    }
+
     /// Puts back the values last read from or written to the store.
     final func revert() {
         if let values, let saved = committedCopy {

@@ -137,6 +137,31 @@ extension PersistentModel {
         return true
     }
 
+    /// The stored value of a `let` property, for the class's `init(backingData:)` (used by the
+    /// code `@Model` generates; `index` is the property's position among the class's own
+    /// persisted properties). A fetched model's storage holds every `let` (fetches always read
+    /// their columns); a model whose row has vanished gets the declared default or empty value,
+    /// as its other properties do.
+    public static func _$constantValue<Root: PersistentModel, Value>(_ data: any BackingData<Root>, at index: Int, forKey key: KeyPath<Self, Value>) -> Value {
+        if let storage = (data as AnyObject) as? AnyModelStorage {
+            let position = storage.position(of: index, declaredIn: ObjectIdentifier(Self.self))
+            if let address = storage.slotAddress(at: position, type: ObjectIdentifier(Value.self)) {
+                let value = address.load(as: Value.self)
+                _fixLifetime(storage)
+                return value
+            }
+            if let layout = storage.layout, position >= 0, position < layout.properties.count,
+               let value = layout.properties[position].fallbackValue as? Value {
+                return value
+            }
+            if let value = storage.extras?.looseValues[key] as? Value { return value }
+        }
+        if let none = (Value.self as? any _OptionalType.Type)?._none as? Value { return none }
+        // Only OpenSwiftData's storage reaches `init(backingData:)` with a layout, and it holds a
+        // value for every `let` of a fetched or placeholder model whose type has an empty value.
+        fatalError("OpenSwiftData: \(Self.self).\(key) has no stored value to initialize it with")
+    }
+
     /// The model's identifier: temporary until its first save, permanent afterwards.
     public var persistentModelID: PersistentIdentifier {
         storageBase.ensureIdentifier()

@@ -8,7 +8,15 @@ extension EntityLayout {
     func orderTerms<T>(for sortBy: [SortDescriptor<T>]) -> [OrderTerm]? {
         var terms: [OrderTerm] = []
         for descriptor in sortBy {
-            guard let keyPath = descriptor.keyPath, var term = orderTerm(for: keyPath, ascending: descriptor.order == .forward) else { return nil }
+            guard let keyPath = descriptor.keyPath else { return nil }
+            // A localized string sort (``LocalizedStringComparator``, the default for strings):
+            // the string property's column, ordered by the collation that compares as it does.
+            if let localized = localizedOrderTerm(for: keyPath, ascending: descriptor.order == .forward) {
+                guard let term = localized else { return nil }
+                terms.append(term)
+                continue
+            }
+            guard var term = orderTerm(for: keyPath, ascending: descriptor.order == .forward) else { return nil }
             if let comparator = descriptor.stringComparator {
                 // SQLite's own order is the lexical one; the localized ones run Foundation's
                 // comparison through a collation the store registers.
@@ -20,6 +28,36 @@ extension EntityLayout {
         return terms
     }
 
+    /// The `ORDER BY` term of a localized string sort, whose key path is a string property's
+    /// followed by a sort-key component (``StringCollation/suffixes``): nil when `keyPath` is no
+    /// such sort, `.some(nil)` when it is one SQL cannot order (the fetch then sorts in memory).
+    private func localizedOrderTerm(for keyPath: AnyKeyPath, ascending: Bool) -> OrderTerm?? {
+        // A property of this entity: its key path with the suffix appended equals the sort's.
+        for (collation, suffix, optional) in StringCollation.suffixes {
+            let stringType: Any.Type = optional ? String?.self : String.self
+            for property in properties where property.relationship == nil && property.codec.slot.type == stringType {
+                guard property.keyPath.appending(path: suffix) == keyPath else { continue }
+                guard property.columnIndex != nil else { return .some(nil) }
+                var term = OrderTerm(column: property.name, ascending: ascending)
+                term.collation = collation
+                return .some(term)
+            }
+        }
+        // A property inherited from a model superclass, named as the superclass names it
+        // (`\Vehicle.name` in a fetch of the hierarchy): the same column in this table.
+        if let superLayout, let inherited = superLayout.localizedOrderTerm(for: keyPath, ascending: ascending) {
+            return inherited
+        }
+        // Through to-one relationships: the last component is the sort key's accessor.
+        let components = KeyPathComponents.of(keyPath)
+        guard let last = components.last, let collation = StringCollation.suffixComponents.first(where: { $0.0 == last })?.1 else { return nil }
+        guard components.count > 2, var term = orderTerm(components: Array(components.dropLast()), ascending: ascending),
+              term.hops.isEmpty == false
+        else { return .some(nil) }
+        term.collation = collation
+        return .some(term)
+    }
+
     private func orderTerm(for keyPath: AnyKeyPath, ascending: Bool) -> OrderTerm? {
         if let index = propertyIndex(of: keyPath) {
             let property = properties[index]
@@ -28,7 +66,11 @@ extension EntityLayout {
         }
         // A key path through relationships: match its components with the properties'
         // accessors, hop by hop.
-        let components = KeyPathComponents.of(keyPath)
+        return orderTerm(components: KeyPathComponents.of(keyPath), ascending: ascending)
+    }
+
+    /// The term of a key path through relationships, given as its components' accessor identities.
+    private func orderTerm(components: [Substring], ascending: Bool) -> OrderTerm? {
         guard components.count > 1 else { return nil }
         var layout = self
         var hops: [OrderTerm.Hop] = []

@@ -24,8 +24,12 @@ final class PropertyLayout: @unchecked Sendable {
     /// The column index among the entity's stored columns, or nil for ephemeral attributes and
     /// relationships stored elsewhere (the inverse's foreign key, a join table).
     let columnIndex: Int?
+    /// Whether the property is a `let` of the class: a stored property of the model object itself,
+    /// set by the class's initializer, copied into the backing data on insert and never written
+    /// afterwards (its key path is not writable).
+    let isConstant: Bool
 
-    init(name: String, index: Int, keyPath: AnyKeyPath, codec: ValueCodec, schemaProperty: any SchemaProperty, relationship: RelationshipLayout?, defaultValue: Any?, columnIndex: Int?) {
+    init(name: String, index: Int, keyPath: AnyKeyPath, codec: ValueCodec, schemaProperty: any SchemaProperty, relationship: RelationshipLayout?, defaultValue: Any?, columnIndex: Int?, isConstant: Bool = false) {
         self.name = name
         self.index = index
         self.keyPath = keyPath
@@ -34,6 +38,7 @@ final class PropertyLayout: @unchecked Sendable {
         self.relationship = relationship
         self.defaultValue = defaultValue
         self.columnIndex = columnIndex
+        self.isConstant = isConstant
     }
 
     /// The attribute description (nil for relationships).
@@ -82,6 +87,8 @@ final class EntityLayout: @unchecked Sendable {
     let releaseCount: Int
     /// The relationship properties.
     let relationships: [PropertyLayout]
+    /// The properties declared with `let` (``PropertyLayout/isConstant``).
+    let constants: [PropertyLayout]
     private let keyPaths: [AnyKeyPath]
     /// The layout of the superclass, when it is a model: its properties come first here, at the
     /// same positions, followed by this class's own.
@@ -115,7 +122,7 @@ final class EntityLayout: @unchecked Sendable {
                 properties.append(PropertyLayout(
                     name: inherited.name, index: inherited.index, keyPath: keyPath, codec: inherited.codec,
                     schemaProperty: inherited.schemaProperty, relationship: inherited.relationship,
-                    defaultValue: inherited.defaultValue, columnIndex: inherited.columnIndex
+                    defaultValue: inherited.defaultValue, columnIndex: inherited.columnIndex, isConstant: inherited.isConstant
                 ))
             }
             columnCount = superLayout.columns.count
@@ -134,7 +141,11 @@ final class EntityLayout: @unchecked Sendable {
             if Self.reservedNames.contains(metadata.name.lowercased()) {
                 throw SwiftDataError(.loadIssueModelContainer, "\(name).\(metadata.name) uses a name reserved for the store's own columns", entity: name, property: metadata.name)
             }
+            let isConstant = !Self.isWritable(metadata.keypath, of: modelType)
             if let shape = RelationshipShape(valueType) {
+                if isConstant {
+                    throw SwiftDataError(.loadIssueModelContainer, "\(name).\(metadata.name) is a relationship declared with 'let'; a relationship changes with its inverse, so declare it with 'var'", entity: name, property: metadata.name)
+                }
                 let relationship = try RelationshipLayout(
                     entity: name, property: metadata, shape: shape,
                     declared: metadata.metadata as? Schema.Relationship, modelType: modelType
@@ -166,12 +177,14 @@ final class EntityLayout: @unchecked Sendable {
             }
             properties.append(PropertyLayout(
                 name: metadata.name, index: index, keyPath: metadata.keypath, codec: codec,
-                schemaProperty: attribute, relationship: nil, defaultValue: metadata.defaultValue, columnIndex: columnIndex
+                schemaProperty: attribute, relationship: nil, defaultValue: metadata.defaultValue, columnIndex: columnIndex,
+                isConstant: isConstant
             ))
         }
         self.properties = properties
         self.columns = properties.filter { $0.columnIndex != nil }
         self.relationships = properties.filter { $0.relationship != nil }
+        self.constants = properties.filter(\.isConstant)
         self.keyPaths = properties.map(\.keyPath)
         self.slots = SlotLayout(witnesses: properties.map(\.codec.slot))
         self.slotCount = slots.count
@@ -208,6 +221,16 @@ final class EntityLayout: @unchecked Sendable {
         var seen = Set<[Int]>()
         self.uniquenessConstraints = unique.filter { seen.insert($0).inserted }
         self.indices = try resolve(modelType._$indices, "#Index")
+    }
+
+    /// Whether a property's key path can write it: false for a `let` of the class (a plain
+    /// `KeyPath`), true for the properties `@Model` turns into computed ones with a setter.
+    static func isWritable(_ keyPath: AnyKeyPath, of modelType: any PersistentModel.Type) -> Bool {
+        func open<M: PersistentModel>(_: M.Type) -> Bool {
+            func typed<V>(_: V.Type) -> Bool { keyPath is ReferenceWritableKeyPath<M, V> }
+            return _openExistential(type(of: keyPath).valueType, do: typed)
+        }
+        return open(modelType)
     }
 
     /// The names the store uses for its own columns and tables.

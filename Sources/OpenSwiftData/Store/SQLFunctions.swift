@@ -27,7 +27,13 @@ enum SQLFunctions {
     /// then runs in memory with the descriptor itself). The lexical comparator is SQLite's
     /// binary order: Unicode scalar order, as Swift's `<` on normalized strings.
     static func collation(for comparator: String.StandardComparator) -> String? {
-        comparator == .lexical ? "BINARY" : nil
+        if comparator == .lexical { return "BINARY" }
+        #if canImport(ObjectiveC)
+        // Foundation's own localized comparators, which exist on Apple's platforms only.
+        if comparator == .localizedStandard { return StringCollation.localizedStandard }
+        if comparator == .localized { return StringCollation.localized }
+        #endif
+        return nil
     }
 
     /// Registers the functions on a connection.
@@ -45,6 +51,9 @@ enum SQLFunctions {
             case .localized: return lhs.localizedCompare(rhs).rawValue
             }
         })
+        // The orders of localized string sorts, with the functions the in-memory sort uses.
+        db.add(collation: DatabaseCollation(StringCollation.localizedStandard) { StringCollation.compare($0, $1, standard: true) })
+        db.add(collation: DatabaseCollation(StringCollation.localized) { StringCollation.compare($0, $1, standard: false) })
         db.add(function: DatabaseFunction(characterCount, argumentCount: 1, pure: true) { values in
             String.fromDatabaseValue(values[0])?.count
         })

@@ -362,7 +362,8 @@ struct RemoteApply {
         let slots = staged.slotLayout.slots
         for property in attributes {
             let index = property.index
-            guard staged.isInitialized(index) else { continue }
+            // A `let` keeps the value its model was inserted with, on every device.
+            guard staged.isInitialized(index), !property.isConstant else { continue }
             let value = staged.withSlot(index) { slots.witnesses[index].box(UnsafeRawPointer($0)) }
             guard ModelPropertyWriter.set(model, property.keyPath, to: value) else {
                 throw SyncCaptureError.undecodableValue(entity: entity, property: property.name, reason: "the value does not fit the property's type")
