@@ -78,7 +78,7 @@ struct LiveAndProcessTests {
         }
     }
 
-    @Test("a refused live handshake (no, expired or forged token) is a 401 with the JSON error body and an x-request-id, and nothing after it")
+    @Test("a refused live handshake (no, expired or forged token) is a 401 with the JSON error body and an x-request-id, and nothing after it; an unsupported protocolVersion is a 400")
     func refusedHandshake() async throws {
         try await LiveServer.run { server in
             let expired = try await TokenVerifier(configuration: AuthConfiguration(hmacSecret: LiveServer.secret), clock: { Date(timeIntervalSinceNow: -7200) }).mint(user: "alice", lifetime: 60)
@@ -110,6 +110,14 @@ struct LiveAndProcessTests {
                 #expect(rest.isEmpty, "\(name): nothing follows the answer: \(String(decoding: rest, as: UTF8.self))")
             }
             #expect(ids.count == cases.count, "each answer has its own request id")
+            // A good token with a version the server does not speak: 400, naming the versions.
+            let wrongVersion = try RawWebSocket(port: server.port)
+            try wrongVersion.sendHandshake(path: "/v1/live?protocolVersion=7", port: server.port, headers: ["Authorization": "Bearer \(try await server.token("alice"))"])
+            let (versionHead, versionBody) = try await wrongVersion.readResponse()
+            #expect(versionHead.hasPrefix("HTTP/1.1 400"), "\(versionHead)")
+            let versionError = try JSONDecoder().decode(ErrorResponse.self, from: Data(versionBody.utf8))
+            #expect(versionError.error.code == .unsupportedProtocolVersion)
+            #expect(versionError.error.supportedVersions == ProtocolVersion.supported)
             #expect(await server.server.hub.count == 0)
             // A good token still upgrades.
             let socket = try RawWebSocket(port: server.port)

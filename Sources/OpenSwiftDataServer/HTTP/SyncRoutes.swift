@@ -15,10 +15,12 @@ struct SyncRoutes: Sendable {
         router.get("/v1/pull") { request, context in try await pull(request, context) }
         router.get("/v1/scopes") { request, _ in
             let user = try await authenticate(request)
+            try Self.checkQueryVersion(request)
             return JSONBody.response(try await service.scopes(user: user))
         }
         router.get("/v1/scopes/:scope/members") { request, context in
             let user = try await authenticate(request)
+            try Self.checkQueryVersion(request)
             return JSONBody.response(try await service.members(user: user, scope: try scope(context)))
         }
         router.post("/v1/scopes/:scope/members") { request, context in
@@ -30,6 +32,7 @@ struct SyncRoutes: Sendable {
         }
         router.delete("/v1/scopes/:scope/members/:user") { request, context in
             let user = try await authenticate(request)
+            try Self.checkQueryVersion(request)
             guard let member = context.parameters.get("user").map({ $0.removingPercentEncoding ?? $0 }) else {
                 throw SyncServiceError.malformed("the path names no user")
             }
@@ -43,6 +46,18 @@ struct SyncRoutes: Sendable {
         router.get("/metrics") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: ResponseBody(byteBuffer: ByteBuffer(string: metrics.render())))
         }
+    }
+
+    /// Checks the `protocolVersion` query parameter of a request without a body other than a
+    /// pull (the scopes routes, the live channel): optional there, the current version when
+    /// absent; a version the server does not speak is `400 unsupportedProtocolVersion`.
+    static func checkQueryVersion(_ request: Request) throws {
+        guard let text = URLComponents(string: request.uri.description)?.queryItems?.first(where: { $0.name == "protocolVersion" })?.value else { return }
+        guard let number = Int(text) else {
+            throw SyncServiceError.malformed("protocolVersion must be an integer, not \(text.debugDescription)")
+        }
+        let version = ProtocolVersion(rawValue: number)
+        guard ProtocolVersion.supported.contains(version) else { throw SyncServiceError.unsupportedVersion(version) }
     }
 
     private func authenticate(_ request: Request) async throws -> String {

@@ -46,6 +46,7 @@ struct LiveRoute: Sendable {
         router.ws("/v1/live") { request, context in
             do {
                 _ = try await Self.user(request, verifier)
+                try SyncRoutes.checkQueryVersion(request)
             } catch {
                 let refusal = error as? SyncServiceError ?? SyncServiceError(401, .unauthorized, "the bearer token could not be checked")
                 await Self.refuse(refusal, context: context)
