@@ -154,10 +154,7 @@ public actor SyncEngine {
             // unpushed saves stop the setup until that user returns or they are discarded.
             let previous = try container.performSyncRead { db -> (user: String?, pending: Int) in
                 guard try db.tableExists(SyncEngineStore.stateTable), try db.tableExists(SyncEngineStore.sentTable) else { return (nil, 0) }
-                let last = try SyncEngineStore.value("user", in: db)
-                let sent = try SyncEngineStore.unsettledCount(in: db)
-                let unsent = try ModelContainer.syncLogCount(after: try ModelContainer.syncConsumerCursor(SyncEngineStore.consumer, in: db), in: db)
-                return (last, sent + unsent + (try SyncHeldSaves.count(in: db)))
+                return (try SyncEngineStore.value("user", in: db), try pendingAndHeldCounts(in: db).pending)
             }
             if let last = previous.user, last != user, previous.pending > 0 {
                 throw SyncEngineError.pendingChangesOfAnotherUser(last)
@@ -313,12 +310,21 @@ public actor SyncEngine {
 
     /// How many local saves the server has not settled yet.
     public func pendingChangeCount() throws -> Int {
-        try storeRead { db in
-            let sent = try SyncEngineStore.unsettledCount(in: db)
-            let cursor = try ModelContainer.syncConsumerCursor(SyncEngineStore.consumer, in: db)
-            let unsent = try ModelContainer.syncLogCount(after: cursor, in: db)
-            return sent + unsent + (try SyncHeldSaves.count(in: db))
-        }
+        try storeRead { db in try Self.pendingAndHeldCounts(in: db).pending }
+    }
+
+    /// The saves not settled yet (held ones included) and the held ones, read together.
+    static func pendingAndHeldCounts(in db: Database) throws -> (pending: Int, held: Int) {
+        let sent = try SyncEngineStore.unsettledCount(in: db)
+        let cursor = try ModelContainer.syncConsumerCursor(SyncEngineStore.consumer, in: db)
+        let unsent = try ModelContainer.syncLogCount(after: cursor, in: db)
+        let held = try SyncHeldSaves.count(in: db)
+        return (sent + unsent + held, held)
+    }
+
+    /// ``pendingAndHeldCounts(in:)`` for the status (zero when the store cannot be read).
+    private func statusCounts() -> (pending: Int, held: Int) {
+        (try? storeRead { db in try Self.pendingAndHeldCounts(in: db) }) ?? (0, 0)
     }
 
     /// The client id the engine pushes under.
@@ -496,8 +502,7 @@ public actor SyncEngine {
     }
 
     private func succeeded() async {
-        let pending = (try? pendingChangeCount()) ?? 0
-        let held = (try? storeRead { db in try SyncHeldSaves.count(in: db) }) ?? 0
+        let (pending, held) = statusCounts()
         let now = clock.now()
         let status = self.status
         await MainActor.run {
@@ -522,8 +527,7 @@ public actor SyncEngine {
     }
 
     func updateStatus() async {
-        let pending = (try? pendingChangeCount()) ?? 0
-        let held = (try? storeRead { db in try SyncHeldSaves.count(in: db) }) ?? 0
+        let (pending, held) = statusCounts()
         let status = self.status
         await MainActor.run {
             status.pendingChangeCount = pending

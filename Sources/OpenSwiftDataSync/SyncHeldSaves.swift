@@ -88,27 +88,17 @@ enum SyncHeldSaves {
         guard let first = moving.first, first.mutation.id == id else { return ([], id) }
         var records = Set(first.mutation.changes.map { SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID) })
         var held: [SyncEngineStore.Sent] = [first]
-        var kept: [SyncEngineStore.Sent] = []
         for item in moving.dropFirst() {
             let touched = Set(item.mutation.changes.map { SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID) })
-            if touched.isDisjoint(with: records) {
-                kept.append(item)
-            } else {
-                records.formUnion(touched)
-                held.append(item)
-            }
+            guard !touched.isDisjoint(with: records) else { continue }
+            records.formUnion(touched)
+            held.append(item)
         }
         for (index, item) in held.enumerated() {
             try append(item.mutation, logSequence: item.logSequence, reason: index == 0 ? reason : "follows a held save of the same records", in: db)
+            try db.execute(sql: "DELETE FROM \(SyncEngineStore.sentTable) WHERE id = ?", arguments: [item.mutation.id])
         }
-        try db.execute(sql: "DELETE FROM \(SyncEngineStore.sentTable) WHERE id >= ?", arguments: [id])
-        var next = id
-        for var item in kept {
-            item.mutation.id = next
-            try SyncEngineStore.insertSent(item.mutation, logSequence: item.logSequence, in: db)
-            next += 1
-        }
-        return (held.map(\.mutation), next)
+        return (held.map(\.mutation), try SyncEngineStore.renumber(above: id - 1, from: id, in: db))
     }
 
     /// Puts every held save back at the end of the numbered queue, under ids from `next` on,
@@ -174,10 +164,8 @@ extension SyncEngine {
     func hold(_ mutation: Mutation, limit: SyncLimit, message: String) async throws {
         let outcome = try storeWrite { db -> (held: [Mutation], next: MutationID) in
             let outcome = try SyncHeldSaves.hold(mutation.id, reason: message, in: db)
-            let last = try MutationID.fetchOne(db, sql: "SELECT MAX(id) FROM \(SyncEngineStore.sentTable)")
-            let next = max(outcome.next, (last ?? 0) + 1)
-            try SyncEngineStore.set("nextMutationID", String(next), in: db)
-            return (outcome.held, next)
+            try SyncEngineStore.set("nextMutationID", String(outcome.next), in: db)
+            return outcome
         }
         nextMutationID = outcome.next
         pushLimit = max(1, configuration.maxMutationsPerPush)
