@@ -112,7 +112,7 @@ public actor SyncEngine {
             shapes[entity.name] = shape
             entities.append(EntityDescriptor(
                 name: entity.name,
-                fields: shape.fields.map { FieldDescriptor(name: $0.name, kind: SyncValueMapping.kind($0.kind), optional: $0.optional, destination: $0.destination, deleteRule: $0.destinationDeleteRule.map(SyncValueMapping.deleteRule)) },
+                fields: shape.fields.map { FieldDescriptor(name: $0.name, kind: $0.kind, optional: $0.optional, destination: $0.destination, deleteRule: $0.destinationDeleteRule.map(SyncValueMapping.deleteRule)) },
                 links: shape.links.map { LinkDescriptor(name: $0.name, destination: $0.destination) },
                 policy: entity.policy
             ))

@@ -36,7 +36,7 @@ enum SyncValueMapping {
 
     /// The stored form of a wire value for a field of `kind`, or nil when the value's kind does
     /// not fit the field.
-    static func stored(_ value: SyncValue, kind: SyncFieldKind) -> SyncFieldValue? {
+    static func stored(_ value: SyncValue, kind: SyncValueKind) -> SyncFieldValue? {
         let stored: SyncStoredValue
         switch (value, kind) {
         case (.null, _): stored = .null
@@ -54,23 +54,6 @@ enum SyncValueMapping {
         default: return nil
         }
         return SyncFieldValue(kind: kind, stored: stored)
-    }
-
-    /// The wire kind of a field kind.
-    static func kind(_ kind: SyncFieldKind) -> SyncValueKind {
-        switch kind {
-        case .bool: .bool
-        case .int: .int
-        case .double: .double
-        case .string: .string
-        case .date: .date
-        case .data: .data
-        case .uuid: .uuid
-        case .decimal: .decimal
-        case .url: .url
-        case .json: .json
-        case .reference: .reference
-        }
     }
 
     /// The wire form of a relationship's delete rule.

@@ -1,4 +1,5 @@
 import Foundation
+import OpenSwiftDataSyncProtocol
 import OpenSwiftData
 import Testing
 
@@ -13,7 +14,7 @@ private func taskDevice() throws -> ModelContainer {
     return container
 }
 
-private func field(_ name: String, _ kind: SyncFieldKind, _ stored: SyncStoredValue) -> SyncField {
+private func field(_ name: String, _ kind: SyncValueKind, _ stored: SyncStoredValue) -> SyncField {
     SyncField(name: name, value: SyncFieldValue(kind: kind, stored: stored))
 }
 

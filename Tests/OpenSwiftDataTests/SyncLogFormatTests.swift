@@ -1,4 +1,5 @@
 import Foundation
+import OpenSwiftDataSyncProtocol
 import GRDB
 @testable import OpenSwiftData
 import Testing
@@ -23,7 +24,7 @@ private func versionOneBlob(_ changes: [SyncChange]) -> Data {
         body.unsigned(UInt64(change.fields.count))
         for field in change.fields {
             body.unsigned(index(field.name))
-            body.byte(UInt8(SyncFieldKind.allCases.firstIndex(of: field.value.kind) ?? 0))
+            body.byte(UInt8(SyncValueKind.allCases.firstIndex(of: field.value.kind) ?? 0))
             body.value(field.value.stored.databaseValue)
         }
         body.unsigned(UInt64(change.links.count))
@@ -48,7 +49,7 @@ private func versionOneBlob(_ changes: [SyncChange]) -> Data {
 /// record id differences): names, field lists, change count, then per change kind, entity,
 /// record id form (0 text, 1 a UUID's 16 bytes), scope, base version, field form (0 listed, 1
 /// every field of the entity's list), fields, links.
-private func versionTwoBlob(fieldLists: [(entity: String, fields: [(String, SyncFieldKind)])], _ changes: [SyncChange]) -> Data {
+private func versionTwoBlob(fieldLists: [(entity: String, fields: [(String, SyncValueKind)])], _ changes: [SyncChange]) -> Data {
     var names: [String] = []
     func index(_ name: String) -> UInt64 {
         if let found = names.firstIndex(of: name) { return UInt64(found) }

@@ -107,4 +107,44 @@ struct SyncRecordsLayoutTests {
         #expect(try reopened.persistentIdentifier(forSyncRecord: projectID.value, entity: "SyncProject") == nil)
     }
 
+    @Test("sync capture's tables are recorded as the store's own: recorded when capture is enabled, and on the first open of a store that has them unrecorded; no component can claim them")
+    func captureTablesAreRecorded() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("osd-capture-tables-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = directory.appendingPathComponent("store.sqlite")
+        let captureTables = ["osd_sync_consumers", "osd_sync_entities", "osd_sync_log", "osd_sync_pending", "osd_sync_records", "osd_sync_state"]
+        func owners() throws -> [String: String] {
+            let queue = try DatabaseQueue(path: url.path)
+            defer { try? queue.close() }
+            return try queue.read { db in
+                Dictionary(uniqueKeysWithValues: try Row.fetchAll(db, sql: "SELECT name, owner FROM osd_store_tables WHERE name LIKE 'osd_sync_%'").map { ($0["name"] as String, $0["owner"] as String) })
+            }
+        }
+        do {
+            let container = try container(at: url, clock: ManualClock())
+            let context = ModelContext(container)
+            context.insert(SyncUser(handle: "u1", name: "Ada"))
+            try context.save()
+        }
+        #expect(try owners() == Dictionary(uniqueKeysWithValues: captureTables.map { ($0, "store") }))
+
+        // A store whose record does not name them (written before they were recorded).
+        let queue = try DatabaseQueue(path: url.path)
+        try queue.write { db in try db.execute(sql: "DELETE FROM osd_store_tables WHERE name LIKE 'osd_sync_%'") }
+        try queue.close()
+        #expect(try owners().isEmpty)
+        let reopened = try ModelContainer(for: Schema(syncTestTypes), configurations: ModelConfiguration(url: url))
+        #expect(try owners() == Dictionary(uniqueKeysWithValues: captureTables.map { ($0, "store") }))
+        #expect(try ModelContext(reopened).fetch(FetchDescriptor<SyncUser>()).map(\.handle) == ["u1"])
+
+        // A component asking for one of them by name is refused, and the table is left as it is.
+        do {
+            try reopened.createComponentTables([StoreComponentTable(name: "osd_sync_log", createStatements: [])], owner: "other")
+            Issue.record("a component was given sync capture's log table")
+        } catch let error as SwiftDataError {
+            #expect(error.description.contains("osd_sync_log"))
+        }
+        #expect(try owners()["osd_sync_log"] == "store")
+    }
+
 }

@@ -34,12 +34,10 @@ public final class ModelContainer: Equatable, @unchecked Sendable {
     private let saveGeneration = Atomic<Int>(0)
     /// Where saves are announced (see `saveEvents()`).
     let broadcaster = SaveBroadcaster()
-    /// Sync capture, when it is on (see `enableSyncCapture(_:)`); nil for containers that never
-    /// enabled it, whose saves then do no sync work at all.
-    let syncState = Mutex<SyncCaptureState?>(nil)
-
-    /// The sync capture in force, read once per save.
-    var syncCapture: SyncCaptureState? { syncState.withLock { $0 } }
+    /// What makes each save's captures beside its history (``SaveCaptureSource``): sync
+    /// capture's, when it is on. Empty for containers that never enabled one, whose saves then
+    /// do no work for any.
+    let captureSources = Mutex<[any SaveCaptureSource]>([])
 
     /// The current save generation, truncated as models store it (a wrap-around after four
     /// billion saves at worst skips one refresh).
@@ -96,12 +94,7 @@ public final class ModelContainer: Equatable, @unchecked Sendable {
             readOnly: !configuration.allowsSave,
             migration: configuration.migrationOptions
         )
-        // A store on which capture was enabled captures from its first save after opening: the
-        // entities are recorded in it; scope rules come back with the next `enableSyncCapture`.
-        if let names = try store.read({ db in try SyncLog.recordedEntities(in: db) }) {
-            let state = try? SyncCaptureState(SyncCaptureConfiguration(entityNames: names), container: self, lenient: true)
-            syncState.withLock { $0 = state }
-        }
+        try resumeSyncCapture()
     }
 
     /// The main actor's context, created on first use, with autosave on.
@@ -131,10 +124,9 @@ public final class ModelContainer: Equatable, @unchecked Sendable {
     /// per synced record in the sync log when capture is on (unless `author` is the sync
     /// engine's), and a ``SaveEvent`` carrying the author and the history token.
     public func erase(author: String?) throws {
-        let sync = syncCapture.map { SyncSaveCapture(state: $0, author: author, apply: nil) }
+        let (history, captures) = makeCaptures(author: author, context: nil, expectedInsertions: 0)
         let store = self.store
-        let (historyID, removed) = try store.write { db -> (Int64?, [PersistentIdentifier]) in
-            var history = HistoryCapture()
+        let removed = try store.write { db -> [PersistentIdentifier] in
             var removed: [PersistentIdentifier] = []
             for table in store.layout.joinTables { try db.execute(sql: "DELETE FROM \(quoted(table.name))") }
             for table in store.layout.tables {
@@ -142,21 +134,23 @@ public final class ModelContainer: Equatable, @unchecked Sendable {
                     try db.execute(sql: "DELETE FROM \(quoted(table.name))")
                     continue
                 }
-                if let sync, let plan = sync.plan(layout.name) { try sync.deletedAll(plan: plan, in: db) }
-                let preserved = history.preservedColumns(of: layout)
+                for capture in captures { try capture.willDelete(layout, rows: .all, in: db) }
+                let preserved = layout.preservedColumns
                 let returning = ([TableDescription.primaryKey] + preserved.map(\.name)).map(quoted).joined(separator: ", ")
                 for row in try Row.fetchAll(db, sql: "DELETE FROM \(quoted(table.name)) RETURNING \(returning)") {
                     let key: Int64 = row[0]
-                    history.deleted(entity: layout, row: key) { property in
-                        preserved.firstIndex { $0 === property }.map { row[$0 + 1] as DatabaseValue }
+                    for capture in captures {
+                        capture.deleted(layout, row: key) { property in
+                            preserved.firstIndex { $0 === property }.map { row[$0 + 1] as DatabaseValue }
+                        }
                     }
                     removed.append(PersistentIdentifier(storeIdentifier: store.identifier, entityName: layout.name, key: .row(key)))
                 }
             }
-            let historyID = try HistoryLog.append(history.changes, author: author, in: db)
-            try sync?.finish(author: author, in: db)
-            return (historyID, removed)
+            for capture in captures { try capture.finish(author: author, in: db) }
+            return removed
         }
+        let historyID = history.transaction
         didCommitSave()
         broadcaster.publish(SaveEvent(
             entities: Set(removed.map(\.entityName)), inserted: [], updated: [], deleted: removed,

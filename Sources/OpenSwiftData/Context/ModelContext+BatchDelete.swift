@@ -70,7 +70,7 @@ extension ModelContext {
 
     /// Runs the pending batch deletions in the save's transaction and returns the identifiers of
     /// the rows they removed. Rows of models registered here are left to their own path.
-    func runBatchDeletes(_ deletes: [BatchDelete], db: Database, history: inout HistoryCapture, sync: SyncSaveCapture? = nil) throws -> [PersistentIdentifier] {
+    func runBatchDeletes(_ deletes: [BatchDelete], db: Database, references: inout DeletedReferences, captures: [any SaveCapture]) throws -> [PersistentIdentifier] {
         var removed: [PersistentIdentifier] = []
         let storeIdentifier = container.store.identifier
         for batch in deletes {
@@ -91,21 +91,18 @@ extension ModelContext {
                 rows += (batch.filter?.condition == nil ? " WHERE " : " AND ") + "t.\(primaryKey) NOT IN (SELECT value FROM json_each(?))"
                 arguments.append(jsonKeyArray(registered).databaseValue)
             }
-            try history.nullifyReferences(to: batch.layout, rows: rows, arguments: arguments, in: container, db: db)
-            // Synced rows leave the log a deletion each, with their records, before they go.
-            if let sync, let plan = sync.plan(batch.layout.name) {
-                for key in try Int64.fetchAll(db, sql: rows, arguments: StatementArguments(arguments)) {
-                    try sync.deleted(plan: plan, row: key, in: db)
-                }
-            }
+            try references.clear(referencesTo: batch.layout, rows: rows, arguments: arguments, captures: captures, db: db)
+            for capture in captures { try capture.willDelete(batch.layout, rows: .selected(sql: rows, arguments: arguments), in: db) }
             // The values a tombstone keeps come back with the keys.
-            let preserved = history.preservedColumns(of: batch.layout)
+            let preserved = batch.layout.preservedColumns
             let sql = "DELETE FROM \(table) WHERE \(primaryKey) IN (\(rows)) RETURNING " + ([primaryKey] + preserved.map { quoted($0.name) }).joined(separator: ", ")
             for row in try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)) {
                 let key: Int64 = row[0]
                 removed.append(PersistentIdentifier(storeIdentifier: storeIdentifier, entityName: batch.layout.name, key: .row(key)))
-                history.deleted(entity: batch.layout, row: key) { property in
-                    preserved.firstIndex { $0 === property }.map { row[$0 + 1] as DatabaseValue }
+                for capture in captures {
+                    capture.deleted(batch.layout, row: key) { property in
+                        preserved.firstIndex { $0 === property }.map { row[$0 + 1] as DatabaseValue }
+                    }
                 }
             }
         }

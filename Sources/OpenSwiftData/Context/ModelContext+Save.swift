@@ -75,21 +75,12 @@ extension ModelContext {
     private func write(_ work: SaveWork, to store: SQLiteStore) throws -> (keys: [(row: Int64, upserted: Bool)], batchRemoved: [PersistentIdentifier], historyID: Int64?) {
         let (deletions, updates, insertions) = (work.deletions, work.updates, work.insertions)
         let author = self.author
-        // Sync capture, only when the container has it on (nil otherwise: no work per row).
-        let sync = container.syncCapture.map { SyncSaveCapture(state: $0, author: author, apply: syncApply, expectedInsertions: insertions.count) }
-        var lastLayout: EntityLayout?
-        var lastPlan: SyncEntityPlan?
-        func syncPlan(_ layout: EntityLayout) -> SyncEntityPlan? {
-            guard let sync else { return nil }
-            if layout !== lastLayout {
-                lastLayout = layout
-                lastPlan = sync.plan(layout.name)
-            }
-            return lastPlan
-        }
+        // The history log's capture, and sync capture's when the container has it on (none
+        // otherwise: no work per row).
+        let (history, captures) = container.makeCaptures(author: author, context: self, expectedInsertions: insertions.count)
         return try store.write { db in
-            var history = HistoryCapture()
-            let batchRemoved = try runBatchDeletes(work.batchDeletes, db: db, history: &history, sync: sync)
+            var references = DeletedReferences(container: container)
+            let batchRemoved = try runBatchDeletes(work.batchDeletes, db: db, references: &references, captures: captures)
             var writers: [String: TableWriter] = [:]
             // One writer per entity and save: each prepares its statements once.
             func writer(for layout: EntityLayout) -> TableWriter {
@@ -115,18 +106,17 @@ extension ModelContext {
             }
             // Per group, each row's tombstone values (none read for an entity that keeps none).
             let tombstones = try deleted.map { layout, rows in
-                try rows.map { row in try history.storedPreservedValues(of: layout, row: row, in: db) }
+                try rows.map { row in try DeletedReferences.storedPreservedValues(of: layout, row: row, in: db) }
             }
             let sparing = Dictionary(uniqueKeysWithValues: deleted.map { ($0.layout.name, jsonKeyArray($0.rows)) })
             for (layout, rows) in deleted {
-                try history.nullifyReferences(to: layout, rows: "SELECT value FROM json_each(?)", arguments: [jsonKeyArray(rows).databaseValue], sparing: sparing, in: container, db: db)
+                try references.clear(referencesTo: layout, rows: "SELECT value FROM json_each(?)", arguments: [jsonKeyArray(rows).databaseValue], sparing: sparing, captures: captures, db: db)
             }
             for ((layout, rows), values) in zip(deleted, tombstones) {
-                let plan = syncPlan(layout)
+                for capture in captures { try capture.willDelete(layout, rows: .keys(rows), in: db) }
                 for (row, preserved) in zip(rows, values) {
-                    if let sync, let plan { try sync.deleted(plan: plan, row: row, in: db) }
                     try writer(for: layout).delete(primaryKey: row)
-                    history.deleted(entity: layout, row: row) { preserved[$0.name] }
+                    for capture in captures { capture.deleted(layout, row: row) { preserved[$0.name] } }
                 }
             }
 
@@ -176,8 +166,7 @@ extension ModelContext {
                     try run(layout) { try table.insert(values, primaryKey: row) }
                     storage.primaryKey = row
                     keys.append((row, false))
-                    history.inserted(entity: layout.name, row: row)
-                    if let sync, let plan = syncPlan(layout) { try sync.inserted(registration, plan: plan, row: row, values: values, in: db) }
+                    for capture in captures { try capture.inserted(registration, layout: layout, row: row, values: values, in: db) }
                 }
             }
             for (familyKey, next) in nextKeys {
@@ -190,15 +179,14 @@ extension ModelContext {
                 let values = try columns.map { try encode(storage, layout.columns[$0], layout) }
                 try run(layout) { try writer(for: layout).update(primaryKey: row, columns: columns, values: values) }
                 fixedValues[ObjectIdentifier(storage)] = Array(zip(columns, values))
-                sync?.fixed(storage, columns: columns, values: values)
+                for capture in captures { capture.foreignKeysFixed(registration, layout: layout, columns: columns, values: values) }
             }
             for (registration, row, values) in upserts {
                 let storage = registration.storage
                 guard let layout = storage.layout else { continue }
                 var values = values
                 for (column, value) in fixedValues[ObjectIdentifier(storage)] ?? [] { values[column] = value }
-                history.upserted(storage, layout: layout, row: row, values: values)
-                if let sync, let plan = syncPlan(layout) { try sync.upserted(registration, plan: plan, row: row, values: values, in: db) }
+                for capture in captures { try capture.upserted(registration, layout: layout, row: row, values: values, in: db) }
             }
             // A row an inserted model upserted onto takes that model's values, in memory too (the
             // instance registered for the row gets them in `finishSave`): that instance's own
@@ -213,14 +201,14 @@ extension ModelContext {
                 let changedColumns = changed.compactMap { layout.properties[$0].columnIndex }
                 let values = try changedColumns.map { try encode(storage, layout.columns[$0], layout) }
                 try run(layout) { try writer(for: layout).update(primaryKey: row, columns: changedColumns, values: values) }
-                history.updated(storage, layout: layout, row: row, changed: changed, columnValues: values)
-                if let sync, let plan = syncPlan(layout) { try sync.updated(registration, plan: plan, row: row, columns: changedColumns, values: values, in: db) }
+                for capture in captures {
+                    try capture.updated(registration, layout: layout, row: row, properties: changed, columns: changedColumns, values: values, in: db)
+                }
             }
             let upserted = Set(zip(insertions, keys).filter(\.1.upserted).map { ObjectIdentifier($0.0.storage) })
-            try writeJoinRows(insertions: insertions, updates: updates, upserted: upserted, db: db, sync: sync)
-            let historyID = try HistoryLog.append(history.changes, author: author, in: db)
-            try sync?.finish(author: author, in: db)
-            return (keys, batchRemoved, historyID)
+            try writeJoinRows(insertions: insertions, updates: updates, upserted: upserted, db: db, captures: captures)
+            for capture in captures { try capture.finish(author: author, in: db) }
+            return (keys, batchRemoved, history.transaction)
         }
     }
 
@@ -295,19 +283,10 @@ extension ModelContext {
     /// Rewrites the join-table rows of the many-to-many relationships that inserted and changed
     /// models hold, from the side that owns each join table.
     /// An upserted insertion took over an existing row, whose links are replaced too.
-    private func writeJoinRows(insertions: [Registration], updates: [Registration], upserted: Set<ObjectIdentifier>, db: Database, sync: SyncSaveCapture?) throws {
-        // The sync plan of the last layout (a bulk insert's rows share one: no look-up by name
-        // per row); only entities with relationships need one.
-        var lastLayout: EntityLayout?
-        var lastPlan: SyncEntityPlan?
+    private func writeJoinRows(insertions: [Registration], updates: [Registration], upserted: Set<ObjectIdentifier>, db: Database, captures: [any SaveCapture]) throws {
         for registration in insertions + updates {
             let storage = registration.storage
             guard let layout = storage.layout, let row = storage.primaryKey, !layout.relationships.isEmpty else { continue }
-            if let sync, layout !== lastLayout {
-                lastLayout = layout
-                lastPlan = sync.plan(layout.name)
-            }
-            let plan = sync == nil ? nil : lastPlan
             for property in layout.relationships {
                 guard case let .joinTable(table, _, writes)? = property.relationship?.storage, writes,
                       storage.state == .inserted || storage.changedProperties.contains(property.index),
@@ -316,11 +295,12 @@ extension ModelContext {
                 let source = quoted(JoinTableDescription.sourceColumn)
                 let target = quoted(JoinTableDescription.targetColumn)
                 let rewrites = storage.state != .inserted || upserted.contains(ObjectIdentifier(storage))
-                // The links before, when sync captures this relationship's additions and removals.
-                let captured = plan.flatMap { plan in plan.links.contains { $0 === property } ? plan : nil }
+                // The links before, when a capture records this relationship's additions and
+                // removals.
+                let captured = captures.contains { $0.capturesLinks(property, of: layout) }
                 var old: [Int64]?
                 if rewrites {
-                    if captured != nil {
+                    if captured {
                         old = try Int64.fetchAll(db.cachedStatement(sql: "SELECT \(target) FROM \(quoted(table.name)) WHERE \(source) = ? ORDER BY \(target)"), arguments: [row])
                     }
                     try db.cachedStatement(sql: "DELETE FROM \(quoted(table.name)) WHERE \(source) = ?").execute(arguments: [row])
@@ -330,10 +310,12 @@ extension ModelContext {
                 for ref in refs ?? [] {
                     guard let key = ref.base.rowKey else { continue }
                     try insert.execute(arguments: [row, key])
-                    if captured != nil { new.append(key) }
+                    if captured { new.append(key) }
                 }
-                if let sync, let captured {
-                    try sync.linksChanged(registration, plan: captured, relationship: property, row: row, old: old, new: new, in: db)
+                if captured {
+                    for capture in captures {
+                        try capture.linksChanged(registration, layout: layout, relationship: property, row: row, old: old, new: new, in: db)
+                    }
                 }
             }
         }

@@ -48,8 +48,9 @@ public final class ModelContext: Equatable {
     var deleted = PendingList()
     /// Deletions by predicate that the next save runs in SQL (see `delete(model:where:)`).
     var batchDeletes: [BatchDelete] = []
-    /// While an apply of remote changes saves: what it adds to the save's transaction.
-    var syncApply: SyncApplyWork?
+    /// While a component's own save runs (an apply of remote changes): what it adds to the
+    /// save's transaction, read by its capture (``SaveCaptureSource``).
+    var saveInput: (any SaveInput)?
     /// While a save runs: the state of every model it changed, as it was before.
     var journal: [ObjectIdentifier: StorageSnapshot]?
     /// While a save runs: the primary key each inserted model had before the save gave it one

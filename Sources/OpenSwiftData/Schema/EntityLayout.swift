@@ -89,6 +89,8 @@ final class EntityLayout: @unchecked Sendable {
     let relationships: [PropertyLayout]
     /// The properties declared with `let` (``PropertyLayout/isConstant``).
     let constants: [PropertyLayout]
+    /// The columns whose values a deletion's tombstone keeps (`.preserveValueOnDeletion`).
+    let preservedColumns: [PropertyLayout]
     private let keyPaths: [AnyKeyPath]
     /// The layout of the superclass, when it is a model: its properties come first here, at the
     /// same positions, followed by this class's own.
@@ -185,6 +187,7 @@ final class EntityLayout: @unchecked Sendable {
         self.columns = properties.filter { $0.columnIndex != nil }
         self.relationships = properties.filter { $0.relationship != nil }
         self.constants = properties.filter(\.isConstant)
+        self.preservedColumns = self.columns.filter { $0.attribute?.options.contains(.preserveValueOnDeletion) == true }
         self.keyPaths = properties.map(\.keyPath)
         self.slots = SlotLayout(witnesses: properties.map(\.codec.slot))
         self.slotCount = slots.count

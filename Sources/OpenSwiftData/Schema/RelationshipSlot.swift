@@ -45,7 +45,7 @@ extension ValueCodec {
     /// ``ToOneSlot/fault(_:)`` and written from the related storage's primary key.
     static func foreignKey() -> ValueCodec {
         let typed = TypedCodec<ToOneSlot>(
-            columnType: .integer, storageName: foreignKeyStorageName, sortsLikeSwift: false,
+            columnType: .integer, kind: .foreignKey, storageName: foreignKeyStorageName, sortsLikeSwift: false,
             encode: { slot in
                 switch slot {
                 case let .fault(key): return key?.databaseValue ?? .null
@@ -68,14 +68,14 @@ extension ValueCodec {
     static func unstoredRelationship(toMany: Bool) -> ValueCodec {
         if toMany {
             let typed = TypedCodec<ToManySlot>(
-                columnType: .integer, storageName: "relationship",
+                columnType: .integer, kind: .relationship, storageName: "relationship",
                 encode: { _ in .null },
                 read: { _, _ in .notLoaded }
             )
             return ValueCodec(typed, isOptional: true, emptyValue: .notLoaded)
         }
         let typed = TypedCodec<ToOneSlot>(
-            columnType: .integer, storageName: "relationship",
+            columnType: .integer, kind: .relationship, storageName: "relationship",
             encode: { _ in .null },
             read: { _, _ in .notLoaded }
         )

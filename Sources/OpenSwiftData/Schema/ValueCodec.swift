@@ -31,6 +31,9 @@ struct ValueCodec: @unchecked Sendable {
     // @unchecked Sendable: immutable; the closures capture only metatypes and immutable values.
     let columnType: ColumnType
     let isOptional: Bool
+    /// What the values are (a raw-value enum's are its raw values'): what other layers read,
+    /// never ``storageName``.
+    let kind: StoredKind
     /// A readable name of the stored form, for the store's layout record.
     let storageName: String
     /// Whether SQLite's order of the stored form is Swift's order of the values (numbers, dates,
@@ -41,7 +44,7 @@ struct ValueCodec: @unchecked Sendable {
     /// it; false for `Float`, `Data`, `UUID`, `Decimal` and JSON-coded values.
     let isJSONScalar: Bool
     /// Whether values are stored as JSON text (Codable values other than the scalar types).
-    var isJSONCoded: Bool { storageName.hasPrefix("JSON(") }
+    var isJSONCoded: Bool { kind == .json }
     /// How values of the property's type sit in a model's value buffer.
     let slot: SlotWitness
     /// The value a property of this type holds when nothing else is known (a fetched model's
@@ -57,6 +60,7 @@ struct ValueCodec: @unchecked Sendable {
 
     init<T>(_ typed: TypedCodec<T>, isOptional: Bool, emptyValue: T?) {
         columnType = typed.columnType
+        kind = typed.kind
         self.isOptional = isOptional
         storageName = typed.storageName
         sortsLikeSwift = typed.sortsLikeSwift
@@ -108,9 +112,40 @@ extension Optional: OptionalCodecProvider {
     }
 }
 
+/// What a property's values are, as the store keeps them: one of the scalar types, JSON text
+/// of any other `Codable` value, or a relationship. Typed, so that no layer (sync capture, the
+/// predicate translator) parses a codec's storage name.
+enum StoredKind: Sendable, Hashable {
+    /// `Bool`, stored as INTEGER 0 or 1.
+    case bool
+    /// Any fixed-width integer, stored as INTEGER.
+    case integer
+    /// `Double` or `Float`, stored as REAL.
+    case double
+    /// `String`, stored as TEXT.
+    case string
+    /// `Date`, stored as REAL seconds since 2001-01-01.
+    case date
+    /// `Data`, stored as BLOB.
+    case data
+    /// `UUID`, stored as a 16-byte BLOB.
+    case uuid
+    /// `Decimal`, stored as TEXT (its exact description).
+    case decimal
+    /// `URL`, stored as TEXT (its absolute string).
+    case url
+    /// Any other `Codable` value, stored as JSON TEXT with sorted keys.
+    case json
+    /// A to-one relationship's foreign key: INTEGER, the related row's key, or NULL.
+    case foreignKey
+    /// A relationship without a column of its own.
+    case relationship
+}
+
 /// A codec for one Swift type, with typed closures.
 struct TypedCodec<T> {
     let columnType: ColumnType
+    let kind: StoredKind
     let storageName: String
     let sortsLikeSwift: Bool
     let isJSONScalar: Bool
@@ -130,10 +165,11 @@ struct TypedCodec<T> {
     /// `cases`, when given, must read what `read` reads (see ``CaseTable``).
     @inline(__always)
     init(
-        columnType: ColumnType, storageName: String, sortsLikeSwift: Bool = true, isJSONScalar: Bool = true,
+        columnType: ColumnType, kind: StoredKind, storageName: String, sortsLikeSwift: Bool = true, isJSONScalar: Bool = true,
         encode: @escaping (T) throws -> DatabaseValue, read: @escaping (SQLiteStatement, CInt) throws -> T, cases: CaseTable? = nil
     ) {
         self.columnType = columnType
+        self.kind = kind
         self.storageName = storageName
         self.sortsLikeSwift = sortsLikeSwift
         self.isJSONScalar = isJSONScalar
@@ -149,7 +185,7 @@ struct TypedCodec<T> {
         let encode = self.encode
         let read = self.read
         return TypedCodec<T?>(
-            columnType: columnType, storageName: storageName + "?", sortsLikeSwift: sortsLikeSwift, isJSONScalar: isJSONScalar,
+            columnType: columnType, kind: kind, storageName: storageName + "?", sortsLikeSwift: sortsLikeSwift, isJSONScalar: isJSONScalar,
             encode: { value in try value.map(encode) ?? .null },
             read: { statement, index in
                 sqlite3_column_type(statement, index) == SQLITE_NULL ? nil : try read(statement, index)
@@ -206,13 +242,13 @@ struct TypedCodec<T> {
         // A stored value of a known case is copied in as bytes by the row reader: `read`, generic
         // code that is not specialized, looks `Optional<R>`'s metadata up for every row.
         return TypedCodec<R>(
-            columnType: raw.columnType, storageName: "\(R.self)(raw: \(raw.storageName))", sortsLikeSwift: false, isJSONScalar: raw.isJSONScalar,
+            columnType: raw.columnType, kind: raw.kind, storageName: "\(R.self)(raw: \(raw.storageName))", sortsLikeSwift: false, isJSONScalar: raw.isJSONScalar,
             encode: { value in try encodeRaw(value.rawValue) }, read: read, cases: CaseTable.make(R.self, encode: encodeRaw)
         )
     }
 
     private static func json<C: Codable>(_ type: C.Type) -> TypedCodec<C> {
-        TypedCodec<C>(columnType: .text, storageName: "JSON(\(C.self))", sortsLikeSwift: false, isJSONScalar: false, encode: { value in
+        TypedCodec<C>(columnType: .text, kind: .json, storageName: "JSON(\(C.self))", sortsLikeSwift: false, isJSONScalar: false, encode: { value in
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
             let data = try encoder.encode(value)
@@ -231,7 +267,7 @@ enum ScalarCodecs {
         let codec: Any?
         switch type {
         case is Bool.Type:
-            codec = TypedCodec<Bool>(columnType: .integer, storageName: "Bool", encode: { $0.databaseValue }, read: { statement, index in
+            codec = TypedCodec<Bool>(columnType: .integer, kind: .bool, storageName: "Bool", encode: { $0.databaseValue }, read: { statement, index in
                 try SQLiteColumn.int64(statement, index) != 0
             })
         case is Int.Type: codec = integer(Int.self)
@@ -245,35 +281,35 @@ enum ScalarCodecs {
         case is UInt32.Type: codec = integer(UInt32.self)
         case is UInt64.Type: codec = integer(UInt64.self)
         case is Double.Type:
-            codec = TypedCodec<Double>(columnType: .real, storageName: "Double", encode: { $0.databaseValue }, read: SQLiteColumn.double)
+            codec = TypedCodec<Double>(columnType: .real, kind: .double, storageName: "Double", encode: { $0.databaseValue }, read: SQLiteColumn.double)
         case is Float.Type:
-            codec = TypedCodec<Float>(columnType: .real, storageName: "Float", isJSONScalar: false, encode: { Double($0).databaseValue }, read: { statement, index in
+            codec = TypedCodec<Float>(columnType: .real, kind: .double, storageName: "Float", isJSONScalar: false, encode: { Double($0).databaseValue }, read: { statement, index in
                 Float(try SQLiteColumn.double(statement, index))
             })
         case is String.Type:
-            codec = TypedCodec<String>(columnType: .text, storageName: "String", encode: { string in
+            codec = TypedCodec<String>(columnType: .text, kind: .string, storageName: "String", encode: { string in
                 // SQLite's C API ends text at a NUL byte: refuse rather than truncate.
                 if string.utf8.contains(0) { throw ValueCodecError("the string contains a NUL character, which SQLite text cannot hold") }
                 return string.databaseValue
             }, read: SQLiteColumn.text)
         case is Data.Type:
-            codec = TypedCodec<Data>(columnType: .blob, storageName: "Data", sortsLikeSwift: false, isJSONScalar: false, encode: { $0.databaseValue }, read: SQLiteColumn.blob)
+            codec = TypedCodec<Data>(columnType: .blob, kind: .data, storageName: "Data", sortsLikeSwift: false, isJSONScalar: false, encode: { $0.databaseValue }, read: SQLiteColumn.blob)
         case is Date.Type:
-            codec = TypedCodec<Date>(columnType: .real, storageName: "Date", encode: { $0.timeIntervalSinceReferenceDate.databaseValue }, read: { statement, index in
+            codec = TypedCodec<Date>(columnType: .real, kind: .date, storageName: "Date", encode: { $0.timeIntervalSinceReferenceDate.databaseValue }, read: { statement, index in
                 Date(timeIntervalSinceReferenceDate: try SQLiteColumn.double(statement, index))
             })
         case is UUID.Type:
-            codec = TypedCodec<UUID>(columnType: .blob, storageName: "UUID", sortsLikeSwift: false, isJSONScalar: false, encode: { uuid in
+            codec = TypedCodec<UUID>(columnType: .blob, kind: .uuid, storageName: "UUID", sortsLikeSwift: false, isJSONScalar: false, encode: { uuid in
                 withUnsafeBytes(of: uuid.uuid) { Data($0) }.databaseValue
             }, read: SQLiteColumn.uuid)
         case is URL.Type:
-            codec = TypedCodec<URL>(columnType: .text, storageName: "URL", sortsLikeSwift: false, encode: { $0.absoluteString.databaseValue }, read: { statement, index in
+            codec = TypedCodec<URL>(columnType: .text, kind: .url, storageName: "URL", sortsLikeSwift: false, encode: { $0.absoluteString.databaseValue }, read: { statement, index in
                 let text = try SQLiteColumn.text(statement, index)
                 guard let url = URL(string: text) else { throw ValueCodecError("stored text \"\(text.prefix(80))\" is not a URL") }
                 return url
             })
         case is Decimal.Type:
-            codec = TypedCodec<Decimal>(columnType: .text, storageName: "Decimal", sortsLikeSwift: false, isJSONScalar: false, encode: { $0.description.databaseValue }, read: { statement, index in
+            codec = TypedCodec<Decimal>(columnType: .text, kind: .decimal, storageName: "Decimal", sortsLikeSwift: false, isJSONScalar: false, encode: { $0.description.databaseValue }, read: { statement, index in
                 let text = try SQLiteColumn.text(statement, index)
                 guard let decimal = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else {
                     throw ValueCodecError("stored text \"\(text.prefix(80))\" is not a decimal number")
@@ -287,7 +323,7 @@ enum ScalarCodecs {
     }
 
     static func integer<I: FixedWidthInteger>(_ type: I.Type) -> TypedCodec<I> {
-        TypedCodec<I>(columnType: .integer, storageName: "\(I.self)", encode: { value in
+        TypedCodec<I>(columnType: .integer, kind: .integer, storageName: "\(I.self)", encode: { value in
             guard let signed = Int64(exactly: value) else {
                 throw ValueCodecError("\(value) is larger than the largest storable integer (\(Int64.max))")
             }

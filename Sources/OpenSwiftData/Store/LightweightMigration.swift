@@ -52,9 +52,10 @@ struct LightweightMigration {
         let existingTables = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND substr(name, 1, 7) <> 'sqlite_'"))
         var steps: [Step] = []
         var rewrites = false
-        let wanted = Set(layout.tables.map(\.name) + layout.joinTables.map(\.name) + [metadataTable]).union(HistoryLog.tables).union(SyncLog.tables)
+        let wanted = Set(layout.tables.map(\.name) + layout.joinTables.map(\.name) + [metadataTable]).union(HistoryLog.tables)
         // Only the tables the store created for entities and relationships may be renamed or
-        // dropped: the sync engine's, and any the app keeps in the file, are never touched.
+        // dropped: sync capture's, the sync engine's, and any the app keeps in the file, are never
+        // touched.
         let storedLayout = try String.fetchOne(db, sql: "SELECT value FROM \(quoted(metadataTable)) WHERE key = 'layout'")
         let created = try StoreTableRegistry.tables(in: db, layoutFingerprint: storedLayout)
         func followsSchema(_ table: String) -> Bool { created[table].map(StoreTableRegistry.Owner.followsSchema) ?? false }

@@ -70,7 +70,7 @@ extension JoinTableDescription {
         let target = quoted(Self.targetColumn)
         let key = quoted(TableDescription.primaryKey)
         // A side that spans a class hierarchy holds keys of several tables: SQLite cannot check
-        // it, and the save deletes its links itself (`HistoryCapture.nullifyReferences`).
+        // it, and the save deletes its links itself (`DeletedReferences.clear(referencesTo:…)`).
         func references(_ table: String, spansHierarchy: Bool) -> String {
             spansHierarchy ? "" : " REFERENCES \(quoted(table))(\(key)) ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED"
         }

@@ -92,12 +92,6 @@ final class SQLiteStore: Sendable {
                     try pool.write { db in try StoreTableRegistry.recordLayout(layout, in: db) }
                 }
             }
-            // Sync records written before entity codes are rewritten in the current layout.
-            if !readOnly, try wrap("reading \(path)", { try pool.read { db in try SyncRecords.needsUpgrade(in: db) } }) {
-                try wrap("upgrading the sync records of \(path)") {
-                    try pool.write { db in try SyncRecords.upgradeIfNeeded(in: db) }
-                }
-            }
             return SQLiteStore(writer: pool, identifier: existingIdentifier, layout: layout, isReadOnly: readOnly, deferredColumns: deferred)
         }
         let identifier = UUID().uuidString
@@ -275,13 +269,14 @@ final class SQLiteStore: Sendable {
     }
 
     /// Runs `body`, turning GRDB and SQLite errors into a ``SwiftDataError`` that says what was
-    /// being done; a ``SwiftDataError`` passes through.
+    /// being done; an error that already says what was wrong (``SwiftDataError``, or one of a
+    /// capture's, see ``DescriptiveError``) passes through.
     static func wrap<T>(_ action: String, _ body: () throws -> T) throws -> T {
         do {
             return try body()
         } catch let error as SwiftDataError {
             throw error
-        } catch let error as SyncCaptureError {
+        } catch let error as any DescriptiveError {
             throw error
         } catch {
             throw SwiftDataError(.storeFailure, "\(action): \(describe(error))")

@@ -6,7 +6,8 @@ import GRDB
 /// The rule: **a migration drops only a table the store created for an entity or a
 /// relationship that the new schema no longer has.** Every other table in the file is kept
 /// byte for byte:
-/// - the store's own metadata, history and sync-capture tables;
+/// - the store's own metadata and history tables, and those a capture of the save pipeline
+///   records under ``Owner/store`` (sync capture's log and records);
 /// - the tables a component of the package registered through
 ///   ``ModelContainer/createComponentTables(_:owner:)`` (the sync engine's state, sent mutations
 ///   and shadows);
@@ -25,7 +26,7 @@ enum StoreTableRegistry {
         static let entity = "entity"
         /// A relationship's join table: dropped when the relationship leaves the schema.
         static let relationship = "relationship"
-        /// The store's metadata, history, sequence and sync-capture tables: always kept.
+        /// The store's metadata, history and sequence tables, and a capture's: always kept.
         static let store = "store"
 
         /// Whether a migration may drop a table of this owner when the schema no longer names it.
@@ -73,7 +74,7 @@ enum StoreTableRegistry {
 
     /// The store's own tables, kept by every migration.
     static var storeTables: Set<String> {
-        Set([SQLiteStore.metadataTable, table]).union(HistoryLog.tables).union(SyncLog.tables)
+        Set([SQLiteStore.metadataTable, table]).union(HistoryLog.tables)
     }
 
     /// Records `layout`'s tables as the store's entity and relationship tables (forgetting the
@@ -121,6 +122,11 @@ extension ModelContainer {
         }
         try store.write { db in
             try db.execute(sql: StoreTableRegistry.createStatement)
+            // A table recorded under another owner (a capture's, another component's) is theirs.
+            let recorded = try StoreTableRegistry.tables(in: db, layoutFingerprint: nil)
+            if let clash = tables.first(where: { recorded[$0.name].map { $0 != owner } ?? false }) {
+                throw SwiftDataError(.storeFailure, "the table \(clash.name) that \(owner) keeps in the store is already kept by \(recorded[clash.name] ?? "another owner")")
+            }
             for table in tables {
                 for statement in table.createStatements { try db.execute(sql: statement) }
                 try StoreTableRegistry.record(table.name, owner: owner, in: db)

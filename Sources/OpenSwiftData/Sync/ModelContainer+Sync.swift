@@ -14,7 +14,22 @@ extension ModelContainer {
     package func enableSyncCapture(_ configuration: SyncCaptureConfiguration) throws {
         let state = try SyncCaptureState(configuration, container: self)
         try store.write { db in try SyncLog.enable(entities: configuration.entities.map(\.name), in: db) }
-        syncState.withLock { $0 = state }
+        setCaptureSource(state)
+    }
+
+    /// Sync capture, when it is on (see ``enableSyncCapture(_:)``).
+    var syncCapture: SyncCaptureState? { captureSource(of: SyncCaptureState.self) }
+
+    /// At open: a store on which capture was enabled captures from its first save: the entities
+    /// are recorded in it; scope rules come back with the next ``enableSyncCapture(_:)``. Its
+    /// capture tables are brought up to date first (``SyncLog/upgrade(in:)``).
+    func resumeSyncCapture() throws {
+        guard let names = try store.read({ db in try SyncLog.recordedEntities(in: db) }) else { return }
+        if !store.isReadOnly, try store.read({ db in try SyncLog.needsUpgrade(in: db) }) {
+            try store.write { db in try SyncLog.upgrade(in: db) }
+        }
+        let state = try? SyncCaptureState(SyncCaptureConfiguration(entityNames: names), container: self, lenient: true)
+        setCaptureSource(state, of: SyncCaptureState.self)
     }
 
     /// Whether saves of this container capture synced changes.

@@ -169,8 +169,8 @@ struct RemoteApply {
         if !localCascades { try detachCascadeTargets() }
         try resolvePending()
         work.alsoWriting = alsoWriting
-        context.syncApply = work
-        defer { context.syncApply = nil }
+        context.saveInput = work
+        defer { context.saveInput = nil }
         if context.hasChanges {
             try context.save()
         } else {

@@ -1,7 +1,8 @@
 import Foundation
+import OpenSwiftDataSyncProtocol
 
 /// Why sync capture or a remote batch was refused. Nothing is written when one is thrown.
-package enum SyncCaptureError: Error, Sendable, Hashable, CustomStringConvertible {
+package enum SyncCaptureError: DescriptiveError, Sendable, Hashable, CustomStringConvertible {
     /// An entity cannot sync because its records would have no stable identity: it has a
     /// compound `#Unique` constraint or several unique attributes.
     case unsupportedIdentity(entity: String, reason: String)
@@ -10,7 +11,7 @@ package enum SyncCaptureError: Error, Sendable, Hashable, CustomStringConvertibl
     /// The entity has no such stored property or relationship.
     case unknownProperty(entity: String, property: String)
     /// A value's kind or stored form does not fit the property.
-    case wrongKind(entity: String, property: String, expected: SyncFieldKind, got: SyncFieldKind)
+    case wrongKind(entity: String, property: String, expected: SyncValueKind, got: SyncValueKind)
     /// A save changed the unique attribute that is a synced record's id.
     case recordIDChanged(entity: String, recordID: String)
     /// A remote record's id differs from the canonical text of its unique attribute.

@@ -1,4 +1,5 @@
 import Foundation
+import OpenSwiftDataSyncProtocol
 import GRDB
 
 // What the sync engine (the OpenSwiftDataSync module) needs from the store beyond capture and
@@ -11,7 +12,7 @@ package struct SyncEntityField: Sendable, Hashable {
     /// The property's name (its sync name).
     public var name: String
     /// What it holds.
-    public var kind: SyncFieldKind
+    public var kind: SyncValueKind
     /// For a to-one relationship, the entity it points at.
     public var destination: String?
     /// Whether it may be nil.
@@ -33,7 +34,7 @@ package struct SyncEntityShape: Sendable, Hashable {
     var linkDestinations: [String]
 
     /// The kind of a field (nil when the entity has no such synced field).
-    public func kind(of field: String) -> SyncFieldKind? { fields.first { $0.name == field }?.kind }
+    public func kind(of field: String) -> SyncValueKind? { fields.first { $0.name == field }?.kind }
 }
 
 extension ModelContainer {

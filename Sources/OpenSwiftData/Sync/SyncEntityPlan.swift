@@ -1,4 +1,5 @@
 import Foundation
+import OpenSwiftDataSyncProtocol
 
 /// How one synced entity is captured, settled once when capture is enabled: which columns sync
 /// (with their kinds, and the target entity of references), which attribute is the record id,
@@ -10,12 +11,12 @@ final class SyncEntityPlan: @unchecked Sendable {
     let scope: (@Sendable (any PersistentModel) -> String?)?
     /// The column index of the unique attribute that is the record id, if any.
     let recordIDColumn: Int?
-    let recordIDKind: SyncFieldKind
+    let recordIDKind: SyncValueKind
     /// The synced columns, in column order: their column index, name, kind, and for references
     /// the target entity.
     let fieldColumns: [Int]
     let fieldNames: [String]
-    let fieldKinds: [SyncFieldKind]
+    let fieldKinds: [SyncValueKind]
     let fieldTargets: [String?]
     /// The fields' kinds as the log blob codes them (`SyncLogCoding`).
     let fieldKindCodes: [UInt8]
@@ -44,7 +45,7 @@ final class SyncEntityPlan: @unchecked Sendable {
             guard constraint.count == 1, let column = layout.properties[constraint[0]].columnIndex else {
                 throw SyncCaptureError.unsupportedIdentity(entity: layout.name, reason: "its #Unique constraint spans \(constraint.count) properties")
             }
-            guard let kind = SyncFieldKind(codec: layout.columns[column].codec), kind != .reference, kind != .json else {
+            guard let kind = SyncValueKind(codec: layout.columns[column].codec), kind != .reference, kind != .json else {
                 throw SyncCaptureError.unsupportedIdentity(entity: layout.name, reason: "its unique attribute \(layout.columns[column].name) has no canonical text form")
             }
             recordIDColumn = column
@@ -55,11 +56,11 @@ final class SyncEntityPlan: @unchecked Sendable {
         }
         var columns: [Int] = []
         var names: [String] = []
-        var kinds: [SyncFieldKind] = []
+        var kinds: [SyncValueKind] = []
         var targets: [String?] = []
         var fieldOfColumn: [Int?] = Array(repeating: nil, count: layout.columns.count)
         for (index, property) in layout.columns.enumerated() {
-            guard let kind = SyncFieldKind(codec: property.codec) else { continue }
+            guard let kind = SyncValueKind(codec: property.codec) else { continue }
             let target = property.relationship?.destinationName
             if let target, !synced.contains(target) { continue }
             fieldOfColumn[index] = columns.count

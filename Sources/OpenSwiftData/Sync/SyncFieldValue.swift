@@ -1,60 +1,24 @@
 import Foundation
+import OpenSwiftDataSyncProtocol
 import GRDB
 
-/// What a synced field holds, named after the Swift type the schema declares (so the other side
-/// knows how to read the stored form) rather than after SQLite's storage class.
-package enum SyncFieldKind: String, Sendable, Hashable, Codable, CaseIterable {
-    /// `Bool`, stored as INTEGER 0 or 1.
-    case bool
-    /// Any fixed-width integer, stored as INTEGER.
-    case int
-    /// `Double` or `Float`, stored as REAL.
-    case double
-    /// `String`, stored as TEXT.
-    case string
-    /// `Date`, stored as REAL seconds since 2001-01-01.
-    case date
-    /// `Data`, stored as BLOB.
-    case data
-    /// `UUID`, stored as a 16-byte BLOB.
-    case uuid
-    /// `Decimal`, stored as TEXT (its exact description).
-    case decimal
-    /// `URL`, stored as TEXT (its absolute string).
-    case url
-    /// Any other `Codable` value, stored as JSON TEXT with sorted keys.
-    case json
-    /// A to-one relationship: TEXT holding the target's record id, or NULL.
-    case reference
-
+extension SyncValueKind {
     /// The kind of a stored property's codec, or nil for properties that do not sync as a value
-    /// (relationships without a column of their own).
+    /// (relationships without a column of their own). A raw-value enum syncs as its raw value.
     init?(codec: ValueCodec) {
-        var name = codec.storageName
-        if name == ValueCodec.foreignKeyStorageName || name == ValueCodec.foreignKeyStorageName + "?" {
-            self = .reference
-            return
-        }
-        if name.hasPrefix("JSON(") {
-            self = .json
-            return
-        }
-        // A raw-value enum syncs as its raw value: "Status(raw: String)".
-        if let open = name.range(of: "(raw: "), name.hasSuffix(")") || name.hasSuffix(")?") {
-            name = String(name[open.upperBound...]).trimmingCharacters(in: CharacterSet(charactersIn: ")?"))
-        }
-        if name.hasSuffix("?") { name.removeLast() }
-        switch name {
-        case "Bool": self = .bool
-        case "Int", "Int8", "Int16", "Int32", "Int64", "UInt", "UInt8", "UInt16", "UInt32", "UInt64": self = .int
-        case "Double", "Float": self = .double
-        case "String": self = .string
-        case "Date": self = .date
-        case "Data": self = .data
-        case "UUID": self = .uuid
-        case "Decimal": self = .decimal
-        case "URL": self = .url
-        default: return nil
+        switch codec.kind {
+        case .bool: self = .bool
+        case .integer: self = .int
+        case .double: self = .double
+        case .string: self = .string
+        case .date: self = .date
+        case .data: self = .data
+        case .uuid: self = .uuid
+        case .decimal: self = .decimal
+        case .url: self = .url
+        case .json: self = .json
+        case .foreignKey: self = .reference
+        case .relationship: return nil
         }
     }
 }
@@ -67,12 +31,12 @@ package typealias SyncStoredValue = HistoryValue
 /// and the kind the schema gives it, so the other side writes it into its column unchanged.
 package struct SyncFieldValue: Sendable, Hashable, Codable {
     /// The declared kind of the field.
-    public var kind: SyncFieldKind
+    public var kind: SyncValueKind
     /// The stored form.
     public var stored: SyncStoredValue
 
     /// A value of a kind in its stored form.
-    public init(kind: SyncFieldKind, stored: SyncStoredValue) {
+    public init(kind: SyncValueKind, stored: SyncStoredValue) {
         self.kind = kind
         self.stored = stored
     }
@@ -139,7 +103,7 @@ extension SyncStoredValue {
     /// The canonical text of a record id taken from a unique attribute's stored value: text as
     /// is, integers in decimal, UUIDs in their usual form, other blobs in lowercase hex, reals in
     /// Swift's shortest round-tripping form. Nil for NULL.
-    func canonicalRecordID(kind: SyncFieldKind) -> String? {
+    func canonicalRecordID(kind: SyncValueKind) -> String? {
         switch self {
         case .null: return nil
         case let .integer(integer): return String(integer)

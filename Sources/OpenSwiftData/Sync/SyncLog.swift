@@ -42,11 +42,41 @@ enum SyncLog {
     /// `osd_sync_records`, in the configuration's order).
     static func enable(entities: [String], in db: Database) throws {
         for statement in createStatements { try db.execute(sql: statement) }
+        try record(in: db)
         for entity in entities { _ = try SyncRecords.entityCode(entity, in: db) }
         try db.execute(
             sql: "INSERT OR REPLACE INTO \(quoted(SQLiteStore.metadataTable)) (key, value) VALUES (?, ?)",
             arguments: [entitiesKey, entities.joined(separator: "\n")]
         )
+    }
+
+    /// Brings the capture tables of a store opened for writing up to date: records written
+    /// before entity codes are rewritten (``SyncRecords/upgradeIfNeeded(in:)``), and the tables
+    /// are recorded as the store's own, which no migration drops (``StoreTableRegistry``).
+    static func upgrade(in db: Database) throws {
+        try SyncRecords.upgradeIfNeeded(in: db)
+        try record(in: db)
+    }
+
+    /// Whether ``upgrade(in:)`` has anything to do (one read: a store opened for writing checks
+    /// it once).
+    static func needsUpgrade(in db: Database) throws -> Bool {
+        try SyncRecords.needsUpgrade(in: db) || !unrecordedTables(in: db).isEmpty
+    }
+
+    /// Records the capture tables that exist under ``StoreTableRegistry/Owner/store``.
+    private static func record(in db: Database) throws {
+        try db.execute(sql: StoreTableRegistry.createStatement)
+        for name in try unrecordedTables(in: db) {
+            try StoreTableRegistry.record(name, owner: StoreTableRegistry.Owner.store, in: db)
+        }
+    }
+
+    /// The capture tables that exist and the table record does not name.
+    private static func unrecordedTables(in db: Database) throws -> [String] {
+        guard try StoreTableRegistry.exists(in: db) else { return try tables.sorted().filter { try db.tableExists($0) } }
+        let recorded = try StoreTableRegistry.tables(in: db, layoutFingerprint: nil)
+        return try tables.sorted().filter { try recorded[$0] == nil && db.tableExists($0) }
     }
 
     // MARK: Clock

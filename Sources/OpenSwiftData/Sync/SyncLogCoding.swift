@@ -1,4 +1,5 @@
 import Foundation
+import OpenSwiftDataSyncProtocol
 import GRDB
 
 /// The binary form of a sync log entry's changes, with integers as variable-length numbers.
@@ -22,7 +23,9 @@ import GRDB
 /// as text. Both are still read, so that a log written by an earlier version keeps its entries.
 enum SyncLogCoding {
     static let formatVersion: UInt8 = 3
-    static let kinds = SyncFieldKind.allCases
+    /// Each field kind's code in the blob is its position here: fixed, as entries on disk use
+    /// them (a new kind goes at the end).
+    static let kinds: [SyncValueKind] = [.bool, .int, .double, .string, .date, .data, .uuid, .decimal, .url, .json, .reference]
 
     /// How a change's record id is written (versions 2 and 3).
     private enum IDTag: UInt8 {
@@ -96,8 +99,8 @@ enum SyncLogCoding {
             return (entityIndex, fields)
         }
 
-        /// The code a field kind has in the blob (its position in `SyncFieldKind.allCases`).
-        static func code(of kind: SyncFieldKind) -> UInt8 {
+        /// The code a field kind has in the blob (its position in ``SyncLogCoding/kinds``).
+        static func code(of kind: SyncValueKind) -> UInt8 {
             UInt8(SyncLogCoding.kinds.firstIndex(of: kind) ?? 0)
         }
 
@@ -231,17 +234,17 @@ enum SyncLogCoding {
             default: return nil
             }
         }
-        func fieldKindOf(_ code: UInt8?) -> SyncFieldKind? {
+        func fieldKindOf(_ code: UInt8?) -> SyncValueKind? {
             guard let code, Int(code) < kinds.count else { return nil }
             return kinds[Int(code)]
         }
         // Versions 2 and 3: each entity's field list, by the entity's name index.
-        var fieldLists: [Int: [(name: String, kind: SyncFieldKind)]] = [:]
+        var fieldLists: [Int: [(name: String, kind: SyncValueKind)]] = [:]
         if version >= 2 {
             guard let listCount = reader.count() else { return nil }
             for _ in 0..<listCount {
                 guard let entity = reader.count(), entity < names.count, let fieldCount = reader.count() else { return nil }
-                var fields: [(name: String, kind: SyncFieldKind)] = []
+                var fields: [(name: String, kind: SyncValueKind)] = []
                 fields.reserveCapacity(fieldCount)
                 for _ in 0..<fieldCount {
                     guard let field = name(reader.count()), let fieldKind = fieldKindOf(reader.byte()) else { return nil }

@@ -78,6 +78,10 @@ final class SyncSaveCapture {
     /// Each plan's entity code in `osd_sync_records` (`SyncRecords.entityCode`), and the last one
     /// asked for (a bulk insert asks for one entity's, row after row).
     @exclusivity(unchecked) private var entityCodes: [ObjectIdentifier: Int64] = [:]
+    /// The plan of the last layout the pipeline named (a bulk insert's rows share one: no
+    /// look-up by name per row), see ``plan(of:)``.
+    @exclusivity(unchecked) private var lastLayout: EntityLayout?
+    @exclusivity(unchecked) private var lastPlan: SyncEntityPlan?
     @exclusivity(unchecked) private var lastCodePlan: SyncEntityPlan?
     @exclusivity(unchecked) private var lastCode: Int64 = 0
     /// The record ids of new rows without a unique attribute or temporary identifier.
@@ -155,6 +159,16 @@ final class SyncSaveCapture {
     }
 
     func plan(_ entity: String) -> SyncEntityPlan? { state.plan(entity) }
+
+    /// The plan of `layout`'s entity (nil when it does not sync), remembered for the next call.
+    @inline(__always)
+    func plan(of layout: EntityLayout) -> SyncEntityPlan? {
+        if layout !== lastLayout {
+            lastLayout = layout
+            lastPlan = state.plan(layout.name)
+        }
+        return lastPlan
+    }
 
     /// The record of a row: known, or made now for a row that predates capture (its unique
     /// value's canonical text, else a new UUID).
@@ -467,7 +481,7 @@ final class SyncSaveCapture {
     /// Appends the save's log entry (when it has changes to log) and runs an apply's own work;
     /// returns the entry's sequence.
     @discardableResult
-    func finish(author: String?, in db: Database) throws -> Int64? {
+    func appendEntry(author: String?, in db: Database) throws -> Int64? {
         try flushRecords(in: db)
         try apply?.run(in: db)
         guard logs, encoder != nil || !changes.isEmpty else { return nil }
@@ -511,7 +525,7 @@ private let sqliteTransientDestructor = unsafeBitCast(-1, to: sqlite3_destructor
 /// What applying a remote batch adds to its save: the record ids and scopes of the models it
 /// creates, the server versions to record, and the pending references to keep or drop. Run in
 /// the save's transaction.
-final class SyncApplyWork {
+final class SyncApplyWork: SaveInput {
     var recordIDs: [ObjectIdentifier: String] = [:]
     var scopes: [ObjectIdentifier: String?] = [:]
     var versions: [(entity: String, recordID: String, version: Int64, scope: String??)] = []
