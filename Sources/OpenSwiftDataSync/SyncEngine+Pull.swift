@@ -172,7 +172,7 @@ extension SyncEngine {
             // than the restored server's, was written back over a rejection's rollback). Link
             // shadows stay: the download sends only the links present.
             let downloaded = Set(staged.map { SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID) })
-            shadows = shadows.filter { $0.key.key.hasPrefix("l:") || !downloaded.contains(SyncRebase.RecordRef(entity: $0.key.entity, recordID: $0.key.recordID)) }
+            shadows = shadows.filter { $0.key.part.isLink || !downloaded.contains(SyncRebase.RecordRef(entity: $0.key.entity, recordID: $0.key.recordID)) }
         }
         var rebase = SyncRebase(shapes: shapes, before: SyncRebase.masks(of: pending.before), after: SyncRebase.masks(of: pending.after), shadows: shadows)
         var events: [SyncEvent] = []

@@ -260,10 +260,11 @@ enum SyncEngineStore {
         case linkSet([String])
     }
 
+    /// Which shadow: a record, and what of it.
     struct ShadowKey: Hashable {
         var entity: String
         var recordID: String
-        var key: String
+        var part: SyncShadowPart
     }
 
     /// Every shadow; with a memo, values it holds are not decoded again, and it keeps these rows.
@@ -273,7 +274,8 @@ enum SyncEngineStore {
         var decoded: [(key: ShadowKey, bytes: Data, value: ShadowValue)] = []
         for row in try Row.fetchAll(db, sql: "SELECT entity, record_id, key, value, version FROM \(shadowTable)") {
             let data: Data = row[3]
-            let key = ShadowKey(entity: row[0], recordID: row[1], key: row[2])
+            guard let part = SyncShadowPart(storageKey: row[2]) else { continue }
+            let key = ShadowKey(entity: row[0], recordID: row[1], part: part)
             let decode = { (bytes: Data) in try decoder.decode(ShadowValue.self, from: bytes) }
             guard let value = try? (memo.map { try $0.value(key, bytes: data, decode: decode) } ?? decode(data)) else { continue }
             if memo != nil { decoded.append((key, data, value)) }
@@ -292,13 +294,13 @@ enum SyncEngineStore {
             return try replaceShadows(shadows, in: db)
         }
         for key in stored.keys where shadows[key] == nil {
-            try db.execute(sql: "DELETE FROM \(shadowTable) WHERE entity = ? AND record_id = ? AND key = ?", arguments: [key.entity, key.recordID, key.key])
+            try db.execute(sql: "DELETE FROM \(shadowTable) WHERE entity = ? AND record_id = ? AND key = ?", arguments: [key.entity, key.recordID, key.part.storageKey])
         }
         let encoder = JSONEncoder.syncProtocol()
         for (key, entry) in shadows {
             if let old = stored[key], old.value == entry.value, old.version == entry.version { continue }
             try db.execute(sql: "INSERT OR REPLACE INTO \(shadowTable) (entity, record_id, key, value, version) VALUES (?, ?, ?, ?, ?)",
-                           arguments: [key.entity, key.recordID, key.key, try encoder.encode(entry.value), entry.version])
+                           arguments: [key.entity, key.recordID, key.part.storageKey, try encoder.encode(entry.value), entry.version])
         }
     }
 
@@ -307,7 +309,7 @@ enum SyncEngineStore {
         let encoder = JSONEncoder.syncProtocol()
         for (key, entry) in shadows {
             try db.execute(sql: "INSERT INTO \(shadowTable) (entity, record_id, key, value, version) VALUES (?, ?, ?, ?, ?)",
-                           arguments: [key.entity, key.recordID, key.key, try encoder.encode(entry.value), entry.version])
+                           arguments: [key.entity, key.recordID, key.part.storageKey, try encoder.encode(entry.value), entry.version])
         }
     }
 

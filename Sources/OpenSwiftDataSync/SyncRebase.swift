@@ -25,18 +25,13 @@ struct SyncRebase {
         var record = false
         var deletedLocally = false
         var fields: Set<String> = []
-        var links: Set<String> = []
+        var links: Set<SyncLinkKey> = []
         /// The last value pending mutations gave each field, and each link's presence after
         /// them (what the model shows while they are pending).
         var values: [String: SyncValue] = [:]
-        var linkValues: [String: Bool] = [:]
+        var linkValues: [SyncLinkKey: Bool] = [:]
     }
 
-    static let recordKey = "#record"
-    static func fieldKey(_ name: String) -> String { "f:" + name }
-    static func linkKey(_ relationship: String, _ target: String) -> String { "l:" + relationship + "\u{1F}" + target }
-    /// The key of a relationship's whole set (a pulled insert's links, see `ShadowValue.linkSet`).
-    static func linkSetKey(_ relationship: String) -> String { "s:" + relationship }
 
     static func masks(of changes: [RecordChange]) -> [RecordRef: Mask] {
         var masks: [RecordRef: Mask] = [:]
@@ -60,26 +55,25 @@ struct SyncRebase {
             mask.fields.formUnion(change.fields.keys)
             mask.values.merge(change.fields) { _, new in new }
             for (relationship, link) in change.links {
-                for target in link.added + link.removed { mask.links.insert(linkKey(relationship, target)) }
-                for target in link.removed { mask.linkValues[linkKey(relationship, target)] = false }
-                for target in link.added { mask.linkValues[linkKey(relationship, target)] = true }
+                for target in link.added + link.removed { mask.links.insert(SyncLinkKey(relationship: relationship, target: target)) }
+                for target in link.removed { mask.linkValues[SyncLinkKey(relationship: relationship, target: target)] = false }
+                for target in link.added { mask.linkValues[SyncLinkKey(relationship: relationship, target: target)] = true }
             }
             masks[ref] = mask
         }
         return masks
     }
 
-    static func isMasked(_ key: String, by mask: Mask?) -> Bool {
+    static func isMasked(_ part: SyncShadowPart, by mask: Mask?) -> Bool {
         guard let mask else { return false }
         if mask.record { return true }
-        if key == recordKey { return false }
-        if key.hasPrefix("f:") { return mask.fields.contains(String(key.dropFirst(2))) }
-        if key.hasPrefix("s:") {
-            // A whole set waits while any of its links is masked.
-            let prefix = linkKey(String(key.dropFirst(2)), "")
-            return mask.links.contains { $0.hasPrefix(prefix) }
+        switch part {
+        case .record: return false
+        case let .field(name): return mask.fields.contains(name)
+        // A whole set waits while any of its links is masked.
+        case let .linkSet(relationship): return mask.links.contains { $0.relationship == relationship }
+        case let .link(link): return mask.links.contains(link)
         }
-        return mask.links.contains(key)
     }
 
     /// The shapes of the synced entities, to read wire values into stored form.
@@ -111,8 +105,8 @@ struct SyncRebase {
         self.shadows = shadows
     }
 
-    private mutating func shadow(_ ref: RecordRef, _ key: String, _ value: SyncEngineStore.ShadowValue, version: Int64) {
-        let shadowKey = SyncEngineStore.ShadowKey(entity: ref.entity, recordID: ref.recordID, key: key)
+    private mutating func shadow(_ ref: RecordRef, _ part: SyncShadowPart, _ value: SyncEngineStore.ShadowValue, version: Int64) {
+        let shadowKey = SyncEngineStore.ShadowKey(entity: ref.entity, recordID: ref.recordID, part: part)
         if let existing = shadows[shadowKey], existing.version > version { return }
         shadows[shadowKey] = (value, version)
     }
@@ -154,7 +148,7 @@ struct SyncRebase {
         switch change.op {
         case .delete:
             if mask?.record == true {
-                shadow(ref, Self.recordKey, .record(exists: false), version: change.version)
+                shadow(ref, .record, .record(exists: false), version: change.version)
             } else {
                 dropShadows(of: ref)
                 absent.insert(ref)
@@ -162,7 +156,7 @@ struct SyncRebase {
             }
         case .insert, .update:
             if mask?.record == true {
-                shadow(ref, Self.recordKey, .record(exists: true), version: change.version)
+                shadow(ref, .record, .record(exists: true), version: change.version)
             }
             let wholeInsert = change.op == .insert && mask?.deletedLocally != true && absent.contains(ref)
             guard let mask, !wholeInsert else {
@@ -177,7 +171,7 @@ struct SyncRebase {
                 var links: [SyncLinkChange] = []
                 if let mask {
                     for (name, value) in change.fields {
-                        let key = Self.fieldKey(name)
+                        let key = SyncShadowPart.field(name)
                         guard Self.isMasked(key, by: mask), let pending = mask.values[name] else { continue }
                         shadow(ref, key, .field(value), version: change.version)
                         values[name] = pending
@@ -191,17 +185,16 @@ struct SyncRebase {
                         var added = change.links[relationship]?.added ?? []
                         if let mask {
                             let present = Set(added)
-                            let prefix = Self.linkKey(relationship, "")
                             if mask.record {
                                 // As for a masked insert of a local record (below).
-                                for (key, entry) in shadows where key.entity == ref.entity && key.recordID == ref.recordID && key.key.hasPrefix(prefix) && entry.version <= change.version {
+                                for (key, entry) in shadows where key.entity == ref.entity && key.recordID == ref.recordID && key.part.isLink(of: relationship) && entry.version <= change.version {
                                     shadows[key] = nil
                                 }
-                                shadow(ref, Self.linkSetKey(relationship), .linkSet(present.sorted()), version: change.version)
+                                shadow(ref, .linkSet(relationship: relationship), .linkSet(present.sorted()), version: change.version)
                             }
-                            for (key, pending) in mask.linkValues.sorted(by: { $0.key < $1.key }) where key.hasPrefix(prefix) {
-                                let target = String(key.dropFirst(prefix.count))
-                                if !mask.record { shadow(ref, key, .link(present: present.contains(target)), version: change.version) }
+                            for (key, pending) in mask.linkValues.sorted(by: { $0.key < $1.key }) where key.relationship == relationship {
+                                let target = key.target
+                                if !mask.record { shadow(ref, .link(key), .link(present: present.contains(target)), version: change.version) }
                                 added.removeAll { $0 == target }
                                 if pending { added.append(target) }
                             }
@@ -218,7 +211,7 @@ struct SyncRebase {
             }
             var applied: [SyncName: SyncValue] = [:]
             for (name, value) in change.fields {
-                let key = Self.fieldKey(name)
+                let key = SyncShadowPart.field(name)
                 if Self.isMasked(key, by: mask) {
                     shadow(ref, key, .field(value), version: change.version)
                 } else {
@@ -230,11 +223,11 @@ struct SyncRebase {
                 var added: [String] = []
                 var removed: [String] = []
                 for target in link.added {
-                    let key = Self.linkKey(relationship, target)
+                    let key = SyncShadowPart.link(relationship, target)
                     if Self.isMasked(key, by: mask) { shadow(ref, key, .link(present: true), version: change.version) } else { added.append(target) }
                 }
                 for target in link.removed {
-                    let key = Self.linkKey(relationship, target)
+                    let key = SyncShadowPart.link(relationship, target)
                     if Self.isMasked(key, by: mask) { shadow(ref, key, .link(present: false), version: change.version) } else { removed.append(target) }
                 }
                 if !added.isEmpty || !removed.isEmpty { links.append(SyncLinkChange(relationship: relationship, added: added, removed: removed)) }
@@ -245,11 +238,10 @@ struct SyncRebase {
                 // client, restored away on the server, then inserted again by this client's
                 // resend without the link, kept the link its first life had pulled).
                 for relationship in shape.links.map(\.name) {
-                    let prefix = Self.linkKey(relationship, "")
-                    for (key, entry) in shadows where key.entity == ref.entity && key.recordID == ref.recordID && key.key.hasPrefix(prefix) && entry.version <= change.version {
+                    for (key, entry) in shadows where key.entity == ref.entity && key.recordID == ref.recordID && key.part.isLink(of: relationship) && entry.version <= change.version {
                         shadows[key] = nil
                     }
-                    shadow(ref, Self.linkSetKey(relationship), .linkSet((change.links[relationship]?.added ?? []).sorted()), version: change.version)
+                    shadow(ref, .linkSet(relationship: relationship), .linkSet((change.links[relationship]?.added ?? []).sorted()), version: change.version)
                 }
             }
             if change.op == .insert, !mask.record {
@@ -258,14 +250,12 @@ struct SyncRebase {
                 links = []
                 for relationship in shape.links.map(\.name).sorted() {
                     let present = Set(change.links[relationship]?.added ?? [])
-                    let prefix = Self.linkKey(relationship, "")
                     var kept: [String] = []
-                    for key in mask.links.sorted() where key.hasPrefix(prefix) {
-                        let target = String(key.dropFirst(prefix.count))
-                        kept.append(target)
-                        if !present.contains(target) { shadow(ref, key, .link(present: false), version: change.version) }
+                    for key in mask.links.sorted() where key.relationship == relationship {
+                        kept.append(key.target)
+                        if !present.contains(key.target) { shadow(ref, .link(key), .link(present: false), version: change.version) }
                     }
-                    let added = present.filter { !Self.isMasked(Self.linkKey(relationship, $0), by: mask) }.sorted()
+                    let added = present.filter { !Self.isMasked(.link(relationship, $0), by: mask) }.sorted()
                     links.append(SyncLinkChange(relationship: relationship, added: added, replacingExcept: kept))
                 }
             }
@@ -295,23 +285,23 @@ struct SyncRebase {
                 // creator resent it and this client pulled it, deleted the counter locally).
                 if change.op == .update { continue }
                 let version = serverRecords.first { $0.entity == change.entity && $0.recordID == change.recordID }?.version ?? 0
-                shadow(ref, Self.recordKey, .record(exists: false), version: version)
+                shadow(ref, .record, .record(exists: false), version: version)
                 continue
             }
-            shadow(ref, Self.recordKey, .record(exists: true), version: state.version)
+            shadow(ref, .record, .record(exists: true), version: state.version)
             let names = change.op == .update ? Array(change.fields.keys) : Array(Set(state.fields.keys).union(change.fields.keys))
             for name in names {
-                shadow(ref, Self.fieldKey(name), .field(state.fields[name] ?? .null), version: state.version)
+                shadow(ref, .field(name), .field(state.fields[name] ?? .null), version: state.version)
             }
             for (relationship, link) in change.links {
                 let present = Set(state.links[relationship] ?? [])
                 for target in link.added + link.removed {
-                    shadow(ref, Self.linkKey(relationship, target), .link(present: present.contains(target)), version: state.version)
+                    shadow(ref, .link(relationship, target), .link(present: present.contains(target)), version: state.version)
                 }
             }
             if change.op != .update {
                 for (relationship, targets) in state.links {
-                    for target in targets { shadow(ref, Self.linkKey(relationship, target), .link(present: true), version: state.version) }
+                    for target in targets { shadow(ref, .link(relationship, target), .link(present: true), version: state.version) }
                 }
             }
         }
@@ -323,17 +313,17 @@ struct SyncRebase {
         var values: [SyncEngineStore.ShadowKey: SyncEngineStore.ShadowValue] = [:]
         for mutation in mutations.sorted(by: { $0.id < $1.id }) {
             for change in mutation.changes {
-                func key(_ name: String) -> SyncEngineStore.ShadowKey { SyncEngineStore.ShadowKey(entity: change.entity, recordID: change.recordID, key: name) }
+                func key(_ part: SyncShadowPart) -> SyncEngineStore.ShadowKey { SyncEngineStore.ShadowKey(entity: change.entity, recordID: change.recordID, part: part) }
                 if change.op == .delete {
                     values = values.filter { !($0.key.entity == change.entity && $0.key.recordID == change.recordID) }
-                    values[key(recordKey)] = .record(exists: false)
+                    values[key(.record)] = .record(exists: false)
                     continue
                 }
-                values[key(recordKey)] = .record(exists: true)
-                for (name, value) in change.fields { values[key(fieldKey(name))] = .field(value) }
+                values[key(.record)] = .record(exists: true)
+                for (name, value) in change.fields { values[key(.field(name))] = .field(value) }
                 for (relationship, link) in change.links {
-                    for target in link.added { values[key(linkKey(relationship, target))] = .link(present: true) }
-                    for target in link.removed { values[key(linkKey(relationship, target))] = .link(present: false) }
+                    for target in link.added { values[key(.link(relationship, target))] = .link(present: true) }
+                    for target in link.removed { values[key(.link(relationship, target))] = .link(present: false) }
                 }
             }
         }
@@ -343,17 +333,17 @@ struct SyncRebase {
     /// Writes the shadows that no pending mutation masks any more, and forgets them. Those
     /// equal to what the settled mutations wrote locally (`local`) are forgotten only.
     mutating func flush(local: [SyncEngineStore.ShadowKey: SyncEngineStore.ShadowValue] = [:]) throws {
-        var byRecord: [RecordRef: [(key: String, value: SyncEngineStore.ShadowValue, version: Int64)]] = [:]
+        var byRecord: [RecordRef: [(part: SyncShadowPart, value: SyncEngineStore.ShadowValue, version: Int64)]] = [:]
         // A record the server deleted, as the settled mutations did locally: its older field
         // and link shadows are forgotten, not written (writing them would bring the row back).
         var deletedOnBoth: Set<RecordRef> = []
-        for (key, entry) in shadows where key.key == Self.recordKey && entry.value == .record(exists: false) && local[key] == entry.value {
+        for (key, entry) in shadows where key.part == .record && entry.value == .record(exists: false) && local[key] == entry.value {
             let ref = RecordRef(entity: key.entity, recordID: key.recordID)
-            if !Self.isMasked(key.key, by: after[ref]) { deletedOnBoth.insert(ref) }
+            if !Self.isMasked(key.part, by: after[ref]) { deletedOnBoth.insert(ref) }
         }
         for (key, entry) in shadows {
             let ref = RecordRef(entity: key.entity, recordID: key.recordID)
-            guard !Self.isMasked(key.key, by: after[ref]) else { continue }
+            guard !Self.isMasked(key.part, by: after[ref]) else { continue }
             if deletedOnBoth.contains(ref) {
                 shadows[key] = nil
                 continue
@@ -367,10 +357,10 @@ struct SyncRebase {
                 shadows[key] = nil
                 continue
             }
-            byRecord[ref, default: []].append((key.key, entry.value, entry.version))
+            byRecord[ref, default: []].append((key.part, entry.value, entry.version))
         }
         for (ref, entries) in byRecord.sorted(by: { ($0.key.entity, $0.key.recordID) < ($1.key.entity, $1.key.recordID) }) {
-            for entry in entries { shadows[SyncEngineStore.ShadowKey(entity: ref.entity, recordID: ref.recordID, key: entry.key)] = nil }
+            for entry in entries { shadows[SyncEngineStore.ShadowKey(entity: ref.entity, recordID: ref.recordID, part: entry.part)] = nil }
             let version = entries.map(\.version).max() ?? 0
             if entries.contains(where: { $0.value == .record(exists: false) }) {
                 batch.append(.delete(ref.entity, recordID: ref.recordID, serverVersion: version))
@@ -381,8 +371,8 @@ struct SyncRebase {
             // Whole sets first: the single links shadowed with them are newer (older ones were
             // dropped when the set was shadowed).
             for entry in entries {
-                guard case let .linkSet(targets) = entry.value else { continue }
-                var link = links[String(entry.key.dropFirst(2))] ?? SyncLinkChange(relationship: String(entry.key.dropFirst(2)))
+                guard case let .linkSet(targets) = entry.value, case let .linkSet(relationship) = entry.part else { continue }
+                var link = links[relationship] ?? SyncLinkChange(relationship: relationship)
                 link.added += targets
                 link.replacingExcept = []
                 links[link.relationship] = link
@@ -390,18 +380,19 @@ struct SyncRebase {
             for entry in entries {
                 switch entry.value {
                 case .record, .linkSet: break
-                case let .field(value): values[String(entry.key.dropFirst(2))] = value
+                case let .field(value):
+                    guard case let .field(name) = entry.part else { continue }
+                    values[name] = value
                 case let .link(present):
-                    let parts = entry.key.dropFirst(2).split(separator: "\u{1F}", maxSplits: 1).map(String.init)
-                    guard parts.count == 2 else { continue }
-                    var link = links[parts[0]] ?? SyncLinkChange(relationship: parts[0])
+                    guard case let .link(key) = entry.part else { continue }
+                    var link = links[key.relationship] ?? SyncLinkChange(relationship: key.relationship)
                     if present {
-                        link.added.append(parts[1])
+                        link.added.append(key.target)
                     } else {
-                        link.added.removeAll { $0 == parts[1] }
-                        link.removed.append(parts[1])
+                        link.added.removeAll { $0 == key.target }
+                        link.removed.append(key.target)
                     }
-                    links[parts[0]] = link
+                    links[key.relationship] = link
                 }
             }
             guard !values.isEmpty || !links.isEmpty || entries.contains(where: { $0.value == .record(exists: true) }) else { continue }
@@ -421,9 +412,9 @@ struct SyncRebase {
 
     /// Whether `key` is a link whose relationship has a whole-set shadow that is written now.
     private static func followsLinkSet(_ key: SyncEngineStore.ShadowKey, in shadows: Shadows, masked: Mask?) -> Bool {
-        guard key.key.hasPrefix("l:"), let relationship = key.key.dropFirst(2).split(separator: "\u{1F}", maxSplits: 1).first else { return false }
-        let setKey = SyncEngineStore.ShadowKey(entity: key.entity, recordID: key.recordID, key: linkSetKey(String(relationship)))
-        return shadows[setKey] != nil && !isMasked(setKey.key, by: masked)
+        guard case let .link(link) = key.part else { return false }
+        let setKey = SyncEngineStore.ShadowKey(entity: key.entity, recordID: key.recordID, part: .linkSet(relationship: link.relationship))
+        return shadows[setKey] != nil && !isMasked(setKey.part, by: masked)
     }
 
     /// After a reset's snapshot (which holds every record the server has): a pending record it
@@ -436,7 +427,7 @@ struct SyncRebase {
         for key in shadows.keys { refs.insert(RecordRef(entity: key.entity, recordID: key.recordID)) }
         for ref in refs where !snapshot.contains(ref) {
             dropShadows(of: ref)
-            shadows[SyncEngineStore.ShadowKey(entity: ref.entity, recordID: ref.recordID, key: Self.recordKey)] = (.record(exists: false), 0)
+            shadows[SyncEngineStore.ShadowKey(entity: ref.entity, recordID: ref.recordID, part: .record)] = (.record(exists: false), 0)
         }
     }
 
@@ -445,7 +436,7 @@ struct SyncRebase {
     mutating func markAbsent(_ refs: Set<RecordRef>) {
         for ref in refs {
             dropShadows(of: ref)
-            shadows[SyncEngineStore.ShadowKey(entity: ref.entity, recordID: ref.recordID, key: Self.recordKey)] = (.record(exists: false), 0)
+            shadows[SyncEngineStore.ShadowKey(entity: ref.entity, recordID: ref.recordID, part: .record)] = (.record(exists: false), 0)
         }
     }
 

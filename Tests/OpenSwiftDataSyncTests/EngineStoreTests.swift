@@ -16,8 +16,8 @@ struct EngineStoreTests {
 
     private typealias Shadows = [SyncEngineStore.ShadowKey: (value: SyncEngineStore.ShadowValue, version: Int64)]
 
-    private func key(_ record: String, _ name: String) -> SyncEngineStore.ShadowKey {
-        SyncEngineStore.ShadowKey(entity: "Note", recordID: record, key: name)
+    private func key(_ record: String, _ part: SyncShadowPart) -> SyncEngineStore.ShadowKey {
+        SyncEngineStore.ShadowKey(entity: "Note", recordID: record, part: part)
     }
 
     private func same(_ a: Shadows, _ b: Shadows) -> Bool {
@@ -51,17 +51,17 @@ struct EngineStoreTests {
     func shadowUpdateMatchesReplace() throws {
         let database = try shadowDatabase()
         let stored: Shadows = [
-            key("n1", "f:title"): (.field(.string("old")), 3),
-            key("n1", "r"): (.record(exists: true), 3),
-            key("n2", "l:tags\u{1F}t1"): (.link(present: true), 4),
-            key("n3", "f:pinned"): (.field(.bool(false)), 5),
+            key("n1", .field("title")): (.field(.string("old")), 3),
+            key("n1", .record): (.record(exists: true), 3),
+            key("n2", .link("tags", "t1")): (.link(present: true), 4),
+            key("n3", .field("pinned")): (.field(.bool(false)), 5),
         ]
         try database.write { db in try SyncEngineStore.replaceShadows(stored, in: db) }
         let next: Shadows = [
-            key("n1", "f:title"): (.field(.string("new")), 6),
-            key("n1", "r"): (.record(exists: true), 3),
-            key("n3", "f:pinned"): (.field(.bool(false)), 7),
-            key("n4", "r"): (.record(exists: false), 8),
+            key("n1", .field("title")): (.field(.string("new")), 6),
+            key("n1", .record): (.record(exists: true), 3),
+            key("n3", .field("pinned")): (.field(.bool(false)), 7),
+            key("n4", .record): (.record(exists: false), 8),
         ]
         let memo = DecodeMemo<SyncEngineStore.ShadowKey, SyncEngineStore.ShadowValue>()
         let read = try database.read { db in try SyncEngineStore.shadows(in: db, memo: memo) }
@@ -79,11 +79,37 @@ struct EngineStoreTests {
         }
         let read = try database.read { db in try SyncEngineStore.shadows(in: db) }
         #expect(read.isEmpty)
-        let next: Shadows = [key("n1", "r"): (.record(exists: true), 2)]
+        let next: Shadows = [key("n1", .record): (.record(exists: true), 2)]
         try database.write { db in try SyncEngineStore.updateShadows(next, from: read, in: db) }
         let rows = try database.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(SyncEngineStore.shadowTable)") }
         #expect(rows == 1)
         #expect(same(try database.read { db in try SyncEngineStore.shadows(in: db) }, next))
+    }
+
+    @Test("every shadow part is stored as the text earlier versions wrote and read back as itself; text that names no part is refused")
+    func shadowPartStorageKeys() throws {
+        let parts: [(SyncShadowPart, String)] = [
+            (.record, "#record"),
+            (.field("title"), "f:title"),
+            (.field("a:b"), "f:a:b"),
+            (.link("tags", "t1"), "l:tags\u{1F}t1"),
+            (.link("tags", ""), "l:tags\u{1F}"),
+            (.linkSet(relationship: "tags"), "s:tags"),
+        ]
+        for (part, text) in parts {
+            #expect(part.storageKey == text)
+            #expect(SyncShadowPart(storageKey: text) == part)
+        }
+        for text in ["r", "", "x:title", "l:tags-without-separator"] {
+            #expect(SyncShadowPart(storageKey: text) == nil)
+        }
+        // A shadow written under each part's text comes back under the same key.
+        let database = try shadowDatabase()
+        let written: Shadows = Dictionary(uniqueKeysWithValues: parts.enumerated().map { index, part in
+            (key("n\(index)", part.0), (SyncEngineStore.ShadowValue.record(exists: true), Int64(index)))
+        })
+        try database.write { db in try SyncEngineStore.replaceShadows(written, in: db) }
+        #expect(same(try database.read { db in try SyncEngineStore.shadows(in: db) }, written))
     }
 
     @Test("a long queue of offline saves, each its own mutation, is pushed and settled by one sync, and another device sees every save")
