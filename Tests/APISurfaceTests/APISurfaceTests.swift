@@ -230,6 +230,12 @@ func surface(url: URL, id: PersistentIdentifier) async throws {
     let identifiers: [PersistentIdentifier] = try modelContext.fetchIdentifiers(descriptor)
     try modelContext.enumerate(descriptor) { (model: SurfaceTrip) in _ = model.name }
     try modelContext.enumerate(descriptor, batchSize: 10, allowEscapingMutations: true) { _ in }
+    // CTX-12, CTX-13
+    let batched: FetchResultsCollection<SurfaceTrip> = try modelContext.fetch(descriptor, batchSize: 100)
+    let batchedIDs: FetchResultsCollection<PersistentIdentifier> = try modelContext.fetchIdentifiers(descriptor, batchSize: 100)
+    let first: SurfaceTrip? = batched.first
+    let position: Int = batched.startIndex
+    _ = (first, position, batched.count, batchedIDs.map { $0 }, batched[batched.index(before: batched.endIndex)])
     try modelContext.delete(model: SurfaceTrip.self)
     try modelContext.delete(model: SurfaceTrip.self, where: #Predicate { $0.name == "x" }, includeSubclasses: false)
     let any: any PersistentModel = modelContext.model(for: id)
@@ -280,7 +286,6 @@ func surface(url: URL, id: PersistentIdentifier) async throws {
     let tripEntityName: String = Schema.entityName(for: SurfaceTrip.self)
     _ = (entities, byName, version, entity, tripEntityName, version.major, version.minor, version.patch, version.description, version < version)
     // Not provided yet (README, "Not provided"): `Schema.save(to:)`/`load(from:)`,
-    // `fetch(_:batchSize:)` and `fetchIdentifiers(_:batchSize:)` (`FetchResultsCollection`),
     // `Schema.CompositeAttribute`, `.transformable(by:)` (no `ValueTransformer` on Linux), the custom
     // `DataStore` API (`DataStoreConfiguration`, `DataStoreError`, `ModelContext.editingState`),
     // `PersistentModel.Root` (26; an associated type would keep a model from declaring a
