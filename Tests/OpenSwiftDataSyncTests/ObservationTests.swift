@@ -25,6 +25,43 @@ struct ObservationTests {
         #expect(next?.map(\.title) == ["seen live"])
     }
 
+    @Test("pulled changes post the remote-change notification under Core Data's name, with the store and a history token that fetchHistory starts from; local saves and pulls of nothing do not")
+    func remoteChangeNotification() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let b = try Device.open(server, directory: directory, name: "b")
+        let received = NotificationLog()
+        let observer = NotificationCenter.default.addObserver(forName: .NSPersistentStoreRemoteChange, object: b.container, queue: nil) { notification in
+            received.append(notification.userInfo ?? [:])
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+
+        b.context.insert(Note(title: "b's own"))
+        try b.context.save()
+        try await b.engine.syncNow()
+        #expect(received.count == 0)
+
+        a.context.insert(Note(title: "from a"))
+        try a.context.save()
+        try await a.engine.syncNow()
+        try await b.engine.syncNow()
+        #expect(received.count == 1)
+        let info = try #require(received.last)
+        let storeID = try #require(try b.fetch(Note.self).first?.persistentModelID.storeIdentifier)
+        #expect(info[NSStoreUUIDKey] as? String == storeID)
+        #expect(info[NSPersistentStoreURLKey] as? URL == b.url)
+        let token = try #require(info[NSPersistentHistoryTokenKey] as? DefaultHistoryToken)
+        // The token is the transaction that wrote the pulled note: history from just before it holds it.
+        let transactions = try ModelContext(b.container).fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>())
+        let pulled = try #require(transactions.last)
+        #expect(pulled.token == token)
+        #expect(pulled.changes.count >= 1)
+
+        try await b.engine.syncNow()
+        #expect(received.count == 1)
+    }
+
     @Test("which failures are retried with backoff and which wait for the next trigger")
     func transientOrPermanent() {
         #expect(SyncEngine.isTransient(.transport(.unreachable("down"))))
@@ -82,4 +119,15 @@ struct ObservationTests {
         #expect(snapshot.3 == server.clock.now())
         #expect(try await !a.engine.hasPendingChanges(for: note.persistentModelID))
     }
+}
+
+/// Notifications' `userInfo`, as they come (from whichever thread posts).
+/// `@unchecked Sendable`: `entries` is only read and written while holding `lock`.
+final class NotificationLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var entries: [[AnyHashable: Any]] = []
+
+    func append(_ userInfo: [AnyHashable: Any]) { lock.withLock { entries.append(userInfo) } }
+    var count: Int { lock.withLock { entries.count } }
+    var last: [AnyHashable: Any]? { lock.withLock { entries.last } }
 }

@@ -266,9 +266,11 @@ extension ModelContext {
         deleted.removeAll()
 
         let all = insertedIDs + updatedIDs + deletedIDs
+        let historyToken = historyID.map { DefaultHistoryToken(storeIdentifier: store.identifier, transaction: $0) }
+        lastSaveHistoryToken = historyToken
         container.broadcaster.publish(SaveEvent(
             entities: Set(all.map(\.entityName)), inserted: insertedIDs, updated: updatedIDs, deleted: deletedIDs,
-            author: author, historyToken: historyID.map { DefaultHistoryToken(storeIdentifier: store.identifier, transaction: $0) }
+            author: author, historyToken: historyToken
         ))
         NotificationCenter.default.post(
             name: ModelContext.didSave, object: self,

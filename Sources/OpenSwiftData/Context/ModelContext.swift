@@ -51,6 +51,8 @@ public final class ModelContext: Equatable {
     /// While a component's own save runs (an apply of remote changes): what it adds to the
     /// save's transaction, read by its capture (``SaveCaptureSource``).
     var saveInput: (any SaveInput)?
+    /// The history token of the last save that wrote a history transaction.
+    var lastSaveHistoryToken: DefaultHistoryToken?
     /// While a save runs: the state of every model it changed, as it was before.
     var journal: [ObjectIdentifier: StorageSnapshot]?
     /// While a save runs: the primary key each inserted model had before the save gave it one

@@ -40,7 +40,11 @@ extension ModelContainer {
         var apply = RemoteApply(state: state, context: context)
         apply.alsoWriting = alsoWriting
         apply.localCascades = localCascades
-        return try apply.run(batch)
+        let result = try apply.run(batch)
+        // Only when models changed: a page that settles this device's own saves records server
+        // versions, and its save writes no history.
+        if let token = context.lastSaveHistoryToken { postRemoteChange(historyToken: token) }
+        return result
     }
 }
 
@@ -435,6 +439,9 @@ struct RemoteApply {
                     }
                 }
             }
+            // Nothing to add or remove (a page settling this device's own insert): the
+            // relationship is left as it is, unchanged, so the save records nothing of it.
+            if adding.isEmpty && removing.isEmpty { continue }
             guard ModelPropertyWriter.editLinks(model, link.property.keyPath, adding: adding, removing: removing) else {
                 throw SyncCaptureError.undecodableValue(entity: change.entity, property: link.property.name, reason: "the links cannot be edited")
             }
