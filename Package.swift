@@ -29,6 +29,9 @@ let package = Package(
         // dependencies (SwiftPM builds the targets of the products a client uses).
         .library(name: "OpenSwiftDataServer", targets: ["OpenSwiftDataServer"]),
         .executable(name: "osd-server", targets: ["osd-server"]),
+        // The server's SQLite storage (one file through GRDB), its own product so that an
+        // application that runs the server on PostgreSQL does not link it.
+        .library(name: "OpenSwiftDataServerSQLite", targets: ["OpenSwiftDataServerSQLite"]),
         // The server's PostgreSQL storage, its own product so that an application that mounts
         // the server on SQLite compiles neither PostgresNIO nor its TLS stack.
         .library(name: "OpenSwiftDataServerPostgres", targets: ["OpenSwiftDataServerPostgres"]),
@@ -115,6 +118,7 @@ let package = Package(
                 "OpenSwiftData",
                 "OpenSwiftDataSync",
                 "OpenSwiftDataServer",
+                "OpenSwiftDataServerSQLite",
                 "OpenSwiftDataSyncProtocol",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
@@ -150,12 +154,12 @@ let package = Package(
             dependencies: ["OpenSwiftData", .product(name: "GRDB", package: "GRDB.swift")],
             path: "Benchmarks/Sources/osd-benchmarks"
         ),
-        // The sync server: transport-free core, storage, HTTP routes, auth, live channel, metrics.
+        // The sync server: transport-free core, the storage protocol, HTTP routes, auth, live
+        // channel, metrics. The storages are targets of their own.
         .target(
             name: "OpenSwiftDataServer",
             dependencies: [
                 "OpenSwiftDataSyncProtocol",
-                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "JWTKit", package: "jwt-kit"),
@@ -166,6 +170,16 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        // SQLite storage for the server: one file, one server; backups and restores.
+        .target(
+            name: "OpenSwiftDataServerSQLite",
+            dependencies: [
+                "OpenSwiftDataServer",
+                "OpenSwiftDataSyncProtocol",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // PostgreSQL storage for the server: several servers on one database.
@@ -186,6 +200,7 @@ let package = Package(
             name: "osd-server",
             dependencies: [
                 "OpenSwiftDataServer",
+                "OpenSwiftDataServerSQLite",
                 "OpenSwiftDataServerPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -196,6 +211,7 @@ let package = Package(
             name: "osd-server-benchmarks",
             dependencies: [
                 "OpenSwiftDataServer",
+                "OpenSwiftDataServerSQLite",
                 "OpenSwiftDataServerPostgres",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
@@ -209,6 +225,7 @@ let package = Package(
                 "OpenSwiftData",
                 "OpenSwiftDataSync",
                 "OpenSwiftDataServer",
+                "OpenSwiftDataServerSQLite",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -218,13 +235,16 @@ let package = Package(
             name: "OpenSwiftDataServerTests",
             dependencies: [
                 "OpenSwiftDataServer",
+                "OpenSwiftDataServerSQLite",
                 "OpenSwiftDataServerPostgres",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .testTarget(
@@ -233,6 +253,7 @@ let package = Package(
                 "OpenSwiftDataSync",
                 "OpenSwiftDataSyncTesting",
                 "OpenSwiftDataServer",
+                "OpenSwiftDataServerSQLite",
                 "OpenSwiftData",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),

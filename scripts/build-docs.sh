@@ -4,6 +4,6 @@
 # Archives land in .build/plugins/Swift-DocC/outputs/<target>.doccarchive.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for target in OpenSwiftData OpenSwiftDataSync OpenSwiftDataSyncProtocol OpenSwiftDataServer OpenSwiftDataServerPostgres; do
+for target in OpenSwiftData OpenSwiftDataSync OpenSwiftDataSyncProtocol OpenSwiftDataServer OpenSwiftDataServerSQLite OpenSwiftDataServerPostgres; do
     swift package generate-documentation --target "$target" --warnings-as-errors
 done

@@ -11,14 +11,12 @@ public struct SyncServerConfiguration: Sendable {
     public var hostname: String
     /// The port (0: any free port; the bound one is reported to `onServerRunning`).
     public var port: Int
-    /// The SQLite database file.
-    public var databasePath: String
     /// Where token keys come from.
     public var auth: AuthConfiguration
     /// The largest request body accepted, in bytes.
     public var maxBodySize: Int
     /// The sync semantics' settings (limits, retention, policies).
-    public var sync: SyncConfiguration
+    public var sync: SyncServiceConfiguration
     /// How often tombstones and old log entries are compacted, in seconds.
     public var compactionInterval: TimeInterval
     /// The most seconds a graceful shutdown takes, whatever clients do: live connections are
@@ -28,12 +26,11 @@ public struct SyncServerConfiguration: Sendable {
 
     /// Makes a configuration.
     public init(
-        hostname: String = "127.0.0.1", port: Int = 8080, databasePath: String = "osd-server.sqlite", auth: AuthConfiguration = AuthConfiguration(), maxBodySize: Int = 8 * 1024 * 1024,
-        sync: SyncConfiguration = SyncConfiguration(), compactionInterval: TimeInterval = 3600, shutdownGracePeriod: TimeInterval = 10
+        hostname: String = "127.0.0.1", port: Int = 8080, auth: AuthConfiguration = AuthConfiguration(), maxBodySize: Int = 8 * 1024 * 1024,
+        sync: SyncServiceConfiguration = SyncServiceConfiguration(), compactionInterval: TimeInterval = 3600, shutdownGracePeriod: TimeInterval = 10
     ) {
         self.hostname = hostname
         self.port = port
-        self.databasePath = databasePath
         self.auth = auth
         self.maxBodySize = maxBodySize
         self.sync = sync
@@ -42,9 +39,24 @@ public struct SyncServerConfiguration: Sendable {
     }
 }
 
-/// The sync server assembled: core, storage, auth, metrics and live hub, with its routes. Use
-/// ``makeApplication(logger:onServerRunning:)`` to run it alone, or ``addRoutes(to:)`` and
-/// ``addLiveRoute(to:)`` to mount it in your own Hummingbird application.
+/// The sync server assembled: core, storage, auth, metrics and live hub, with its routes.
+///
+/// Run it alone with ``makeApplication(logger:onServerRunning:)`` (what `osd-server` does), or
+/// mount its routes in your own Hummingbird application, at a path of your choice:
+///
+/// ```swift
+/// let server = try await SyncServer(configuration: configuration, storage: try SQLiteSyncStorage(path: "sync.sqlite"))
+/// let router = Router(context: BasicSyncRequestContext.self)
+/// router.get("/hello") { _, _ in "hello" }
+/// router.addRoutes(server.routes(), atPath: "/sync")             // /sync/v1/push, /sync/v1/pull, …
+/// router.addRoutes(server.monitoringRoutes(), atPath: "/sync")   // /sync/health, /sync/ready, /sync/metrics
+/// let app = Application(router: router, server: .http1WebSocketUpgrade(webSocketRouter: router))
+/// ```
+///
+/// The routes' middleware (errors as the protocol's JSON, `x-request-id`, logs, metrics) applies
+/// to them only, not to the application's other routes. Run ``relayRemoteEvents()`` in a task
+/// when the storage is shared by several servers (PostgreSQL), and ``close()`` after the
+/// application stopped.
 public final class SyncServer: Sendable {
     /// The settings.
     public let configuration: SyncServerConfiguration
@@ -57,34 +69,49 @@ public final class SyncServer: Sendable {
     /// The live connections.
     public let hub: LiveHub
 
-    /// Opens the server's storage (the SQLite file of the configuration, unless `storage` is
-    /// given) and loads its keys.
-    public init(configuration: SyncServerConfiguration, storage: (any SyncStorage)? = nil, clock: @escaping SyncClock = { Date() }) async throws {
+    /// Opens the server over a storage (`SQLiteSyncStorage` from `OpenSwiftDataServerSQLite`,
+    /// or `PostgresSyncStorage` from `OpenSwiftDataServerPostgres`) and loads its keys. `now` is
+    /// the time the core and the token checks read.
+    public init(configuration: SyncServerConfiguration, storage: any SyncStorage, now: @escaping @Sendable () -> Date = { Date() }) async throws {
         let metrics = ServerMetrics()
         let hub = LiveHub(onCount: { metrics.liveClients($0) })
-        let storage = try storage ?? SQLiteSyncStorage(path: configuration.databasePath)
         self.configuration = configuration
         self.metrics = metrics
         self.hub = hub
         self.service = try await SyncService(
-            storage: storage, configuration: configuration.sync, clock: clock,
+            storage: storage, configuration: configuration.sync, now: now,
             observer: SyncObserver(event: { event in Task { await hub.publish(event) } }, pushed: { metrics.pushed($0) }))
-        self.verifier = try await TokenVerifier(configuration: configuration.auth, clock: clock)
+        self.verifier = try await TokenVerifier(configuration: configuration.auth, now: now)
     }
 
-    /// Adds the protocol's HTTP routes (`/v1/push`, `/v1/pull`, `/v1/scopes…`, `/health`,
-    /// `/ready`, `/metrics`) and their error/log/metrics middleware to a router.
-    public func addRoutes(to router: Router<SyncRequestContext>) {
-        router.middlewares.add(SyncMiddleware(metrics: metrics))
-        SyncRoutes(service: service, verifier: verifier, metrics: metrics, maxBodySize: configuration.maxBodySize).add(to: router)
+    private var httpRoutes: SyncRoutes {
+        SyncRoutes(service: service, verifier: verifier, metrics: metrics, maxBodySize: configuration.maxBodySize)
     }
 
-    /// Adds `GET /v1/live` to a WebSocket router. A refused handshake (no token, or one that
-    /// fails a check) is answered `401` with the protocol's JSON error body and `x-request-id`,
-    /// which is why the router's context is ``LiveRequestContext``: it carries the connection
-    /// that answer is written on.
-    public func addLiveRoute(to router: Router<LiveRequestContext>) {
-        LiveRoute(verifier: verifier, hub: hub, metrics: metrics).add(to: router)
+    /// The protocol's routes, to mount with `router.addRoutes(_:atPath:)`: `POST /v1/push`,
+    /// `GET /v1/pull`, the `/v1/scopes…` routes, and the live channel `GET /v1/live`.
+    ///
+    /// The HTTP routes carry the sync middleware: every error becomes the protocol's JSON error
+    /// body, each answer gets an `x-request-id`, and each request is logged and counted in
+    /// ``metrics``. The live channel answers a refused handshake `401` with the protocol's JSON
+    /// error; it upgrades only when the application's server is built with
+    /// `.http1WebSocketUpgrade(webSocketRouter:)` over a router holding these routes.
+    public func routes<Context: SyncRequestContext>(context: Context.Type = Context.self) -> RouteCollection<Context> {
+        let routes = RouteCollection(context: Context.self)
+        LiveRoute(verifier: verifier, hub: hub, metrics: metrics).add(to: routes)
+        routes.add(middleware: SyncMiddleware(metrics: metrics))
+        httpRoutes.add(to: routes)
+        return routes
+    }
+
+    /// The monitoring routes, to mount with `router.addRoutes(_:atPath:)` if the application
+    /// wants them: `GET /health` (always `200`), `GET /ready` (`503` while the storage cannot
+    /// serve) and `GET /metrics` (Prometheus text), with the sync middleware.
+    public func monitoringRoutes<Context: RequestContext>(context: Context.Type = Context.self) -> RouteCollection<Context> {
+        let routes = RouteCollection(context: Context.self)
+        routes.add(middleware: SyncMiddleware(metrics: metrics))
+        httpRoutes.addMonitoring(to: routes)
+        return routes
     }
 
     /// A service serving the protocol, with the live channel and periodic compaction, to run in
@@ -94,10 +121,18 @@ public final class SyncServer: Sendable {
     /// answers the requests in flight, and what still runs when the period ends is cancelled.
     /// `onServerRunning` gets the bound port.
     public func makeApplication(logger: Logger = Logger(label: "osd-server"), onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some Service {
-        let router = Router(context: SyncRequestContext.self)
-        addRoutes(to: router)
-        let liveRouter = Router(context: LiveRequestContext.self)
-        addLiveRoute(to: liveRouter)
+        // The middleware is the whole router's here, so that unknown routes and methods are
+        // answered with the protocol's JSON error too.
+        let router = Router(context: BasicSyncRequestContext.self)
+        router.middlewares.add(SyncMiddleware(metrics: metrics))
+        let routes = RouteCollection(context: BasicSyncRequestContext.self)
+        httpRoutes.add(to: routes)
+        httpRoutes.addMonitoring(to: routes)
+        router.addRoutes(routes)
+        let liveRoutes = RouteCollection(context: BasicSyncRequestContext.self)
+        LiveRoute(verifier: verifier, hub: hub, metrics: metrics).add(to: liveRoutes)
+        let liveRouter = Router(context: BasicSyncRequestContext.self)
+        liveRouter.addRoutes(liveRoutes)
         let grace = Duration.milliseconds(Int64(max(0, configuration.shutdownGracePeriod) * 1000))
         let application = Application(
             router: router,

@@ -20,7 +20,7 @@ import Synchronization
 /// **Live events.** A push's and a scope change's events are sent with `pg_notify` inside the
 /// transaction (delivered on commit, never for a rollback); every storage instance listens on
 /// one pooled connection and hands the others' events to ``remoteEvents()``.
-public final class PostgresSyncStorage: SharedSyncStorage {
+public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
     /// The settings.
     public let configuration: PostgresStorageConfiguration
     let client: PostgresClient
@@ -34,7 +34,7 @@ public final class PostgresSyncStorage: SharedSyncStorage {
         var closed = false
         var runner: Task<Void, Never>?
         var listener: Task<Void, Never>?
-        var subscribers: [UUID: AsyncStream<SyncEvent>.Continuation] = [:]
+        var subscribers: [UUID: AsyncStream<SyncServiceEvent>.Continuation] = [:]
         var listening = false
         var listeningWaiters: [CheckedContinuation<Void, Never>] = []
     }
@@ -82,7 +82,7 @@ public final class PostgresSyncStorage: SharedSyncStorage {
         }
     }
 
-    public func metadata() async throws -> StorageMetadata {
+    package func metadata() async throws -> StorageMetadata {
         var epoch: String?
         var key: Data?
         for try await (name, value) in try await client.query("SELECT key, value FROM osd_metadata", logger: logger).decode((String, String).self) {
@@ -104,12 +104,15 @@ public final class PostgresSyncStorage: SharedSyncStorage {
         return EpochChange(previous: previous, current: current)
     }
 
+    /// Whether the database answers a query (for `/ready`).
     public func isReady() async -> Bool {
         guard !shared.state.withLock({ $0.closed }) else { return false }
         let rows = try? await client.query("SELECT 1", logger: logger).collect()
         return rows?.count == 1
     }
 
+    /// Stops listening for other servers' events, ends the ``remoteEvents()`` streams and closes
+    /// the connection pool.
     public func close() async throws {
         let (runner, listener, subscribers) = shared.state.withLock { state in
             state.closed = true
@@ -166,12 +169,12 @@ public final class PostgresSyncStorage: SharedSyncStorage {
 
     // MARK: Push
 
-    public func push(_ load: PushLoad, decide: @Sendable (PushSnapshot) throws -> PushPlan) async throws -> PushPlan {
+    package func push(_ load: PushLoad, decide: @Sendable (PushSnapshot) throws -> PushPlan) async throws -> PushPlan {
         try await writeTransaction { connection, head in
             let snapshot = try await loadPush(load, head: head, connection)
             let plan = try decide(snapshot)
             try await write(plan, clientID: load.clientID, connection)
-            var events: [SyncEvent] = []
+            var events: [SyncServiceEvent] = []
             if !plan.changes.isEmpty {
                 events.append(.changed(scopes: plan.changedScopes.sorted(), version: plan.head, readers: plan.readers))
             }
@@ -394,7 +397,7 @@ public final class PostgresSyncStorage: SharedSyncStorage {
 
     // MARK: Pull
 
-    public func pull(clientID: ClientID, user: String, probe: ServerVersion?, plan: @Sendable (PullContext) throws -> PullRead) async throws -> PullPage {
+    package func pull(clientID: ClientID, user: String, probe: ServerVersion?, plan: @Sendable (PullContext) throws -> PullRead) async throws -> PullPage {
         try await readTransaction { connection in
             let head = try await HeadRow.read(connection, logger)
             var grants: [ScopeID: ScopeRole] = [ScopeID.user(user): .owner]
@@ -517,7 +520,7 @@ public final class PostgresSyncStorage: SharedSyncStorage {
 
     // MARK: Scopes
 
-    public func scopes(of user: String) async throws -> [ScopeAccess] {
+    package func scopes(of user: String) async throws -> [ScopeAccess] {
         try await readTransaction { connection in
             var result: [ScopeID: ScopeRole] = [:]
             for try await scope in try await connection.query("SELECT scope FROM osd_grants WHERE user_id = \(user)", logger: logger).decode(String.self) { result[ScopeID(rawValue: scope)] = .member }
@@ -526,7 +529,7 @@ public final class PostgresSyncStorage: SharedSyncStorage {
         }
     }
 
-    public func scope(_ scope: ScopeID) async throws -> ScopeRecord? {
+    package func scope(_ scope: ScopeID) async throws -> ScopeRecord? {
         try await readTransaction { connection in try await scopeRecord(scope, connection) }
     }
 
@@ -540,7 +543,7 @@ public final class PostgresSyncStorage: SharedSyncStorage {
         return nil
     }
 
-    public func updateScope(_ scope: ScopeID, decide: @Sendable (ScopeRecord?) throws -> ScopeRecord) async throws -> ScopeRecord {
+    package func updateScope(_ scope: ScopeID, decide: @Sendable (ScopeRecord?) throws -> ScopeRecord) async throws -> ScopeRecord {
         try await writeTransaction { connection, _ in
             let current = try await scopeRecord(scope, connection)
             let next = try decide(current)
@@ -558,7 +561,7 @@ public final class PostgresSyncStorage: SharedSyncStorage {
 
     // MARK: Compaction
 
-    public func compact(before milliseconds: Int64) async throws -> CompactionResult {
+    package func compact(before milliseconds: Int64) async throws -> CompactionResult {
         try await writeTransaction { connection, head in
             // Push results are not dropped by age: a client that has not acknowledged one may
             // still send its mutation again and must get the same answer (property 3).
@@ -590,8 +593,10 @@ public final class PostgresSyncStorage: SharedSyncStorage {
 
     // MARK: Events
 
-    public func remoteEvents() -> AsyncStream<SyncEvent> {
-        let (stream, continuation) = AsyncStream<SyncEvent>.makeStream(bufferingPolicy: .bufferingNewest(1024))
+    /// The events other servers sharing the database committed, from now on (see
+    /// `SharedSyncStorage`).
+    public func remoteEvents() -> AsyncStream<SyncServiceEvent> {
+        let (stream, continuation) = AsyncStream<SyncServiceEvent>.makeStream(bufferingPolicy: .bufferingNewest(1024))
         let id = UUID()
         let closed = shared.state.withLock { state in
             if !state.closed { state.subscribers[id] = continuation }
@@ -618,7 +623,7 @@ public final class PostgresSyncStorage: SharedSyncStorage {
     }
 
     /// Sends events to the other servers, delivered when the transaction commits.
-    private func notify(_ events: [SyncEvent], _ connection: PostgresConnection) async throws {
+    private func notify(_ events: [SyncServiceEvent], _ connection: PostgresConnection) async throws {
         for event in events {
             var message = EventMessage(origin: origin, event: event)
             var payload = String(decoding: try JSONEncoder().encode(message), as: UTF8.self)
@@ -665,7 +670,7 @@ public final class PostgresSyncStorage: SharedSyncStorage {
 
     private static func deliver(_ payload: String, client: PostgresClient, shared: Shared, origin: String, logger: Logger) async {
         guard let message = try? JSONDecoder().decode(EventMessage.self, from: Data(payload.utf8)), message.origin != origin else { return }
-        var event: SyncEvent?
+        var event: SyncServiceEvent?
         switch message.kind {
         case "changed":
             if let readers = message.readers, let scopes = message.scopes {
@@ -701,7 +706,7 @@ struct EventMessage: Codable {
     var readers: Set<String>?
     var users: Set<String>?
 
-    init(origin: String, event: SyncEvent) {
+    init(origin: String, event: SyncServiceEvent) {
         self.origin = origin
         switch event {
         case .changed(let scopes, let version, let readers):

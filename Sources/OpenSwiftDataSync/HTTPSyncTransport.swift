@@ -19,11 +19,18 @@ public final class HTTPSyncTransport: SyncTransport {
     private let logger: Logger
 
     /// Makes a transport to the server at `server`; `tokenProvider` returns a current bearer
-    /// token (it is asked again after a 401).
-    public init(server: URL, client: HTTPClient = HTTPSyncTransport.sharedClient, timeout: TimeAmount = .seconds(60), logger: Logger = Logger(label: "OpenSwiftDataSync.http"), tokenProvider: @escaping @Sendable () async throws -> String) {
+    /// token (it is asked again after a 401). `timeout` bounds each request, from sending it
+    /// to the end of the answer's body.
+    public convenience init(server: URL, timeout: Duration = .seconds(60), logger: Logger = Logger(label: "OpenSwiftDataSync.http"), tokenProvider: @escaping @Sendable () async throws -> String) {
+        self.init(server: server, client: HTTPSyncTransport.sharedClient, timeout: timeout, logger: logger, tokenProvider: tokenProvider)
+    }
+
+    /// Makes a transport over a given AsyncHTTPClient (tests).
+    package init(server: URL, client: HTTPClient, timeout: Duration = .seconds(60), logger: Logger = Logger(label: "OpenSwiftDataSync.http"), tokenProvider: @escaping @Sendable () async throws -> String) {
         self.server = server
         self.client = client
-        self.timeout = timeout
+        let (seconds, attoseconds) = max(timeout, .zero).components
+        self.timeout = .nanoseconds(seconds.multipliedReportingOverflow(by: 1_000_000_000).overflow ? Int64.max : seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
         self.logger = logger
         self.tokenProvider = tokenProvider
     }
@@ -126,7 +133,7 @@ public final class HTTPSyncTransport: SyncTransport {
     /// The client every transport uses unless given one: a failed connection fails the request
     /// at once instead of being retried until the request's deadline, because the engine
     /// retries with its own backoff (and shows the app that it is offline meanwhile).
-    public static let sharedClient: HTTPClient = {
+    package static let sharedClient: HTTPClient = {
         var configuration = HTTPClient.Configuration.singletonConfiguration
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.timeout.connect = .seconds(10)

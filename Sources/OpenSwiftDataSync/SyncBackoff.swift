@@ -1,21 +1,21 @@
 /// Capped exponential backoff with full jitter: the n-th consecutive failure waits a random
 /// time in `[0, min(cap, base · 2ⁿ)]`, drawn from the engine's seeded generator.
 public struct SyncBackoff: Sendable, Hashable {
-    /// The first delay's ceiling, in seconds.
-    public var base: Double
-    /// The largest delay, in seconds.
-    public var cap: Double
+    /// The first delay's ceiling.
+    public var base: Duration
+    /// The largest delay.
+    public var cap: Duration
 
     /// Makes a backoff policy.
-    public init(base: Double = 0.5, cap: Double = 60) {
+    public init(base: Duration = .milliseconds(500), cap: Duration = .seconds(60)) {
         self.base = base
         self.cap = cap
     }
 
-    /// The delay before retry number `attempt` (1 for the first retry).
-    public func delay(attempt: Int, using random: inout SyncRandom) -> Double {
+    /// The delay before retry number `attempt` (1 for the first retry), in seconds.
+    package func delay(attempt: Int, using random: inout SyncRandom) -> Double {
         let exponent = Double(min(max(attempt - 1, 0), 30))
-        let ceiling = min(cap, base * pow2(exponent))
+        let ceiling = min(cap.secondsValue, base.secondsValue * pow2(exponent))
         let unit = Double(random.next() >> 11) / Double(1 << 53)
         return ceiling * unit
     }
@@ -28,5 +28,13 @@ public struct SyncBackoff: Sendable, Hashable {
             remaining -= 1
         }
         return value
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, as the engine's clock sleeps.
+    var secondsValue: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }

@@ -41,9 +41,8 @@ public struct SyncConfiguration: Sendable {
     public var acknowledgedMutationRetention: Int = 1000
     /// Retry timing for failed requests.
     public var backoff = SyncBackoff()
-    /// How often to pull while the live channel is down, in seconds (stretched by backoff on
-    /// failures).
-    public var pollInterval: Double = 30
+    /// How often to pull while the live channel is down (stretched by backoff on failures).
+    public var pollInterval: Duration = .seconds(30)
 
     /// An empty configuration.
     public init() {}

@@ -83,14 +83,19 @@ public actor SyncEngine {
     var liveConnected = false
     private var signedOut = false
 
-    /// Sets up an engine over any transport: the designated initializer, used by tests and the
-    /// simulator with an in-memory transport, a virtual clock and a seed.
+    /// Sets up an engine over any transport.
     ///
     /// Turns on change capture for the configured models. Throws
     /// ``SyncEngineError/modelNotInSchema(_:)`` when a configured model is not in the
     /// container's schema, and ``SyncEngineError/unsupportedModel(entity:reason:)`` when one
     /// cannot sync.
-    public init(container: ModelContainer, transport: any SyncTransport, user: String, configuration: SyncConfiguration, clock: any SyncClock = SystemSyncClock(), seed: UInt64? = nil) throws {
+    public init(container: ModelContainer, transport: any SyncTransport, user: String, configuration: SyncConfiguration) throws {
+        try self.init(container: container, transport: transport, user: user, configuration: configuration, clock: SystemSyncClock(), seed: nil)
+    }
+
+    /// The designated initializer, used by tests and the simulator with an in-memory
+    /// transport, a virtual clock and a seed.
+    package init(container: ModelContainer, transport: any SyncTransport, user: String, configuration: SyncConfiguration, clock: any SyncClock, seed: UInt64?) throws {
         guard !configuration.entities.isEmpty else { throw SyncEngineError.nothingToSync }
         for entity in configuration.entities where !container.hasEntity(named: entity.name) {
             throw SyncEngineError.modelNotInSchema(entity.name)
@@ -408,7 +413,7 @@ public actor SyncEngine {
             do {
                 try await exclusively { try await self.cycle() }
                 failures = 0
-                delay = liveConnected ? nil : configuration.pollInterval
+                delay = liveConnected ? nil : configuration.pollInterval.secondsValue
             } catch {
                 let engineError = Self.engineError(error)
                 if Self.isTransient(engineError) {
@@ -418,7 +423,7 @@ public actor SyncEngine {
                     // Permanent: not retried until something new happens (a save, a live
                     // message, syncNow, the poll).
                     failures = 0
-                    delay = configuration.pollInterval
+                    delay = configuration.pollInterval.secondsValue
                 }
             }
             if Task.isCancelled { break }

@@ -2,7 +2,7 @@ import Foundation
 import OpenSwiftDataSyncProtocol
 
 /// Why the engine could not be set up, or an operation refused. Setup errors are thrown by
-/// ``SyncEngine/init(container:transport:user:configuration:clock:seed:)``; the rest travel as
+/// ``SyncEngine/init(container:transport:user:configuration:)``; the rest travel as
 /// ``SyncEvent/error(_:)`` events and ``SyncStatus/lastError``.
 public enum SyncEngineError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A configured model type is not in the container's schema.

@@ -1,13 +1,14 @@
 /// A seeded pseudo-random generator (SplitMix64) for the engine's retry jitter: the same seed
-/// gives the same sequence on every platform, so a simulated schedule replays exactly.
-public struct SyncRandom: RandomNumberGenerator, Sendable {
+/// gives the same sequence on every platform, so a simulated schedule replays exactly. A test
+/// and simulator knob: `package`, not part of the library's API.
+package struct SyncRandom: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
     /// Makes a generator from a seed.
-    public init(seed: UInt64) { state = seed }
+    package init(seed: UInt64) { state = seed }
 
     /// The next 64 random bits.
-    public mutating func next() -> UInt64 {
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import OpenSwiftDataServer
 import OpenSwiftDataServerPostgres
+import OpenSwiftDataServerSQLite
 import OpenSwiftDataSyncProtocol
 import ServiceLifecycle
 
@@ -153,10 +154,10 @@ struct Serve: AsyncParsableCommand {
             clockSkew: jwtClockSkew, issuer: jwtIssuer ?? environment("OSD_JWT_ISSUER"), audience: jwtAudience ?? environment("OSD_JWT_AUDIENCE"),
             jwksRefreshInterval: jwksRefreshInterval)
         let configuration = SyncServerConfiguration(
-            hostname: hostname, port: port, databasePath: database, auth: auth, maxBodySize: maxBodyBytes,
-            sync: SyncConfiguration(maxMutationsPerPush: maxMutations, maxChangesPerPush: maxChanges, maxPullLimit: maxPullLimit, retention: retentionDays * 86_400),
+            hostname: hostname, port: port, auth: auth, maxBodySize: maxBodyBytes,
+            sync: SyncServiceConfiguration(maxMutationsPerPush: maxMutations, maxChangesPerPush: maxChanges, maxPullLimit: maxPullLimit, retention: retentionDays * 86_400),
             compactionInterval: compactionInterval, shutdownGracePeriod: shutdownGracePeriod)
-        var storage: (any SyncStorage)?
+        let storage: any SyncStorage
         var shownDatabase = URL(fileURLWithPath: database).standardizedFileURL.path
         if let url = postgres ?? environment("OSD_POSTGRES_URL") {
             var settings = try PostgresStorageConfiguration(url: url)
@@ -166,6 +167,8 @@ struct Serve: AsyncParsableCommand {
             if !query.contains(where: { $0.name == "statement_timeout" }) { settings.statementTimeoutMilliseconds = postgresStatementTimeout }
             storage = try await PostgresSyncStorage(configuration: settings, logger: logger)
             shownDatabase = settings.redactedDescription
+        } else {
+            storage = try SQLiteSyncStorage(path: database)
         }
         let server = try await SyncServer(configuration: configuration, storage: storage)
         let hostname = hostname
@@ -206,7 +209,7 @@ struct Token: AsyncParsableCommand {
     var days: Double = 30
 
     func run() async throws {
-        let verifier = try await TokenVerifier(configuration: AuthConfiguration(hmacSecret: jwtSecret), clock: { Date() })
+        let verifier = try await TokenVerifier(configuration: AuthConfiguration(hmacSecret: jwtSecret))
         let token = try await verifier.mint(user: user, lifetime: days * 86_400)
         print("token for \(user), valid \(days) days (send as Authorization: Bearer <token>):")
         print(token)

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import OpenSwiftDataServer
+import OpenSwiftDataServerSQLite
 import OpenSwiftDataServerPostgres
 import PostgresNIO
 import Testing
@@ -111,7 +112,7 @@ enum TestStorage {
         }
     }
 
-    var storage: any SyncStorage {
+    var storage: any SyncStorageBackend {
         switch self {
         case .sqlite(let storage, _): storage
         case .postgres(let storage): storage

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import OpenSwiftDataServer
+import OpenSwiftDataServerSQLite
 import OpenSwiftDataServerPostgres
 import OpenSwiftDataSyncProtocol
 import Testing
@@ -65,7 +66,7 @@ struct BackupTests {
         let backup = directory.path("backup.sqlite")
         let storage = try SQLiteSyncStorage(path: live)
         let clock = ManualClock()
-        let service = try await SyncService(storage: storage, clock: clock.clock)
+        let service = try await SyncService(storage: storage, now: clock.clock)
         _ = try await service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(1, .insert, "kept")]))
         let summary = try SQLiteMaintenance.backup(databasePath: live, to: backup)
         #expect(summary.epoch == service.epoch)
@@ -75,7 +76,7 @@ struct BackupTests {
 
         let change = try SQLiteMaintenance.restore(backup: backup, to: live)
         #expect(change.previous == summary.epoch && change.current != summary.epoch)
-        let restored = try await SyncService(storage: try SQLiteSyncStorage(path: live), clock: clock.clock)
+        let restored = try await SyncService(storage: try SQLiteSyncStorage(path: live), now: clock.clock)
         #expect(restored.epoch == change.current)
         let page = try await restored.pull(user: "alice", request: PullRequest(clientID: "a", cursor: cursor))
         #expect(page.reset == .epochChanged)
@@ -95,12 +96,12 @@ struct BackupTests {
         let directory = try TemporaryDirectory()
         let path = directory.path("db.sqlite")
         let storage = try SQLiteSyncStorage(path: path)
-        let service = try await SyncService(storage: storage, clock: { Date() })
+        let service = try await SyncService(storage: storage, now: { Date() })
         _ = try await service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(1, .insert, "n1")]))
         try await storage.close()
         let change = try SQLiteMaintenance.rotateEpoch(databasePath: path)
         #expect(change.previous == service.epoch && change.current != service.epoch)
-        let reopened = try await SyncService(storage: try SQLiteSyncStorage(path: path), clock: { Date() })
+        let reopened = try await SyncService(storage: try SQLiteSyncStorage(path: path), now: { Date() })
         #expect(reopened.epoch == change.current)
         #expect(try await reopened.pull(user: "alice", request: PullRequest(clientID: "b")).changes.count == 1)
         try await reopened.storage.close()
@@ -114,14 +115,14 @@ struct BackupTests {
         let configuration = try PostgresTestDatabase.freshConfiguration()
         let storage = try await PostgresSyncStorage(configuration: configuration, logger: PostgresTestDatabase.quietLogger)
         let clock = ManualClock()
-        let service = try await SyncService(storage: storage, clock: clock.clock)
+        let service = try await SyncService(storage: storage, now: clock.clock)
         _ = try await service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(1, .insert, "n1")]))
         let cursor = try await service.pull(user: "alice", request: PullRequest(clientID: "a")).cursor
         let change = try await storage.rotateEpoch()
         #expect(change.previous == service.epoch && change.current != service.epoch)
         try await storage.close()
         let reopened = try await PostgresSyncStorage(configuration: configuration, logger: PostgresTestDatabase.quietLogger)
-        let restarted = try await SyncService(storage: reopened, clock: clock.clock)
+        let restarted = try await SyncService(storage: reopened, now: clock.clock)
         #expect(restarted.epoch == change.current)
         let page = try await restarted.pull(user: "alice", request: PullRequest(clientID: "a", cursor: cursor))
         #expect(page.reset == .epochChanged)

@@ -10,7 +10,7 @@ struct ConflictTests {
     private func converge(_ backend: Backend, policy: ConflictPolicy, wholeRecords: Bool = false) async throws -> [[SyncName: SyncValue]?] {
         var outcomes: [[SyncName: SyncValue]?] = []
         for order in [["a", "b"], ["b", "a"]] {
-            let h = try await CoreHarness(backend, configuration: SyncConfiguration(policies: ["Note": policy]))
+            let h = try await CoreHarness(backend, configuration: SyncServiceConfiguration(policies: ["Note": policy]))
             _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "seed", mutations: [
                 mutation(1, .insert, "n1", fields: ["title": .string("t0"), "body": .string("b0"), "pinned": .bool(false)]),
             ]))
@@ -69,7 +69,7 @@ struct ConflictTests {
 
     @Test("rejectStale: stale only after another client's change, with the server's record returned", arguments: Backend.all)
     func rejectStale(_ backend: Backend) async throws {
-        let h = try await CoreHarness(backend, configuration: SyncConfiguration(policies: ["Note": .rejectStale]))
+        let h = try await CoreHarness(backend, configuration: SyncServiceConfiguration(policies: ["Note": .rejectStale]))
         _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(1, .insert, "n1", fields: ["title": .string("t0")])]))
         // The same client updating on its own old base is never stale.
         let own = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [
@@ -93,7 +93,7 @@ struct ConflictTests {
             }
             return .usePolicy
         }
-        let h = try await CoreHarness(backend, configuration: SyncConfiguration(resolvers: ["Counter": resolver]))
+        let h = try await CoreHarness(backend, configuration: SyncServiceConfiguration(resolvers: ["Counter": resolver]))
         let response = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [
             mutation(1, .insert, "k", entity: "Counter", fields: ["count": .int(5)]),
             mutation(2, .update, "k", entity: "Counter", at: 1_790_000_000_001, fields: ["count": .int(3)]),

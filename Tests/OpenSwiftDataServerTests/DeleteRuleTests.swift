@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import OpenSwiftDataServer
+import OpenSwiftDataServerSQLite
 import OpenSwiftDataServerPostgres
 import PostgresNIO
 import OpenSwiftDataSyncProtocol
@@ -164,7 +165,7 @@ struct DeleteRuleTests {
     func migrationFillsIndex(_ backend: Backend) async throws {
         let directory = try TemporaryDirectory()
         let first = try await TestStorage.make(backend, directory: directory)
-        let service = try await SyncService(storage: first.storage, clock: ManualClock().clock)
+        let service = try await SyncService(storage: first.storage, now: ManualClock().clock)
         _ = try await service.push(user: "alice", request: PushRequest(clientID: "c1", mutations: [Mutation(id: 1, stamp: stamp(1_790_000_000_000), changes: [
             change(.insert, "List", "l1"),
             change(.insert, "Item", "i1", ["list": .reference("l1")]),
@@ -172,7 +173,7 @@ struct DeleteRuleTests {
         ])], schema: schema))
         try await first.storage.close()
         // Back to the schema before the index: the table and its migration's record gone.
-        let reopened: any SyncStorage
+        let reopened: any SyncStorageBackend
         switch first {
         case .sqlite(_, let path):
             let queue = try DatabaseQueue(path: path)
@@ -189,7 +190,7 @@ struct DeleteRuleTests {
             }
             reopened = try await PostgresSyncStorage(configuration: configuration, logger: PostgresTestDatabase.quietLogger)
         }
-        let again = try await SyncService(storage: reopened, clock: ManualClock().clock)
+        let again = try await SyncService(storage: reopened, now: ManualClock().clock)
         let response = try await again.push(user: "alice", request: PushRequest(clientID: "c1", mutations: [Mutation(id: 2, stamp: stamp(1_790_000_000_100), changes: [change(.delete, "List", "l1")])]))
         #expect(response.results.map(\.status) == [.applied])
         // A first download holds the live records: the item went by cascade, the card stays

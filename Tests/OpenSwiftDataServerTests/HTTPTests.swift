@@ -1,6 +1,7 @@
 import Foundation
 import NIOHTTP1
 import OpenSwiftDataServer
+import OpenSwiftDataServerSQLite
 import OpenSwiftDataSyncProtocol
 import Testing
 
@@ -39,9 +40,9 @@ struct HTTPTests {
             let bob = try await server.token("bob")
             _ = try await server.push(PushRequest(clientID: "a", mutations: [mutation(1, .insert, "n1", fields: ["title": .string("t")])]), token: alice)
             let cursor = try await server.pull(PullRequest(clientID: "a"), token: alice).decode(PullResponse.self).cursor
-            let verifier = try await TokenVerifier(configuration: AuthConfiguration(hmacSecret: "another-secret-of-at-least-32-bytes"), clock: { Date() })
+            let verifier = try await TokenVerifier(configuration: AuthConfiguration(hmacSecret: "another-secret-of-at-least-32-bytes"), now: { Date() })
             let forged = try await verifier.mint(user: "alice")
-            let expiredVerifier = try await TokenVerifier(configuration: AuthConfiguration(hmacSecret: LiveServer.secret), clock: { Date(timeIntervalSinceNow: -7200) })
+            let expiredVerifier = try await TokenVerifier(configuration: AuthConfiguration(hmacSecret: LiveServer.secret), now: { Date(timeIntervalSinceNow: -7200) })
             let expired = try await expiredVerifier.mint(user: "alice", lifetime: 60)
             let unsigned = "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.eyJzdWIiOiJhbGljZSIsImV4cCI6NDEwMjQ0NDgwMH0."
             let mutation2 = #"{"id":2,"stamp":"1","changes":[{"op":"insert","entity":"Note","recordID":"n2","scope":"user:alice"}]}"#

@@ -4,6 +4,7 @@ import HTTPTypes
 import HummingbirdWSClient
 import Logging
 import OpenSwiftDataServer
+import OpenSwiftDataServerSQLite
 import OpenSwiftDataServerPostgres
 import OpenSwiftDataSyncProtocol
 import Testing
@@ -81,8 +82,8 @@ struct LiveAndProcessTests {
     @Test("a refused live handshake (no, expired or forged token) is a 401 with the JSON error body and an x-request-id, and nothing after it; an unsupported protocolVersion is a 400")
     func refusedHandshake() async throws {
         try await LiveServer.run { server in
-            let expired = try await TokenVerifier(configuration: AuthConfiguration(hmacSecret: LiveServer.secret), clock: { Date(timeIntervalSinceNow: -7200) }).mint(user: "alice", lifetime: 60)
-            let forged = try await TokenVerifier(configuration: AuthConfiguration(hmacSecret: "another-secret-of-at-least-32-bytes"), clock: { Date() }).mint(user: "alice")
+            let expired = try await TokenVerifier(configuration: AuthConfiguration(hmacSecret: LiveServer.secret), now: { Date(timeIntervalSinceNow: -7200) }).mint(user: "alice", lifetime: 60)
+            let forged = try await TokenVerifier(configuration: AuthConfiguration(hmacSecret: "another-secret-of-at-least-32-bytes"), now: { Date() }).mint(user: "alice")
             let cases: [(name: String, path: String, headers: [String: String], word: String)] = [
                 ("no token", "/v1/live", [:], "no bearer token"),
                 ("expired token", "/v1/live", ["Authorization": "Bearer \(expired)"], "expired"),
@@ -232,7 +233,7 @@ struct LiveAndProcessTests {
             }
         }
         let bound = try #require(port)
-        let token = try await TokenVerifier(configuration: AuthConfiguration(hmacSecret: secret), clock: { Date() }).mint(user: "alice")
+        let token = try await TokenVerifier(configuration: AuthConfiguration(hmacSecret: secret), now: { Date() }).mint(user: "alice")
         // One client upgrades and then never reads a byte nor answers anything.
         let silent = try RawWebSocket(port: bound)
         try silent.sendHandshake(port: bound, headers: ["Authorization": "Bearer \(token)"])
@@ -297,7 +298,7 @@ struct LiveAndProcessTests {
         let directory = try TemporaryDirectory()
         let database = directory.path("osd.sqlite")
         let storage = try SQLiteSyncStorage(path: database)
-        let service = try await SyncService(storage: storage, clock: { Date() })
+        let service = try await SyncService(storage: storage, now: { Date() })
         _ = try await service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(1, .insert, "n1")]))
         let backup = directory.path("backup.sqlite")
         // While the database is open (the server would be running).
@@ -395,7 +396,7 @@ struct LiveAndProcessTests {
             }
         }
         let bound = try #require(port)
-        let token = try await TokenVerifier(configuration: AuthConfiguration(hmacSecret: secret), clock: { Date() }).mint(user: "alice")
+        let token = try await TokenVerifier(configuration: AuthConfiguration(hmacSecret: secret), now: { Date() }).mint(user: "alice")
         let push = try await LiveServerClient(base: "http://127.0.0.1:\(bound)").push(PushRequest(clientID: "p1", mutations: [mutation(1, .insert, "n1")]), token: token)
         #expect(push.status == 200, "\(push.text)")
         process.interrupt()  // SIGINT

@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import OpenSwiftDataServer
+import OpenSwiftDataServerSQLite
 import OpenSwiftDataSyncProtocol
 import ServiceLifecycle
 import Testing
@@ -21,7 +22,7 @@ struct LiveServer {
     var base: String { "http://127.0.0.1:\(port)" }
 
     static func run<T>(
-        _ backend: Backend = .sqlite, maxBodySize: Int = 64 * 1024, sync: SyncConfiguration = SyncConfiguration(), auth: AuthConfiguration = AuthConfiguration(hmacSecret: secret),
+        _ backend: Backend = .sqlite, maxBodySize: Int = 64 * 1024, sync: SyncServiceConfiguration = SyncServiceConfiguration(), auth: AuthConfiguration = AuthConfiguration(hmacSecret: secret),
         logger: Logger? = nil, storage makeStorage: ((String) throws -> SQLiteSyncStorage)? = nil, _ body: (LiveServer) async throws -> T
     ) async throws -> T {
         let directory = try TemporaryDirectory()
@@ -37,10 +38,10 @@ struct LiveServer {
 
     /// Serves over a given storage (closed when the server stops).
     static func run<T>(
-        storage: TestStorage, directory: TemporaryDirectory, maxBodySize: Int = 64 * 1024, sync: SyncConfiguration = SyncConfiguration(),
+        storage: TestStorage, directory: TemporaryDirectory, maxBodySize: Int = 64 * 1024, sync: SyncServiceConfiguration = SyncServiceConfiguration(),
         auth: AuthConfiguration = AuthConfiguration(hmacSecret: secret), logger: Logger? = nil, _ body: (LiveServer) async throws -> T
     ) async throws -> T {
-        let configuration = SyncServerConfiguration(hostname: "127.0.0.1", port: 0, databasePath: directory.path("unused.sqlite"), auth: auth, maxBodySize: maxBodySize, sync: sync)
+        let configuration = SyncServerConfiguration(hostname: "127.0.0.1", port: 0, auth: auth, maxBodySize: maxBodySize, sync: sync)
         let server = try await SyncServer(configuration: configuration, storage: storage.storage)
         let logger = logger ?? {
             var logger = Logger(label: "osd-server-test")

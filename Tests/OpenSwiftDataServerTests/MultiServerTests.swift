@@ -224,7 +224,7 @@ struct MultiServerTests {
         defer { if first.isRunning { first.terminate() } }
         let (second, secondPort) = try await start("b")
         defer { if second.isRunning { second.terminate() } }
-        let token = try await TokenVerifier(configuration: AuthConfiguration(hmacSecret: secret), clock: { Date() }).mint(user: "alice")
+        let token = try await TokenVerifier(configuration: AuthConfiguration(hmacSecret: secret), now: { Date() }).mint(user: "alice")
         let a = LiveServerClient(base: "http://127.0.0.1:\(firstPort)")
         let b = LiveServerClient(base: "http://127.0.0.1:\(secondPort)")
         // Pushes through A, acknowledged one by one, while A is killed at some point.

@@ -4,6 +4,7 @@ import Hummingbird
 import JWTKit
 import Logging
 import OpenSwiftDataServer
+import OpenSwiftDataServerSQLite
 import OpenSwiftDataSyncProtocol
 import ServiceLifecycle
 import Testing
@@ -92,7 +93,7 @@ private actor Gate {
 }
 
 /// The SQLite storage, with pushes held at a gate.
-private final class GatedStorage: SyncStorage {
+private final class GatedStorage: SyncStorageBackend {
     let base: SQLiteSyncStorage
     let gate: Gate
 
@@ -135,7 +136,7 @@ struct OperationsTests {
             #expect(push.status == 200, "\(push.text)")
             #expect(try push.decode(PushResponse.self).results.first?.status == .applied)
             let before = try await server.footprint()
-            let hmac = try await TokenVerifier(configuration: AuthConfiguration(hmacSecret: LiveServer.secret), clock: { Date() }).mint(user: "alice")
+            let hmac = try await TokenVerifier(configuration: AuthConfiguration(hmacSecret: LiveServer.secret), now: { Date() }).mint(user: "alice")
             for (name, bad) in [
                 ("another key under the same kid", try await impostor.token("alice")),
                 ("an HS256 token when only the JWKS is configured", hmac),
@@ -204,7 +205,7 @@ struct OperationsTests {
         let path = directory.path("shutdown.sqlite")
         let gate = Gate()
         let storage = GatedStorage(base: try SQLiteSyncStorage(path: path), gate: gate)
-        let configuration = SyncServerConfiguration(hostname: "127.0.0.1", port: 0, databasePath: path, auth: AuthConfiguration(hmacSecret: LiveServer.secret))
+        let configuration = SyncServerConfiguration(hostname: "127.0.0.1", port: 0, auth: AuthConfiguration(hmacSecret: LiveServer.secret))
         let server = try await SyncServer(configuration: configuration, storage: storage)
         var logger = Logger(label: "osd-server-test")
         logger.logLevel = .warning
@@ -242,7 +243,7 @@ struct OperationsTests {
         let path = directory.path("bounded.sqlite")
         let gate = Gate()
         let storage = GatedStorage(base: try SQLiteSyncStorage(path: path), gate: gate)
-        let configuration = SyncServerConfiguration(hostname: "127.0.0.1", port: 0, databasePath: path, auth: AuthConfiguration(hmacSecret: LiveServer.secret), shutdownGracePeriod: 2)
+        let configuration = SyncServerConfiguration(hostname: "127.0.0.1", port: 0, auth: AuthConfiguration(hmacSecret: LiveServer.secret), shutdownGracePeriod: 2)
         let server = try await SyncServer(configuration: configuration, storage: storage)
         var logger = Logger(label: "osd-server-test")
         logger.logLevel = .error

@@ -15,7 +15,7 @@ struct PushAnswerRetentionTests {
 
     @Test("a rejected answer survives compaction past its age: the resent batch gets the same rejection, not a claimed success", arguments: Backend.all)
     func rejectionSurvivesCompaction(_ backend: Backend) async throws {
-        let h = try await CoreHarness(backend, configuration: SyncConfiguration(retention: 3600))
+        let h = try await CoreHarness(backend, configuration: SyncServiceConfiguration(retention: 3600))
         let first = try await h.service.push(user: "alice", request: batch())
         #expect(first.results.map(\.status) == [.applied, .rejected])
         #expect(first.results[1].reason == .scopeNotGranted)

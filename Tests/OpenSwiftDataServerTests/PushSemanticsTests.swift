@@ -36,7 +36,7 @@ struct PushSemanticsTests {
         // The database restored from a copy that predates both, with a new epoch.
         let other = try await CoreHarness(backend)
         let metadata = try await h.storage.metadata()
-        let restored = try await SyncService(storage: try await other.restoredStorage(cursorKey: metadata.cursorKey), clock: h.clock.clock)
+        let restored = try await SyncService(storage: try await other.restoredStorage(cursorKey: metadata.cursorKey), now: h.clock.clock)
         let error = await expectError(.staleEpoch) { _ = try await restored.push(user: "alice", request: late) }
         #expect(error?.statusCode == 409)
         let reset = try await restored.pull(user: "alice", request: PullRequest(clientID: "c1", cursor: old))
@@ -132,7 +132,7 @@ struct PushSemanticsTests {
 
     @Test("bad batches are request errors: ids not growing by one, too many, malformed scope, unsupported version", arguments: Backend.all)
     func badBatches(_ backend: Backend) async throws {
-        let h = try await CoreHarness(backend, configuration: SyncConfiguration(maxMutationsPerPush: 3))
+        let h = try await CoreHarness(backend, configuration: SyncServiceConfiguration(maxMutationsPerPush: 3))
         let before = try await h.footprint()
         await expectError(.malformedRequest) {
             _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "c1", mutations: [mutation(1, .insert, "a"), mutation(3, .insert, "b")]))

@@ -1,5 +1,6 @@
 import Foundation
 import OpenSwiftDataServer
+import OpenSwiftDataServerSQLite
 import OpenSwiftDataSyncProtocol
 import Testing
 
@@ -109,7 +110,7 @@ struct ScopePullTests {
         await expectError(.invalidCursor) { _ = try await other.service.pull(user: "alice", request: PullRequest(clientID: "a", cursor: good)) }
         let metadata = try await h.storage.metadata()
         let restored = try await other.restoredStorage(cursorKey: metadata.cursorKey)
-        let service = try await SyncService(storage: restored, clock: h.clock.clock)
+        let service = try await SyncService(storage: restored, now: h.clock.clock)
         let reset = try await service.pull(user: "alice", request: PullRequest(clientID: "a", cursor: good))
         #expect(reset.reset == .epochChanged)
     }
@@ -121,12 +122,12 @@ struct ScopePullTests {
         let key = Data(repeating: 7, count: 32)
         let clock = ManualClock()
         var storage = try SQLiteSyncStorage(path: path, cursorKey: key)
-        var service = try await SyncService(storage: storage, clock: clock.clock)
+        var service = try await SyncService(storage: storage, now: clock.clock)
         _ = try await service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(1, .insert, "n1")]))
         try await storage.close()
         try FileManager.default.copyItem(atPath: path, toPath: path + ".copy")
         storage = try SQLiteSyncStorage(path: path, cursorKey: key)
-        service = try await SyncService(storage: storage, clock: clock.clock)
+        service = try await SyncService(storage: storage, now: clock.clock)
         clock.advance(1)
         // Written after the copy: the restore loses it.
         _ = try await service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(2, .insert, "n2", at: 1_790_000_000_001)]))
@@ -140,7 +141,7 @@ struct ScopePullTests {
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
         try FileManager.default.copyItem(atPath: path + ".copy", toPath: path)
         storage = try SQLiteSyncStorage(path: path, cursorKey: key)
-        service = try await SyncService(storage: storage, clock: clock.clock)
+        service = try await SyncService(storage: storage, now: clock.clock)
         clock.advance(1)
         // Another write takes the lost one's position in the log: the cursor is not past the
         // head, but what it has seen is not this log.
@@ -167,12 +168,12 @@ struct ScopePullTests {
         let key = Data(repeating: 7, count: 32)
         let clock = ManualClock()
         var storage = try SQLiteSyncStorage(path: path, cursorKey: key)
-        var service = try await SyncService(storage: storage, clock: clock.clock)
+        var service = try await SyncService(storage: storage, now: clock.clock)
         _ = try await service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(1, .insert, "n1")]))
         try await storage.close()
         try FileManager.default.copyItem(atPath: path, toPath: path + ".copy")
         storage = try SQLiteSyncStorage(path: path, cursorKey: key)
-        service = try await SyncService(storage: storage, clock: clock.clock)
+        service = try await SyncService(storage: storage, now: clock.clock)
         clock.advance(1)
         // Written after the copy: the restore loses it.
         _ = try await service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(2, .insert, "n2", at: 1_790_000_000_001)]))
@@ -188,7 +189,7 @@ struct ScopePullTests {
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
         try FileManager.default.copyItem(atPath: path + ".copy", toPath: path)
         storage = try SQLiteSyncStorage(path: path, cursorKey: key)
-        service = try await SyncService(storage: storage, clock: clock.clock)
+        service = try await SyncService(storage: storage, now: clock.clock)
         clock.advance(1)
         // The cursor is past the restored head.
         let pastHead = await expectError(.staleEpoch) { _ = try await service.push(user: "alice", request: late) }
@@ -213,14 +214,14 @@ struct ScopePullTests {
         let path = directory.path("live.sqlite")
         let key = Data(repeating: 7, count: 32)
         let clock = ManualClock()
-        let configuration = SyncConfiguration(retention: 3600)
+        let configuration = SyncServiceConfiguration(retention: 3600)
         var storage = try SQLiteSyncStorage(path: path, cursorKey: key)
-        var service = try await SyncService(storage: storage, configuration: configuration, clock: clock.clock)
+        var service = try await SyncService(storage: storage, configuration: configuration, now: clock.clock)
         _ = try await service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(1, .insert, "n1")]))
         try await storage.close()
         try FileManager.default.copyItem(atPath: path, toPath: path + ".copy")
         storage = try SQLiteSyncStorage(path: path, cursorKey: key)
-        service = try await SyncService(storage: storage, configuration: configuration, clock: clock.clock)
+        service = try await SyncService(storage: storage, configuration: configuration, now: clock.clock)
         // Written after the copy (the restore loses it), then the whole log is compacted: the
         // cursor handed out next sits at a position with no change, so it carries no mark.
         _ = try await service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(2, .insert, "n2", at: 1_790_000_000_001)]))
@@ -236,7 +237,7 @@ struct ScopePullTests {
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
         try FileManager.default.copyItem(atPath: path + ".copy", toPath: path)
         storage = try SQLiteSyncStorage(path: path, cursorKey: key)
-        service = try await SyncService(storage: storage, configuration: configuration, clock: clock.clock)
+        service = try await SyncService(storage: storage, configuration: configuration, now: clock.clock)
         // Another write takes the lost one's position, which is the cursor's.
         _ = try await service.push(user: "alice", request: PushRequest(clientID: "c", mutations: [mutation(1, .insert, "n3", at: 1_790_007_300_000)]))
         let page = try await service.pull(user: "alice", request: PullRequest(clientID: "b", cursor: cursor))
@@ -260,14 +261,14 @@ struct ScopePullTests {
         let path = directory.path("live.sqlite")
         let key = Data(repeating: 7, count: 32)
         let clock = ManualClock()
-        let configuration = SyncConfiguration(retention: 3600)
+        let configuration = SyncServiceConfiguration(retention: 3600)
         var storage = try SQLiteSyncStorage(path: path, cursorKey: key)
-        var service = try await SyncService(storage: storage, configuration: configuration, clock: clock.clock)
+        var service = try await SyncService(storage: storage, configuration: configuration, now: clock.clock)
         _ = try await service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(1, .insert, "n1")]))
         try await storage.close()
         try FileManager.default.copyItem(atPath: path, toPath: path + ".copy")
         storage = try SQLiteSyncStorage(path: path, cursorKey: key)
-        service = try await SyncService(storage: storage, configuration: configuration, clock: clock.clock)
+        service = try await SyncService(storage: storage, configuration: configuration, now: clock.clock)
         // Written after the copy (the restore loses it); the cursor sits on it (position 2).
         clock.advance(1)
         _ = try await service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(2, .insert, "n2", at: 1_790_000_000_001)]))
@@ -281,7 +282,7 @@ struct ScopePullTests {
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
         try FileManager.default.copyItem(atPath: path + ".copy", toPath: path)
         storage = try SQLiteSyncStorage(path: path, cursorKey: key)
-        service = try await SyncService(storage: storage, configuration: configuration, clock: clock.clock)
+        service = try await SyncService(storage: storage, configuration: configuration, now: clock.clock)
         // The restored log is written again at the cursor's position (n3) and past it (n4, two
         // hours later); compaction then removes the log up to n3: the horizon is the cursor's
         // position, whose change is not the one the cursor was issued on.
@@ -308,7 +309,7 @@ struct ScopePullTests {
 
     @Test("past the retention window, tombstones and the log are compacted and old cursors reset", arguments: Backend.all)
     func compaction(_ backend: Backend) async throws {
-        let h = try await CoreHarness(backend, configuration: SyncConfiguration(retention: 3600))
+        let h = try await CoreHarness(backend, configuration: SyncServiceConfiguration(retention: 3600))
         _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(1, .insert, "n1"), mutation(2, .insert, "n2", at: 1_790_000_000_001)]))
         let old = try await h.pullAll("alice", client: "a").last.cursor
         _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(3, .delete, "n1", at: 1_790_000_000_002)]))

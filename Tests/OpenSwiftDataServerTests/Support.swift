@@ -15,7 +15,7 @@ final class ManualClock: @unchecked Sendable {
 
     func advance(_ seconds: TimeInterval) { lock.withLock { now += seconds } }
 
-    var clock: SyncClock { { self.date } }
+    var clock: @Sendable () -> Date { { self.date } }
 }
 
 /// A temporary directory removed when the value is released.
@@ -41,14 +41,14 @@ struct CoreHarness {
     let testStorage: TestStorage
     let service: SyncService
 
-    var storage: any SyncStorage { testStorage.storage }
+    var storage: any SyncStorageBackend { testStorage.storage }
 
-    init(_ backend: Backend, configuration: SyncConfiguration = SyncConfiguration(), directory: TemporaryDirectory? = nil, name: String = "sync.sqlite") async throws {
+    init(_ backend: Backend, configuration: SyncServiceConfiguration = SyncServiceConfiguration(), directory: TemporaryDirectory? = nil, name: String = "sync.sqlite") async throws {
         self.backend = backend
         self.directory = try directory ?? TemporaryDirectory()
         clock = ManualClock()
         testStorage = try await TestStorage.make(backend, directory: self.directory, name: name)
-        service = try await SyncService(storage: testStorage.storage, configuration: configuration, clock: clock.clock)
+        service = try await SyncService(storage: testStorage.storage, configuration: configuration, now: clock.clock)
     }
 
     /// Counts rows of a table through a separate connection (what is really stored).
@@ -62,7 +62,7 @@ struct CoreHarness {
     }
 
     /// Another, empty storage of the same backend whose cursors are signed with `cursorKey`.
-    func restoredStorage(cursorKey: Data) async throws -> any SyncStorage {
+    func restoredStorage(cursorKey: Data) async throws -> any SyncStorageBackend {
         try await TestStorage.make(backend, directory: directory, name: "restored.sqlite", cursorKey: cursorKey).storage
     }
 

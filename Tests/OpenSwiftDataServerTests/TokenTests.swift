@@ -76,7 +76,7 @@ struct TokenTests {
     }
 
     private func verifier(_ configuration: AuthConfiguration) async throws -> TokenVerifier {
-        try await TokenVerifier(configuration: configuration, clock: clock.clock)
+        try await TokenVerifier(configuration: configuration, now: clock.clock)
     }
 
     /// Expects `token` refused with a 401 whose message contains each of `words`, and none of

@@ -77,8 +77,8 @@ final class SimClient {
         url = directory.appendingPathComponent("\(name).sqlite")
     }
 
-    static func configuration() -> OpenSwiftDataSync.SyncConfiguration {
-        var configuration = OpenSwiftDataSync.SyncConfiguration()
+    static func configuration() -> SyncConfiguration {
+        var configuration = SyncConfiguration()
         configuration.sync(SimList.self, scope: \SimList.space)
         configuration.sync(SimItem.self, scope: \SimItem.space)
         configuration.sync(SimTag.self, scope: \SimTag.space)

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import OpenSwiftDataServer
+import OpenSwiftDataServerSQLite
 import OpenSwiftDataSyncProtocol
 
 /// The simulated server: the real `SyncService` over the real SQLite storage in a file, which
@@ -8,7 +9,7 @@ import OpenSwiftDataSyncProtocol
 final class SimServer {
     let path: String
     let clock: SimClock
-    let configuration: OpenSwiftDataServer.SyncConfiguration
+    let configuration: SyncServiceConfiguration
     private(set) var storage: SQLiteSyncStorage
     private(set) var service: SyncService
     private var snapshot: String?
@@ -19,16 +20,16 @@ final class SimServer {
         path = directory.appendingPathComponent("server.sqlite").path
         self.clock = clock
         // A short retention: a compaction after two simulated minutes passes clients' cursors.
-        configuration = OpenSwiftDataServer.SyncConfiguration(retention: 60, policies: ["SimCounter": .rejectStale])
+        configuration = SyncServiceConfiguration(retention: 60, policies: ["SimCounter": .rejectStale])
         storage = try SQLiteSyncStorage(path: path, cursorKey: Self.cursorKey)
-        service = try await SyncService(storage: storage, configuration: configuration, clock: { [clock] in clock.now() })
+        service = try await SyncService(storage: storage, configuration: configuration, now: { [clock] in clock.now() })
     }
 
     /// Closes and reopens the storage and the service (a server process restarted).
     func restart() async throws {
         try await storage.close()
         storage = try SQLiteSyncStorage(path: path, cursorKey: Self.cursorKey)
-        service = try await SyncService(storage: storage, configuration: configuration, clock: { [clock] in clock.now() })
+        service = try await SyncService(storage: storage, configuration: configuration, now: { [clock] in clock.now() })
     }
 
     /// Copies the database file aside (a backup); the later restore goes back to it.
@@ -39,7 +40,7 @@ final class SimServer {
         try FileManager.default.copyItem(atPath: path, toPath: copy)
         snapshot = copy
         storage = try SQLiteSyncStorage(path: path, cursorKey: Self.cursorKey)
-        service = try await SyncService(storage: storage, configuration: configuration, clock: { [clock] in clock.now() })
+        service = try await SyncService(storage: storage, configuration: configuration, now: { [clock] in clock.now() })
     }
 
     var hasSnapshot: Bool { snapshot != nil }
@@ -58,7 +59,7 @@ final class SimServer {
             try queue.close()
         }
         storage = try SQLiteSyncStorage(path: path, cursorKey: Self.cursorKey)
-        service = try await SyncService(storage: storage, configuration: configuration, clock: { [clock] in clock.now() })
+        service = try await SyncService(storage: storage, configuration: configuration, now: { [clock] in clock.now() })
     }
 
     /// Compacts history older than the retention window.

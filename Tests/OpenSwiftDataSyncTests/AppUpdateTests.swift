@@ -133,8 +133,8 @@ enum SchemaChange: String, CaseIterable, CustomTestStringConvertible {
 @Suite("App updates: a schema change never costs a save or the engine's state")
 struct AppUpdateTests {
     /// The version 1 engine configuration.
-    static func v1Configuration() -> OpenSwiftDataSync.SyncConfiguration {
-        var configuration = OpenSwiftDataSync.SyncConfiguration()
+    static func v1Configuration() -> SyncConfiguration {
+        var configuration = SyncConfiguration()
         configuration.sync(MemosV1.Memo.self)
         configuration.sync(MemosV1.Label.self)
         return configuration
@@ -142,7 +142,7 @@ struct AppUpdateTests {
 
     /// Opens version 2 of the app on `url` (running the migration), with its engine.
     static func openUpdated(_ change: SchemaChange, url: URL, transport: InMemorySyncTransport, clock: TestClock) throws -> (ModelContainer, SyncEngine) {
-        var configuration = OpenSwiftDataSync.SyncConfiguration()
+        var configuration = SyncConfiguration()
         let container: ModelContainer
         switch change {
         case .propertyAdded, .entityAdded:
@@ -397,7 +397,7 @@ struct SkippedFieldsTests {
         let directory = server.directory
         // The laptop already runs version 2 and writes the new property.
         let laptopContainer = try ModelContainer(for: Schema(versionedSchema: MemosAdded.self), configurations: ModelConfiguration(url: directory.file("laptop.sqlite")))
-        var laptopConfiguration = OpenSwiftDataSync.SyncConfiguration()
+        var laptopConfiguration = SyncConfiguration()
         laptopConfiguration.sync(MemosAdded.Memo.self)
         laptopConfiguration.sync(MemosAdded.Label.self)
         let laptop = try SyncEngine(container: laptopContainer, transport: InMemorySyncTransport(service: server.service, user: "alice"), user: "alice", configuration: laptopConfiguration, clock: server.clock, seed: seed(of: "laptop"))
@@ -508,7 +508,7 @@ struct UpdateRemovalTests {
     func syncNameReused() async throws {
         let server = try await TestServer()
         let container = try ModelContainer(for: Schema(versionedSchema: MemosNameReused.self), configurations: ModelConfiguration(url: server.directory.file("reused.sqlite")))
-        var configuration = OpenSwiftDataSync.SyncConfiguration()
+        var configuration = SyncConfiguration()
         configuration.sync(MemosNameReused.Memo.self)
         #expect {
             _ = try SyncEngine(container: container, transport: InMemorySyncTransport(service: server.service, user: "alice"), user: "alice", configuration: configuration)

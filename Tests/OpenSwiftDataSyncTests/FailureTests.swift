@@ -1,6 +1,7 @@
 import Foundation
 import OpenSwiftData
 import OpenSwiftDataServer
+import OpenSwiftDataServerSQLite
 import OpenSwiftDataSync
 import OpenSwiftDataSyncProtocol
 import OpenSwiftDataSyncTesting
@@ -10,7 +11,7 @@ import Testing
 struct FailureTests {
     @Test("backoff is capped, exponential and jittered from the seed: the same seed gives the same delays")
     func backoff() {
-        let backoff = SyncBackoff(base: 0.5, cap: 8)
+        let backoff = SyncBackoff(base: .milliseconds(500), cap: .seconds(8))
         var first = SyncRandom(seed: 7)
         var second = SyncRandom(seed: 7)
         let delays = (1...12).map { backoff.delay(attempt: $0, using: &first) }
@@ -97,7 +98,7 @@ struct FailureTests {
     @Test("history compacted past an offline client's cursor: it downloads again, keeps its unpushed edit, and learns of deletes")
     func resetAfterCompaction() async throws {
         let directory = try TemporaryDirectory()
-        var settings = OpenSwiftDataServer.SyncConfiguration()
+        var settings = SyncServiceConfiguration()
         settings.retention = 3600
         let server = try await TestServer(configuration: settings, directory: directory)
         let a = try Device.open(server, directory: directory, name: "a")
@@ -134,7 +135,7 @@ struct FailureTests {
     @Test("a reset's download replaces a record's links: a tag removed while the client was offline goes (simulator seed 170)")
     func resetRemovesUnlinkedTag() async throws {
         let directory = try TemporaryDirectory()
-        var settings = OpenSwiftDataServer.SyncConfiguration()
+        var settings = SyncServiceConfiguration()
         settings.retention = 3600
         let server = try await TestServer(configuration: settings, directory: directory)
         let a = try Device.open(server, directory: directory, name: "a")
@@ -442,7 +443,7 @@ struct FailureTests {
 
         let metadata = try await server.storage.metadata()
         let restoredStorage = try SQLiteSyncStorage(path: directory.path("restored.sqlite"), cursorKey: metadata.cursorKey)
-        let restored = try await SyncService(storage: restoredStorage, clock: { [clock = server.clock] in clock.now() })
+        let restored = try await SyncService(storage: restoredStorage, now: { [clock = server.clock] in clock.now() })
         a.transport.service = restored
         try await a.engine.syncNow()
         try await a.engine.syncNow()

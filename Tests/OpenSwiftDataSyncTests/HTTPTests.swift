@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import OpenSwiftData
 import OpenSwiftDataServer
+import OpenSwiftDataServerSQLite
 import OpenSwiftDataSync
 import OpenSwiftDataSyncProtocol
 import ServiceLifecycle
@@ -21,8 +22,8 @@ struct LoopbackServer {
     /// directory keeps its database and the devices' stores), with `maxBodySize`.
     static func run<T>(directory given: TemporaryDirectory? = nil, maxBodySize: Int = 8 * 1024 * 1024, _ body: (LoopbackServer) async throws -> T) async throws -> T {
         let directory = try given ?? TemporaryDirectory()
-        let configuration = SyncServerConfiguration(hostname: "127.0.0.1", port: 0, databasePath: directory.path("server.sqlite"), auth: AuthConfiguration(hmacSecret: secret), maxBodySize: maxBodySize)
-        let server = try await SyncServer(configuration: configuration)
+        let configuration = SyncServerConfiguration(hostname: "127.0.0.1", port: 0, auth: AuthConfiguration(hmacSecret: secret), maxBodySize: maxBodySize)
+        let server = try await SyncServer(configuration: configuration, storage: try SQLiteSyncStorage(path: directory.path("server.sqlite")))
         var logger = Logger(label: "osd-server-engine-test")
         logger.logLevel = .warning
         let (ports, portContinuation) = AsyncStream<Int>.makeStream()
@@ -58,8 +59,8 @@ struct LoopbackServer {
             return try await verifier.mint(user: user)
         }
         var configuration = Device.configuration()
-        configuration.pollInterval = 3600  // no polling in these tests: news comes by the live channel
-        let engine = try SyncEngine(container: container, transport: transport, user: user, configuration: configuration, seed: seed(of: name + user))
+        configuration.pollInterval = .seconds(3600)  // no polling in these tests: news comes by the live channel
+        let engine = try SyncEngine(container: container, transport: transport, user: user, configuration: configuration, clock: SystemSyncClock(), seed: seed(of: name + user))
         return Device(url: url, container: container, engine: engine, inMemory: nil, context: ModelContext(container))
     }
 }

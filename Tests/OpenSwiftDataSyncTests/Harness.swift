@@ -1,6 +1,7 @@
 import Foundation
 import OpenSwiftData
 import OpenSwiftDataServer
+import OpenSwiftDataServerSQLite
 import OpenSwiftDataSync
 import OpenSwiftDataSyncProtocol
 import OpenSwiftDataSyncTesting
@@ -9,7 +10,7 @@ import Testing
 /// A clock the tests move by hand; sleeping returns at once (tests drive the engine with
 /// `syncNow()`, never by waiting).
 /// `@unchecked Sendable`: `current` is only read and written while holding `lock`.
-final class TestClock: OpenSwiftDataSync.SyncClock, @unchecked Sendable {
+final class TestClock: SyncClock, @unchecked Sendable {
     private let lock = NSLock()
     private var current: Date
 
@@ -46,11 +47,11 @@ final class TestServer: Sendable {
     let storage: SQLiteSyncStorage
     let service: SyncService
 
-    init(configuration: OpenSwiftDataServer.SyncConfiguration = OpenSwiftDataServer.SyncConfiguration(), clock: TestClock = TestClock(), directory: TemporaryDirectory? = nil, name: String = "server.sqlite") async throws {
+    init(configuration: SyncServiceConfiguration = SyncServiceConfiguration(), clock: TestClock = TestClock(), directory: TemporaryDirectory? = nil, name: String = "server.sqlite") async throws {
         self.directory = try directory ?? TemporaryDirectory()
         self.clock = clock
         storage = try SQLiteSyncStorage(path: self.directory.path(name))
-        service = try await SyncService(storage: storage, configuration: configuration, clock: { [clock] in clock.now() })
+        service = try await SyncService(storage: storage, configuration: configuration, now: { [clock] in clock.now() })
     }
 }
 
@@ -68,8 +69,8 @@ struct Device {
         return inMemory
     }
 
-    static func configuration(pageSize: Int = 1000) -> OpenSwiftDataSync.SyncConfiguration {
-        var configuration = OpenSwiftDataSync.SyncConfiguration()
+    static func configuration(pageSize: Int = 1000) -> SyncConfiguration {
+        var configuration = SyncConfiguration()
         configuration.sync(Folder.self)
         configuration.sync(Note.self, scope: \Note.space)
         configuration.sync(Tag.self)
@@ -80,7 +81,7 @@ struct Device {
     }
 
     /// Opens (or reopens) a device's store at `url`.
-    static func open(_ server: TestServer, user: String = "alice", url: URL? = nil, directory: TemporaryDirectory, name: String = UUID().uuidString, pageSize: Int = 1000, transport: InMemorySyncTransport? = nil, clock: (any OpenSwiftDataSync.SyncClock)? = nil) throws -> Device {
+    static func open(_ server: TestServer, user: String = "alice", url: URL? = nil, directory: TemporaryDirectory, name: String = UUID().uuidString, pageSize: Int = 1000, transport: InMemorySyncTransport? = nil, clock: (any SyncClock)? = nil) throws -> Device {
         let url = url ?? directory.file("\(name).sqlite")
         let container = try ModelContainer(for: Schema(engineTestTypes + [Unsynced.self]), configurations: ModelConfiguration(url: url))
         let transport = transport ?? InMemorySyncTransport(service: server.service, user: user)
@@ -120,7 +121,7 @@ struct Device {
 /// `@unchecked Sendable`: `events` is only read and written while holding `lock`.
 final class EventLog: @unchecked Sendable {
     private let lock = NSLock()
-    private var events: [OpenSwiftDataSync.SyncEvent] = []
+    private var events: [SyncEvent] = []
     private var task: Task<Void, Never>?
 
     init(_ engine: SyncEngine) {
@@ -130,13 +131,13 @@ final class EventLog: @unchecked Sendable {
         }
     }
 
-    private func append(_ event: OpenSwiftDataSync.SyncEvent) { lock.withLock { events.append(event) } }
+    private func append(_ event: SyncEvent) { lock.withLock { events.append(event) } }
 
-    var all: [OpenSwiftDataSync.SyncEvent] { lock.withLock { events } }
+    var all: [SyncEvent] { lock.withLock { events } }
 
     /// Waits (yielding) until an event matches; the bound is a liveness guard, not a timing
     /// assertion.
-    func waitFor(_ matches: @escaping (OpenSwiftDataSync.SyncEvent) -> Bool) async -> OpenSwiftDataSync.SyncEvent? {
+    func waitFor(_ matches: @escaping (SyncEvent) -> Bool) async -> SyncEvent? {
         for _ in 0..<20_000 {
             if let found = all.first(where: matches) { return found }
             try? await Task.sleep(for: .milliseconds(5))
@@ -160,7 +161,7 @@ func seed(of name: String) -> UInt64 {
 /// A clock whose sleeps wait until the test releases them: the run loop's delays are read, not
 /// waited for.
 /// `@unchecked Sendable`: `requests` and `generation` are only touched while holding `lock`.
-final class GatedClock: OpenSwiftDataSync.SyncClock, @unchecked Sendable {
+final class GatedClock: SyncClock, @unchecked Sendable {
     private let lock = NSLock()
     private var requests: [Double] = []
     private var generation = 0

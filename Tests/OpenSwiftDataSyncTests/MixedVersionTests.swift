@@ -38,7 +38,7 @@ enum NewerApp {
 struct MixedVersionTests {
     static func older(_ server: TestServer, directory: TemporaryDirectory, name: String) throws -> (ModelContainer, SyncEngine, EventLog) {
         let container = try ModelContainer(for: Schema([OlderApp.Memo.self]), configurations: ModelConfiguration(url: directory.file("\(name).sqlite")))
-        var configuration = OpenSwiftDataSync.SyncConfiguration()
+        var configuration = SyncConfiguration()
         configuration.sync(OlderApp.Memo.self)
         let engine = try SyncEngine(container: container, transport: InMemorySyncTransport(service: server.service, user: "alice"), user: "alice", configuration: configuration, clock: server.clock, seed: seed(of: name))
         return (container, engine, EventLog(engine))
@@ -46,7 +46,7 @@ struct MixedVersionTests {
 
     static func newer(_ server: TestServer, directory: TemporaryDirectory, name: String) throws -> (ModelContainer, SyncEngine, EventLog) {
         let container = try ModelContainer(for: Schema([NewerApp.Memo.self, NewerApp.Badge.self]), configurations: ModelConfiguration(url: directory.file("\(name).sqlite")))
-        var configuration = OpenSwiftDataSync.SyncConfiguration()
+        var configuration = SyncConfiguration()
         configuration.sync(NewerApp.Memo.self)
         configuration.sync(NewerApp.Badge.self)
         let engine = try SyncEngine(container: container, transport: InMemorySyncTransport(service: server.service, user: "alice"), user: "alice", configuration: configuration, clock: server.clock, seed: seed(of: name))

@@ -11,7 +11,7 @@ struct PushRequestTests {
     @Test("a save larger than the server's push limit is sent in parts, in order, each once, not rejected")
     func oversizedSaveSplit() async throws {
         let directory = try TemporaryDirectory()
-        let server = try await TestServer(configuration: OpenSwiftDataServer.SyncConfiguration(maxMutationsPerPush: 3, maxChangesPerPush: 5), directory: directory)
+        let server = try await TestServer(configuration: SyncServiceConfiguration(maxMutationsPerPush: 3, maxChangesPerPush: 5), directory: directory)
         let a = try Device.open(server, directory: directory, name: "a")
         let events = EventLog(a.engine)
         a.context.insert(Note(title: "before"))

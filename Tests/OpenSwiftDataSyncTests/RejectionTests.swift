@@ -144,7 +144,7 @@ struct RejectionTests {
         let directory = try TemporaryDirectory()
         let server = try await TestServer(directory: directory)
         let container = try ModelContainer(for: Schema([Note.self, Folder.self, Tag.self]), configurations: ModelConfiguration(url: directory.file("x.sqlite")))
-        var configuration = OpenSwiftDataSync.SyncConfiguration()
+        var configuration = SyncConfiguration()
         configuration.sync(Note.self)
         configuration.sync(Reading.self)
         #expect(throws: SyncEngineError.modelNotInSchema("Reading")) {

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import OpenSwiftData
 import OpenSwiftDataServer
+import OpenSwiftDataServerSQLite
 import OpenSwiftDataSync
 import OpenSwiftDataSyncProtocol
 import OpenSwiftDataSyncTesting
@@ -27,7 +28,7 @@ struct ServerRestoreTests {
         }
         try copy.close()
         let storage = try SQLiteSyncStorage(path: server.directory.path(name), cursorKey: metadata.cursorKey)
-        return try await SyncService(storage: storage, clock: { [clock = server.clock] in clock.now() })
+        return try await SyncService(storage: storage, now: { [clock = server.clock] in clock.now() })
     }
 
     /// What the seed 161 and 680 tests start from: B's note, pulled by A, is not in the backup
@@ -136,7 +137,7 @@ struct ServerRestoreTests {
         try await server.storage.close()
         let change = try SQLiteMaintenance.restore(backup: backupPath, to: databasePath)
         #expect(change.previous == summary.epoch && change.current != summary.epoch)
-        let restored = try await SyncService(storage: try SQLiteSyncStorage(path: databasePath), clock: { [clock = server.clock] in clock.now() })
+        let restored = try await SyncService(storage: try SQLiteSyncStorage(path: databasePath), now: { [clock = server.clock] in clock.now() })
         for device in devices { device.transport.service = restored }
         for _ in 0..<2 {
             for device in devices { try await device.engine.syncNow() }
@@ -273,7 +274,7 @@ struct ServerRestoreTests {
         // The copy keeps its epoch: the cursor is valid there, so no reset says what was lost.
         let metadata = try await server.storage.metadata()
         let storage = try SQLiteSyncStorage(path: server.directory.path("backup.sqlite"), cursorKey: metadata.cursorKey)
-        a.transport.service = try await SyncService(storage: storage, clock: { [clock = server.clock] in clock.now() })
+        a.transport.service = try await SyncService(storage: storage, now: { [clock = server.clock] in clock.now() })
         try await a.engine.syncNow()
         try await a.engine.syncNow()
         let all = ["acknowledged, then lost", "in the backup"]

@@ -10,6 +10,7 @@
 // against no rule, and with the server finding the items by cascade alone.
 import Foundation
 import OpenSwiftDataServer
+import OpenSwiftDataServerSQLite
 import OpenSwiftDataSyncProtocol
 
 private func deleteRuleSchema(_ rule: SyncDeleteRule?) -> SchemaDescriptor {
@@ -30,7 +31,7 @@ private func deleteRuleRound(items: Int, rule: SyncDeleteRule?, reference: Bool,
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: directory) }
     let storage = try SQLiteSyncStorage(path: directory.appendingPathComponent("bench.sqlite").path)
-    let service = try await SyncService(storage: storage, clock: { Date() })
+    let service = try await SyncService(storage: storage, now: { Date() })
     let schema = deleteRuleSchema(rule)
     let scope = ScopeID.user("alice")
     let base: UInt64 = 1_790_000_000_000

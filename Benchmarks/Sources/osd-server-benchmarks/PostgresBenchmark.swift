@@ -11,6 +11,7 @@ import HummingbirdWSClient
 import Logging
 import NIOCore
 import OpenSwiftDataServer
+import OpenSwiftDataServerSQLite
 import OpenSwiftDataServerPostgres
 import OpenSwiftDataSyncProtocol
 import ServiceLifecycle

@@ -13,6 +13,7 @@ import HummingbirdWSClient
 import Logging
 import NIOCore
 import OpenSwiftDataServer
+import OpenSwiftDataServerSQLite
 import OpenSwiftDataSyncProtocol
 import ServiceLifecycle
 
@@ -51,8 +52,8 @@ func benchmark() async throws {
     defer { try? FileManager.default.removeItem(at: directory) }
     var logger = Logger(label: "osd-server-bench")
     logger.logLevel = .error
-    let configuration = SyncServerConfiguration(hostname: "127.0.0.1", port: 0, databasePath: directory.appendingPathComponent("bench.sqlite").path, auth: AuthConfiguration(hmacSecret: "benchmark-secret-of-at-least-32-bytes"), maxBodySize: 64 << 20)
-    let server = try await SyncServer(configuration: configuration)
+    let configuration = SyncServerConfiguration(hostname: "127.0.0.1", port: 0, auth: AuthConfiguration(hmacSecret: "benchmark-secret-of-at-least-32-bytes"), maxBodySize: 64 << 20)
+    let server = try await SyncServer(configuration: configuration, storage: try SQLiteSyncStorage(path: directory.appendingPathComponent("bench.sqlite").path))
     let (ports, portContinuation) = AsyncStream<Int>.makeStream()
     let app = server.makeApplication(logger: logger) { portContinuation.yield($0) }
     let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: logger)

@@ -11,6 +11,7 @@ import Foundation
 import Logging
 import OpenSwiftData
 import OpenSwiftDataServer
+import OpenSwiftDataServerSQLite
 import OpenSwiftDataSync
 import OpenSwiftDataSyncProtocol
 import ServiceLifecycle
@@ -69,8 +70,8 @@ func benchmark() async throws {
     defer { try? FileManager.default.removeItem(at: directory) }
     var logger = Logger(label: "osd-sync-bench")
     logger.logLevel = .error
-    let serverConfiguration = SyncServerConfiguration(hostname: "127.0.0.1", port: 0, databasePath: directory.appendingPathComponent("server.sqlite").path, auth: AuthConfiguration(hmacSecret: "benchmark-secret-of-at-least-32-bytes"), maxBodySize: 64 << 20)
-    let server = try await SyncServer(configuration: serverConfiguration)
+    let serverConfiguration = SyncServerConfiguration(hostname: "127.0.0.1", port: 0, auth: AuthConfiguration(hmacSecret: "benchmark-secret-of-at-least-32-bytes"), maxBodySize: 64 << 20)
+    let server = try await SyncServer(configuration: serverConfiguration, storage: try SQLiteSyncStorage(path: directory.appendingPathComponent("server.sqlite").path))
     let (ports, portContinuation) = AsyncStream<Int>.makeStream()
     let app = server.makeApplication(logger: logger) { portContinuation.yield($0) }
     let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: logger)

@@ -117,12 +117,12 @@ actor JWKSSource {
     private var fetched: Date
     private let fixed: String?
     private let url: URL?
-    private let clock: SyncClock
+    private let clock: @Sendable () -> Date
     private let refreshInterval: TimeInterval
     private let minimumRefetchInterval: TimeInterval
     private let logger = Logger(label: "osd-server.jwks")
 
-    init(keys: JWKSKeys, fixed: String?, url: URL?, clock: @escaping SyncClock, refreshInterval: TimeInterval, minimumRefetchInterval: TimeInterval) {
+    init(keys: JWKSKeys, fixed: String?, url: URL?, clock: @escaping @Sendable () -> Date, refreshInterval: TimeInterval, minimumRefetchInterval: TimeInterval) {
         self.keys = keys
         self.fixed = fixed
         self.url = url
@@ -167,7 +167,7 @@ actor JWKSSource {
 public final class TokenVerifier: Sendable {
     private let hmacKeys: JWTKeyCollection?
     private let jwks: JWKSSource?
-    private let clock: SyncClock
+    private let clock: @Sendable () -> Date
     private let clockSkew: TimeInterval
     private let issuer: String?
     private let audience: String?
@@ -175,7 +175,10 @@ public final class TokenVerifier: Sendable {
     public let canMint: Bool
 
     /// Loads the keys of `configuration` (fetching the JWKS URL, if any).
-    public init(configuration: AuthConfiguration, clock: @escaping SyncClock) async throws {
+    ///
+    /// `now` is the time that token claims are checked against (and minted tokens stamped
+    /// with); tests pass a clock of their own.
+    public init(configuration: AuthConfiguration, now clock: @escaping @Sendable () -> Date = { Date() }) async throws {
         if let secret = configuration.hmacSecret {
             guard secret.utf8.count >= 32 else {
                 throw SyncServiceError(500, .internalError, "the HS256 secret must be at least 32 bytes (it is \(secret.utf8.count))")

@@ -3,37 +3,37 @@ import OpenSwiftDataSyncProtocol
 /// One to-one reference of the schema whose delete rule the server enforces: records of
 /// `entity` point through `field` at records of `destination`; when one of those is deleted,
 /// `rule` says what happens to them.
-public struct ReferenceRule: Hashable, Sendable {
+package struct ReferenceRule: Hashable, Sendable {
     /// The referring entity.
-    public var entity: SyncName
+    package var entity: SyncName
     /// Its reference field.
-    public var field: SyncName
+    package var field: SyncName
     /// The entity the field points at.
-    public var destination: SyncName
+    package var destination: SyncName
     /// What a delete of the destination does to the referrer (never `noAction`).
-    public var rule: SyncDeleteRule
+    package var rule: SyncDeleteRule
 }
 
 /// The referrers to look up: live records of `entity` whose `field` holds one of `targets`.
-public struct ReferrerQuery: Hashable, Sendable {
+package struct ReferrerQuery: Hashable, Sendable {
     /// The referring entity.
-    public var entity: SyncName
+    package var entity: SyncName
     /// Its reference field.
-    public var field: SyncName
+    package var field: SyncName
     /// The record ids pointed at.
-    public var targets: [RecordID]
+    package var targets: [RecordID]
 }
 
 /// The enforced references of a schema, by the entity they point at.
-public struct DeleteRuleGraph: Sendable {
+package struct DeleteRuleGraph: Sendable {
     /// The rules, by destination entity.
-    public private(set) var rules: [SyncName: [ReferenceRule]] = [:]
+    package private(set) var rules: [SyncName: [ReferenceRule]] = [:]
     /// Reference fields by (entity, field): their destination and rule (any rule, so that
     /// inserts and re-pointings can be checked against it).
     private var fields: [SyncName: [SyncName: (destination: SyncName, rule: SyncDeleteRule?)]] = [:]
 
     /// The graph of a client's schema descriptor (empty without one).
-    public init(_ schema: SchemaDescriptor?) {
+    package init(_ schema: SchemaDescriptor?) {
         for entity in schema?.entities ?? [] {
             for field in entity.fields where field.kind == .reference {
                 guard let destination = field.destination else { continue }
@@ -46,7 +46,7 @@ public struct DeleteRuleGraph: Sendable {
     }
 
     /// Whether the schema has no rule to enforce.
-    public var isEmpty: Bool { rules.isEmpty }
+    package var isEmpty: Bool { rules.isEmpty }
 
     /// The destination and delete rule of a reference field (nil: not a known reference).
     func reference(_ entity: SyncName, _ field: SyncName) -> (destination: SyncName, rule: SyncDeleteRule?)? {
@@ -55,7 +55,7 @@ public struct DeleteRuleGraph: Sendable {
 
     /// The keys of the records a push's reference fields point at (loaded so that a reference
     /// to a deleted record can be checked).
-    public func targets(of load: DeleteRuleLoad) -> Set<RecordKey> {
+    package func targets(of load: DeleteRuleLoad) -> Set<RecordKey> {
         var keys: Set<RecordKey> = []
         for (key, references) in load.references {
             for (field, target) in references {
@@ -68,7 +68,7 @@ public struct DeleteRuleGraph: Sendable {
     }
 
     /// The queries for the referrers of `keys`, one per rule that points at their entities.
-    public func queries(for keys: some Sequence<RecordKey>) -> [ReferrerQuery] {
+    package func queries(for keys: some Sequence<RecordKey>) -> [ReferrerQuery] {
         var byEntity: [SyncName: [RecordID]] = [:]
         for key in keys where rules[key.entity] != nil { byEntity[key.entity, default: []].append(key.recordID) }
         var queries: [ReferrerQuery] = []
@@ -107,7 +107,7 @@ public struct DeleteRuleGraph: Sendable {
     /// referrers of `roots`, then (through cascades) theirs, until none is new (a cycle ends
     /// there too). `fetch` runs a round's queries against the storage, inside the push's
     /// transaction; records already `loaded` are not returned again.
-    public func referrers(of roots: Set<RecordKey>, loaded: Set<RecordKey>, fetch: ([ReferrerQuery]) throws -> [StoredRecord]) throws -> [StoredRecord] {
+    package func referrers(of roots: Set<RecordKey>, loaded: Set<RecordKey>, fetch: ([ReferrerQuery]) throws -> [StoredRecord]) throws -> [StoredRecord] {
         var found: [StoredRecord] = []
         var known = loaded
         var expanded = roots
@@ -119,7 +119,7 @@ public struct DeleteRuleGraph: Sendable {
     }
 
     /// `referrers(of:loaded:fetch:)` for a storage whose queries are asynchronous.
-    public func referrers(of roots: Set<RecordKey>, loaded: Set<RecordKey>, fetch: ([ReferrerQuery]) async throws -> [StoredRecord]) async throws -> [StoredRecord] {
+    package func referrers(of roots: Set<RecordKey>, loaded: Set<RecordKey>, fetch: ([ReferrerQuery]) async throws -> [StoredRecord]) async throws -> [StoredRecord] {
         var found: [StoredRecord] = []
         var known = loaded
         var expanded = roots
@@ -135,24 +135,24 @@ public struct DeleteRuleGraph: Sendable {
 /// or re-points (whose referrers a cascade may reach) and the records its reference fields
 /// point at. The schema to read them with is the request's, or else the client's stored one,
 /// so the storage builds the ``DeleteRuleGraph`` inside its transaction.
-public struct DeleteRuleLoad: Sendable {
+package struct DeleteRuleLoad: Sendable {
     /// The schema the request carries (nil: use the client's stored one).
-    public var schema: SchemaDescriptor?
+    package var schema: SchemaDescriptor?
     /// The records deleted or re-pointed by the push: the referrers of each (and, through
     /// cascades, theirs) are loaded.
-    public var roots: Set<RecordKey>
+    package var roots: Set<RecordKey>
     /// Per changed record, the record ids its reference fields are set to.
-    public var references: [RecordKey: [SyncName: RecordID]]
+    package var references: [RecordKey: [SyncName: RecordID]]
 
     /// Makes a load.
-    public init(schema: SchemaDescriptor?, roots: Set<RecordKey> = [], references: [RecordKey: [SyncName: RecordID]] = [:]) {
+    package init(schema: SchemaDescriptor?, roots: Set<RecordKey> = [], references: [RecordKey: [SyncName: RecordID]] = [:]) {
         self.schema = schema
         self.roots = roots
         self.references = references
     }
 
     /// The load of a push request's mutations.
-    public init(_ request: PushRequest) {
+    package init(_ request: PushRequest) {
         self.init(schema: request.schema)
         for mutation in request.mutations {
             for change in mutation.changes {
@@ -171,7 +171,7 @@ public struct DeleteRuleLoad: Sendable {
 extension StoredRecord {
     /// The record ids the record's reference fields hold (none for a tombstone): what the
     /// storages index to find referrers.
-    public var referenceTargets: [(field: SyncName, target: RecordID)] {
+    package var referenceTargets: [(field: SyncName, target: RecordID)] {
         guard !deleted else { return [] }
         return fields.compactMap { name, field in
             if case .reference(let target) = field.value { (name, target) } else { nil }

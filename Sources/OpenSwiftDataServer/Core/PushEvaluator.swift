@@ -7,7 +7,7 @@ struct PushEvaluator: Sendable {
     let user: String
     let request: PushRequest
     let hashes: [MutationID: String]
-    let configuration: SyncConfiguration
+    let configuration: SyncServiceConfiguration
     let now: Int64
 
     /// A refusal of one mutation.

@@ -3,31 +3,43 @@ import Foundation
 import OpenSwiftDataSyncProtocol
 
 /// The sync server's semantics without any transport: push, pull and scope membership for an
-/// authenticated user, over a ``SyncStorage`` and an injected clock. The HTTP routes, the
+/// authenticated user, over a ``SyncStorage`` and an injected time source. The HTTP routes, the
 /// embedded library and the deterministic simulator all drive this type.
 public final class SyncService: Sendable {
     /// The storage.
-    public let storage: any SyncStorage
+    public var storage: any SyncStorage { backend }
+    /// The storage's operations.
+    package let backend: any SyncStorageBackend
     /// The settings.
-    public let configuration: SyncConfiguration
+    public let configuration: SyncServiceConfiguration
     /// The server's epoch (a cursor from another one gets a reset).
     public let epoch: String
-    private let clock: SyncClock
+    private let now: @Sendable () -> Date
     private let cursors: CursorCodec
     private let observer: SyncObserver
 
     /// Opens the service over a storage (reading its epoch and cursor key).
-    public init(storage: any SyncStorage, configuration: SyncConfiguration = SyncConfiguration(), clock: @escaping SyncClock, observer: SyncObserver = SyncObserver()) async throws {
-        let metadata = try await storage.metadata()
-        self.storage = storage
+    ///
+    /// - Parameters:
+    ///   - storage: Where the server's state lives.
+    ///   - configuration: Limits, retention and conflict policies.
+    ///   - now: The time source of the core: every "now" the semantics need comes from it, so
+    ///     that tests and simulations drive time.
+    ///   - observer: Where the service reports commits and push counts.
+    public init(storage: any SyncStorage, configuration: SyncServiceConfiguration = SyncServiceConfiguration(), now: @escaping @Sendable () -> Date = { Date() }, observer: SyncObserver = SyncObserver()) async throws {
+        guard let backend = storage as? any SyncStorageBackend else {
+            throw SyncServiceError(500, .internalError, "\(type(of: storage)) is not a storage of this package: use SQLiteSyncStorage or PostgresSyncStorage")
+        }
+        let metadata = try await backend.metadata()
+        self.backend = backend
         self.configuration = configuration
-        self.clock = clock
+        self.now = now
         self.epoch = metadata.epoch
         self.cursors = CursorCodec(key: metadata.cursorKey)
         self.observer = observer
     }
 
-    private var nowMilliseconds: Int64 { clock().syncMilliseconds }
+    private var nowMilliseconds: Int64 { now().syncMilliseconds }
 
     // MARK: Push
 
@@ -68,7 +80,7 @@ public final class SyncService: Sendable {
         }
         let evaluator = PushEvaluator(user: user, request: request, hashes: hashes, configuration: configuration, now: nowMilliseconds)
         let load = PushLoad(clientID: request.clientID, mutationIDs: request.mutations.map(\.id), keys: keys, scopes: scopes, historyAfter: history, deleteRules: DeleteRuleLoad(request), markAt: cursor?.seq)
-        let plan = try await storage.push(load) { snapshot in
+        let plan = try await backend.push(load) { snapshot in
             // A restore from a copy that kept its epoch has no epoch fence: the cursor's
             // position tells the other history, by the rule a pull uses (`PullCursor.standing`):
             // past the head, or another change at its position (seed 2458: a push held past
@@ -150,7 +162,7 @@ public final class SyncService: Sendable {
         }
         let limit = min(max(1, request.limit ?? configuration.defaultPullLimit), configuration.maxPullLimit)
         let planner = PullPlanner(user: user, clientID: request.clientID, epoch: epoch, cursor: cursor, epochReset: epochReset, limit: limit)
-        let page = try await storage.pull(clientID: request.clientID, user: user, probe: cursor?.seq) { context in try planner.decide(context).read }
+        let page = try await backend.pull(clientID: request.clientID, user: user, probe: cursor?.seq) { context in try planner.decide(context).read }
         let decision = try planner.decide(page.context)
         var (response, next) = planner.finish(decision, page: page)
         response.cursor = cursors.encode(next)
@@ -161,7 +173,7 @@ public final class SyncService: Sendable {
 
     /// The scopes the user owns or was granted (their private scope always among them).
     public func scopes(user: String) async throws -> ScopeListResponse {
-        var list = try await storage.scopes(of: user)
+        var list = try await backend.scopes(of: user)
         let own = ScopeID.user(user)
         if !list.contains(where: { $0.scope == own }) { list.append(ScopeAccess(scope: own, role: .owner)) }
         return ScopeListResponse(scopes: list.sorted { $0.scope < $1.scope })
@@ -170,7 +182,7 @@ public final class SyncService: Sendable {
     /// Who may read and write a scope; only its owner and members may ask.
     public func members(user: String, scope: ScopeID) async throws -> ScopeMembersResponse {
         guard scope.isWellFormed else { throw SyncServiceError.malformed("scope \(scope.rawValue.debugDescription) is not of the form kind:id") }
-        let record = try await storage.scope(scope) ?? ScopeRecord.implicit(scope)
+        let record = try await backend.scope(scope) ?? ScopeRecord.implicit(scope)
         guard let record, record.readers.contains(user) else { throw SyncServiceError.forbidden("scope \(scope) is not granted to you") }
         return ScopeMembersResponse(scope: scope, owner: record.owner, members: record.members.sorted())
     }
@@ -182,7 +194,7 @@ public final class SyncService: Sendable {
         guard scope.isWellFormed else { throw SyncServiceError.malformed("scope \(scope.rawValue.debugDescription) is not of the form kind:id") }
         let member = request.user
         guard !member.isEmpty, member.utf8.count <= 256 else { throw SyncServiceError.malformed("user must be 1 to 256 bytes") }
-        let record = try await storage.updateScope(scope) { current in
+        let record = try await backend.updateScope(scope) { current in
             var record: ScopeRecord
             if let current {
                 record = current
@@ -203,7 +215,7 @@ public final class SyncService: Sendable {
     /// write the scope.
     public func revoke(user: String, scope: ScopeID, member: String) async throws -> ScopeMembersResponse {
         guard scope.isWellFormed else { throw SyncServiceError.malformed("scope \(scope.rawValue.debugDescription) is not of the form kind:id") }
-        let record = try await storage.updateScope(scope) { current in
+        let record = try await backend.updateScope(scope) { current in
             guard var record = current ?? ScopeRecord.implicit(scope) else {
                 throw SyncServiceError(404, .notFound, "scope \(scope) has no members")
             }
@@ -223,6 +235,6 @@ public final class SyncService: Sendable {
     @discardableResult
     public func compact() async throws -> CompactionResult {
         let cutoff = nowMilliseconds - Int64(configuration.retention * 1000)
-        return try await storage.compact(before: cutoff)
+        return try await backend.compact(before: cutoff)
     }
 }

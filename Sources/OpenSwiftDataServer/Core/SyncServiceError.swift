@@ -14,6 +14,7 @@ public struct SyncServiceError: Error, Sendable, CustomStringConvertible {
         self.error = SyncError(code, message, supportedVersions: supportedVersions, lastMutationID: lastMutationID)
     }
 
+    /// The status and the protocol error, for logs.
     public var description: String { "\(statusCode) \(error)" }
 
     static func malformed(_ message: String) -> SyncServiceError { SyncServiceError(400, .malformedRequest, message) }

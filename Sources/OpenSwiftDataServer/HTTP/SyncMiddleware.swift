@@ -6,8 +6,7 @@ import Logging
 
 /// Around every sync request: turns every error into an `ErrorResponse` JSON answer, adds
 /// the request id (`x-request-id`), logs one structured line, and counts the request.
-struct SyncMiddleware: RouterMiddleware {
-    typealias Context = SyncRequestContext
+struct SyncMiddleware<Context: RequestContext>: RouterMiddleware {
     let metrics: ServerMetrics
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {

@@ -10,7 +10,8 @@ struct SyncRoutes: Sendable {
     let metrics: ServerMetrics
     let maxBodySize: Int
 
-    func add(to router: Router<SyncRequestContext>) {
+    /// Adds `/v1/push`, `/v1/pull` and the `/v1/scopes` routes.
+    func add<Context: RequestContext>(to router: RouteCollection<Context>) {
         router.post("/v1/push") { request, context in try await push(request, context) }
         router.get("/v1/pull") { request, context in try await pull(request, context) }
         router.get("/v1/scopes") { request, _ in
@@ -38,6 +39,12 @@ struct SyncRoutes: Sendable {
             }
             return JSONBody.response(try await service.revoke(user: user, scope: try scope(context), member: member))
         }
+    }
+
+    /// Adds `/health`, `/ready` and `/metrics`.
+    func addMonitoring<Context: RequestContext>(to router: RouteCollection<Context>) {
+        let service = service
+        let metrics = metrics
         router.get("/health") { _, _ in JSONBody.response(["status": "ok"]) }
         router.get("/ready") { _, _ in
             guard await service.storage.isReady() else { throw SyncServiceError(503, .unavailable, "the database is not open") }
@@ -64,7 +71,7 @@ struct SyncRoutes: Sendable {
         try await verifier.user(authorization: request.headers[.authorization])
     }
 
-    private func scope(_ context: SyncRequestContext) throws -> ScopeID {
+    private func scope(_ context: some RequestContext) throws -> ScopeID {
         guard let text = context.parameters.get("scope") else { throw SyncServiceError.malformed("the path names no scope") }
         return ScopeID(rawValue: text.removingPercentEncoding ?? text)
     }
@@ -77,7 +84,7 @@ struct SyncRoutes: Sendable {
         }
     }
 
-    private func push(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
+    private func push(_ request: Request, _ context: some RequestContext) async throws -> Response {
         let user = try await authenticate(request)
         var request = request
         let body = try await readBody(&request)
@@ -88,7 +95,7 @@ struct SyncRoutes: Sendable {
         return JSONBody.response(response)
     }
 
-    private func pull(_ request: Request, _ context: SyncRequestContext) async throws -> Response {
+    private func pull(_ request: Request, _ context: some RequestContext) async throws -> Response {
         let user = try await authenticate(request)
         let items = URLComponents(string: request.uri.description)?.queryItems ?? []
         let pull: PullRequest

@@ -9,13 +9,13 @@ public actor LiveHub {
     private let onCount: @Sendable (Int) -> Void
 
     /// Makes a hub; `onCount` hears the number of connections after each change.
-    public init(onCount: @escaping @Sendable (Int) -> Void = { _ in }) {
+    package init(onCount: @escaping @Sendable (Int) -> Void = { _ in }) {
         self.onCount = onCount
     }
 
     /// Registers a connection of `user`; its messages arrive on the stream, starting with
     /// `hello`. The stream ends when the hub shuts down.
-    public func connect(user: String) -> (UUID, AsyncStream<LiveMessage>) {
+    package func connect(user: String) -> (UUID, AsyncStream<LiveMessage>) {
         let id = UUID()
         let (stream, continuation) = AsyncStream<LiveMessage>.makeStream(bufferingPolicy: .bufferingNewest(64))
         continuation.yield(LiveMessage(type: .hello))
@@ -29,7 +29,7 @@ public actor LiveHub {
     }
 
     /// Removes a connection.
-    public func disconnect(_ id: UUID) {
+    package func disconnect(_ id: UUID) {
         connections.removeValue(forKey: id)?.continuation.finish()
         onCount(connections.count)
     }
@@ -38,7 +38,7 @@ public actor LiveHub {
     public var count: Int { connections.count }
 
     /// Delivers an event of the core.
-    public func publish(_ event: SyncEvent) {
+    package func publish(_ event: SyncServiceEvent) {
         switch event {
         case .changed(let scopes, let version, let readers):
             let message = LiveMessage(type: .changed, scopes: scopes, version: version)

@@ -1,28 +1,11 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
 import NIOCore
 import NIOHTTP1
 import OpenSwiftDataSyncProtocol
-
-/// The request context of the live route's WebSocket router: Hummingbird's, plus the
-/// connection, on which a refused handshake is answered (see ``SyncServer/addLiveRoute(to:)``).
-public struct LiveRequestContext: RequestContext, WebSocketRequestContext {
-    /// Hummingbird's per-request storage (logger with the request id, route parameters).
-    public var coreContext: CoreRequestContextStorage
-    /// Where the route hands Hummingbird the WebSocket handler of an accepted handshake.
-    public let webSocket: WebSocketHandlerReference<LiveRequestContext>
-    /// The connection the handshake came on.
-    public let channel: any Channel
-
-    /// Makes a context for a handshake.
-    public init(source: ApplicationRequestContextSource) {
-        coreContext = CoreRequestContextStorage(source: source)
-        webSocket = WebSocketHandlerReference()
-        channel = source.channel
-    }
-}
 
 /// `GET /v1/live`: a WebSocket on which the server says when the caller's scopes changed.
 /// The token travels in the `Authorization` header, or as `access_token` in the query for
@@ -39,11 +22,16 @@ struct LiveRoute: Sendable {
     let hub: LiveHub
     let metrics: ServerMetrics
 
-    func add(to router: Router<LiveRequestContext>) {
+    func add<Context: SyncRequestContext>(to router: RouteCollection<Context>) {
         let verifier = verifier
         let hub = hub
         let metrics = metrics
         router.ws("/v1/live") { request, context in
+            // A plain GET (no handshake) reaches this route when the application's router is
+            // also its WebSocket router: it is answered as HTTP, not on the connection.
+            guard request.headers[.upgrade]?.lowercased().contains("websocket") == true else {
+                throw SyncServiceError.malformed("GET /v1/live is a WebSocket handshake: send Upgrade: websocket")
+            }
             do {
                 _ = try await Self.user(request, verifier)
                 try SyncRoutes.checkQueryVersion(request)
@@ -93,7 +81,7 @@ struct LiveRoute: Sendable {
     /// Answers a refused handshake with `refusal` as the protocol's JSON error, then puts a
     /// handler on the connection that swallows what the WebSocket library writes next (its bare
     /// `400`); the library then closes the connection.
-    static func refuse(_ refusal: SyncServiceError, context: LiveRequestContext) async {
+    static func refuse(_ refusal: SyncServiceError, context: some SyncRequestContext) async {
         let body = (try? JSONEncoder.syncProtocol().encode(ErrorResponse(error: refusal.error))) ?? Data(#"{"error":{"code":"unauthorized","message":"unauthorized"}}"#.utf8)
         let headers = HTTPHeaders([
             ("content-type", "application/json"), ("content-length", "\(body.count)"), ("connection", "close"), ("x-request-id", context.id),

@@ -16,7 +16,7 @@ public final class ServerMetrics: Sendable {
     private let liveClients: CoreMetrics.Gauge
 
     /// Makes the metrics in a new registry.
-    public init() {
+    package init() {
         let registry = PrometheusCollectorRegistry()
         var factory = PrometheusMetricsFactory(registry: registry)
         let buckets: [Duration] = [.milliseconds(1), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5)]
@@ -32,25 +32,25 @@ public final class ServerMetrics: Sendable {
     }
 
     /// Counts one HTTP request by route and status.
-    public func request(route: String, method: String, status: Int) {
+    package func request(route: String, method: String, status: Int) {
         Counter(label: "osd_http_requests_total", dimensions: [("route", route), ("method", method), ("status", "\(status)")], factory: factory).increment()
     }
 
     /// Counts one push's mutations.
-    public func pushed(_ summary: PushSummary) {
+    package func pushed(_ summary: PushSummary) {
         applied.increment(by: summary.applied)
         rejected.increment(by: summary.rejected)
         conflicts.increment(by: summary.conflicts)
     }
 
     /// Records a pull's duration.
-    public func pulled(nanoseconds: Int64) { pullLatency.recordNanoseconds(nanoseconds) }
+    package func pulled(nanoseconds: Int64) { pullLatency.recordNanoseconds(nanoseconds) }
 
     /// Records a push's duration.
-    public func pushDuration(nanoseconds: Int64) { pushLatency.recordNanoseconds(nanoseconds) }
+    package func pushDuration(nanoseconds: Int64) { pushLatency.recordNanoseconds(nanoseconds) }
 
     /// Records the number of connected live clients.
-    public func liveClients(_ count: Int) { liveClients.record(count) }
+    package func liveClients(_ count: Int) { liveClients.record(count) }
 
     /// The metrics in Prometheus' text format.
     public func render() -> String { registry.emitToString() }

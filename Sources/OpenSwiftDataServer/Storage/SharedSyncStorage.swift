@@ -4,5 +4,5 @@ public protocol SharedSyncStorage: SyncStorage {
     /// The events committed through other servers sharing the storage, from now on, until the
     /// storage closes or the iterating task is cancelled. Events committed through this
     /// storage instance are left out (the server publishes those itself).
-    func remoteEvents() -> AsyncStream<SyncEvent>
+    func remoteEvents() -> AsyncStream<SyncServiceEvent>
 }

@@ -543,3 +543,11 @@ struct StoredJSONScanner {
         return ChangePayload(fields: fields, links: links)
     }
 }
+
+/// What a log entry stores besides its columns.
+struct ChangePayload: Codable, Sendable {
+    var fields: [SyncName: SyncValue]
+    var links: [SyncName: LinkChange]
+
+    private enum CodingKeys: String, CodingKey { case fields = "f", links = "l" }
+}

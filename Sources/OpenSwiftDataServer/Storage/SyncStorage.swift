@@ -1,15 +1,29 @@
 import Foundation
 import OpenSwiftDataSyncProtocol
 
-/// The server's persistent state behind one protocol, so that the same semantics run on
-/// SQLite, on PostgreSQL, and in memory inside a simulator.
+/// The server's persistent state: what a ``SyncService`` runs on.
+///
+/// The storages are `SQLiteSyncStorage` (product `OpenSwiftDataServerSQLite`) and
+/// `PostgresSyncStorage` (product `OpenSwiftDataServerPostgres`); pass one to
+/// ``SyncServer/init(configuration:storage:now:)`` or ``SyncService/init(storage:configuration:now:observer:)``.
+/// The operations the core calls on a storage are internal to this package, so other types
+/// cannot serve as a storage (a service refuses them with an error when it opens).
+public protocol SyncStorage: Sendable {
+    /// Whether the storage can serve (for `/ready`).
+    func isReady() async -> Bool
+
+    /// Closes the storage; later calls fail.
+    func close() async throws
+}
+
+/// The operations of a storage, as the core drives them.
 ///
 /// Each operation is one transaction shaped as *load → decide → write*: the storage reads what
 /// the request needs, calls a pure decision function from the core (which may throw a
 /// ``SyncServiceError`` to refuse the request: then nothing is written), and writes the plan it
 /// returns before committing. Conflict resolution, authorization and exactly-once live in the
 /// decision functions, so a new backend only implements loading and writing.
-public protocol SyncStorage: Sendable {
+package protocol SyncStorageBackend: SyncStorage {
     /// The server's identity and signing material, created with the database.
     func metadata() async throws -> StorageMetadata
 
@@ -39,54 +53,48 @@ public protocol SyncStorage: Sendable {
     /// checks a cursor at the horizon against a restored copy's log. Push results are not removed by age: they stay
     /// until their client acknowledges them (``PushPlan/resultsAcknowledgedBelow``).
     func compact(before milliseconds: Int64) async throws -> CompactionResult
-
-    /// Whether the storage can serve (for `/ready`).
-    func isReady() async -> Bool
-
-    /// Closes the storage; later calls fail.
-    func close() async throws
 }
 
 /// What a storage keeps about itself.
-public struct StorageMetadata: Sendable, Hashable {
+package struct StorageMetadata: Sendable, Hashable {
     /// Made when the database was created: a cursor from another epoch gets a reset.
-    public var epoch: String
+    package var epoch: String
     /// The key cursors are signed with.
-    public var cursorKey: Data
+    package var cursorKey: Data
 
     /// Makes metadata.
-    public init(epoch: String, cursorKey: Data) {
+    package init(epoch: String, cursorKey: Data) {
         self.epoch = epoch
         self.cursorKey = cursorKey
     }
 }
 
 /// What a push needs loaded.
-public struct PushLoad: Sendable {
+package struct PushLoad: Sendable {
     /// The pushing client.
-    public var clientID: ClientID
+    package var clientID: ClientID
     /// The ids of the request's mutations (their recorded results are loaded, if any).
-    public var mutationIDs: [MutationID]
+    package var mutationIDs: [MutationID]
     /// The records the mutations touch.
-    public var keys: Set<RecordKey>
+    package var keys: Set<RecordKey>
     /// The scopes the mutations name (the scopes of the loaded records are loaded too).
-    public var scopes: Set<ScopeID>
+    package var scopes: Set<ScopeID>
     /// For records under `rejectStale`, the version after which to load which clients changed
     /// them.
-    public var historyAfter: [RecordKey: ServerVersion]
+    package var historyAfter: [RecordKey: ServerVersion]
     /// What the schema's delete rules need: a storage builds ``DeleteRuleGraph`` from this
     /// load's schema (or else the client's stored one), loads the records of
     /// ``DeleteRuleGraph/targets(of:)`` with `keys`, and adds to the snapshot the live
     /// referrers `DeleteRuleGraph.referrers(of:loaded:fetch:)` finds from `roots` (with
     /// their links and scopes), looked up in its index of reference fields.
-    public var deleteRules: DeleteRuleLoad
+    package var deleteRules: DeleteRuleLoad
     /// The position of the push's cursor, if it carries one: the storage loads the log mark
     /// there (``PushSnapshot/marks``), so the core can tell a cursor of another history of a
     /// database restored from a copy that kept its epoch.
-    public var markAt: ServerVersion?
+    package var markAt: ServerVersion?
 
     /// Makes a load request.
-    public init(clientID: ClientID, mutationIDs: [MutationID], keys: Set<RecordKey>, scopes: Set<ScopeID>, historyAfter: [RecordKey: ServerVersion], deleteRules: DeleteRuleLoad = DeleteRuleLoad(schema: nil), markAt: ServerVersion? = nil) {
+    package init(clientID: ClientID, mutationIDs: [MutationID], keys: Set<RecordKey>, scopes: Set<ScopeID>, historyAfter: [RecordKey: ServerVersion], deleteRules: DeleteRuleLoad = DeleteRuleLoad(schema: nil), markAt: ServerVersion? = nil) {
         self.markAt = markAt
         self.clientID = clientID
         self.mutationIDs = mutationIDs
@@ -98,29 +106,29 @@ public struct PushLoad: Sendable {
 }
 
 /// The state a push is decided on, read inside its transaction.
-public struct PushSnapshot: Sendable {
+package struct PushSnapshot: Sendable {
     /// The client, if it pushed before.
-    public var client: ClientRecord?
+    package var client: ClientRecord?
     /// Recorded results of the request's ids processed before.
-    public var results: [MutationID: StoredResult]
+    package var results: [MutationID: StoredResult]
     /// The touched records the server has (tombstones included), with their links.
-    public var records: [RecordKey: StoredRecord]
+    package var records: [RecordKey: StoredRecord]
     /// The claimed scopes among those named and those of the loaded records.
-    public var scopes: [ScopeID: ScopeRecord]
+    package var scopes: [ScopeID: ScopeRecord]
     /// Per record, the (version, client) of each logged change after the requested version.
-    public var history: [RecordKey: [(version: ServerVersion, client: ClientID?)]]
+    package var history: [RecordKey: [(version: ServerVersion, client: ClientID?)]]
     /// The last sequence number handed out.
-    public var head: ServerVersion
+    package var head: ServerVersion
     /// Log entries at or below this version were compacted away.
-    public var horizon: ServerVersion
+    package var horizon: ServerVersion
     /// The server's hybrid-logical-clock state.
-    public var clock: HLCTimestamp
+    package var clock: HLCTimestamp
     /// The log mark (`created_at`) of the change at ``PushLoad/markAt``, keyed by that
     /// sequence (empty if the load named none or the log holds no change there).
-    public var marks: [ServerVersion: Int64]
+    package var marks: [ServerVersion: Int64]
 
     /// Makes a snapshot.
-    public init(client: ClientRecord?, results: [MutationID: StoredResult], records: [RecordKey: StoredRecord], scopes: [ScopeID: ScopeRecord], history: [RecordKey: [(version: ServerVersion, client: ClientID?)]], head: ServerVersion, horizon: ServerVersion, clock: HLCTimestamp, marks: [ServerVersion: Int64] = [:]) {
+    package init(client: ClientRecord?, results: [MutationID: StoredResult], records: [RecordKey: StoredRecord], scopes: [ScopeID: ScopeRecord], history: [RecordKey: [(version: ServerVersion, client: ClientID?)]], head: ServerVersion, horizon: ServerVersion, clock: HLCTimestamp, marks: [ServerVersion: Int64] = [:]) {
         self.marks = marks
         self.client = client
         self.results = results
@@ -134,38 +142,38 @@ public struct PushSnapshot: Sendable {
 }
 
 /// What a push writes, decided by the core.
-public struct PushPlan: Sendable {
+package struct PushPlan: Sendable {
     /// The answer to send.
-    public var response: PushResponse
+    package var response: PushResponse
     /// The client row to write (nil: unchanged).
-    public var client: ClientRecord?
+    package var client: ClientRecord?
     /// Results of newly processed mutations.
-    public var results: [StoredResult]
+    package var results: [StoredResult]
     /// The final state of every record changed (links are written whole for each).
-    public var records: [StoredRecord]
+    package var records: [StoredRecord]
     /// New log entries, sequence ascending from `head + 1`.
-    public var changes: [LogEntry]
+    package var changes: [LogEntry]
     /// Scopes claimed by this push.
-    public var newScopes: [ScopeRecord]
+    package var newScopes: [ScopeRecord]
     /// The server clock after the push.
-    public var clock: HLCTimestamp
+    package var clock: HLCTimestamp
     /// The head after the push.
-    public var head: ServerVersion
+    package var head: ServerVersion
     /// When the push was processed, in milliseconds since 1970.
-    public var now: Int64
+    package var now: Int64
     /// The users who may read the scopes this push changed (for live notifications).
-    public var readers: Set<String>
+    package var readers: Set<String>
     /// The scopes this push changed.
-    public var changedScopes: Set<ScopeID>
+    package var changedScopes: Set<ScopeID>
     /// Counts for metrics.
-    public var applied = 0, rejected = 0, conflicts = 0
+    package var applied = 0, rejected = 0, conflicts = 0
     /// The client has processed its answers below this mutation id (a push starts at its
     /// oldest unanswered mutation): the storage deletes this client's stored results below it
     /// in the push's transaction. Nil: none are acknowledged.
-    public var resultsAcknowledgedBelow: MutationID?
+    package var resultsAcknowledgedBelow: MutationID?
 
     /// Makes a plan.
-    public init(response: PushResponse, client: ClientRecord?, results: [StoredResult], records: [StoredRecord], changes: [LogEntry], newScopes: [ScopeRecord], clock: HLCTimestamp, head: ServerVersion, now: Int64, readers: Set<String>, changedScopes: Set<ScopeID>) {
+    package init(response: PushResponse, client: ClientRecord?, results: [StoredResult], records: [StoredRecord], changes: [LogEntry], newScopes: [ScopeRecord], clock: HLCTimestamp, head: ServerVersion, now: Int64, readers: Set<String>, changedScopes: Set<ScopeID>) {
         self.response = response
         self.client = client
         self.results = results
@@ -181,27 +189,27 @@ public struct PushPlan: Sendable {
 }
 
 /// What a pull's transaction sees before it chooses what to read.
-public struct PullContext: Sendable {
+package struct PullContext: Sendable {
     /// The last sequence number handed out.
-    public var head: ServerVersion
+    package var head: ServerVersion
     /// Log entries at or below it were compacted away.
-    public var horizon: ServerVersion
+    package var horizon: ServerVersion
     /// The scopes the user may read, with their role.
-    public var grants: [ScopeID: ScopeRole]
+    package var grants: [ScopeID: ScopeRole]
     /// The user the client belongs to, if the client pushed before.
-    public var clientOwner: String?
+    package var clientOwner: String?
     /// The last mutation id processed for the client.
-    public var lastMutationID: MutationID
+    package var lastMutationID: MutationID
     /// The server's clock.
-    public var clock: HLCTimestamp
+    package var clock: HLCTimestamp
     /// Log marks by sequence: the `created_at` of the change the log holds at that sequence
     /// (absent: no change there). A cursor keeps the mark of its position, so a database
     /// restored from a copy that kept its epoch, whose log has since been written again past
     /// that position, is told apart from the one that issued the cursor.
-    public var marks: [ServerVersion: Int64]
+    package var marks: [ServerVersion: Int64]
 
     /// Makes a context.
-    public init(head: ServerVersion, horizon: ServerVersion, grants: [ScopeID: ScopeRole], clientOwner: String?, lastMutationID: MutationID, clock: HLCTimestamp, marks: [ServerVersion: Int64] = [:]) {
+    package init(head: ServerVersion, horizon: ServerVersion, grants: [ScopeID: ScopeRole], clientOwner: String?, lastMutationID: MutationID, clock: HLCTimestamp, marks: [ServerVersion: Int64] = [:]) {
         self.marks = marks
         self.head = head
         self.horizon = horizon
@@ -213,16 +221,16 @@ public struct PullContext: Sendable {
 }
 
 /// A position in a snapshot's keyset order: (scope, entity, record id).
-public struct SnapshotKey: Hashable, Sendable, Codable {
+package struct SnapshotKey: Hashable, Sendable, Codable {
     /// The scope.
-    public var scope: ScopeID
+    package var scope: ScopeID
     /// The entity.
-    public var entity: SyncName
+    package var entity: SyncName
     /// The record id.
-    public var recordID: RecordID
+    package var recordID: RecordID
 
     /// Makes a key.
-    public init(scope: ScopeID, entity: SyncName, recordID: RecordID) {
+    package init(scope: ScopeID, entity: SyncName, recordID: RecordID) {
         self.scope = scope
         self.entity = entity
         self.recordID = recordID
@@ -232,7 +240,7 @@ public struct SnapshotKey: Hashable, Sendable, Codable {
 }
 
 /// What a pull page reads.
-public enum PullRead: Sendable {
+package enum PullRead: Sendable {
     /// Live records of `scopes` (sorted) after `after` in keyset order, at most `limit`;
     /// `count` also counts all live records of the scopes.
     case snapshot(scopes: [ScopeID], after: SnapshotKey?, limit: Int, count: Bool)
@@ -242,24 +250,24 @@ public enum PullRead: Sendable {
 }
 
 /// What a pull page read.
-public struct PullPage: Sendable {
+package struct PullPage: Sendable {
     /// The context it was read in.
-    public var context: PullContext
+    package var context: PullContext
     /// What was read.
-    public var read: PullRead
+    package var read: PullRead
     /// For a snapshot: the records, keyset order.
-    public var records: [StoredRecord]
+    package var records: [StoredRecord]
     /// For a snapshot with `count`: the number of live records of its scopes.
-    public var total: Int?
+    package var total: Int?
     /// For the log: the changes, sequence order.
-    public var changes: [PulledChange]
+    package var changes: [PulledChange]
     /// For the log: the sequence the page ends at (the head when nothing more is waiting).
-    public var end: ServerVersion
+    package var end: ServerVersion
     /// Whether more is waiting.
-    public var hasMore: Bool
+    package var hasMore: Bool
 
     /// Makes a page.
-    public init(context: PullContext, read: PullRead, records: [StoredRecord] = [], total: Int? = nil, changes: [PulledChange] = [], end: ServerVersion, hasMore: Bool) {
+    package init(context: PullContext, read: PullRead, records: [StoredRecord] = [], total: Int? = nil, changes: [PulledChange] = [], end: ServerVersion, hasMore: Bool) {
         self.context = context
         self.read = read
         self.records = records

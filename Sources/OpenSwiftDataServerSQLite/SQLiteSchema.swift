@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import OpenSwiftDataServer
 
 /// The tables of the SQLite storage, created by one migration.
 enum SQLiteSchema {

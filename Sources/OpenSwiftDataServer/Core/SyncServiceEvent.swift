@@ -1,7 +1,7 @@
 import OpenSwiftDataSyncProtocol
 
 /// Something that happened in the core, for live notifications and metrics.
-public enum SyncEvent: Sendable, Hashable {
+public enum SyncServiceEvent: Sendable, Hashable {
     /// A push committed changes in `scopes` (up to `version`); `readers` may read them.
     case changed(scopes: [ScopeID], version: ServerVersion, readers: Set<String>)
     /// The grants of `users` changed.
@@ -21,12 +21,12 @@ public struct PushSummary: Sendable, Hashable {
 /// Where the core reports what happened; every closure defaults to doing nothing.
 public struct SyncObserver: Sendable {
     /// Called after each commit that changes state or grants.
-    public var event: @Sendable (SyncEvent) -> Void
+    public var event: @Sendable (SyncServiceEvent) -> Void
     /// Called after each push that processed mutations.
     public var pushed: @Sendable (PushSummary) -> Void
 
     /// Makes an observer.
-    public init(event: @escaping @Sendable (SyncEvent) -> Void = { _ in }, pushed: @escaping @Sendable (PushSummary) -> Void = { _ in }) {
+    public init(event: @escaping @Sendable (SyncServiceEvent) -> Void = { _ in }, pushed: @escaping @Sendable (PushSummary) -> Void = { _ in }) {
         self.event = event
         self.pushed = pushed
     }

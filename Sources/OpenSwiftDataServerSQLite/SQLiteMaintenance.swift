@@ -1,19 +1,6 @@
 import Foundation
 import GRDB
-
-/// The epochs of a database before and after a restore or an epoch rotation.
-public struct EpochChange: Sendable, Equatable {
-    /// The epoch the database (or the backup) had.
-    public var previous: String
-    /// The epoch it has now.
-    public var current: String
-
-    /// Makes a change.
-    public init(previous: String, current: String) {
-        self.previous = previous
-        self.current = current
-    }
-}
+import OpenSwiftDataServer
 
 /// Backups, restores and epoch rotation of the SQLite storage: what `osd-server backup`,
 /// `osd-server restore` and `osd-server epoch rotate` do.

@@ -2,7 +2,7 @@ import Foundation
 import OpenSwiftDataSyncProtocol
 
 /// The settings of the sync semantics, independent of any transport or storage.
-public struct SyncConfiguration: Sendable {
+public struct SyncServiceConfiguration: Sendable {
     /// The most mutations one push may carry (more is `SyncErrorCode.batchTooLarge`).
     public var maxMutationsPerPush: Int
     /// The most record changes one push may carry in all its mutations.
@@ -43,10 +43,6 @@ public struct SyncConfiguration: Sendable {
         self.maximumClockDrift = maximumClockDrift
     }
 }
-
-/// The time source of the core: every "now" the semantics need comes from it, so tests and the
-/// simulator drive time. The live server passes `{ Date() }`.
-public typealias SyncClock = @Sendable () -> Date
 
 extension Date {
     /// Milliseconds since 1970, clamped at zero.

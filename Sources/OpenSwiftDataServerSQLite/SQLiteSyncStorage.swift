@@ -1,11 +1,12 @@
 import Crypto
 import Foundation
 import GRDB
+import OpenSwiftDataServer
 import OpenSwiftDataSyncProtocol
 
 /// The embedded storage: one SQLite file through GRDB, in WAL mode (readers never block the
 /// single writer, and SQLite's single writer hands out sequence numbers in commit order).
-public final class SQLiteSyncStorage: SyncStorage {
+public final class SQLiteSyncStorage: SyncStorageBackend {
     private let pool: DatabasePool
     /// The database file's path.
     public let path: String
@@ -35,7 +36,7 @@ public final class SQLiteSyncStorage: SyncStorage {
         }
     }
 
-    public func metadata() async throws -> StorageMetadata {
+    package func metadata() async throws -> StorageMetadata {
         try await pool.read { db in
             guard let epoch = try String.fetchOne(db, sql: "SELECT CAST(value AS TEXT) FROM osd_metadata WHERE key = 'epoch'"),
                 let key = try Data.fetchOne(db, sql: "SELECT value FROM osd_metadata WHERE key = 'cursorKey'")
@@ -44,6 +45,7 @@ public final class SQLiteSyncStorage: SyncStorage {
         }
     }
 
+    /// Whether the database answers a read (for `/ready`).
     public func isReady() async -> Bool {
         (try? await pool.read { db in try Int.fetchOne(db, sql: "SELECT 1") }) == 1
     }
@@ -59,7 +61,7 @@ public final class SQLiteSyncStorage: SyncStorage {
 
     // MARK: Push
 
-    public func push(_ load: PushLoad, decide: @Sendable (PushSnapshot) throws -> PushPlan) async throws -> PushPlan {
+    package func push(_ load: PushLoad, decide: @Sendable (PushSnapshot) throws -> PushPlan) async throws -> PushPlan {
         try await pool.write { db in
             let snapshot = try Self.loadPush(load, db)
             let plan = try decide(snapshot)
@@ -160,7 +162,7 @@ public final class SQLiteSyncStorage: SyncStorage {
         }
         return StoredRecord(
             entity: entity, recordID: recordID, scope: ScopeID(rawValue: try row.decode(atIndex: 2)), version: try row.decode(atIndex: 3),
-            deleted: try row.decode(atIndex: 4), fields: try row.withUnsafeData(atIndex: 5) { data in try StoredJSON.fields(data ?? Data()) },
+            deleted: try row.decode(atIndex: 4), fields: try row.withUnsafeData(atIndex: 5) { data in try StoredColumns.decodeFields(data ?? Data()) },
             stamp: HLCTimestamp(rawValue: UInt64(bitPattern: stamp)), writer: try row.decode(atIndex: 7), links: links)
     }
 
@@ -179,9 +181,7 @@ public final class SQLiteSyncStorage: SyncStorage {
         }
         let resultStatement = try db.cachedStatement(sql: "INSERT INTO osd_results (client_id, mutation_id, hash, result, created_at) VALUES (?, ?, ?, ?, ?)")
         for result in plan.results {
-            var writer = SyncJSONWriter(capacity: 64)
-            try writer.mutationResult(result.result)
-            try resultStatement.execute(arguments: [clientID, result.id, result.hash, writer.data, plan.now])
+            try resultStatement.execute(arguments: [clientID, result.id, result.hash, Data(try StoredColumns.encodeResult(result.result)), plan.now])
         }
         for scope in plan.newScopes {
             try db.execute(sql: "INSERT OR IGNORE INTO osd_scopes (scope, owner) VALUES (?, ?)", arguments: [scope.scope.rawValue, scope.owner])
@@ -227,20 +227,16 @@ public final class SQLiteSyncStorage: SyncStorage {
     }
 
     private static func encodeFields(_ fields: [SyncName: StoredField]) throws -> Data {
-        var writer = SyncJSONWriter()
-        try writer.storedFields(fields)
-        return writer.data
+        Data(try StoredColumns.encodeFields(fields))
     }
 
     private static func encodePayload(_ change: PulledChange) throws -> Data {
-        var writer = SyncJSONWriter()
-        try writer.changePayload(fields: change.fields, links: change.links)
-        return writer.data
+        Data(try StoredColumns.encodePayload(fields: change.fields, links: change.links))
     }
 
     // MARK: Pull
 
-    public func pull(clientID: ClientID, user: String, probe: ServerVersion?, plan: @Sendable (PullContext) throws -> PullRead) async throws -> PullPage {
+    package func pull(clientID: ClientID, user: String, probe: ServerVersion?, plan: @Sendable (PullContext) throws -> PullRead) async throws -> PullPage {
         try await pool.read { db in
             let (head, horizon, clock) = try Self.headRow(db)
             var grants: [ScopeID: ScopeRole] = [ScopeID.user(user): .owner]
@@ -341,7 +337,7 @@ public final class SQLiteSyncStorage: SyncStorage {
             guard let op = RecordOperation(rawValue: try row.decode(String.self, atIndex: 5)) else {
                 throw SyncServiceError(500, .internalError, "the change log holds an unknown operation")
             }
-            let payload = try row.withUnsafeData(atIndex: 6) { data in try StoredJSON.payload(data ?? Data()) }
+            let payload = try row.withUnsafeData(atIndex: 6) { data in try StoredColumns.decodePayload(data ?? Data()) }
             changes.append(PulledChange(
                 version: try row.decode(atIndex: 0), op: op, entity: try row.decode(atIndex: 3), recordID: try row.decode(atIndex: 4),
                 scope: ScopeID(rawValue: try row.decode(atIndex: 2)), fields: payload.fields, links: payload.links,
@@ -352,7 +348,7 @@ public final class SQLiteSyncStorage: SyncStorage {
 
     // MARK: Scopes
 
-    public func scopes(of user: String) async throws -> [ScopeAccess] {
+    package func scopes(of user: String) async throws -> [ScopeAccess] {
         try await pool.read { db in
             var result: [ScopeID: ScopeRole] = [:]
             for scope in try String.fetchAll(db, sql: "SELECT scope FROM osd_grants WHERE user = ?", arguments: [user]) { result[ScopeID(rawValue: scope)] = .member }
@@ -361,7 +357,7 @@ public final class SQLiteSyncStorage: SyncStorage {
         }
     }
 
-    public func scope(_ scope: ScopeID) async throws -> ScopeRecord? {
+    package func scope(_ scope: ScopeID) async throws -> ScopeRecord? {
         try await pool.read { db in try Self.scopeRecord(scope, db) }
     }
 
@@ -374,7 +370,7 @@ public final class SQLiteSyncStorage: SyncStorage {
         return nil
     }
 
-    public func updateScope(_ scope: ScopeID, decide: @Sendable (ScopeRecord?) throws -> ScopeRecord) async throws -> ScopeRecord {
+    package func updateScope(_ scope: ScopeID, decide: @Sendable (ScopeRecord?) throws -> ScopeRecord) async throws -> ScopeRecord {
         try await pool.write { db in
             let current = try Self.scopeRecord(scope, db)
             let next = try decide(current)
@@ -389,7 +385,7 @@ public final class SQLiteSyncStorage: SyncStorage {
 
     // MARK: Compaction
 
-    public func compact(before milliseconds: Int64) async throws -> CompactionResult {
+    package func compact(before milliseconds: Int64) async throws -> CompactionResult {
         try await pool.write { db in
             let (_, horizon, _) = try Self.headRow(db)
             // Push results are not dropped by age: a client that has not acknowledged one may
@@ -408,12 +404,4 @@ public final class SQLiteSyncStorage: SyncStorage {
             return CompactionResult(horizon: newHorizon, changesRemoved: changesRemoved, tombstonesRemoved: tombstonesRemoved)
         }
     }
-}
-
-/// What a log entry stores besides its columns.
-struct ChangePayload: Codable, Sendable {
-    var fields: [SyncName: SyncValue]
-    var links: [SyncName: LinkChange]
-
-    private enum CodingKeys: String, CodingKey { case fields = "f", links = "l" }
 }
