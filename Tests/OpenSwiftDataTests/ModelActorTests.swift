@@ -65,3 +65,59 @@ struct ModelActorTests {
         #expect(Set(titles).count == 200)
     }
 }
+
+/// An actor written by hand on the container's main context, as some SwiftData apps write it.
+actor MainContextStore: ModelActor {
+    nonisolated let modelExecutor: any ModelExecutor
+    nonisolated let modelContainer: ModelContainer
+
+    @MainActor
+    init(container: ModelContainer) {
+        modelContainer = container
+        modelExecutor = DefaultSerialModelExecutor(modelContext: container.mainContext)
+    }
+
+    /// Adds a note without saving (the main context's autosave writes it), and returns the
+    /// thread the actor ran on.
+    func add(_ title: String) -> pthread_t {
+        modelContext.insert(Note(title: title))
+        return pthread_self()
+    }
+
+    func count() throws -> Int {
+        try modelContext.fetchCount(FetchDescriptor<Note>())
+    }
+}
+
+@Suite("An actor on the main context")
+struct MainContextActorTests {
+    @Test("an actor whose executor is made for the main context runs on the main actor, alongside the main context's autosave")
+    @MainActor
+    func actorOnMainContext() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let container = try ModelContainer(for: Note.self, configurations: ModelConfiguration(url: directory.file("main.store")))
+        let main = container.mainContext
+        let store = MainContextStore(container: container)
+        #expect(store.modelExecutor.modelContext === main)
+        // The thread the main actor runs on here (the test runner's, not necessarily the
+        // process's first thread).
+        let mainActorThread = pthread_self()
+        var onMainActor = true
+        for round in 0..<50 {
+            // The main actor changes the context (scheduling an autosave), and the actor does
+            // too, from a task of its own.
+            main.insert(Note(title: "main \(round)"))
+            let ran = await Task.detached { await store.add("actor \(round)") }.value
+            onMainActor = onMainActor && pthread_equal(ran, mainActorThread) != 0 && pthread_equal(pthread_self(), mainActorThread) != 0
+            if round % 10 == 0 { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        #expect(onMainActor)
+        for _ in 0..<200 where main.hasChanges {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(!main.hasChanges)
+        #expect(try await store.count() == 100)
+        #expect(try ModelContext(container).fetchCount(FetchDescriptor<Note>()) == 100)
+    }
+}

@@ -12,31 +12,48 @@ public protocol ModelExecutor: AnyObject, Sendable {
 public protocol SerialModelExecutor: ModelExecutor, SerialExecutor {}
 
 /// The executor `@ModelActor` gives an actor: a private serial queue and a context of its own.
+///
+/// An executor made for a container's ``ModelContainer/mainContext`` runs its jobs on the main
+/// actor instead, as SwiftData's does: the main context is the main actor's, so an actor built on
+/// it (`DefaultSerialModelExecutor(modelContext: container.mainContext)`) shares the main
+/// actor's executor and never uses the context at the same time as the main actor's code (its
+/// autosave, say).
 public final class DefaultSerialModelExecutor: SerialModelExecutor, @unchecked Sendable {
     // @unchecked Sendable: `modelContext` is not Sendable, and is only used by jobs this
-    // executor runs, one after another on its serial queue: that is, from inside the isolation
-    // of the actor it executes. `queue` is itself thread-safe.
+    // executor runs, one after another: on its serial queue, or, for the main context, on the
+    // main actor, which owns that context. That is, from inside the isolation of the actor it
+    // executes. `queue` is itself thread-safe, and `runsOnMainActor` is immutable.
 
     /// The actor's context.
     public let modelContext: ModelContext
     private let queue: DispatchQueue
+    /// Whether the context is its container's main context, whose jobs run on the main actor.
+    private let runsOnMainActor: Bool
 
     /// An executor for `modelContext`.
     public init(modelContext: ModelContext) {
         self.modelContext = modelContext
         queue = DispatchQueue(label: "OpenSwiftData.DefaultSerialModelExecutor")
+        runsOnMainActor = modelContext.isMainContext
     }
 
-    /// Runs `job` on the executor's queue.
+    /// Runs `job` on the executor's queue (on the main actor for the main context).
     public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         let executor = asUnownedSerialExecutor()
+        if runsOnMainActor {
+            // The runtime sends the actor's jobs to the main actor's executor directly (see
+            // `asUnownedSerialExecutor()`); a job handed here runs on the main queue, which is
+            // that executor's.
+            DispatchQueue.main.async { job.runSynchronously(on: executor) }
+            return
+        }
         queue.async { job.runSynchronously(on: executor) }
     }
 
-    /// This executor, unowned.
+    /// This executor, unowned; for the main context, the main actor's executor.
     public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
-        UnownedSerialExecutor(ordinary: self)
+        runsOnMainActor ? MainActor.sharedUnownedExecutor : UnownedSerialExecutor(ordinary: self)
     }
 }
 
