@@ -21,9 +21,9 @@ let package = Package(
         // `OpenSwiftData` product.
         .library(name: "OpenSwiftDataSync", targets: ["OpenSwiftDataSync"]),
         .executable(name: "osd-demo", targets: ["osd-demo"]),
-        .executable(name: "osd-benchmarks", targets: ["osd-benchmarks"]),
-        // The deterministic sync simulator: `swift run -c release osd-simulate --seeds 10000`.
-        .executable(name: "osd-simulate", targets: ["osd-simulate"]),
+        // The benchmarks and the simulator (`swift run -c release osd-simulate --seeds 10000`)
+        // are executable targets of this package, run from a clone; not products, so a package
+        // that depends on this one never sees them.
         // The sync server: a library to mount in a Hummingbird application, and the executable.
         // A package that depends only on the `OpenSwiftData` product builds none of their
         // dependencies (SwiftPM builds the targets of the products a client uses).
