@@ -231,12 +231,15 @@ let package = Package(
             ],
             path: "Benchmarks/Sources/osd-sync-benchmarks"
         ),
+        // What the test targets share: a temporary directory and a manual clock.
+        .target(name: "OpenSwiftDataTestSupport", path: "Tests/OpenSwiftDataTestSupport"),
         .testTarget(
             name: "OpenSwiftDataServerTests",
             dependencies: [
                 "OpenSwiftDataServer",
                 "OpenSwiftDataServerSQLite",
                 "OpenSwiftDataServerPostgres",
+                "OpenSwiftDataTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -255,6 +258,7 @@ let package = Package(
                 "OpenSwiftDataServer",
                 "OpenSwiftDataServerSQLite",
                 "OpenSwiftData",
+                "OpenSwiftDataTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -266,7 +270,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OpenSwiftDataTests",
-            dependencies: ["OpenSwiftData", "OpenSwiftDataSyncProtocol", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["OpenSwiftData", "OpenSwiftDataSyncProtocol", "OpenSwiftDataTestSupport", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         // SwiftData's public API, written as SwiftData code writes it: compile-only, so that a
         // missing declaration or overload fails the build.

@@ -5,6 +5,7 @@ import OpenSwiftDataServerSQLite
 import OpenSwiftDataServerPostgres
 import PostgresNIO
 import Testing
+import OpenSwiftDataTestSupport
 
 /// The storages the behaviour suite runs on: every test that takes a `Backend` runs once per
 /// storage.

@@ -5,6 +5,7 @@ import OpenSwiftDataServerSQLite
 import OpenSwiftDataServerPostgres
 import OpenSwiftDataSyncProtocol
 import Testing
+import OpenSwiftDataTestSupport
 
 @Suite("Backups, restores and epoch rotation", .serialized)
 struct BackupTests {

@@ -6,6 +6,7 @@ import OpenSwiftDataServerPostgres
 import PostgresNIO
 import OpenSwiftDataSyncProtocol
 import Testing
+import OpenSwiftDataTestSupport
 
 /// The schema of these tests: items belong to a list (cascade), parts to an item (cascade,
 /// so a list's delete reaches them through two steps), cards to a list (nullify), locks to a

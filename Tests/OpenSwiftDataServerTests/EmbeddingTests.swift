@@ -10,6 +10,7 @@ import OpenSwiftDataServerSQLite
 import OpenSwiftDataSyncProtocol
 import ServiceLifecycle
 import Testing
+import OpenSwiftDataTestSupport
 
 /// An application's own request context, made fit for the sync routes.
 struct EmbeddingAppContext: SyncRequestContext {

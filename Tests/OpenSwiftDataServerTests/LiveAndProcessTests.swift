@@ -8,6 +8,7 @@ import OpenSwiftDataServerSQLite
 import OpenSwiftDataServerPostgres
 import OpenSwiftDataSyncProtocol
 import Testing
+import OpenSwiftDataTestSupport
 
 /// Runs `body`, failing if it takes longer than `seconds`.
 func withTimeout<T: Sendable>(_ seconds: Double, _ body: @escaping @Sendable () async throws -> T) async throws -> T {

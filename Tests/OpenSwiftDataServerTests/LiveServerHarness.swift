@@ -9,6 +9,7 @@ import OpenSwiftDataServerSQLite
 import OpenSwiftDataSyncProtocol
 import ServiceLifecycle
 import Testing
+import OpenSwiftDataTestSupport
 
 /// A real server on 127.0.0.1 with a port the system picked, over a SQLite file in a
 /// temporary directory or a schema on the test PostgreSQL server, and an HTTP client for it.

@@ -8,6 +8,7 @@ import OpenSwiftDataSyncProtocol
 import PostgresNIO
 import Synchronization
 import Testing
+import OpenSwiftDataTestSupport
 
 /// Several servers on one PostgreSQL database: what only a shared storage does.
 @Suite("Several servers, one PostgreSQL database", .serialized)

@@ -8,6 +8,7 @@ import OpenSwiftDataServerSQLite
 import OpenSwiftDataSyncProtocol
 import ServiceLifecycle
 import Testing
+import OpenSwiftDataTestSupport
 
 /// The claims an identity provider's token carries (as the server reads them).
 private struct ProviderClaims: JWTPayload {

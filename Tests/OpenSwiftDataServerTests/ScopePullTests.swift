@@ -3,6 +3,7 @@ import OpenSwiftDataServer
 import OpenSwiftDataServerSQLite
 import OpenSwiftDataSyncProtocol
 import Testing
+import OpenSwiftDataTestSupport
 
 @Suite("Sync core: scopes, grants, pulls, cursors")
 struct ScopePullTests {

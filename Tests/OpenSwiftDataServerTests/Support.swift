@@ -2,35 +2,7 @@ import Foundation
 import OpenSwiftDataServer
 import OpenSwiftDataSyncProtocol
 import Testing
-
-/// A clock the tests move by hand.
-/// `@unchecked Sendable`: its only state, `now`, is read and written under `lock`.
-final class ManualClock: @unchecked Sendable {
-    private let lock = NSLock()
-    private var now: Date
-
-    init(_ start: Date = Date(timeIntervalSince1970: 1_800_000_000)) { now = start }
-
-    var date: Date { lock.withLock { now } }
-
-    func advance(_ seconds: TimeInterval) { lock.withLock { now += seconds } }
-
-    var clock: @Sendable () -> Date { { self.date } }
-}
-
-/// A temporary directory removed when the value is released.
-final class TemporaryDirectory: Sendable {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("osd-server-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
-}
+import OpenSwiftDataTestSupport
 
 /// A core over a real storage: a SQLite file in a temporary directory, or a fresh schema on
 /// the test PostgreSQL server.

@@ -6,6 +6,7 @@ import OpenSwiftDataServer
 import OpenSwiftDataSyncProtocol
 import ServiceLifecycle
 import Testing
+import OpenSwiftDataTestSupport
 
 /// Any claims, each optional, to make tokens that miss or misstate one.
 private struct Claims: JWTPayload {

@@ -6,6 +6,7 @@ import OpenSwiftDataSync
 import OpenSwiftDataSyncProtocol
 import OpenSwiftDataSyncTesting
 import Testing
+import OpenSwiftDataTestSupport
 
 // Two versions of a synced notes app, for updates of the app on a device with saves queued.
 

@@ -5,6 +5,7 @@ import OpenSwiftDataSync
 import OpenSwiftDataSyncProtocol
 import OpenSwiftDataSyncTesting
 import Testing
+import OpenSwiftDataTestSupport
 
 @Suite("Sync engine: push, pull and convergence against the real server core")
 struct ConvergenceTests {

@@ -4,6 +4,7 @@ import OpenSwiftData
 @testable import OpenSwiftDataSync
 import OpenSwiftDataSyncProtocol
 import Testing
+import OpenSwiftDataTestSupport
 
 @Suite("Sync engine: its own tables, read without decoding the queue again")
 struct EngineStoreTests {

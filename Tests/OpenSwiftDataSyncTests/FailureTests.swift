@@ -6,6 +6,7 @@ import OpenSwiftDataSync
 import OpenSwiftDataSyncProtocol
 import OpenSwiftDataSyncTesting
 import Testing
+import OpenSwiftDataTestSupport
 
 @Suite("Sync engine: failures, bad answers, reset, revoke, sign-out")
 struct FailureTests {

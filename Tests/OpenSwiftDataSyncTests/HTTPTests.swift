@@ -7,6 +7,7 @@ import OpenSwiftDataSync
 import OpenSwiftDataSyncProtocol
 import ServiceLifecycle
 import Testing
+import OpenSwiftDataTestSupport
 
 /// A real `osd-server` router on 127.0.0.1, on a port the system picked, over SQLite in a
 /// temporary directory.

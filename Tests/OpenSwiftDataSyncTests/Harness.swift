@@ -6,6 +6,7 @@ import OpenSwiftDataSync
 import OpenSwiftDataSyncProtocol
 import OpenSwiftDataSyncTesting
 import Testing
+import OpenSwiftDataTestSupport
 
 /// A clock the tests move by hand; sleeping returns at once (tests drive the engine with
 /// `syncNow()`, never by waiting).
@@ -23,21 +24,6 @@ final class TestClock: SyncClock, @unchecked Sendable {
     func sleep(seconds: Double) async throws {
         try await Task.sleep(for: .milliseconds(1))
     }
-}
-
-/// A temporary directory removed when released.
-final class TemporaryDirectory: Sendable {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("osd-sync-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
-    func file(_ name: String) -> URL { url.appendingPathComponent(name) }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
 }
 
 /// The real server core over SQLite in a temporary directory, on a shared test clock.

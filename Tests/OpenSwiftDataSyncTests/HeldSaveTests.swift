@@ -4,6 +4,7 @@ import OpenSwiftDataServer
 import OpenSwiftDataSync
 import OpenSwiftDataSyncProtocol
 import Testing
+import OpenSwiftDataTestSupport
 
 @Suite("Saves over a server limit are held on the device, never rolled back", .serialized)
 struct HeldSaveTests {

@@ -5,6 +5,7 @@ import OpenSwiftDataSync
 import OpenSwiftDataSyncProtocol
 import OpenSwiftDataSyncTesting
 import Testing
+import OpenSwiftDataTestSupport
 
 /// The models of an app's older version: `Memo` without `mood`, and no `Badge`.
 enum OlderApp {

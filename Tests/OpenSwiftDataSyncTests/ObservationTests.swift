@@ -5,6 +5,7 @@ import OpenSwiftDataServer
 import OpenSwiftDataSyncProtocol
 import OpenSwiftDataSyncTesting
 import Testing
+import OpenSwiftDataTestSupport
 
 @Suite("Sync engine: what the app sees")
 struct ObservationTests {

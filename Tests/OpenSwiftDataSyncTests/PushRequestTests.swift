@@ -5,6 +5,7 @@ import OpenSwiftDataSync
 import OpenSwiftDataSyncProtocol
 import OpenSwiftDataSyncTesting
 import Testing
+import OpenSwiftDataTestSupport
 
 @Suite("Sync engine: push requests within the server's limits")
 struct PushRequestTests {

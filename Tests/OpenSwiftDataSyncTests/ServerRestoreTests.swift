@@ -7,6 +7,7 @@ import OpenSwiftDataSync
 import OpenSwiftDataSyncProtocol
 import OpenSwiftDataSyncTesting
 import Testing
+import OpenSwiftDataTestSupport
 
 @Suite("Sync engine: a server or a device restored from an older backup (properties 10 and 13)")
 struct ServerRestoreTests {

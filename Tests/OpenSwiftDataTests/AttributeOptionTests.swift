@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import OpenSwiftData
+import OpenSwiftDataTestSupport
 
 @Suite("@Attribute options")
 struct AttributeOptionTests {

@@ -1,6 +1,7 @@
 import Foundation
 import OpenSwiftData
 import Testing
+import OpenSwiftDataTestSupport
 
 /// What a dropped context leaves behind: related models reference each other both ways, and
 /// each holds its container, so a context that went away must not leave a graph that keeps

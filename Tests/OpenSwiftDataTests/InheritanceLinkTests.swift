@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Testing
 @testable import OpenSwiftData
+import OpenSwiftDataTestSupport
 
 /// A superclass that is the destination of relationships kept in join tables, and the owning
 /// side of a many-to-many one (its links then hold keys of its subclass's rows too).

@@ -2,6 +2,7 @@ import Foundation
 import Observation
 import Testing
 @testable import OpenSwiftData
+import OpenSwiftDataTestSupport
 
 /// A model class with a subclass, as SwiftData (since its 2025 release) lets models inherit.
 @Model

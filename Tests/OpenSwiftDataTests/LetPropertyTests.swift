@@ -1,6 +1,7 @@
 import Foundation
 import OpenSwiftData
 import Testing
+import OpenSwiftDataTestSupport
 
 /// `let` properties as SwiftData apps declare them: an identity and a creation date, set once.
 @Model

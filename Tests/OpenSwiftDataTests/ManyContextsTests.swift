@@ -2,6 +2,7 @@ import Foundation
 import Observation
 import OpenSwiftData
 import Testing
+import OpenSwiftDataTestSupport
 
 @Suite("Many contexts, one truth")
 struct ManyContextsTests {

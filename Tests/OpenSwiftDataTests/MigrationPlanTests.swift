@@ -1,6 +1,7 @@
 import Foundation
 @testable import OpenSwiftData
 import Testing
+import OpenSwiftDataTestSupport
 
 enum NotesV1: VersionedSchema {
     static var versionIdentifier: Schema.Version { Schema.Version(1, 0, 0) }

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 @testable import OpenSwiftData
 import Testing
+import OpenSwiftDataTestSupport
 
 enum ContactStatus: String, Codable {
     case active, blocked

@@ -1,6 +1,7 @@
 import Foundation
 import OpenSwiftData
 import Testing
+import OpenSwiftDataTestSupport
 
 @ModelActor
 actor NoteImporter {

@@ -2,6 +2,7 @@ import Foundation
 import Observation
 import Testing
 @testable import OpenSwiftData
+import OpenSwiftDataTestSupport
 
 /// Fetched models are observable whatever was done to them before the observation started.
 @Suite("Observation of fetched models")

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import OpenSwiftData
 import Testing
+import OpenSwiftDataTestSupport
 
 // MARK: - Helpers
 

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 @testable import OpenSwiftData
 import Testing
+import OpenSwiftDataTestSupport
 
 enum CardsV2: VersionedSchema {
     static var versionIdentifier: Schema.Version { Schema.Version(2, 0, 0) }

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Testing
 @testable import OpenSwiftData
+import OpenSwiftDataTestSupport
 
 @Suite("Store files and bad input")
 struct StoreFileTests {

@@ -2,6 +2,7 @@ import Foundation
 import OpenSwiftData
 import OpenSwiftDataSyncProtocol
 import Testing
+import OpenSwiftDataTestSupport
 
 /// A container of the sync test models on a new store file, with capture on for every synced
 /// entity (SyncLocalNote stays local) and a manual clock.

@@ -97,22 +97,6 @@ final class SyncTwoKeys {
     }
 }
 
-/// A clock the tests move by hand.
-final class ManualClock: @unchecked Sendable {
-    // @unchecked Sendable: `now` is only read and written while holding `lock`.
-    private let lock = NSLock()
-    private var current: Date
-
-    init(_ start: Date = Date(timeIntervalSince1970: 1_800_000_000)) { current = start }
-
-    var now: Date {
-        get { lock.withLock { current } }
-        set { lock.withLock { current = newValue } }
-    }
-
-    func advance(_ seconds: TimeInterval) { now = now.addingTimeInterval(seconds) }
-}
-
 let syncTestTypes: [any PersistentModel.Type] = [SyncProject.self, SyncTask.self, SyncUser.self, SyncLabel.self, SyncLocalNote.self]
 
 /// A temporary store file path.

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 @testable import OpenSwiftData
 import Testing
+import OpenSwiftDataTestSupport
 
 /// The layout of `osd_sync_records` and the upgrade of stores written before entity codes.
 @Suite("Sync records layout")

@@ -190,20 +190,6 @@ enum OtherSchema {
     }
 }
 
-/// A fresh temporary directory for a test's store files, removed by `cleanUp()`.
-struct TemporaryDirectory {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("osd-tests-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    func file(_ name: String) -> URL { url.appendingPathComponent(name) }
-
-    func cleanUp() { try? FileManager.default.removeItem(at: url) }
-}
-
 func inMemoryContainer(_ types: any PersistentModel.Type...) throws -> ModelContainer {
     try ModelContainer(for: Schema(types), configurations: [ModelConfiguration(isStoredInMemoryOnly: true)])
 }
