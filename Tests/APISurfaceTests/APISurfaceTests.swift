@@ -285,8 +285,11 @@ func surface(url: URL, id: PersistentIdentifier) async throws {
     let entity: Schema.Entity? = someSchema.entity(for: SurfaceTrip.self)
     let tripEntityName: String = Schema.entityName(for: SurfaceTrip.self)
     _ = (entities, byName, version, entity, tripEntityName, version.major, version.minor, version.patch, version.description, version < version)
-    // Not provided yet (README, "Not provided"): `Schema.save(to:)`/`load(from:)`,
-    // `Schema.CompositeAttribute`, `.transformable(by:)` (no `ValueTransformer` on Linux), the custom
+    // SCH-10
+    try someSchema.save(to: url)
+    let reloaded: Schema = try Schema.load(from: url)
+    _ = reloaded
+    // Not provided yet (README, "Not provided"): `Schema.CompositeAttribute`, `.transformable(by:)` (no `ValueTransformer` on Linux), the custom
     // `DataStore` API (`DataStoreConfiguration`, `DataStoreError`, `ModelContext.editingState`),
     // `PersistentModel.Root` (26; an associated type would keep a model from declaring a
     // nested type named `Root`, and without inheritance it is always the model itself).

@@ -20,7 +20,9 @@ extension Schema {
         /// The entities of the schema's model classes that inherit from this one directly.
         public internal(set) var subentities: Set<Entity> = []
         /// The name of the entity of the model class this one inherits from, if any.
-        public var superentityName: String? { layout?.superLayout?.name ?? superentity?.name }
+        public var superentityName: String? { layout?.superLayout?.name ?? superentity?.name ?? loadedSuperentityName }
+        /// The superentity's name in a saved schema (``Schema/load(from:)``).
+        private var loadedSuperentityName: String?
         /// The entity of the model class this one inherits from, when it is in the schema.
         public internal(set) weak var superentity: Entity?
         let layout: EntityLayout?
@@ -51,6 +53,19 @@ extension Schema {
             self.relationships = Set(layout.properties.compactMap { $0.schemaProperty as? Relationship })
             self.uniquenessConstraints = layout.uniquenessConstraints.map { $0.map { layout.properties[$0].name } }
             self.indices = layout.indices.map { $0.map { layout.properties[$0].name } }
+        }
+
+        /// An entity read back from a saved schema (``Schema/load(from:)``): no model type
+        /// behind it; its superentity is named, and linked by the schema.
+        init(loadedName name: String, superentityName: String?, properties: [any SchemaProperty], uniquenessConstraints: [[String]], indices: [[String]]) {
+            self.name = name
+            self.layout = nil
+            self.properties = properties
+            self.attributes = Set(properties.compactMap { $0 as? Attribute })
+            self.relationships = Set(properties.compactMap { $0 as? Relationship })
+            self.uniquenessConstraints = uniquenessConstraints
+            self.indices = indices
+            self.loadedSuperentityName = superentityName
         }
 
         private init(name: String, attributes: [Attribute], layout: EntityLayout?) {

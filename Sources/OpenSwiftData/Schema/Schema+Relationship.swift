@@ -81,7 +81,7 @@ extension Schema {
         }
 
         init(
-            name: String, declaredOriginalName: String?, keypath: AnyKeyPath, options: [Option], valueType: any Any.Type,
+            name: String, declaredOriginalName: String?, keypath: AnyKeyPath?, options: [Option], valueType: any Any.Type,
             destination: String, deleteRule: DeleteRule, inverseName: String?, inverseKeyPath: AnyKeyPath?,
             minimumModelCount: Int?, maximumModelCount: Int?, hashModifier: String?, isToOne: Bool
         ) {

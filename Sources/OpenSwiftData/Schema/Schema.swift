@@ -78,6 +78,20 @@ public final class Schema: Hashable, CustomDebugStringConvertible, @unchecked Se
         }
     }
 
+    /// A schema read back by ``load(from:)``, its inheritance links set.
+    init(loaded entities: [Entity], version: Version, encodingVersion: Version) {
+        self.encodingVersion = encodingVersion
+        self.version = version
+        self.entities = entities
+        self.entitiesByName = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        self.problems = []
+        for entity in entities {
+            guard let name = entity.superentityName, let superentity = entitiesByName[name] else { continue }
+            entity.superentity = superentity
+            superentity.subentities.insert(entity)
+        }
+    }
+
     private init(entities: [Entity], version: Version) {
         self.encodingVersion = Schema.schemaEncodingVersion
         self.version = version
