@@ -61,3 +61,18 @@ do {
 } catch let error as SwiftDataError {
     print("Could not open the store: \(error.detail)")
 }
+
+// An actor with a context of its own: identifiers (Sendable) cross actors, models stay where they were loaded.
+@ModelActor
+actor TodoImporter {
+    func importItems(titled titles: [String]) throws -> [PersistentIdentifier] {
+        let items = titles.map { TodoItem(title: $0) }
+        for item in items { modelContext.insert(item) }
+        try modelContext.save()
+        return items.map(\.persistentModelID)
+    }
+}
+
+let importer = TodoImporter(modelContainer: container)
+let importedIDs = try await importer.importItems(titled: ["Water the plants", "Call the bank"])
+print(importedIDs.compactMap { (context.model(for: $0) as? TodoItem)?.title })

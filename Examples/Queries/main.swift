@@ -40,3 +40,16 @@ print(try context.explain(FetchDescriptor(predicate: search)).runsEntirelyInSQL)
 let recent = #Predicate<Message> { $0.text.hasSuffix("?") || $0.status != .sent }
 let recentAndPending = #Predicate<Message> { recent.evaluate($0) && $0.status == .pending }
 print(try context.fetch(FetchDescriptor(predicate: recentAndPending)).map(\.text))  // ["Lunch?"]
+
+// Strings sort as Foundation sorts them on Apple's platforms: .localizedStandard unless asked otherwise.
+let byText = FetchDescriptor<Message>(sortBy: [SortDescriptor(\.text, comparator: .localizedStandard)])
+print(try context.fetch(byText).map(\.text))  // ["Lunch?", "Meet at the Café", "Old news"]
+
+// Count and identify without loading models; read large results a batch at a time.
+print(try context.fetchCount(FetchDescriptor<Message>(predicate: toRetry)))  // 2
+let retryIDs = try context.fetchIdentifiers(FetchDescriptor<Message>(predicate: toRetry))
+try context.enumerate(FetchDescriptor<Message>(), batchSize: 500) { message in
+    print(message.text, message.retryCount)
+}
+let allMessages = try context.fetch(FetchDescriptor<Message>(sortBy: [SortDescriptor(\.text)]), batchSize: 100)
+print(retryIDs.count, allMessages.count, allMessages[0].text)  // 2 3 Lunch?
