@@ -29,8 +29,12 @@ public final class HTTPSyncTransport: SyncTransport {
     package init(server: URL, client: HTTPClient, timeout: Duration = .seconds(60), logger: Logger = Logger(label: "OpenSwiftDataSync.http"), tokenProvider: @escaping @Sendable () async throws -> String) {
         self.server = server
         self.client = client
+        // Whole nanoseconds, saturating: a timeout beyond Int64's nanoseconds (292 years) is
+        // the largest one.
         let (seconds, attoseconds) = max(timeout, .zero).components
-        self.timeout = .nanoseconds(seconds.multipliedReportingOverflow(by: 1_000_000_000).overflow ? Int64.max : seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        let (whole, overflowed) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        let (total, overflowedAgain) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
+        self.timeout = .nanoseconds(overflowed || overflowedAgain ? Int64.max : total)
         self.logger = logger
         self.tokenProvider = tokenProvider
     }

@@ -85,4 +85,22 @@ struct FetchBatchTests {
         #expect(notes[13].index == 13)
         #expect(notes[12].title == "")
     }
+
+    @Test("a model kept from a batch reading has left, or fetched before the batches, is saved when it is changed afterwards")
+    func keptModelsStillSave() throws {
+        let context = try context(notes: 300)
+        let earlier = try #require(try context.fetch(FetchDescriptor<BatchedNote>(predicate: #Predicate { $0.index == 5 })).first)
+        let notes = try context.fetch(FetchDescriptor<BatchedNote>(sortBy: [SortDescriptor(\.index)]), batchSize: 50)
+        let kept = notes[10]
+        for note in notes { _ = note.title }
+        // Fetched before the collection: still the context's.
+        #expect(context.identityMap["BatchedNote"]?[try #require(earlier.persistentModelID.rowID)]?.model === earlier)
+        kept.title = "kept and edited"
+        earlier.title = "earlier and edited"
+        #expect(context.hasChanges)
+        try context.save()
+        let stored = try ModelContext(context.container).fetch(FetchDescriptor<BatchedNote>(predicate: #Predicate { $0.index == 10 || $0.index == 5 }, sortBy: [SortDescriptor(\.index)]))
+        #expect(stored.map(\.title) == ["earlier and edited", "kept and edited"])
+    }
+
 }

@@ -1,7 +1,8 @@
 import GRDB
 
-/// What deleting rows involves beside the `DELETE` itself, shared by saves, deletions by
-/// predicate and ``ModelContainer/erase(author:)``: clearing the foreign keys that point at the
+/// What deleting rows involves beside the `DELETE` itself, shared by saves and deletions by
+/// predicate (``ModelContainer/erase(author:)`` deletes every row, so it has nothing to clear):
+/// clearing the foreign keys that point at the
 /// deleted rows, removing the join-table links a cascade cannot reach, and reading the values
 /// tombstones keep. Serves one save, caching per entity what it looks up in the schema.
 struct DeletedReferences {

@@ -12,9 +12,11 @@ import Foundation
 /// ```
 ///
 /// Memory stays bounded by the batch size: identifiers take a few bytes per row, and when
-/// reading moves to another batch, the models of the one before that have no unsaved changes
-/// are let go by the context (a model you kept a reference to stays valid and keeps its values,
-/// but a later fetch of the same row gives a new instance). The collection sees the rows as they
+/// reading moves to another batch, the models the one before loaded that have no unsaved
+/// changes are let go by the context. A model you kept a reference to stays valid: it keeps its
+/// values, and a change made to it later is saved like any other (the context takes it back);
+/// a later fetch of the same row in between gives a new instance. Models the context held
+/// before the collection read them stay as they were. The collection sees the rows as they
 /// were when it was made: a row deleted since reads as a model with default values, as
 /// ``ModelContext/model(for:)`` gives.
 ///
@@ -43,13 +45,14 @@ public struct FetchResultsCollection<Element>: RandomAccessCollection {
 final class FetchBatchSource<Element> {
     private let identifiers: [PersistentIdentifier]
     let batchSize: Int
-    /// Makes the elements of a batch: one per identifier, in order.
-    private let load: ([PersistentIdentifier]) -> [Element]
-    /// Called with the batch that reading leaves, to let its models go.
+    /// Makes the elements of a batch, one per identifier and in order, and says which of them
+    /// it loaded (the context did not hold them before): only those are let go.
+    private let load: ([PersistentIdentifier]) -> (elements: [Element], loaded: [Element])
+    /// Called with what a batch loaded when reading leaves it, to let those models go.
     private let release: ([Element]) -> Void
-    private var current: (batch: Int, elements: [Element])?
+    private var current: (batch: Int, elements: [Element], loaded: [Element])?
 
-    init(identifiers: [PersistentIdentifier], batchSize: Int, load: @escaping ([PersistentIdentifier]) -> [Element], release: @escaping ([Element]) -> Void = { _ in }) {
+    init(identifiers: [PersistentIdentifier], batchSize: Int, load: @escaping ([PersistentIdentifier]) -> (elements: [Element], loaded: [Element]), release: @escaping ([Element]) -> Void = { _ in }) {
         self.identifiers = identifiers
         self.batchSize = max(batchSize, 1)  // below 1: a model at a time
         self.load = load
@@ -63,12 +66,12 @@ final class FetchBatchSource<Element> {
         let batch = position / batchSize
         if let current, current.batch == batch { return current.elements[position - batch * batchSize] }
         let start = batch * batchSize
-        let elements = load(Array(identifiers[start..<min(start + batchSize, identifiers.count)]))
-        if let left = current?.elements {
+        let (elements, loaded) = load(Array(identifiers[start..<min(start + batchSize, identifiers.count)]))
+        if let left = current?.loaded {
             current = nil
             release(left)
         }
-        current = (batch, elements)
+        current = (batch, elements, loaded)
         return elements[position - start]
     }
 }
@@ -99,7 +102,7 @@ extension ModelContext {
     /// ``fetch(_:batchSize:)`` does.
     public func fetchIdentifiers<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, batchSize: Int) throws -> FetchResultsCollection<PersistentIdentifier> {
         let identifiers = try batchIdentifiers(descriptor)
-        return FetchResultsCollection(source: FetchBatchSource(identifiers: identifiers, batchSize: batchSize, load: { $0 }))
+        return FetchResultsCollection(source: FetchBatchSource(identifiers: identifiers, batchSize: batchSize, load: { ($0, []) }))
     }
 
     /// The identifiers a batched fetch holds.
@@ -112,36 +115,47 @@ extension ModelContext {
     }
 
     /// The models of `identifiers`, in their order: registered ones as they are, the others read
-    /// together, one query per entity.
-    private func models<T: PersistentModel>(_ type: T.Type, for identifiers: [PersistentIdentifier]) -> [T] {
+    /// together, one query per entity; and those it read (which the batch may let go).
+    private func models<T: PersistentModel>(_ type: T.Type, for identifiers: [PersistentIdentifier]) -> (elements: [T], loaded: [T]) {
         let use = ExclusiveUse(self)
         defer { use.end() }
         var byEntity: [String: [Int64]] = [:]
+        var missing: Set<PersistentIdentifier> = []
         for identifier in identifiers {
             guard let row = identifier.rowID, identityMap[identifier.entityName]?[row] == nil else { continue }
             byEntity[identifier.entityName, default: []].append(row)
+            missing.insert(identifier)
         }
         for (entity, rows) in byEntity.sorted(by: { $0.key < $1.key }) {
             guard let layout = container.layout(named: entity) else { continue }
             // A batch that cannot be read (the store failed) leaves its models to `model(for:)`.
             try? materializeRows(layout: layout, query: SelectBuilder.rows(layout.table, primaryKeyIn: jsonKeyArray(rows))) { _ in }
         }
-        return identifiers.compactMap { identifier in
-            if let row = identifier.rowID, let model = identityMap[identifier.entityName]?[row]?.model as? T { return model }
+        var loaded: [T] = []
+        let elements = identifiers.compactMap { identifier -> T? in
+            if let row = identifier.rowID, let model = identityMap[identifier.entityName]?[row]?.model as? T {
+                if missing.contains(identifier) { loaded.append(model) }
+                return model
+            }
             return model(for: identifier) as? T
         }
+        return (elements, loaded)
     }
 
-    /// Lets the context forget the models of a batch that have no unsaved changes.
+    /// Lets the context forget models a batch read that have no unsaved changes (see
+    /// ``releaseUnchanged(_:entity:)``).
     private func releaseUnchanged<T: PersistentModel>(_ models: [T]) {
         let use = ExclusiveUse(self)
         defer { use.end() }
-        for model in models {
-            let storage = model.storageBase
-            guard storage.state == .registered, !storage.hasChanges, let row = storage.primaryKey,
-                  identityMap[storage.entityName]?[row]?.storage === storage
-            else { continue }
-            identityMap[storage.entityName]?[row] = nil
-        }
+        releaseUnchanged(models, entity: nil)
+    }
+}
+
+/// A model a batched read let go, held weakly: it lives as long as the app keeps it.
+final class ReleasedModel {
+    weak var model: (any PersistentModel)?
+
+    init(_ model: any PersistentModel) {
+        self.model = model
     }
 }

@@ -264,21 +264,30 @@ extension ModelContext {
             let batch = try materialize(T.self, layout: layout, query: query, columns: columns)
             prefetch(descriptor.relationshipKeyPathsForPrefetching, of: batch, layout: layout)
             for model in batch { try block(model) }
-            if !allowEscapingMutations { release(batch, entity: layout.name) }
+            if !allowEscapingMutations { releaseUnchanged(batch, entity: layout.name) }
             guard batch.count == size else { return }
             offset += size
             remaining = remaining.map { $0 - size }
         }
     }
 
-    /// Unregisters the models of a batch that have no unsaved changes.
-    private func release<T: PersistentModel>(_ batch: [T], entity: String) {
+    /// Unregisters the models of a batch that have no unsaved changes (of `entity`, or of
+    /// each model's own when nil), so that memory holds one batch at a time. Their loaded
+    /// relationships go back to faults, so that models related both ways do not keep each other
+    /// (and the container) alive. A released model that is changed later is taken back by
+    /// ``storageDidChange(_:)``, so its change is saved.
+    func releaseUnchanged<T: PersistentModel>(_ batch: [T], entity: String?) {
+        // Released models nobody kept are gone: forget them, so the table stays about a batch.
+        if !releasedModels.isEmpty { releasedModels = releasedModels.filter { $0.value.model != nil } }
         for model in batch {
             let storage = model.storageBase
+            let entity = entity ?? storage.entityName
             guard storage.state == .registered, !storage.hasChanges, let row = storage.primaryKey,
                   identityMap[entity]?[row]?.storage === storage
             else { continue }
             identityMap[entity]?[row] = nil
+            storage.releaseLoadedRelationships()
+            releasedModels[ObjectIdentifier(storage)] = ReleasedModel(model)
         }
     }
 

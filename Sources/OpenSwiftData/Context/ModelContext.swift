@@ -51,6 +51,9 @@ public final class ModelContext: Equatable {
     /// While a component's own save runs (an apply of remote changes): what it adds to the
     /// save's transaction, read by its capture (``SaveCaptureSource``).
     var saveInput: (any SaveInput)?
+    /// Models a batched read let go (``releaseUnchanged(_:entity:)``), weakly, by storage:
+    /// one changed later is taken back.
+    var releasedModels: [ObjectIdentifier: ReleasedModel] = [:]
     /// The history token of the last save that wrote a history transaction.
     var lastSaveHistoryToken: DefaultHistoryToken?
     /// While a save runs: the state of every model it changed, as it was before.
@@ -226,9 +229,15 @@ public final class ModelContext: Equatable {
 
     /// Called by a model's storage the first time it changes after a save.
     func storageDidChange(_ storage: AnyModelStorage) {
-        if storage.state == .registered, let row = storage.primaryKey,
-           let registration = identityMap[storage.entityName]?[row], registration.storage === storage {
-            changed.add(registration)
+        if storage.state == .registered, let row = storage.primaryKey {
+            if let registration = identityMap[storage.entityName]?[row], registration.storage === storage {
+                changed.add(registration)
+            } else if let model = releasedModels.removeValue(forKey: ObjectIdentifier(storage))?.model {
+                // A model a batched read let go, changed since: taken back, so the save writes it.
+                let registration = Registration(model: model, storage: storage)
+                if identityMap[storage.entityName]?[row] == nil { identityMap[storage.entityName, default: [:]][row] = registration }
+                changed.add(registration)
+            }
         }
         if autosaveEnabled { scheduleAutosave() }
     }

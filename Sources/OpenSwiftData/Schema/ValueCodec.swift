@@ -31,8 +31,8 @@ struct ValueCodec: @unchecked Sendable {
     // @unchecked Sendable: immutable; the closures capture only metatypes and immutable values.
     let columnType: ColumnType
     let isOptional: Bool
-    /// What the values are (a raw-value enum's are its raw values'): what other layers read,
-    /// never ``storageName``.
+    /// What the values are (a raw-value enum's are its raw values'): what other layers read to
+    /// know a property's kind (sync capture, JSON predicates), never ``storageName``.
     let kind: StoredKind
     /// A readable name of the stored form, for the store's layout record.
     let storageName: String
