@@ -230,6 +230,10 @@ func surface(url: URL, id: PersistentIdentifier) async throws {
     let identifiers: [PersistentIdentifier] = try modelContext.fetchIdentifiers(descriptor)
     try modelContext.enumerate(descriptor) { (model: SurfaceTrip) in _ = model.name }
     try modelContext.enumerate(descriptor, batchSize: 10, allowEscapingMutations: true) { _ in }
+    // Remote changes (Core Data's notification, as CloudKit-synced SwiftData apps observe it)
+    let remoteChange: Notification.Name = .NSPersistentStoreRemoteChange
+    let remoteKeys: [String] = [NSStoreUUIDKey, NSPersistentStoreURLKey, NSPersistentHistoryTokenKey]
+    _ = (remoteChange == ModelContainer.remoteChangeNotification, remoteKeys)
     // CTX-12, CTX-13
     let batched: FetchResultsCollection<SurfaceTrip> = try modelContext.fetch(descriptor, batchSize: 100)
     let batchedIDs: FetchResultsCollection<PersistentIdentifier> = try modelContext.fetchIdentifiers(descriptor, batchSize: 100)
