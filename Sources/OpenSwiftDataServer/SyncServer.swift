@@ -23,12 +23,18 @@ public struct SyncServerConfiguration: Sendable {
     /// closed with `1001 going away` at once, requests in flight are answered, and whatever is
     /// still running when the period ends is cancelled.
     public var shutdownGracePeriod: TimeInterval
+    /// The seconds a `503 unavailable` answer tells clients to wait before retrying, in its
+    /// `Retry-After` header (the storage cannot serve: the database is unreachable or cannot
+    /// write).
+    public var retryAfter: Int
 
     /// Makes a configuration.
     public init(
         hostname: String = "127.0.0.1", port: Int = 8080, auth: AuthConfiguration = AuthConfiguration(), maxBodySize: Int = 8 * 1024 * 1024,
-        sync: SyncServiceConfiguration = SyncServiceConfiguration(), compactionInterval: TimeInterval = 3600, shutdownGracePeriod: TimeInterval = 10
+        sync: SyncServiceConfiguration = SyncServiceConfiguration(), compactionInterval: TimeInterval = 3600, shutdownGracePeriod: TimeInterval = 10,
+        retryAfter: Int = 5
     ) {
+        self.retryAfter = max(1, retryAfter)
         self.hostname = hostname
         self.port = port
         self.auth = auth
@@ -99,7 +105,7 @@ public final class SyncServer: Sendable {
     public func routes<Context: SyncRequestContext>(context: Context.Type = Context.self) -> RouteCollection<Context> {
         let routes = RouteCollection(context: Context.self)
         LiveRoute(verifier: verifier, hub: hub, metrics: metrics).add(to: routes)
-        routes.add(middleware: SyncMiddleware(metrics: metrics))
+        routes.add(middleware: SyncMiddleware(metrics: metrics, retryAfter: configuration.retryAfter))
         httpRoutes.add(to: routes)
         return routes
     }
@@ -109,7 +115,7 @@ public final class SyncServer: Sendable {
     /// serve) and `GET /metrics` (Prometheus text), with the sync middleware.
     public func monitoringRoutes<Context: RequestContext>(context: Context.Type = Context.self) -> RouteCollection<Context> {
         let routes = RouteCollection(context: Context.self)
-        routes.add(middleware: SyncMiddleware(metrics: metrics))
+        routes.add(middleware: SyncMiddleware(metrics: metrics, retryAfter: configuration.retryAfter))
         httpRoutes.addMonitoring(to: routes)
         return routes
     }
@@ -124,7 +130,8 @@ public final class SyncServer: Sendable {
         // The middleware is the whole router's here, so that unknown routes and methods are
         // answered with the protocol's JSON error too.
         let router = Router(context: BasicSyncRequestContext.self)
-        router.middlewares.add(SyncMiddleware(metrics: metrics))
+        router.middlewares.add(SyncMiddleware(metrics: metrics, retryAfter: configuration.retryAfter))
+        router.middlewares.add(UpgradeRefusalMiddleware())
         let routes = RouteCollection(context: BasicSyncRequestContext.self)
         httpRoutes.add(to: routes)
         httpRoutes.addMonitoring(to: routes)
@@ -136,7 +143,9 @@ public final class SyncServer: Sendable {
         let grace = Duration.milliseconds(Int64(max(0, configuration.shutdownGracePeriod) * 1000))
         let application = Application(
             router: router,
-            server: .http1WebSocketUpgrade(webSocketRouter: liveRouter, configuration: .init(ws: .init(closeTimeout: grace))),
+            // Hummingbird's `.http1WebSocketUpgrade(webSocketRouter:)` with a guard that has every
+            // request with an `Upgrade` header answered (see `GuardedUpgradeChannel`).
+            server: .guardedWebSocketUpgrade(webSocketRouter: liveRouter, configuration: .init(ws: .init(closeTimeout: grace))),
             configuration: ApplicationConfiguration(address: .hostname(configuration.hostname, port: configuration.port), serverName: "osd-server"),
             services: [CompactionService(service: service, interval: configuration.compactionInterval, logger: logger), RemoteEventService(server: self)],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },

@@ -33,7 +33,8 @@ public enum PostgresStorageError: Error, Sendable, Equatable, CustomStringConver
 ///
 /// Made from a URL in libpq's form, `postgres://user:password@host:port/database`, whose
 /// query may carry `host=/socket/directory` (a Unix socket), `sslmode=disable|prefer|require`,
-/// `schema=name`, `pool_size=N` and `statement_timeout=milliseconds`.
+/// `schema=name`, `pool_size=N`, `statement_timeout=milliseconds` and `connect_timeout=seconds`
+/// (libpq's unit).
 public struct PostgresStorageConfiguration: Sendable {
     /// How to reach the server.
     public enum Endpoint: Sendable, Hashable {
@@ -71,9 +72,18 @@ public struct PostgresStorageConfiguration: Sendable {
     public var poolSize: Int
     /// The longest a statement may run (lock waits included), in milliseconds; 0: no limit.
     public var statementTimeoutMilliseconds: Int
+    /// The longest a request waits for a connection to the database, and a connection attempt
+    /// takes, in milliseconds. While the database cannot be reached, requests are answered
+    /// `503 unavailable` after this long (`/ready` too), and the
+    /// pool keeps reconnecting in the background.
+    public var connectTimeoutMilliseconds: Int
 
     /// Makes a configuration.
-    public init(endpoint: Endpoint, username: String, password: String? = nil, database: String? = nil, tls: TLSMode = .prefer, schema: String = "public", poolSize: Int = 16, statementTimeoutMilliseconds: Int = 30_000) {
+    public init(
+        endpoint: Endpoint, username: String, password: String? = nil, database: String? = nil, tls: TLSMode = .prefer, schema: String = "public", poolSize: Int = 16,
+        statementTimeoutMilliseconds: Int = 30_000, connectTimeoutMilliseconds: Int = 2_000
+    ) {
+        self.connectTimeoutMilliseconds = connectTimeoutMilliseconds
         self.endpoint = endpoint
         self.username = username
         self.password = password
@@ -111,6 +121,11 @@ public struct PostgresStorageConfiguration: Sendable {
         schema = query["schema"] ?? "public"
         poolSize = 16
         statementTimeoutMilliseconds = 30_000
+        connectTimeoutMilliseconds = 2_000
+        if let value = query["connect_timeout"] {
+            guard let seconds = Double(value) else { throw .invalidURL("connect_timeout must be seconds") }
+            connectTimeoutMilliseconds = Int(seconds * 1000)
+        }
         if let value = query["pool_size"] {
             guard let size = Int(value) else { throw .invalidURL("pool_size must be a number") }
             poolSize = size
@@ -129,6 +144,7 @@ public struct PostgresStorageConfiguration: Sendable {
         else { throw .invalidSchema(schema) }
         guard poolSize >= 2 else { throw .invalidSetting("pool size must be at least 2 (one connection listens), not \(poolSize)") }
         guard statementTimeoutMilliseconds >= 0 else { throw .invalidSetting("statement timeout must not be negative") }
+        guard connectTimeoutMilliseconds >= 1 else { throw .invalidSetting("connect timeout must be at least 1 ms, not \(connectTimeoutMilliseconds)") }
     }
 
     /// The PostgresNIO client configuration.
@@ -148,6 +164,7 @@ public struct PostgresStorageConfiguration: Sendable {
         }
         configuration.options.maximumConnections = poolSize
         configuration.options.minimumConnections = 0
+        configuration.options.connectTimeout = .milliseconds(connectTimeoutMilliseconds)
         configuration.options.additionalStartupParameters = [
             ("search_path", schema),
             ("statement_timeout", String(statementTimeoutMilliseconds)),
@@ -163,6 +180,6 @@ public struct PostgresStorageConfiguration: Sendable {
         case .tcp(let host, let port): place = "\(host):\(port)"
         case .unixSocket(let path): place = path
         }
-        return "postgres://\(username)@\(place)/\(database ?? username) (schema \(schema), pool \(poolSize), statement timeout \(statementTimeoutMilliseconds) ms)"
+        return "postgres://\(username)@\(place)/\(database ?? username) (schema \(schema), pool \(poolSize), statement timeout \(statementTimeoutMilliseconds) ms, connect timeout \(connectTimeoutMilliseconds) ms)"
     }
 }

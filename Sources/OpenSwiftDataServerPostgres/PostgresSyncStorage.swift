@@ -104,11 +104,19 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         return EpochChange(previous: previous, current: current)
     }
 
-    /// Whether the database answers a query (for `/ready`).
+    /// Whether the database answers a query (for `/ready`) within the connect timeout
+    /// (``PostgresStorageConfiguration/connectTimeoutMilliseconds``, a connection and the
+    /// query together): false while the database cannot be reached.
     public func isReady() async -> Bool {
         guard !shared.state.withLock({ $0.closed }) else { return false }
-        let rows = try? await client.query("SELECT 1", logger: logger).collect()
-        return rows?.count == 1
+        let client = client
+        let logger = logger
+        let answered = try? await Self.within(.milliseconds(configuration.connectTimeoutMilliseconds)) {
+            try await client.withConnection { connection in
+                try await connection.query("SELECT 1", logger: logger).collect().count == 1
+            }
+        }
+        return answered == true
     }
 
     /// Stops listening for other servers' events, ends the ``remoteEvents()`` streams and closes
@@ -156,15 +164,89 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
 
     private func writeTransaction<T: Sendable>(_ body: (PostgresConnection, HeadRow) async throws -> T) async throws -> T {
         try checkOpen()
-        return try await Self.transaction(client, logger: logger) { connection in
-            let head = try await HeadRow.lock(connection, logger)
-            return try await body(connection, head)
+        try await awaitConnection()
+        return try await Self.mappingOutage {
+            try await Self.transaction(client, logger: logger) { connection in
+                let head = try await HeadRow.lock(connection, logger)
+                return try await body(connection, head)
+            }
         }
     }
 
     private func readTransaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
         try checkOpen()
-        return try await Self.transaction(client, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger, body)
+        try await awaitConnection()
+        return try await Self.mappingOutage {
+            try await Self.transaction(client, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger, body)
+        }
+    }
+
+    // MARK: Outages
+
+    /// Waits for the pool to hand out a connection, at most the connect timeout: PostgresNIO's
+    /// pool has no such bound (a request waits while it retries connecting, up to its circuit
+    /// breaker's minute), so a database that cannot be reached is answered
+    /// `503 unavailable` at once instead. The connection goes back to the pool idle, and the
+    /// transaction that follows leases it again.
+    private func awaitConnection() async throws {
+        let client = client
+        let timeout = configuration.connectTimeoutMilliseconds
+        let reached: Bool?
+        do {
+            reached = try await Self.within(.milliseconds(timeout)) { try await client.withConnection { _ in true } }
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw SyncServiceError(503, .unavailable, "the database cannot be reached: \(Self.describe(error))")
+        }
+        guard reached == true else {
+            throw SyncServiceError(503, .unavailable, "the database cannot be reached: no connection within \(timeout) ms")
+        }
+    }
+
+    /// Runs `body`; an error saying the database went away (the connection closed or failed,
+    /// the server shutting down or not accepting connections yet) becomes `503 unavailable`.
+    static func mappingOutage<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as PSQLError where isOutage(error) {
+            throw SyncServiceError(503, .unavailable, "the database cannot be reached: \(describe(error))")
+        }
+    }
+
+    /// Whether an error says the database cannot be reached rather than that a statement failed.
+    static func isOutage(_ error: PSQLError) -> Bool {
+        switch error.code {
+        case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown, .poolClosed:
+            return true
+        case .server:
+            // 08: connection exception; 57P01-57P03: shut down, crashed, cannot connect now.
+            let state = error.serverInfo?[.sqlState] ?? ""
+            return state.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(state)
+        default:
+            return false
+        }
+    }
+
+    static func describe(_ error: any Error) -> String {
+        guard let error = error as? PSQLError else { return "\(error)" }
+        if let message = error.serverInfo?[.message] { return message }
+        return "\(error.code)"
+    }
+
+    /// The result of `body`, or nil when it has not returned after `timeout` (it is then
+    /// cancelled).
+    static func within<T: Sendable>(_ timeout: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T? {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next() else { return nil }
+            return first
+        }
     }
 
     // MARK: Push

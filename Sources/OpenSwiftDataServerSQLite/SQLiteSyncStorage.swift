@@ -3,22 +3,42 @@ import Foundation
 import GRDB
 import OpenSwiftDataServer
 import OpenSwiftDataSyncProtocol
+import Synchronization
 
 /// The embedded storage: one SQLite file through GRDB, in WAL mode (readers never block the
 /// single writer, and SQLite's single writer hands out sequence numbers in commit order).
+///
+/// **When the file cannot be written** (the disk is full, the file system turned read-only or
+/// failed, another process holds the write lock past the busy timeout), a write (push, scope
+/// change) fails with `503 unavailable` and reads (pulls, scope lists) go on while the file can
+/// be read. ``isReady()`` says false from a failed write until a write succeeds again.
 public final class SQLiteSyncStorage: SyncStorageBackend {
     private let pool: DatabasePool
     /// The database file's path.
     public let path: String
+    private let health = Mutex(WriteHealth())
+
+    /// The outcome of the latest write, which ``isReady()`` reports.
+    private struct WriteHealth {
+        var failed = false
+        var at: ContinuousClock.Instant?
+        var probing = false
+    }
 
     /// Opens (creating if needed) the database at `path`. `cursorKey`, when given, signs
     /// cursors instead of the key generated and stored with the database.
-    public init(path: String, cursorKey: Data? = nil) throws {
+    public convenience init(path: String, cursorKey: Data? = nil) throws {
+        try self.init(path: path, cursorKey: cursorKey, busyTimeout: 10)
+    }
+
+    /// Opens the database, waiting at most `busyTimeout` seconds for a write lock another
+    /// process holds.
+    package init(path: String, cursorKey: Data? = nil, busyTimeout: TimeInterval) throws {
         var configuration = Configuration()
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
-        configuration.busyMode = .timeout(10)
+        configuration.busyMode = .timeout(busyTimeout)
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         pool = try DatabasePool(path: path, configuration: configuration)
@@ -45,9 +65,69 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
         }
     }
 
-    /// Whether the database answers a read (for `/ready`).
+    /// Whether the database answers a read and can write (for `/ready`). Whether it can write
+    /// is the outcome of the latest write; when that failed, or is older than ten seconds, a
+    /// small write is tried now, and a write that has not finished within two seconds counts
+    /// as failed.
     public func isReady() async -> Bool {
-        (try? await pool.read { db in try Int.fetchOne(db, sql: "SELECT 1") }) == 1
+        guard (try? await pool.read({ db in try Int.fetchOne(db, sql: "SELECT 1") })) == 1 else { return false }
+        let now = ContinuousClock.now
+        let (probe, failed) = health.withLock { health -> (Bool, Bool) in
+            let fresh = health.at.map { now - $0 < .seconds(10) } ?? false
+            guard !fresh || health.failed, !health.probing else { return (false, health.failed) }
+            health.probing = true
+            return (true, health.failed)
+        }
+        guard probe else { return !failed }
+        let answer = FirstAnswer()
+        return await withCheckedContinuation { continuation in
+            answer.set(continuation)
+            Task {
+                let ok = (try? await self.write { db in try db.execute(sql: "UPDATE osd_head SET seq = seq WHERE id = 1") }) != nil
+                self.health.withLock { $0.probing = false }
+                answer.resume(ok)
+            }
+            Task {
+                try? await Task.sleep(for: .seconds(2))
+                answer.resume(false)
+            }
+        }
+    }
+
+    /// Resumes a continuation once, with the first answer given.
+    private final class FirstAnswer: Sendable {
+        private let continuation = Mutex<CheckedContinuation<Bool, Never>?>(nil)
+
+        func set(_ continuation: CheckedContinuation<Bool, Never>) { self.continuation.withLock { $0 = continuation } }
+
+        func resume(_ value: Bool) { continuation.withLock { $0.take() }?.resume(returning: value) }
+    }
+
+    /// A write transaction; a failure of the file (full, read-only, failing, locked past the
+    /// busy timeout) becomes `503 unavailable`. Records the outcome for ``isReady()``.
+    private func write<T: Sendable>(_ updates: @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            let value = try await pool.write(updates)
+            health.withLock { $0 = WriteHealth(failed: false, at: ContinuousClock.now, probing: $0.probing) }
+            return value
+        } catch let error as DatabaseError where Self.isUnavailable(error) {
+            health.withLock { $0 = WriteHealth(failed: true, at: ContinuousClock.now, probing: $0.probing) }
+            throw SyncServiceError(503, .unavailable, "the database cannot write: \(error.message ?? "\(error.resultCode)")")
+        }
+    }
+
+    /// A read; a failure of the file becomes `503 unavailable`.
+    private func read<T: Sendable>(_ value: @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await pool.read(value)
+        } catch let error as DatabaseError where Self.isUnavailable(error) {
+            throw SyncServiceError(503, .unavailable, "the database cannot be read: \(error.message ?? "\(error.resultCode)")")
+        }
+    }
+
+    /// Whether an error says the file cannot be used now rather than that a statement is wrong.
+    static func isUnavailable(_ error: DatabaseError) -> Bool {
+        [.SQLITE_BUSY, .SQLITE_LOCKED, .SQLITE_FULL, .SQLITE_IOERR, .SQLITE_READONLY, .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_NOMEM].contains(error.resultCode)
     }
 
     /// Checkpoints the WAL into the database file (so that the file alone holds every
@@ -62,7 +142,7 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
     // MARK: Push
 
     package func push(_ load: PushLoad, decide: @Sendable (PushSnapshot) throws -> PushPlan) async throws -> PushPlan {
-        try await pool.write { db in
+        try await write { db in
             let snapshot = try Self.loadPush(load, db)
             let plan = try decide(snapshot)
             // Only records that have link rows now need them deleted before they are written
@@ -237,7 +317,7 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
     // MARK: Pull
 
     package func pull(clientID: ClientID, user: String, probe: ServerVersion?, plan: @Sendable (PullContext) throws -> PullRead) async throws -> PullPage {
-        try await pool.read { db in
+        try await read { db in
             let (head, horizon, clock) = try Self.headRow(db)
             var grants: [ScopeID: ScopeRole] = [ScopeID.user(user): .owner]
             for scope in try String.fetchAll(db, sql: "SELECT scope FROM osd_grants WHERE user = ?", arguments: [user]) {
@@ -349,7 +429,7 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
     // MARK: Scopes
 
     package func scopes(of user: String) async throws -> [ScopeAccess] {
-        try await pool.read { db in
+        try await read { db in
             var result: [ScopeID: ScopeRole] = [:]
             for scope in try String.fetchAll(db, sql: "SELECT scope FROM osd_grants WHERE user = ?", arguments: [user]) { result[ScopeID(rawValue: scope)] = .member }
             for scope in try String.fetchAll(db, sql: "SELECT scope FROM osd_scopes WHERE owner = ?", arguments: [user]) { result[ScopeID(rawValue: scope)] = .owner }
@@ -358,7 +438,7 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
     }
 
     package func scope(_ scope: ScopeID) async throws -> ScopeRecord? {
-        try await pool.read { db in try Self.scopeRecord(scope, db) }
+        try await read { db in try Self.scopeRecord(scope, db) }
     }
 
     private static func scopeRecord(_ scope: ScopeID, _ db: Database) throws -> ScopeRecord? {
@@ -371,7 +451,7 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
     }
 
     package func updateScope(_ scope: ScopeID, decide: @Sendable (ScopeRecord?) throws -> ScopeRecord) async throws -> ScopeRecord {
-        try await pool.write { db in
+        try await write { db in
             let current = try Self.scopeRecord(scope, db)
             let next = try decide(current)
             try db.execute(sql: "INSERT OR REPLACE INTO osd_scopes (scope, owner) VALUES (?, ?)", arguments: [scope.rawValue, next.owner])
@@ -386,7 +466,7 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
     // MARK: Compaction
 
     package func compact(before milliseconds: Int64) async throws -> CompactionResult {
-        try await pool.write { db in
+        try await write { db in
             let (_, horizon, _) = try Self.headRow(db)
             // Push results are not dropped by age: a client that has not acknowledged one may
             // still send its mutation again and must get the same answer (property 3).

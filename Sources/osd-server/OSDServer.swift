@@ -30,6 +30,7 @@ struct OSDServer: AsyncParsableCommand {
               --postgres (OSD_POSTGRES_URL: PostgreSQL instead of SQLite; several servers may share it)
               --postgres-schema (OSD_POSTGRES_SCHEMA)   --postgres-pool-size (OSD_POSTGRES_POOL_SIZE)
               --postgres-statement-timeout (OSD_POSTGRES_STATEMENT_TIMEOUT_MS)
+              --postgres-connect-timeout (OSD_POSTGRES_CONNECT_TIMEOUT_MS)
             `osd-server token --user alice` mints a development token (the last line printed).
             `osd-server backup --to FILE` copies the SQLite database while the server runs (a consistent online backup).
             `osd-server restore FILE` installs a backup as the database with a new epoch (stop the server first).
@@ -82,6 +83,9 @@ struct Serve: AsyncParsableCommand {
 
     @Option(help: "PostgreSQL statement timeout in milliseconds, lock waits included; 0: none (env OSD_POSTGRES_STATEMENT_TIMEOUT_MS).")
     var postgresStatementTimeout: Int = environment("OSD_POSTGRES_STATEMENT_TIMEOUT_MS").flatMap { Int($0) } ?? 30_000
+
+    @Option(help: "Most milliseconds a request waits for a PostgreSQL connection (and a connection attempt takes); past it, while the database cannot be reached, pushes and pulls are answered 503 unavailable with Retry-After (env OSD_POSTGRES_CONNECT_TIMEOUT_MS).")
+    var postgresConnectTimeout: Int = environment("OSD_POSTGRES_CONNECT_TIMEOUT_MS").flatMap { Int($0) } ?? 2_000
 
     @Option(help: "HS256 secret that signs bearer tokens (env OSD_JWT_SECRET). Without it and without a JWKS, a development secret is used.")
     var jwtSecret: String?
@@ -165,6 +169,7 @@ struct Serve: AsyncParsableCommand {
             if !query.contains(where: { $0.name == "schema" }) { settings.schema = postgresSchema }
             if !query.contains(where: { $0.name == "pool_size" }) { settings.poolSize = postgresPoolSize }
             if !query.contains(where: { $0.name == "statement_timeout" }) { settings.statementTimeoutMilliseconds = postgresStatementTimeout }
+            if !query.contains(where: { $0.name == "connect_timeout" }) { settings.connectTimeoutMilliseconds = postgresConnectTimeout }
             storage = try await PostgresSyncStorage(configuration: settings, logger: logger)
             shownDatabase = settings.redactedDescription
         } else {

@@ -5,9 +5,11 @@ import Hummingbird
 import Logging
 
 /// Around every sync request: turns every error into an `ErrorResponse` JSON answer, adds
-/// the request id (`x-request-id`), logs one structured line, and counts the request.
+/// the request id (`x-request-id`), logs one structured line, and counts the request. A `503`
+/// answer (the storage cannot serve) gets a `Retry-After` header of `retryAfter` seconds.
 struct SyncMiddleware<Context: RequestContext>: RouterMiddleware {
     let metrics: ServerMetrics
+    var retryAfter = 5
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let start = ContinuousClock.now
@@ -28,6 +30,7 @@ struct SyncMiddleware<Context: RequestContext>: RouterMiddleware {
             response = JSONBody.response(ErrorResponse(error: mapped.error), status: mapped.status)
         }
         if let name = HTTPField.Name("x-request-id") { response.headers[name] = context.id }
+        if response.status == .serviceUnavailable, response.headers[.retryAfter] == nil { response.headers[.retryAfter] = "\(retryAfter)" }
         let elapsed = ContinuousClock.now - start
         let route = context.endpointPath ?? "unmatched"
         metrics.request(route: route, method: request.method.rawValue, status: response.status.code)

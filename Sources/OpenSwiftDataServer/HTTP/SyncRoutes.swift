@@ -47,7 +47,7 @@ struct SyncRoutes: Sendable {
         let metrics = metrics
         router.get("/health") { _, _ in JSONBody.response(["status": "ok"]) }
         router.get("/ready") { _, _ in
-            guard await service.storage.isReady() else { throw SyncServiceError(503, .unavailable, "the database is not open") }
+            guard await service.storage.isReady() else { throw SyncServiceError(503, .unavailable, "the database cannot serve: it cannot be reached, read or written") }
             return JSONBody.response(["status": "ready"])
         }
         router.get("/metrics") { _, _ in

@@ -9,7 +9,8 @@ import OpenSwiftDataSyncProtocol
 /// The operations the core calls on a storage are internal to this package, so other types
 /// cannot serve as a storage (a service refuses them with an error when it opens).
 public protocol SyncStorage: Sendable {
-    /// Whether the storage can serve (for `/ready`).
+    /// Whether the storage can serve (for `/ready`): it can be reached, read and written. It
+    /// answers within a few seconds even while the database cannot be reached.
     func isReady() async -> Bool
 
     /// Closes the storage; later calls fail.
