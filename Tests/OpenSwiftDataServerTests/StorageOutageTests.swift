@@ -5,6 +5,7 @@ import OpenSwiftDataServerPostgres
 import OpenSwiftDataServerSQLite
 import OpenSwiftDataSyncProtocol
 import Testing
+import OpenSwiftDataTestSupport
 
 /// A PostgreSQL cluster of one test's own (stopping the shared one of
 /// `scripts/with-postgres.sh` would fail the tests running beside it), made with the same
