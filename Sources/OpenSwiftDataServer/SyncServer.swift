@@ -147,10 +147,20 @@ public final class SyncServer: Sendable {
             // request with an `Upgrade` header answered (see `GuardedUpgradeChannel`).
             server: .guardedWebSocketUpgrade(webSocketRouter: liveRouter, configuration: .init(ws: .init(closeTimeout: grace))),
             configuration: ApplicationConfiguration(address: .hostname(configuration.hostname, port: configuration.port), serverName: "osd-server"),
-            services: [CompactionService(service: service, interval: configuration.compactionInterval, logger: logger), RemoteEventService(server: self)],
+            services: backgroundServices(logger: logger),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
             logger: logger)
         return DrainingService(application: application, hub: hub, gracePeriod: grace, logger: logger)
+    }
+
+    /// The services an application that mounts ``routes(context:)`` itself runs beside its
+    /// server, as ``makeApplication(logger:onServerRunning:)`` does: compaction of the change
+    /// log every ``SyncServerConfiguration/compactionInterval`` (without it the log grows for
+    /// ever), and the relay of other servers' events to this one's live clients
+    /// (``relayRemoteEvents()``). Add them to the application's `services:` or its
+    /// `ServiceGroup`.
+    public func backgroundServices(logger: Logger = Logger(label: "osd-server")) -> [any Service] {
+        [CompactionService(service: service, interval: configuration.compactionInterval, logger: logger), RemoteEventService(server: self)]
     }
 
     /// Delivers to this server's live clients the events that other servers sharing the

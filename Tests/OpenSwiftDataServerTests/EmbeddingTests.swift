@@ -43,6 +43,7 @@ struct EmbeddingTests {
             router: router,
             server: .http1WebSocketUpgrade(webSocketRouter: router),
             configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
+            services: server.backgroundServices(logger: logger),
             onServerRunning: { channel in portContinuation.yield(channel.localAddress?.port ?? 0) },
             logger: logger)
         let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: logger)
