@@ -1,6 +1,7 @@
 import Foundation
 import OpenSwiftDataServer
 import OpenSwiftDataSyncProtocol
+import OpenSwiftDataTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -108,19 +109,6 @@ struct RawExchange {
     }
 }
 
-/// SplitMix64: the same numbers for the same seed on every machine.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 @Suite("Requests with Upgrade headers are answered", .serialized)
 struct UpgradeRequestTests {
     private func request(_ lines: [String], body: String = "") -> [UInt8] {
@@ -197,7 +185,7 @@ struct UpgradeRequestTests {
     @Test("fuzz: 1,000 seeded random requests with Upgrade and Connection variants each get a status line back")
     func fuzz() async throws {
         try await LiveServer.run { server in
-            var random = SeededGenerator(state: 0x05D_5E4E_2026)
+            var random = SeededGenerator(seed: 0x05D_5E4E_2026)
             let token = try await server.token("fuzz")
             var unanswered: [String] = []
             var statuses: [Int: Int] = [:]
@@ -218,22 +206,21 @@ struct UpgradeRequestTests {
     }
 
     static func randomRequest(_ random: inout SeededGenerator, port: Int, token: String) -> (bytes: [UInt8], isHead: Bool, malformed: Bool) {
-        func pick<T>(_ items: [T]) -> T { items[Int(random.next() % UInt64(items.count))] }
         func chance(_ percent: UInt64) -> Bool { random.next() % 100 < percent }
-        let method = pick(["GET", "GET", "GET", "POST", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "FETCH", "X-CUSTOM"])
-        let path = pick([
+        let method = random.pick(["GET", "GET", "GET", "POST", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "FETCH", "X-CUSTOM"])
+        let path = random.pick([
             "/health", "/ready", "/metrics", "/v1/push", "/v1/pull?protocolVersion=1&clientID=a", "/v1/pull", "/v1/live", "/v1/live?access_token=x",
             "/v1/scopes", "/v1/scopes/team:x/members", "/v1/scopes/user:fuzz/members/bob", "/", "/nope", "/v1/%2e%2e/push", "/health?x=%ff", "/v1/live/extra",
         ])
         var headers = ["Host: 127.0.0.1:\(port)"]
-        let connection = pick(["", "Upgrade", "upgrade", "keep-alive", "close", "Upgrade, HTTP2-Settings", "keep-alive, Upgrade", "Upgrade, close"])
+        let connection = random.pick(["", "Upgrade", "upgrade", "keep-alive", "close", "Upgrade, HTTP2-Settings", "keep-alive, Upgrade", "Upgrade, close"])
         if !connection.isEmpty { headers.append("Connection: \(connection)") }
-        let upgrade = pick(["", "", "websocket", "WebSocket", "h2c", "h2c, websocket", "websocket, h2c", "foo/1", "TLS/1.0", "websocket/13", ","])
+        let upgrade = random.pick(["", "", "websocket", "WebSocket", "h2c", "h2c, websocket", "websocket, h2c", "foo/1", "TLS/1.0", "websocket/13", ","])
         if !upgrade.isEmpty { headers.append("Upgrade: \(upgrade)") }
         if upgrade == "h2c" || chance(10) { headers.append("HTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA") }
         switch random.next() % 5 {
         case 0: headers.append("Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==")
-        case 1: headers.append(pick(["Sec-WebSocket-Key: short", "Sec-WebSocket-Key: ", "Sec-WebSocket-Key: a, b"]))
+        case 1: headers.append(random.pick(["Sec-WebSocket-Key: short", "Sec-WebSocket-Key: ", "Sec-WebSocket-Key: a, b"]))
         case 2:
             headers.append("Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==")
             headers.append("Sec-WebSocket-Key: AQIDBAUGBwgJCgsMDQ4PEA==")
@@ -241,16 +228,16 @@ struct UpgradeRequestTests {
         }
         switch random.next() % 4 {
         case 0: headers.append("Sec-WebSocket-Version: 13")
-        case 1: headers.append(pick(["Sec-WebSocket-Version: 8", "Sec-WebSocket-Version: 13, 8", "Sec-WebSocket-Version: x"]))
+        case 1: headers.append(random.pick(["Sec-WebSocket-Version: 8", "Sec-WebSocket-Version: 13, 8", "Sec-WebSocket-Version: x"]))
         default: break
         }
         if chance(30) { headers.append("Authorization: Bearer \(chance(50) ? token : "not-a-token")") }
-        if chance(30) { headers.append("Content-Type: \(pick(["application/json", "text/plain", "application/octet-stream"]))") }
+        if chance(30) { headers.append("Content-Type: \(random.pick(["application/json", "text/plain", "application/octet-stream"]))") }
         if chance(20) { headers.append("X-Fuzz-\(random.next() % 1000): \(random.next())") }
         if chance(5) { headers.append("Accept-Encoding: gzip, br") }
         var body = ""
         if method != "GET" && method != "HEAD" || chance(10) {
-            body = pick(["", "{}", #"{"protocolVersion":1,"clientID":"f","mutations":[]}"#, "not json", String(repeating: "x", count: Int(random.next() % 3000))])
+            body = random.pick(["", "{}", #"{"protocolVersion":1,"clientID":"f","mutations":[]}"#, "not json", String(repeating: "x", count: Int(random.next() % 3000))])
         }
         var bodyBytes = ""
         if !body.isEmpty && chance(20) {

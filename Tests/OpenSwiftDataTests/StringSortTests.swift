@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import OpenSwiftDataTestSupport
 import Testing
 @testable import OpenSwiftData
 
@@ -35,22 +36,9 @@ final class SortedMember {
     }
 }
 
-/// A deterministic generator, so that a failure names strings that can be looked at again.
-private struct SplitMix64 {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func pick<T>(_ items: [T]) -> T { items[Int(next() % UInt64(items.count))] }
-}
-
 /// 10,000 names: mixed case, accents and other scripts, numbers with and without leading zeros.
 private func generatedNames(count: Int = 10_000, seed: UInt64 = 0x5EED) -> [String] {
-    var random = SplitMix64(state: seed)
+    var random = SeededGenerator(seed: seed)
     let stems = [
         "file", "File", "FILE", "éclair", "Eclair", "eclair", "Ärger", "arger", "Zoë", "zoe", "ñandú", "Nandu",
         "straße", "Strasse", "Ωmega", "ωmega", "ｆｕｌｌ", "full", "naïve", "Naive", "Ça va", "ca va", "café",
