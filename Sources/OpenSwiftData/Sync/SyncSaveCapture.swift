@@ -158,8 +158,6 @@ final class SyncSaveCapture {
         }
     }
 
-    func plan(_ entity: String) -> SyncEntityPlan? { state.plan(entity) }
-
     /// The plan of `layout`'s entity (nil when it does not sync), remembered for the next call.
     @inline(__always)
     func plan(of layout: EntityLayout) -> SyncEntityPlan? {
