@@ -7,7 +7,10 @@ import SwiftSyntaxMacros
 /// its own, `init(modelContainer:)`, and the `ModelActor` conformance.
 public struct ModelActorMacro: MemberMacro, ExtensionMacro {
     /// The members: `modelExecutor`, `modelContainer`, `init(modelContainer:)`.
-    public static func expansion(of node: AttributeSyntax, providingMembersOf declaration: some DeclGroupSyntax, conformingTo protocols: [TypeSyntax], in context: some MacroExpansionContext) throws -> [DeclSyntax] {
+    public static func expansion(
+        of node: AttributeSyntax, providingMembersOf declaration: some DeclGroupSyntax, conformingTo protocols: [TypeSyntax],
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
         guard declaration.is(ActorDeclSyntax.self) else {
             context.diagnose(Diagnostic(node: Syntax(node), message: ModelActorDiagnostic.notAnActor))
             return []
@@ -29,7 +32,10 @@ public struct ModelActorMacro: MemberMacro, ExtensionMacro {
     }
 
     /// The `ModelActor` conformance.
-    public static func expansion(of node: AttributeSyntax, attachedTo declaration: some DeclGroupSyntax, providingExtensionsOf type: some TypeSyntaxProtocol, conformingTo protocols: [TypeSyntax], in context: some MacroExpansionContext) throws -> [ExtensionDeclSyntax] {
+    public static func expansion(
+        of node: AttributeSyntax, attachedTo declaration: some DeclGroupSyntax, providingExtensionsOf type: some TypeSyntaxProtocol,
+        conformingTo protocols: [TypeSyntax], in context: some MacroExpansionContext
+    ) throws -> [ExtensionDeclSyntax] {
         guard declaration.is(ActorDeclSyntax.self), !protocols.isEmpty else { return [] }
         return [try ExtensionDeclSyntax("extension \(type.trimmed): OpenSwiftData.ModelActor {}")]
     }

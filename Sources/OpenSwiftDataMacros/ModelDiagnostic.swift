@@ -21,11 +21,13 @@ enum ModelDiagnostic: String, DiagnosticMessage {
         case .missingInitializer:
             return "@Model requires the class to declare a designated initializer"
         case .letWithInitialValue:
-            return "a persisted 'let' property cannot have an initial value, because models loaded from the store skip your initializer; set it in init, or declare it with 'var'"
+            return
+                "a persisted 'let' property cannot have an initial value, because models loaded from the store skip your initializer; set it in init, or declare it with 'var'"
         case .propertyObservers:
             return "willSet/didSet observers are not supported on persisted properties; move the logic into a method or mark the property @Transient"
         case .unstorableType:
-            return "this property type cannot be stored: use a Codable value type, a collection of Codable values or another @Model class, or mark the property @Transient"
+            return
+                "this property type cannot be stored: use a Codable value type, a collection of Codable values or another @Model class, or mark the property @Transient"
         case .transientWithoutDefault:
             return "a @Transient property needs a default value, because models loaded from the store skip your initializer"
         case .implicitMemberDefaultWithoutType:

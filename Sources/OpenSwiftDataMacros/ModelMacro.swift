@@ -34,7 +34,9 @@ extension ModelMacro: MemberMacro {
         // The compiler asks for the conformances the class lacks: a class that already is a
         // `PersistentModel` inherits it from its superclass, a model.
         let needsConformance = protocols.contains { $0.trimmedDescription.hasSuffix("PersistentModel") }
-        let declaresConformance = firstInherited.map { ["PersistentModel", "OpenSwiftData.PersistentModel", "SwiftData.PersistentModel"].contains($0.trimmedDescription) } ?? false
+        let declaresConformance =
+            firstInherited.map { ["PersistentModel", "OpenSwiftData.PersistentModel", "SwiftData.PersistentModel"].contains($0.trimmedDescription) }
+            ?? false
         let superclass = needsConformance || declaresConformance ? nil : firstInherited?.trimmedDescription
         // A class that lacks the conformance has no model superclass; its first inherited type
         // is then a protocol or a class that is not a model, which syntax alone cannot tell apart
@@ -42,7 +44,8 @@ extension ModelMacro: MemberMacro {
         // one, or when the class's own members use `super` or `override` (a class without a
         // superclass cannot): then the error is placed here, at the user's inheritance clause.
         if needsConformance, let firstInherited, !declaresConformance,
-           knownNonModelClasses.contains(firstInherited.trimmedDescription) || Self.provesSuperclass(classDecl.memberBlock) {
+            knownNonModelClasses.contains(firstInherited.trimmedDescription) || Self.provesSuperclass(classDecl.memberBlock)
+        {
             context.diagnose(Diagnostic(node: firstInherited, message: ModelDiagnostic.nonModelSuperclass))
             return []
         }
@@ -115,7 +118,9 @@ extension ModelMacro: MemberMacro {
         let metadataEntries = properties.map { property in
             "_$PropertyMetadata(name: \"\(property.plainName)\", keypath: \\\(className).\(property.name), defaultValue: \(property.defaultValueExpression), metadata: \(property.metadataExpression))"
         }
-        let metadataBody = metadataEntries.isEmpty ? "    return []" : "    return [\n" + metadataEntries.map { "        " + $0 }.joined(separator: ",\n") + "\n    ]"
+        let metadataBody =
+            metadataEntries.isEmpty
+            ? "    return []" : "    return [\n" + metadataEntries.map { "        " + $0 }.joined(separator: ",\n") + "\n    ]"
         // A class that is not final may have subclasses: its statics are class members they
         // override, and it tells them its root and its properties' key paths rooted at them.
         let staticKeyword = isFinal ? "static" : "class"
@@ -178,8 +183,12 @@ extension ModelMacro: MemberMacro {
             decls.append(keyPathsRooted(className: className, superclass: nil, properties: properties))
         }
 
-        decls += keyPathGroups(of: members, macro: "Unique", schemaType: "Unique", member: "_$uniquenessConstraints", className: className, modifiers: isFinal ? "static" : "class", always: !isFinal)
-        decls += keyPathGroups(of: members, macro: "Index", schemaType: "Index", member: "_$indices", className: className, modifiers: isFinal ? "static" : "class", always: !isFinal)
+        decls += keyPathGroups(
+            of: members, macro: "Unique", schemaType: "Unique", member: "_$uniquenessConstraints", className: className,
+            modifiers: isFinal ? "static" : "class", always: !isFinal)
+        decls += keyPathGroups(
+            of: members, macro: "Index", schemaType: "Index", member: "_$indices", className: className, modifiers: isFinal ? "static" : "class",
+            always: !isFinal)
         return decls
     }
 
@@ -203,11 +212,13 @@ extension ModelMacro: MemberMacro {
         for member in members.members {
             let decl = member.decl
             if decl.is(ClassDeclSyntax.self) || decl.is(StructDeclSyntax.self) || decl.is(EnumDeclSyntax.self)
-                || decl.is(ActorDeclSyntax.self) || decl.is(ProtocolDeclSyntax.self) || decl.is(ExtensionDeclSyntax.self) {
+                || decl.is(ActorDeclSyntax.self) || decl.is(ProtocolDeclSyntax.self) || decl.is(ExtensionDeclSyntax.self)
+            {
                 continue
             }
             if let modifiers = decl.asProtocol(WithModifiersSyntax.self)?.modifiers,
-               modifiers.contains(where: { $0.name.tokenKind == .keyword(.override) }) {
+                modifiers.contains(where: { $0.name.tokenKind == .keyword(.override) })
+            {
                 return true
             }
             if decl.tokens(viewMode: .sourceAccurate).contains(where: { $0.tokenKind == .keyword(.super) }) {
@@ -239,7 +250,9 @@ extension ModelMacro: MemberMacro {
     /// `init(backingData:)` overriding the superclass's. Values its initializer sets before
     /// `super.init` land in backing data of its own, moved into the instance's storage when it
     /// is first used.
-    private static func subclassMembers(className: String, superclass: String, properties: [PersistedProperty], members: [DeclSyntax], isFinal: Bool) -> [DeclSyntax] {
+    private static func subclassMembers(
+        className: String, superclass: String, properties: [PersistedProperty], members: [DeclSyntax], isFinal: Bool
+    ) -> [DeclSyntax] {
         var decls: [DeclSyntax] = []
         decls.append(
             """
@@ -268,7 +281,9 @@ extension ModelMacro: MemberMacro {
         let metadataEntries = properties.map { property in
             "_$PropertyMetadata(name: \"\(property.plainName)\", keypath: \\\(className).\(property.name), defaultValue: \(property.defaultValueExpression), metadata: \(property.metadataExpression))"
         }
-        let metadataBody = metadataEntries.isEmpty ? "    return []" : "    return [\n" + metadataEntries.map { "        " + $0 }.joined(separator: ",\n") + "\n    ]"
+        let metadataBody =
+            metadataEntries.isEmpty
+            ? "    return []" : "    return [\n" + metadataEntries.map { "        " + $0 }.joined(separator: ",\n") + "\n    ]"
         decls.append(
             """
             public override nonisolated class var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
@@ -317,12 +332,17 @@ extension ModelMacro: MemberMacro {
             }
             """
         )
-        decls.append("public override nonisolated class var _$inheritedKeyPaths: [Swift.AnyKeyPath] { \(raw: superclass)._$keyPaths(rootedAt: \(raw: className).self) }")
+        decls.append(
+            "public override nonisolated class var _$inheritedKeyPaths: [Swift.AnyKeyPath] { \(raw: superclass)._$keyPaths(rootedAt: \(raw: className).self) }"
+        )
         if !isFinal {
             decls.append(keyPathsRooted(className: className, superclass: superclass, properties: properties))
         }
-        decls += keyPathGroups(of: members, macro: "Unique", schemaType: "Unique", member: "_$uniquenessConstraints", className: className, modifiers: "override class", always: false)
-        decls += keyPathGroups(of: members, macro: "Index", schemaType: "Index", member: "_$indices", className: className, modifiers: "override class", always: false)
+        decls += keyPathGroups(
+            of: members, macro: "Unique", schemaType: "Unique", member: "_$uniquenessConstraints", className: className, modifiers: "override class",
+            always: false)
+        decls += keyPathGroups(
+            of: members, macro: "Index", schemaType: "Index", member: "_$indices", className: className, modifiers: "override class", always: false)
         return decls
     }
 
@@ -331,7 +351,9 @@ extension ModelMacro: MemberMacro {
     ///
     /// `modifiers` is `static`, `class` (a class that may have subclasses: `always` then emits
     /// it even when empty, so that they can override it) or `override class`.
-    private static func keyPathGroups(of members: [DeclSyntax], macro: String, schemaType: String, member: String, className: String, modifiers: String, always: Bool) -> [DeclSyntax] {
+    private static func keyPathGroups(
+        of members: [DeclSyntax], macro: String, schemaType: String, member: String, className: String, modifiers: String, always: Bool
+    ) -> [DeclSyntax] {
         let invocations = members.compactMap { freestanding($0, named: macro) }
         guard !invocations.isEmpty || always else { return [] }
         var terms = invocations.map { "_$\(schemaType)(\($0.trimmedDescription))._$keyPathGroups" }
@@ -344,14 +366,14 @@ extension ModelMacro: MemberMacro {
                 typealias _$\(raw: schemaType) = OpenSwiftData.Schema.\(raw: schemaType)<\(raw: className)>
                 return \(raw: sum)
             }
-            """,
+            """
         ]
     }
 
     /// The argument list of a `#Unique`/`#Index` written in the class body.
     private static func freestanding(_ member: DeclSyntax, named name: String) -> LabeledExprListSyntax? {
         guard let expansion = member.as(MacroExpansionDeclSyntax.self),
-              expansion.macroName.trimmedDescription == name
+            expansion.macroName.trimmedDescription == name
         else { return nil }
         return expansion.arguments
     }
@@ -393,7 +415,8 @@ extension ModelMacro: MemberMacro {
     private static func diagnoseTransient(_ variable: VariableDeclSyntax, in context: some MacroExpansionContext) -> Bool {
         guard !variable.isStatic, !variable.isLazy else { return true }
         for binding in variable.bindings where !VariableDeclSyntax.isComputed(binding) {
-            let isOptionalVar = variable.bindingSpecifier.tokenKind == .keyword(.var)
+            let isOptionalVar =
+                variable.bindingSpecifier.tokenKind == .keyword(.var)
                 && (binding.typeAnnotation?.type.is(OptionalTypeSyntax.self) ?? false)
             if binding.initializer == nil && !isOptionalVar {
                 context.diagnose(Diagnostic(node: binding, message: ModelDiagnostic.transientWithoutDefault))
@@ -422,10 +445,10 @@ extension ModelMacro: MemberAttributeMacro {
         in context: some MacroExpansionContext
     ) throws -> [AttributeSyntax] {
         guard declaration.is(ClassDeclSyntax.self),
-              let variable = member.as(VariableDeclSyntax.self),
-              let property = PersistedProperty(variable),
-              !property.isLet,
-              !VariableDeclSyntax.hasObservers(property.binding)
+            let variable = member.as(VariableDeclSyntax.self),
+            let property = PersistedProperty(variable),
+            !property.isLet,
+            !VariableDeclSyntax.hasObservers(property.binding)
         else { return [] }
         // The property's position in `schemaMetadata`, counted over the same members the member
         // role lists there.

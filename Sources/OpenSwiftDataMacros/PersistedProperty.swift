@@ -77,7 +77,7 @@ extension PersistedProperty {
     /// that `@Model` can diagnose them.
     init?(_ declaration: VariableDeclSyntax) {
         guard declaration.isPersistedCandidate, let binding = declaration.bindings.first,
-              let identifier = binding.pattern.as(IdentifierPatternSyntax.self)
+            let identifier = binding.pattern.as(IdentifierPatternSyntax.self)
         else { return nil }
         self.declaration = declaration
         self.binding = binding

@@ -15,7 +15,7 @@ extension PersistedPropertyMacro: AccessorMacro {
         in context: some MacroExpansionContext
     ) throws -> [AccessorDeclSyntax] {
         guard let variable = declaration.as(VariableDeclSyntax.self),
-              let property = PersistedProperty(variable)
+            let property = PersistedProperty(variable)
         else { return [] }
         let name = property.name
         let storage = "_" + property.plainName
@@ -57,7 +57,7 @@ extension PersistedPropertyMacro {
     /// The `index:` argument `@Model` passes: the property's position in `schemaMetadata`.
     static func schemaIndex(from node: AttributeSyntax) -> String {
         guard case let .argumentList(arguments)? = node.arguments,
-              let index = arguments.first(where: { $0.label?.text == "index" })
+            let index = arguments.first(where: { $0.label?.text == "index" })
         else { return "-1" }
         return index.expression.trimmedDescription
     }
@@ -71,7 +71,7 @@ extension PersistedPropertyMacro: PeerMacro {
         in context: some MacroExpansionContext
     ) throws -> [DeclSyntax] {
         guard let variable = declaration.as(VariableDeclSyntax.self),
-              let property = PersistedProperty(variable)
+            let property = PersistedProperty(variable)
         else { return [] }
         let owner = ownerName(in: context)
         return [

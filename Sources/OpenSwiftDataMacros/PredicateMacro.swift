@@ -162,7 +162,8 @@ struct PredicateTranslatorSyntax {
     mutating func body(of closure: ClosureExprSyntax) throws -> ExprSyntax {
         let items = closure.statements
         guard items.count == 1, let item = items.first else {
-            throw error(closure.statements.isEmpty ? Syntax(closure) : Syntax(closure.statements), .unsupportedSyntax("A body of more than one statement"))
+            throw error(
+                closure.statements.isEmpty ? Syntax(closure) : Syntax(closure.statements), .unsupportedSyntax("A body of more than one statement"))
         }
         let expression: ExprSyntax
         switch item.item {
@@ -232,7 +233,8 @@ struct PredicateTranslatorSyntax {
             return "\(raw: b).build_ForcedUnwrap(\(try translate(unwrap.expression)))"
         }
         if let ternary = expression.as(TernaryExprSyntax.self) {
-            return "\(raw: b).build_Conditional(\(try translate(ternary.condition)), \(try translate(ternary.thenExpression)), \(try translate(ternary.elseExpression)))"
+            return
+                "\(raw: b).build_Conditional(\(try translate(ternary.condition)), \(try translate(ternary.thenExpression)), \(try translate(ternary.elseExpression)))"
         }
         if let ifExpression = expression.as(IfExprSyntax.self) {
             return try ifExpr(ifExpression)
@@ -259,7 +261,8 @@ struct PredicateTranslatorSyntax {
         }
         if expression.is(IntegerLiteralExprSyntax.self) || expression.is(FloatLiteralExprSyntax.self)
             || expression.is(BooleanLiteralExprSyntax.self) || expression.is(StringLiteralExprSyntax.self)
-            || expression.is(ArrayExprSyntax.self) || expression.is(DictionaryExprSyntax.self) {
+            || expression.is(ArrayExprSyntax.self) || expression.is(DictionaryExprSyntax.self)
+        {
             guard !readsVariable(expression) else {
                 throw error(Syntax(expression), .unsupportedSyntax("A literal built from the predicate's input"))
             }
@@ -307,8 +310,8 @@ struct PredicateTranslatorSyntax {
     private mutating func ifExpr(_ node: IfExprSyntax) throws -> ExprSyntax {
         let b = Self.builders
         guard node.conditions.count == 1, let condition = node.conditions.first,
-              case let .codeBlock(elseBlock)? = node.elseBody,
-              let thenValue = singleExpression(node.body), let elseValue = singleExpression(elseBlock)
+            case let .codeBlock(elseBlock)? = node.elseBody,
+            let thenValue = singleExpression(node.body), let elseValue = singleExpression(elseBlock)
         else { throw error(Syntax(node), .unsupportedSyntax("This 'if' form (one condition, one expression per branch, an 'else')")) }
         switch condition.condition {
         case let .expression(test):
@@ -415,15 +418,24 @@ struct PredicateTranslatorSyntax {
                 // A value computed without the inputs (`cutoff.addingTimeInterval(60)`): once.
                 return "\(raw: b).build_Arg(\(call.trimmed))"
             }
-            var diagnostic = Diagnostic(node: Syntax(callee.declName), message: PredicateDiagnostic.unsupportedFunction("\(name)(\(labels.map { "\($0 ?? "_"):" }.joined()))"))
+            var diagnostic = Diagnostic(
+                node: Syntax(callee.declName), message: PredicateDiagnostic.unsupportedFunction("\(name)(\(labels.map { "\($0 ?? "_"):" }.joined()))")
+            )
             if name == "localizedCaseInsensitiveContains" || name == "lowercased" || name == "uppercased" {
                 diagnostic = Diagnostic(
                     node: Syntax(callee.declName),
                     message: PredicateDiagnostic.unsupportedFunction("\(name)(\(labels.map { "\($0 ?? "_"):" }.joined()))"),
-                    fixIts: name == "localizedCaseInsensitiveContains" ? [FixIt(
-                        message: PredicateFixIt(message: "use localizedStandardContains(_:), which ignores case and diacritics"),
-                        changes: [.replace(oldNode: Syntax(callee.declName), newNode: Syntax(DeclReferenceExprSyntax(baseName: .identifier("localizedStandardContains"))))]
-                    )] : []
+                    fixIts: name == "localizedCaseInsensitiveContains"
+                        ? [
+                            FixIt(
+                                message: PredicateFixIt(message: "use localizedStandardContains(_:), which ignores case and diacritics"),
+                                changes: [
+                                    .replace(
+                                        oldNode: Syntax(callee.declName),
+                                        newNode: Syntax(DeclReferenceExprSyntax(baseName: .identifier("localizedStandardContains"))))
+                                ]
+                            )
+                        ] : []
                 )
             }
             throw PredicateExpansionError(diagnostic: diagnostic)
@@ -438,7 +450,8 @@ struct PredicateTranslatorSyntax {
         case [nil]:
             return "\(raw: b).build_subscript(\(receiver), \(try translate(arguments[0].expression)))"
         case [nil, "default"]:
-            return "\(raw: b).build_subscript(\(receiver), \(try translate(arguments[0].expression)), default: \(try translate(arguments[1].expression)))"
+            return
+                "\(raw: b).build_subscript(\(receiver), \(try translate(arguments[0].expression)), default: \(try translate(arguments[1].expression)))"
         default:
             throw error(Syntax(node), .unsupportedSyntax("This subscript"))
         }

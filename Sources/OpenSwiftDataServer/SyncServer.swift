@@ -126,7 +126,9 @@ public final class SyncServer: Sendable {
     /// closed with `1001 going away` first, then the server stops accepting connections and
     /// answers the requests in flight, and what still runs when the period ends is cancelled.
     /// `onServerRunning` gets the bound port.
-    public func makeApplication(logger: Logger = Logger(label: "osd-server"), onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some Service {
+    public func makeApplication(
+        logger: Logger = Logger(label: "osd-server"), onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) -> some Service {
         // The middleware is the whole router's here, so that unknown routes and methods are
         // answered with the protocol's JSON error too.
         let router = Router(context: BasicSyncRequestContext.self)
@@ -229,26 +231,31 @@ struct DrainingService<Wrapped: Service>: Service {
                     case .ended(let result):
                         return try result.get()
                     case .shutdown:
-                        logger.info("graceful shutdown: closing live connections, then answering requests in flight", metadata: ["gracePeriod": "\(gracePeriod)"])
-                        timers.append(Task {
-                            await hub.shutdown()
-                            // Until every live handler has sent 1001 and returned (or the period ends).
-                            while await hub.count > 0, !Task.isCancelled {
-                                try? await Task.sleep(for: .milliseconds(10))
-                            }
-                            await group.triggerGracefulShutdown()
-                        })
-                        timers.append(Task {
-                            try? await Task.sleep(for: gracePeriod)
-                            if !Task.isCancelled { continuation.yield(.deadline) }
-                        })
+                        logger.info(
+                            "graceful shutdown: closing live connections, then answering requests in flight",
+                            metadata: ["gracePeriod": "\(gracePeriod)"])
+                        timers.append(
+                            Task {
+                                await hub.shutdown()
+                                // Until every live handler has sent 1001 and returned (or the period ends).
+                                while await hub.count > 0, !Task.isCancelled {
+                                    try? await Task.sleep(for: .milliseconds(10))
+                                }
+                                await group.triggerGracefulShutdown()
+                            })
+                        timers.append(
+                            Task {
+                                try? await Task.sleep(for: gracePeriod)
+                                if !Task.isCancelled { continuation.yield(.deadline) }
+                            })
                     case .deadline:
                         logger.warning("the shutdown grace period is over: cancelling the connections and requests still open")
                         running.cancel()
-                        timers.append(Task {
-                            try? await Task.sleep(for: .seconds(2))
-                            if !Task.isCancelled { continuation.yield(.abandon) }
-                        })
+                        timers.append(
+                            Task {
+                                try? await Task.sleep(for: .seconds(2))
+                                if !Task.isCancelled { continuation.yield(.abandon) }
+                            })
                     case .abandon:
                         logger.error("the server did not stop when cancelled; leaving it to the process exit")
                         return
@@ -292,7 +299,11 @@ struct CompactionService: Service {
                     try await Task.sleep(for: .seconds(max(1, interval)))
                     let result = try await service.compact()
                     if result.changesRemoved + result.tombstonesRemoved > 0 {
-                        logger.info("compacted", metadata: ["horizon": "\(result.horizon)", "changes": "\(result.changesRemoved)", "tombstones": "\(result.tombstonesRemoved)"])
+                        logger.info(
+                            "compacted",
+                            metadata: [
+                                "horizon": "\(result.horizon)", "changes": "\(result.changesRemoved)", "tombstones": "\(result.tombstonesRemoved)",
+                            ])
                     }
                 } catch is CancellationError {
                     return

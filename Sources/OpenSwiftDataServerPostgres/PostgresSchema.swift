@@ -19,70 +19,74 @@ enum PostgresSchema {
     }
 
     static let migrations: [Migration] = [
-        Migration(version: 1, name: "osd-server v1", statements: [
-            "CREATE TABLE osd_metadata (key text PRIMARY KEY, value text NOT NULL)",
-            """
-            CREATE TABLE osd_head (
-                id integer PRIMARY KEY CHECK (id = 1),
-                seq bigint NOT NULL, horizon bigint NOT NULL, clock bigint NOT NULL)
-            """,
-            "INSERT INTO osd_head (id, seq, horizon, clock) VALUES (1, 0, 0, 0)",
-            """
-            CREATE TABLE osd_records (
-                entity text COLLATE "C" NOT NULL, record_id text COLLATE "C" NOT NULL, scope text COLLATE "C" NOT NULL,
-                version bigint NOT NULL, deleted boolean NOT NULL, fields text NOT NULL,
-                stamp bigint NOT NULL, writer text NOT NULL, has_links boolean NOT NULL, updated_at bigint NOT NULL,
-                PRIMARY KEY (entity, record_id))
-            """,
-            "CREATE INDEX osd_records_by_scope ON osd_records (scope, entity, record_id) WHERE NOT deleted",
-            """
-            CREATE TABLE osd_links (
-                entity text COLLATE "C" NOT NULL, record_id text COLLATE "C" NOT NULL, name text NOT NULL, target text NOT NULL,
-                present boolean NOT NULL, stamp bigint NOT NULL, client text NOT NULL,
-                PRIMARY KEY (entity, record_id, name, target))
-            """,
-            """
-            CREATE TABLE osd_changes (
-                seq bigint PRIMARY KEY, txn bigint NOT NULL, scope text COLLATE "C" NOT NULL,
-                entity text NOT NULL, record_id text NOT NULL, op text NOT NULL, payload text NOT NULL,
-                client_id text, mutation_id bigint, created_at bigint NOT NULL)
-            """,
-            "CREATE INDEX osd_changes_by_scope ON osd_changes (scope, seq)",
-            "CREATE INDEX osd_changes_by_record ON osd_changes (entity, record_id, seq)",
-            "CREATE INDEX osd_changes_by_txn ON osd_changes (txn)",
-            "CREATE INDEX osd_changes_by_age ON osd_changes (created_at)",
-            """
-            CREATE TABLE osd_clients (
-                client_id text PRIMARY KEY, user_id text NOT NULL,
-                last_mutation_id bigint NOT NULL, last_hash text NOT NULL, schema text)
-            """,
-            """
-            CREATE TABLE osd_results (
-                client_id text NOT NULL, mutation_id bigint NOT NULL, hash text NOT NULL,
-                result text NOT NULL, created_at bigint NOT NULL,
-                PRIMARY KEY (client_id, mutation_id))
-            """,
-            "CREATE INDEX osd_results_by_age ON osd_results (created_at)",
-            "CREATE TABLE osd_scopes (scope text COLLATE \"C\" PRIMARY KEY, owner text NOT NULL)",
-            "CREATE INDEX osd_scopes_by_owner ON osd_scopes (owner)",
-            "CREATE TABLE osd_grants (scope text COLLATE \"C\" NOT NULL, user_id text NOT NULL, PRIMARY KEY (scope, user_id))",
-            "CREATE INDEX osd_grants_by_user ON osd_grants (user_id)",
-        ]),
+        Migration(
+            version: 1, name: "osd-server v1",
+            statements: [
+                "CREATE TABLE osd_metadata (key text PRIMARY KEY, value text NOT NULL)",
+                """
+                CREATE TABLE osd_head (
+                    id integer PRIMARY KEY CHECK (id = 1),
+                    seq bigint NOT NULL, horizon bigint NOT NULL, clock bigint NOT NULL)
+                """,
+                "INSERT INTO osd_head (id, seq, horizon, clock) VALUES (1, 0, 0, 0)",
+                """
+                CREATE TABLE osd_records (
+                    entity text COLLATE "C" NOT NULL, record_id text COLLATE "C" NOT NULL, scope text COLLATE "C" NOT NULL,
+                    version bigint NOT NULL, deleted boolean NOT NULL, fields text NOT NULL,
+                    stamp bigint NOT NULL, writer text NOT NULL, has_links boolean NOT NULL, updated_at bigint NOT NULL,
+                    PRIMARY KEY (entity, record_id))
+                """,
+                "CREATE INDEX osd_records_by_scope ON osd_records (scope, entity, record_id) WHERE NOT deleted",
+                """
+                CREATE TABLE osd_links (
+                    entity text COLLATE "C" NOT NULL, record_id text COLLATE "C" NOT NULL, name text NOT NULL, target text NOT NULL,
+                    present boolean NOT NULL, stamp bigint NOT NULL, client text NOT NULL,
+                    PRIMARY KEY (entity, record_id, name, target))
+                """,
+                """
+                CREATE TABLE osd_changes (
+                    seq bigint PRIMARY KEY, txn bigint NOT NULL, scope text COLLATE "C" NOT NULL,
+                    entity text NOT NULL, record_id text NOT NULL, op text NOT NULL, payload text NOT NULL,
+                    client_id text, mutation_id bigint, created_at bigint NOT NULL)
+                """,
+                "CREATE INDEX osd_changes_by_scope ON osd_changes (scope, seq)",
+                "CREATE INDEX osd_changes_by_record ON osd_changes (entity, record_id, seq)",
+                "CREATE INDEX osd_changes_by_txn ON osd_changes (txn)",
+                "CREATE INDEX osd_changes_by_age ON osd_changes (created_at)",
+                """
+                CREATE TABLE osd_clients (
+                    client_id text PRIMARY KEY, user_id text NOT NULL,
+                    last_mutation_id bigint NOT NULL, last_hash text NOT NULL, schema text)
+                """,
+                """
+                CREATE TABLE osd_results (
+                    client_id text NOT NULL, mutation_id bigint NOT NULL, hash text NOT NULL,
+                    result text NOT NULL, created_at bigint NOT NULL,
+                    PRIMARY KEY (client_id, mutation_id))
+                """,
+                "CREATE INDEX osd_results_by_age ON osd_results (created_at)",
+                "CREATE TABLE osd_scopes (scope text COLLATE \"C\" PRIMARY KEY, owner text NOT NULL)",
+                "CREATE INDEX osd_scopes_by_owner ON osd_scopes (owner)",
+                "CREATE TABLE osd_grants (scope text COLLATE \"C\" NOT NULL, user_id text NOT NULL, PRIMARY KEY (scope, user_id))",
+                "CREATE INDEX osd_grants_by_user ON osd_grants (user_id)",
+            ]),
         // The reference index the delete rules look referrers up in: one row per reference
         // field of a live record that holds a record id. Filled from the records there are.
-        Migration(version: 2, name: "osd-server v2 references", statements: [
-            """
-            CREATE TABLE osd_refs (
-                entity text COLLATE "C" NOT NULL, record_id text COLLATE "C" NOT NULL, field text NOT NULL, target text NOT NULL,
-                PRIMARY KEY (entity, record_id, field))
-            """,
-            "CREATE INDEX osd_refs_by_target ON osd_refs (target, entity, field)",
-            """
-            INSERT INTO osd_refs (entity, record_id, field, target)
-            SELECT r.entity, r.record_id, f.key, f.value->'v'->>'v' FROM osd_records r, jsonb_each(r.fields::jsonb) f
-            WHERE NOT r.deleted AND f.value->'v'->>'t' = 'reference' AND jsonb_typeof(f.value->'v'->'v') = 'string'
-            """,
-        ]),
+        Migration(
+            version: 2, name: "osd-server v2 references",
+            statements: [
+                """
+                CREATE TABLE osd_refs (
+                    entity text COLLATE "C" NOT NULL, record_id text COLLATE "C" NOT NULL, field text NOT NULL, target text NOT NULL,
+                    PRIMARY KEY (entity, record_id, field))
+                """,
+                "CREATE INDEX osd_refs_by_target ON osd_refs (target, entity, field)",
+                """
+                INSERT INTO osd_refs (entity, record_id, field, target)
+                SELECT r.entity, r.record_id, f.key, f.value->'v'->>'v' FROM osd_records r, jsonb_each(r.fields::jsonb) f
+                WHERE NOT r.deleted AND f.value->'v'->>'t' = 'reference' AND jsonb_typeof(f.value->'v'->'v') = 'string'
+                """,
+            ]),
     ]
 
     /// The newest migration this server knows.
@@ -97,12 +101,16 @@ enum PostgresSchema {
             try await connection.query("SELECT pg_advisory_xact_lock(hashtext(\("osd-server migrations " + schema)))", logger: logger)
             // `schema` is a validated identifier (lower-case letters, digits, underscores).
             try await connection.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA IF NOT EXISTS \"\(schema)\""), logger: logger)
-            try await connection.query(PostgresQuery(unsafeSQL: """
-                CREATE TABLE IF NOT EXISTS "\(schema)".osd_migrations (
-                    version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
-                """), logger: logger)
+            try await connection.query(
+                PostgresQuery(
+                    unsafeSQL: """
+                        CREATE TABLE IF NOT EXISTS "\(schema)".osd_migrations (
+                            version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
+                        """), logger: logger)
             var done: Set<Int> = []
-            for try await version in try await connection.query(PostgresQuery(unsafeSQL: "SELECT version FROM \"\(schema)\".osd_migrations"), logger: logger).decode(Int.self) {
+            for try await version in try await connection.query(
+                PostgresQuery(unsafeSQL: "SELECT version FROM \"\(schema)\".osd_migrations"), logger: logger
+            ).decode(Int.self) {
                 done.insert(version)
             }
             if let newest = done.max(), newest > latest { throw PostgresStorageError.newerSchema(found: newest, known: latest) }
@@ -111,7 +119,8 @@ enum PostgresSchema {
                 for statement in migration.statements {
                     try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
-                try await connection.query("INSERT INTO osd_migrations (version, name) VALUES (\(migration.version), \(migration.name))", logger: logger)
+                try await connection.query(
+                    "INSERT INTO osd_migrations (version, name) VALUES (\(migration.version), \(migration.name))", logger: logger)
                 applied.append(migration.version)
             }
             let existing = try await connection.query("SELECT value FROM osd_metadata WHERE key = 'epoch'", logger: logger).collect()
@@ -121,7 +130,8 @@ enum PostgresSchema {
                 try await connection.query("INSERT INTO osd_metadata (key, value) VALUES ('cursorKey', \(key.base64EncodedString()))", logger: logger)
             }
             if let cursorKey {
-                try await connection.query("UPDATE osd_metadata SET value = \(cursorKey.base64EncodedString()) WHERE key = 'cursorKey'", logger: logger)
+                try await connection.query(
+                    "UPDATE osd_metadata SET value = \(cursorKey.base64EncodedString()) WHERE key = 'cursorKey'", logger: logger)
             }
             return applied
         }

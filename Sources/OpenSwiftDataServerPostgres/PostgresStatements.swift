@@ -88,7 +88,8 @@ struct RecordRow: Sendable {
     var hasLinks: Bool
 
     init(_ row: PostgresRow) throws {
-        (entity, recordID, scope, version, deleted, fields, stamp, writer, hasLinks) = try row.decode((String, String, String, Int64, Bool, String, Int64, String, Bool).self)
+        (entity, recordID, scope, version, deleted, fields, stamp, writer, hasLinks) = try row.decode(
+            (String, String, String, Int64, Bool, String, Int64, String, Bool).self)
     }
 
     func record() throws -> StoredRecord {

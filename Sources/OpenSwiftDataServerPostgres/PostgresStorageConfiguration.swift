@@ -23,7 +23,8 @@ public enum PostgresStorageError: Error, Sendable, Equatable, CustomStringConver
         case .invalidSchema(let name): "invalid PostgreSQL schema name \(name.debugDescription): use lower-case letters, digits and underscores"
         case .invalidSetting(let reason): "invalid PostgreSQL setting: \(reason)"
         case .corrupt(let reason): "the PostgreSQL database holds unreadable sync data: \(reason)"
-        case .newerSchema(let found, let known): "the PostgreSQL schema is at migration \(found), newer than this server's \(known): upgrade the server"
+        case .newerSchema(let found, let known):
+            "the PostgreSQL schema is at migration \(found), newer than this server's \(known): upgrade the server"
         case .closed: "the PostgreSQL storage is closed"
         }
     }
@@ -80,7 +81,8 @@ public struct PostgresStorageConfiguration: Sendable {
 
     /// Makes a configuration.
     public init(
-        endpoint: Endpoint, username: String, password: String? = nil, database: String? = nil, tls: TLSMode = .prefer, schema: String = "public", poolSize: Int = 16,
+        endpoint: Endpoint, username: String, password: String? = nil, database: String? = nil, tls: TLSMode = .prefer, schema: String = "public",
+        poolSize: Int = 16,
         statementTimeoutMilliseconds: Int = 30_000, connectTimeoutMilliseconds: Int = 2_000
     ) {
         self.connectTimeoutMilliseconds = connectTimeoutMilliseconds
@@ -139,12 +141,15 @@ public struct PostgresStorageConfiguration: Sendable {
 
     /// Checks the settings.
     public func validate() throws(PostgresStorageError) {
-        guard !schema.isEmpty, schema.utf8.count <= 40, schema.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x5F }),
+        guard !schema.isEmpty, schema.utf8.count <= 40,
+            schema.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x5F }),
             let first = schema.utf8.first, !(first >= 0x30 && first <= 0x39)
         else { throw .invalidSchema(schema) }
         guard poolSize >= 2 else { throw .invalidSetting("pool size must be at least 2 (one connection listens), not \(poolSize)") }
         guard statementTimeoutMilliseconds >= 0 else { throw .invalidSetting("statement timeout must not be negative") }
-        guard connectTimeoutMilliseconds >= 1 else { throw .invalidSetting("connect timeout must be at least 1 ms, not \(connectTimeoutMilliseconds)") }
+        guard connectTimeoutMilliseconds >= 1 else {
+            throw .invalidSetting("connect timeout must be at least 1 ms, not \(connectTimeoutMilliseconds)")
+        }
     }
 
     /// The PostgresNIO client configuration.
@@ -158,7 +163,8 @@ public struct PostgresStorageConfiguration: Sendable {
             case .prefer: tlsSetting = .prefer(.makeClientConfiguration())
             case .require: tlsSetting = .require(.makeClientConfiguration())
             }
-            configuration = PostgresClient.Configuration(host: host, port: port, username: username, password: password, database: database, tls: tlsSetting)
+            configuration = PostgresClient.Configuration(
+                host: host, port: port, username: username, password: password, database: database, tls: tlsSetting)
         case .unixSocket(let path):
             configuration = PostgresClient.Configuration(unixSocketPath: path, username: username, password: password, database: database)
         }
@@ -180,6 +186,7 @@ public struct PostgresStorageConfiguration: Sendable {
         case .tcp(let host, let port): place = "\(host):\(port)"
         case .unixSocket(let path): place = path
         }
-        return "postgres://\(username)@\(place)/\(database ?? username) (schema \(schema), pool \(poolSize), statement timeout \(statementTimeoutMilliseconds) ms, connect timeout \(connectTimeoutMilliseconds) ms)"
+        return
+            "postgres://\(username)@\(place)/\(database ?? username) (schema \(schema), pool \(poolSize), statement timeout \(statementTimeoutMilliseconds) ms, connect timeout \(connectTimeoutMilliseconds) ms)"
     }
 }

@@ -48,7 +48,9 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
     /// Connects, migrates the schema (creating it if needed) and starts listening for other
     /// servers' events. `cursorKey`, when given, signs cursors instead of the key generated
     /// and stored with the database.
-    public init(configuration: PostgresStorageConfiguration, cursorKey: Data? = nil, logger: Logger = Logger(label: "osd-server.postgres")) async throws {
+    public init(
+        configuration: PostgresStorageConfiguration, cursorKey: Data? = nil, logger: Logger = Logger(label: "osd-server.postgres")
+    ) async throws {
         try configuration.validate()
         self.configuration = configuration
         self.logger = logger
@@ -147,7 +149,9 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
     /// Runs `body` in a transaction on a pooled connection: commits when it returns, rolls
     /// back when it throws, and rethrows its error as it is (a ``SyncServiceError`` from a
     /// decision stays one).
-    static func transaction<T: Sendable>(_ client: PostgresClient, begin: PostgresQuery = "BEGIN", logger: Logger, _ body: (PostgresConnection) async throws -> T) async throws -> T {
+    static func transaction<T: Sendable>(
+        _ client: PostgresClient, begin: PostgresQuery = "BEGIN", logger: Logger, _ body: (PostgresConnection) async throws -> T
+    ) async throws -> T {
         try await client.withConnection { connection in
             try await connection.query(begin, logger: logger)
             let value: T
@@ -271,12 +275,16 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
     private func loadPush(_ load: PushLoad, head: HeadRow, _ connection: PostgresConnection) async throws -> PushSnapshot {
         var client: ClientRecord?
         for try await (user, last, hash, schema) in try await connection.execute(ClientStatement(clientID: load.clientID), logger: logger) {
-            client = ClientRecord(clientID: load.clientID, user: user, lastMutationID: last, lastHash: hash, schema: try schema.map { try JSONDecoder().decode(SchemaDescriptor.self, from: Data($0.utf8)) })
+            client = ClientRecord(
+                clientID: load.clientID, user: user, lastMutationID: last, lastHash: hash,
+                schema: try schema.map { try JSONDecoder().decode(SchemaDescriptor.self, from: Data($0.utf8)) })
         }
         var results: [MutationID: StoredResult] = [:]
         if let low = load.mutationIDs.min(), let high = load.mutationIDs.max(), let last = client?.lastMutationID, low <= last {
             let decoder = JSONDecoder()
-            let rows = try await connection.query("SELECT mutation_id, hash, result FROM osd_results WHERE client_id = \(load.clientID) AND mutation_id BETWEEN \(low) AND \(min(high, last))", logger: logger)
+            let rows = try await connection.query(
+                "SELECT mutation_id, hash, result FROM osd_results WHERE client_id = \(load.clientID) AND mutation_id BETWEEN \(low) AND \(min(high, last))",
+                logger: logger)
             for try await (id, hash, result) in rows.decode((Int64, String, String).self) {
                 results[id] = StoredResult(id: id, hash: hash, result: try decoder.decode(MutationResult.self, from: Data(result.utf8)))
             }
@@ -296,14 +304,18 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         for record in try await scopeRecords(scopeIDs, connection) { scopes[record.scope] = record }
         var history: [RecordKey: [(version: ServerVersion, client: ClientID?)]] = [:]
         for (key, after) in load.historyAfter where records[key] != nil {
-            let rows = try await connection.query("SELECT seq, client_id FROM osd_changes WHERE entity = \(key.entity) AND record_id = \(key.recordID) AND seq > \(after) ORDER BY seq", logger: logger)
+            let rows = try await connection.query(
+                "SELECT seq, client_id FROM osd_changes WHERE entity = \(key.entity) AND record_id = \(key.recordID) AND seq > \(after) ORDER BY seq",
+                logger: logger)
             var entries: [(version: ServerVersion, client: ClientID?)] = []
             for try await (seq, client) in rows.decode((Int64, String?).self) { entries.append((seq, client)) }
             history[key] = entries
         }
         var marks: [ServerVersion: Int64] = [:]
         if let markAt = load.markAt { marks = try await self.marks(at: [markAt], connection) }
-        return PushSnapshot(client: client, results: results, records: records, scopes: scopes, history: history, head: head.seq, horizon: head.horizon, clock: head.clock, marks: marks)
+        return PushSnapshot(
+            client: client, results: results, records: records, scopes: scopes, history: history, head: head.seq, horizon: head.horizon,
+            clock: head.clock, marks: marks)
     }
 
     /// The records with these keys (tombstones included), with their links: two queries.
@@ -311,7 +323,9 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         guard !keys.isEmpty else { return [] }
         var records: [StoredRecord] = []
         var linked: [RecordKey] = []
-        for try await row in try await connection.execute(RecordsStatement(entities: keys.map(\.entity), recordIDs: keys.map(\.recordID)), logger: logger) {
+        for try await row in try await connection.execute(
+            RecordsStatement(entities: keys.map(\.entity), recordIDs: keys.map(\.recordID)), logger: logger)
+        {
             records.append(try row.record())
             if row.hasLinks { linked.append(RecordKey(entity: row.entity, recordID: row.recordID)) }
         }
@@ -346,12 +360,15 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
     private func attachLinks(_ records: inout [StoredRecord], _ linked: [RecordKey], _ connection: PostgresConnection) async throws {
         guard !linked.isEmpty else { return }
         var links: [RecordKey: [SyncName: [RecordID: StoredLink]]] = [:]
-        let rows = try await connection.query("""
+        let rows = try await connection.query(
+            """
             SELECT l.entity, l.record_id, l.name, l.target, l.present, l.stamp, l.client FROM osd_links l
             JOIN unnest(\(linked.map(\.entity))::text[], \(linked.map(\.recordID))::text[]) AS k(entity, record_id)
             ON l.entity = k.entity AND l.record_id = k.record_id
             """, logger: logger)
-        for try await (entity, recordID, name, target, present, stamp, client) in rows.decode((String, String, String, String, Bool, Int64, String).self) {
+        for try await (entity, recordID, name, target, present, stamp, client) in rows.decode(
+            (String, String, String, String, Bool, Int64, String).self)
+        {
             links[RecordKey(entity: entity, recordID: recordID), default: [:]][name, default: [:]][target] =
                 StoredLink(present: present, stamp: HLCTimestamp(rawValue: UInt64(bitPattern: stamp)), client: client)
         }
@@ -364,11 +381,15 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         guard !scopes.isEmpty else { return [] }
         let names = scopes.map(\.rawValue)
         var owners: [String: String] = [:]
-        for try await (scope, owner) in try await connection.query("SELECT scope, owner FROM osd_scopes WHERE scope = ANY(\(names)::text[])", logger: logger).decode((String, String).self) {
+        for try await (scope, owner) in try await connection.query(
+            "SELECT scope, owner FROM osd_scopes WHERE scope = ANY(\(names)::text[])", logger: logger
+        ).decode((String, String).self) {
             owners[scope] = owner
         }
         var members: [String: Set<String>] = [:]
-        for try await (scope, user) in try await connection.query("SELECT scope, user_id FROM osd_grants WHERE scope = ANY(\(names)::text[])", logger: logger).decode((String, String).self) {
+        for try await (scope, user) in try await connection.query(
+            "SELECT scope, user_id FROM osd_grants WHERE scope = ANY(\(names)::text[])", logger: logger
+        ).decode((String, String).self) {
             members[scope, default: []].insert(user)
         }
         var result: [ScopeRecord] = []
@@ -387,7 +408,8 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         func json<T: Encodable>(_ value: T) throws -> String { String(decoding: try encoder.encode(value), as: UTF8.self) }
         if let client = plan.client {
             let schema = try client.schema.map { try json($0) }
-            try await connection.query("""
+            try await connection.query(
+                """
                 INSERT INTO osd_clients (client_id, user_id, last_mutation_id, last_hash, schema) VALUES (\(client.clientID), \(client.user), \(client.lastMutationID), \(client.lastHash), \(schema))
                 ON CONFLICT (client_id) DO UPDATE SET last_mutation_id = excluded.last_mutation_id, last_hash = excluded.last_hash, schema = excluded.schema
                 """, logger: logger)
@@ -396,13 +418,15 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
             try await connection.query("DELETE FROM osd_results WHERE client_id = \(clientID) AND mutation_id < \(below)", logger: logger)
         }
         if !plan.results.isEmpty {
-            try await connection.query("""
+            try await connection.query(
+                """
                 INSERT INTO osd_results (client_id, mutation_id, hash, result, created_at)
                 SELECT \(clientID), m, h, r, \(plan.now) FROM unnest(\(plan.results.map(\.id))::int8[], \(plan.results.map(\.hash))::text[], \(try plan.results.map { String(decoding: try StoredColumns.encodeResult($0.result), as: UTF8.self) })::text[]) AS t(m, h, r)
                 """, logger: logger)
         }
         if !plan.newScopes.isEmpty {
-            try await connection.query("""
+            try await connection.query(
+                """
                 INSERT INTO osd_scopes (scope, owner) SELECT * FROM unnest(\(plan.newScopes.map(\.scope.rawValue))::text[], \(plan.newScopes.map(\.owner))::text[])
                 ON CONFLICT (scope) DO NOTHING
                 """, logger: logger)
@@ -411,17 +435,23 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         var seen: Set<RecordKey> = []
         let records = plan.records.reversed().filter { seen.insert($0.key).inserted }.reversed()
         if !records.isEmpty {
-            try await connection.run(UpsertRecordsStatement(
-                entities: records.map(\.entity), recordIDs: records.map(\.recordID), scopes: records.map(\.scope.rawValue),
-                versions: records.map(\.version), deleted: records.map(\.deleted), fields: try records.map { String(decoding: try StoredColumns.encodeFields($0.fields), as: UTF8.self) },
-                stamps: records.map { Int64(bitPattern: $0.stamp.rawValue) }, writers: records.map(\.writer),
-                hasLinks: records.map { !$0.links.isEmpty }, now: plan.now), logger: logger)
+            try await connection.run(
+                UpsertRecordsStatement(
+                    entities: records.map(\.entity), recordIDs: records.map(\.recordID), scopes: records.map(\.scope.rawValue),
+                    versions: records.map(\.version), deleted: records.map(\.deleted),
+                    fields: try records.map { String(decoding: try StoredColumns.encodeFields($0.fields), as: UTF8.self) },
+                    stamps: records.map { Int64(bitPattern: $0.stamp.rawValue) }, writers: records.map(\.writer),
+                    hasLinks: records.map { !$0.links.isEmpty }, now: plan.now), logger: logger)
             let previouslyLinked = records.map(\.key)
-            try await connection.query("""
+            try await connection.query(
+                """
                 DELETE FROM osd_links l USING unnest(\(previouslyLinked.map(\.entity))::text[], \(previouslyLinked.map(\.recordID))::text[]) AS k(entity, record_id)
                 WHERE l.entity = k.entity AND l.record_id = k.record_id
                 """, logger: logger)
-            var linkColumns: (entities: [String], recordIDs: [String], names: [String], targets: [String], present: [Bool], stamps: [Int64], clients: [String]) = ([], [], [], [], [], [], [])
+            var linkColumns:
+                (entities: [String], recordIDs: [String], names: [String], targets: [String], present: [Bool], stamps: [Int64], clients: [String]) = (
+                    [], [], [], [], [], [], []
+                )
             for record in records {
                 for (name, elements) in record.links {
                     for (target, link) in elements {
@@ -436,7 +466,8 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
                 }
             }
             // The reference index: the written records' rows replaced by their live references.
-            try await connection.query("""
+            try await connection.query(
+                """
                 DELETE FROM osd_refs f USING unnest(\(previouslyLinked.map(\.entity))::text[], \(previouslyLinked.map(\.recordID))::text[]) AS k(entity, record_id)
                 WHERE f.entity = k.entity AND f.record_id = k.record_id
                 """, logger: logger)
@@ -450,13 +481,15 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
                 }
             }
             if !referenceColumns.entities.isEmpty {
-                try await connection.query("""
+                try await connection.query(
+                    """
                     INSERT INTO osd_refs (entity, record_id, field, target)
                     SELECT * FROM unnest(\(referenceColumns.entities)::text[], \(referenceColumns.recordIDs)::text[], \(referenceColumns.fields)::text[], \(referenceColumns.targets)::text[])
                     """, logger: logger)
             }
             if !linkColumns.entities.isEmpty {
-                try await connection.query("""
+                try await connection.query(
+                    """
                     INSERT INTO osd_links (entity, record_id, name, target, present, stamp, client)
                     SELECT * FROM unnest(\(linkColumns.entities)::text[], \(linkColumns.recordIDs)::text[], \(linkColumns.names)::text[], \(linkColumns.targets)::text[],
                         \(linkColumns.present)::bool[], \(linkColumns.stamps)::int8[], \(linkColumns.clients)::text[])
@@ -465,13 +498,16 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         }
         if !plan.changes.isEmpty {
             let changes = plan.changes
-            try await connection.run(InsertChangesStatement(
-                seqs: changes.map(\.seq), txns: changes.map(\.txn), scopes: changes.map(\.change.scope.rawValue),
-                entities: changes.map(\.change.entity), recordIDs: changes.map(\.change.recordID), ops: changes.map(\.change.op.rawValue),
-                payloads: try changes.map { String(decoding: try StoredColumns.encodePayload(fields: $0.change.fields, links: $0.change.links), as: UTF8.self) },
-                hasClient: changes.map { $0.change.clientID != nil }, clients: changes.map { $0.change.clientID ?? "" },
-                hasMutation: changes.map { $0.change.mutationID != nil }, mutations: changes.map { $0.change.mutationID ?? 0 },
-                createdAt: changes.map(\.createdAt)), logger: logger)
+            try await connection.run(
+                InsertChangesStatement(
+                    seqs: changes.map(\.seq), txns: changes.map(\.txn), scopes: changes.map(\.change.scope.rawValue),
+                    entities: changes.map(\.change.entity), recordIDs: changes.map(\.change.recordID), ops: changes.map(\.change.op.rawValue),
+                    payloads: try changes.map {
+                        String(decoding: try StoredColumns.encodePayload(fields: $0.change.fields, links: $0.change.links), as: UTF8.self)
+                    },
+                    hasClient: changes.map { $0.change.clientID != nil }, clients: changes.map { $0.change.clientID ?? "" },
+                    hasMutation: changes.map { $0.change.mutationID != nil }, mutations: changes.map { $0.change.mutationID ?? 0 },
+                    createdAt: changes.map(\.createdAt)), logger: logger)
         }
         // Last: the head (its row is locked since the transaction began).
         try await connection.run(UpdateHeadStatement(seq: plan.head, clock: Int64(bitPattern: plan.clock.rawValue)), logger: logger)
@@ -479,14 +515,20 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
 
     // MARK: Pull
 
-    package func pull(clientID: ClientID, user: String, probe: ServerVersion?, plan: @Sendable (PullContext) throws -> PullRead) async throws -> PullPage {
+    package func pull(
+        clientID: ClientID, user: String, probe: ServerVersion?, plan: @Sendable (PullContext) throws -> PullRead
+    ) async throws -> PullPage {
         try await readTransaction { connection in
             let head = try await HeadRow.read(connection, logger)
             var grants: [ScopeID: ScopeRole] = [ScopeID.user(user): .owner]
-            for try await scope in try await connection.query("SELECT scope FROM osd_grants WHERE user_id = \(user)", logger: logger).decode(String.self) {
+            for try await scope in try await connection.query("SELECT scope FROM osd_grants WHERE user_id = \(user)", logger: logger).decode(
+                String.self)
+            {
                 grants[ScopeID(rawValue: scope)] = .member
             }
-            for try await scope in try await connection.query("SELECT scope FROM osd_scopes WHERE owner = \(user)", logger: logger).decode(String.self) {
+            for try await scope in try await connection.query("SELECT scope FROM osd_scopes WHERE owner = \(user)", logger: logger).decode(
+                String.self)
+            {
                 grants[ScopeID(rawValue: scope)] = .owner
             }
             var owner: String?
@@ -496,14 +538,16 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
                 last = lastMutationID
             }
             let marks = try await self.marks(at: [probe ?? head.seq, head.seq], connection)
-            let context = PullContext(head: head.seq, horizon: head.horizon, grants: grants, clientOwner: owner, lastMutationID: last, clock: head.clock, marks: marks)
+            let context = PullContext(
+                head: head.seq, horizon: head.horizon, grants: grants, clientOwner: owner, lastMutationID: last, clock: head.clock, marks: marks)
             let read = try plan(context)
             var page: PullPage
             switch read {
             case .snapshot(let scopes, let after, let limit, let count):
                 page = try await snapshotPage(context, read, scopes: scopes, after: after, limit: limit, count: count, connection)
             case .log(let after, let scopes, let tailScopes, let tailFrom, let limit):
-                page = try await logPage(context, read, after: after, scopes: scopes, tailScopes: tailScopes, tailFrom: tailFrom, limit: limit, connection)
+                page = try await logPage(
+                    context, read, after: after, scopes: scopes, tailScopes: tailScopes, tailFrom: tailFrom, limit: limit, connection)
             }
             if page.context.marks[page.end] == nil {
                 page.context.marks.merge(try await self.marks(at: [page.end], connection)) { old, _ in old }
@@ -516,19 +560,24 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
     private func marks(at seqs: Set<ServerVersion>, _ connection: PostgresConnection) async throws -> [ServerVersion: Int64] {
         var marks: [ServerVersion: Int64] = [:]
         for seq in seqs {
-            for try await mark in try await connection.query("SELECT created_at FROM osd_changes WHERE seq = \(seq)", logger: logger).decode(Int64.self) {
+            for try await mark in try await connection.query("SELECT created_at FROM osd_changes WHERE seq = \(seq)", logger: logger).decode(
+                Int64.self)
+            {
                 marks[seq] = mark
             }
         }
         return marks
     }
 
-    private func snapshotPage(_ context: PullContext, _ read: PullRead, scopes: [ScopeID], after: SnapshotKey?, limit: Int, count: Bool, _ connection: PostgresConnection) async throws -> PullPage {
+    private func snapshotPage(
+        _ context: PullContext, _ read: PullRead, scopes: [ScopeID], after: SnapshotKey?, limit: Int, count: Bool, _ connection: PostgresConnection
+    ) async throws -> PullPage {
         var records: [StoredRecord] = []
         var linked: [RecordKey] = []
         for scope in scopes where after.map({ scope >= $0.scope }) ?? true {
             let start = after?.scope == scope ? after : nil
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 SELECT \(unescaped: RecordRow.columns) FROM osd_records
                 WHERE scope = \(scope.rawValue) AND NOT deleted AND (entity, record_id) > (\(start?.entity ?? ""), \(start?.recordID ?? ""))
                 ORDER BY entity, record_id LIMIT \(limit + 1 - records.count)
@@ -545,14 +594,19 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         try await attachLinks(&records, linked, connection)
         var total: Int?
         if count {
-            for try await sum in try await connection.query("SELECT COUNT(*) FROM osd_records WHERE scope = ANY(\(scopes.map(\.rawValue))::text[]) AND NOT deleted", logger: logger).decode(Int64.self) {
+            for try await sum in try await connection.query(
+                "SELECT COUNT(*) FROM osd_records WHERE scope = ANY(\(scopes.map(\.rawValue))::text[]) AND NOT deleted", logger: logger
+            ).decode(Int64.self) {
                 total = Int(sum)
             }
         }
         return PullPage(context: context, read: read, records: records, total: total, end: context.head, hasMore: hasMore)
     }
 
-    private func logPage(_ context: PullContext, _ read: PullRead, after: ServerVersion, scopes: [ScopeID], tailScopes: [ScopeID], tailFrom: ServerVersion, limit: Int, _ connection: PostgresConnection) async throws -> PullPage {
+    private func logPage(
+        _ context: PullContext, _ read: PullRead, after: ServerVersion, scopes: [ScopeID], tailScopes: [ScopeID], tailFrom: ServerVersion, limit: Int,
+        _ connection: PostgresConnection
+    ) async throws -> PullPage {
         if scopes.isEmpty && tailScopes.isEmpty {
             return PullPage(context: context, read: read, end: context.head, hasMore: false)
         }
@@ -572,30 +626,46 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
             for value in extra { bindings.append(value) }
             return bindings
         }
-        var rows = try await connection.query(PostgresQuery(unsafeSQL: "\(select) WHERE seq > $1 AND \(filter) ORDER BY seq LIMIT $6", binds: bindings(after, [Int64(limit)])), logger: logger).collect()
+        var rows = try await connection.query(
+            PostgresQuery(unsafeSQL: "\(select) WHERE seq > $1 AND \(filter) ORDER BY seq LIMIT $6", binds: bindings(after, [Int64(limit)])),
+            logger: logger
+        ).collect()
         var end = context.head
         var hasMore = false
         if rows.count == limit, let lastRow = rows.last {
             let (lastSeq, txn) = try lastRow.decode((Int64, Int64).self)
             end = lastSeq
-            for try await maximum in try await connection.query("SELECT MAX(seq) FROM osd_changes WHERE txn = \(txn) AND seq <= \(context.head)", logger: logger).decode(Int64?.self) {
+            for try await maximum in try await connection.query(
+                "SELECT MAX(seq) FROM osd_changes WHERE txn = \(txn) AND seq <= \(context.head)", logger: logger
+            ).decode(Int64?.self) {
                 end = maximum ?? lastSeq
             }
             if end > lastSeq {
-                rows += try await connection.query(PostgresQuery(unsafeSQL: "\(select) WHERE seq > $1 AND \(filter) AND seq <= $6 ORDER BY seq", binds: bindings(lastSeq, [end])), logger: logger).collect()
+                rows += try await connection.query(
+                    PostgresQuery(unsafeSQL: "\(select) WHERE seq > $1 AND \(filter) AND seq <= $6 ORDER BY seq", binds: bindings(lastSeq, [end])),
+                    logger: logger
+                ).collect()
             }
-            hasMore = !(try await connection.query(PostgresQuery(unsafeSQL: "SELECT 1 FROM osd_changes WHERE seq > $1 AND \(filter) LIMIT 1", binds: bindings(end, [])), logger: logger).collect().isEmpty)
+            hasMore =
+                !(try await connection.query(
+                    PostgresQuery(unsafeSQL: "SELECT 1 FROM osd_changes WHERE seq > $1 AND \(filter) LIMIT 1", binds: bindings(end, [])),
+                    logger: logger
+                ).collect().isEmpty)
             if !hasMore { end = context.head }
         }
         var changes: [PulledChange] = []
         changes.reserveCapacity(rows.count)
         for row in rows {
-            let (seq, _, scope, entity, recordID, opName, payloadText, clientID, mutationID) = try row.decode((Int64, Int64, String, String, String, String, String, String?, Int64?).self)
+            let (seq, _, scope, entity, recordID, opName, payloadText, clientID, mutationID) = try row.decode(
+                (Int64, Int64, String, String, String, String, String, String?, Int64?).self)
             guard let op = RecordOperation(rawValue: opName) else {
                 throw SyncServiceError(500, .internalError, "the change log holds an unknown operation")
             }
             let payload = try StoredColumns.decodePayload(Data(payloadText.utf8))
-            changes.append(PulledChange(version: seq, op: op, entity: entity, recordID: recordID, scope: ScopeID(rawValue: scope), fields: payload.fields, links: payload.links, clientID: clientID, mutationID: mutationID))
+            changes.append(
+                PulledChange(
+                    version: seq, op: op, entity: entity, recordID: recordID, scope: ScopeID(rawValue: scope), fields: payload.fields,
+                    links: payload.links, clientID: clientID, mutationID: mutationID))
         }
         return PullPage(context: context, read: read, changes: changes, end: end, hasMore: hasMore)
     }
@@ -605,8 +675,12 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
     package func scopes(of user: String) async throws -> [ScopeAccess] {
         try await readTransaction { connection in
             var result: [ScopeID: ScopeRole] = [:]
-            for try await scope in try await connection.query("SELECT scope FROM osd_grants WHERE user_id = \(user)", logger: logger).decode(String.self) { result[ScopeID(rawValue: scope)] = .member }
-            for try await scope in try await connection.query("SELECT scope FROM osd_scopes WHERE owner = \(user)", logger: logger).decode(String.self) { result[ScopeID(rawValue: scope)] = .owner }
+            for try await scope in try await connection.query("SELECT scope FROM osd_grants WHERE user_id = \(user)", logger: logger).decode(
+                String.self)
+            { result[ScopeID(rawValue: scope)] = .member }
+            for try await scope in try await connection.query("SELECT scope FROM osd_scopes WHERE owner = \(user)", logger: logger).decode(
+                String.self)
+            { result[ScopeID(rawValue: scope)] = .owner }
             return result.map { ScopeAccess(scope: $0.key, role: $0.value) }
         }
     }
@@ -617,8 +691,12 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
 
     private func scopeRecord(_ scope: ScopeID, _ connection: PostgresConnection) async throws -> ScopeRecord? {
         var members: Set<String> = []
-        for try await user in try await connection.query("SELECT user_id FROM osd_grants WHERE scope = \(scope.rawValue)", logger: logger).decode(String.self) { members.insert(user) }
-        for try await owner in try await connection.query("SELECT owner FROM osd_scopes WHERE scope = \(scope.rawValue)", logger: logger).decode(String.self) {
+        for try await user in try await connection.query("SELECT user_id FROM osd_grants WHERE scope = \(scope.rawValue)", logger: logger).decode(
+            String.self)
+        { members.insert(user) }
+        for try await owner in try await connection.query("SELECT owner FROM osd_scopes WHERE scope = \(scope.rawValue)", logger: logger).decode(
+            String.self)
+        {
             return ScopeRecord(scope: scope, owner: owner, members: members)
         }
         if let owner = scope.privateOwner, !members.isEmpty { return ScopeRecord(scope: scope, owner: owner, members: members) }
@@ -629,13 +707,17 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         try await writeTransaction { connection, _ in
             let current = try await scopeRecord(scope, connection)
             let next = try decide(current)
-            try await connection.query("INSERT INTO osd_scopes (scope, owner) VALUES (\(scope.rawValue), \(next.owner)) ON CONFLICT (scope) DO UPDATE SET owner = excluded.owner", logger: logger)
+            try await connection.query(
+                "INSERT INTO osd_scopes (scope, owner) VALUES (\(scope.rawValue), \(next.owner)) ON CONFLICT (scope) DO UPDATE SET owner = excluded.owner",
+                logger: logger)
             try await connection.query("DELETE FROM osd_grants WHERE scope = \(scope.rawValue)", logger: logger)
             if !next.members.isEmpty {
                 let members = next.members.sorted()
-                try await connection.query("INSERT INTO osd_grants (scope, user_id) SELECT \(scope.rawValue), * FROM unnest(\(members)::text[])", logger: logger)
+                try await connection.query(
+                    "INSERT INTO osd_grants (scope, user_id) SELECT \(scope.rawValue), * FROM unnest(\(members)::text[])", logger: logger)
             }
-            let changed = (current?.members ?? []).symmetricDifference(next.members).union(current.map { $0.owner == next.owner ? [] : [$0.owner, next.owner] } ?? [next.owner])
+            let changed = (current?.members ?? []).symmetricDifference(next.members).union(
+                current.map { $0.owner == next.owner ? [] : [$0.owner, next.owner] } ?? [next.owner])
             if !changed.isEmpty { try await notify([.grantsChanged(users: changed)], connection) }
             return next
         }
@@ -648,7 +730,9 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
             // Push results are not dropped by age: a client that has not acknowledged one may
             // still send its mutation again and must get the same answer (property 3).
             var newHorizon: Int64?
-            for try await value in try await connection.query("SELECT MAX(seq) FROM osd_changes WHERE created_at < \(milliseconds)", logger: logger).decode(Int64?.self) {
+            for try await value in try await connection.query("SELECT MAX(seq) FROM osd_changes WHERE created_at < \(milliseconds)", logger: logger)
+                .decode(Int64?.self)
+            {
                 newHorizon = value
             }
             guard let newHorizon, newHorizon > head.horizon else {
@@ -656,12 +740,15 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
             }
             // The change at the horizon stays: its mark checks cursors at the horizon (see
             // `PullPlanner.decide`); no pull reads it (a cursor below the horizon resets).
-            let changesRemoved = try await count(connection, "WITH gone AS (DELETE FROM osd_changes WHERE seq < \(newHorizon) RETURNING 1) SELECT COUNT(*) FROM gone")
-            try await connection.query("""
+            let changesRemoved = try await count(
+                connection, "WITH gone AS (DELETE FROM osd_changes WHERE seq < \(newHorizon) RETURNING 1) SELECT COUNT(*) FROM gone")
+            try await connection.query(
+                """
                 DELETE FROM osd_links l USING osd_records r
                 WHERE r.entity = l.entity AND r.record_id = l.record_id AND r.deleted AND r.version <= \(newHorizon)
                 """, logger: logger)
-            let tombstonesRemoved = try await count(connection, "WITH gone AS (DELETE FROM osd_records WHERE deleted AND version <= \(newHorizon) RETURNING 1) SELECT COUNT(*) FROM gone")
+            let tombstonesRemoved = try await count(
+                connection, "WITH gone AS (DELETE FROM osd_records WHERE deleted AND version <= \(newHorizon) RETURNING 1) SELECT COUNT(*) FROM gone")
             try await connection.query("UPDATE osd_head SET horizon = \(newHorizon) WHERE id = 1", logger: logger)
             return CompactionResult(horizon: newHorizon, changesRemoved: changesRemoved, tombstonesRemoved: tombstonesRemoved)
         }
@@ -762,7 +849,8 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
                 let scopes = message.scopes ?? []
                 var readers: Set<String> = Set(scopes.compactMap(\.privateOwner))
                 let names = scopes.map(\.rawValue)
-                let query: PostgresQuery = "SELECT owner FROM osd_scopes WHERE scope = ANY(\(names)::text[]) UNION SELECT user_id FROM osd_grants WHERE scope = ANY(\(names)::text[])"
+                let query: PostgresQuery =
+                    "SELECT owner FROM osd_scopes WHERE scope = ANY(\(names)::text[]) UNION SELECT user_id FROM osd_grants WHERE scope = ANY(\(names)::text[])"
                 if let rows = try? await client.query(query, logger: logger).collect() {
                     for row in rows { if let user = try? row.decode(String.self) { readers.insert(user) } }
                 }

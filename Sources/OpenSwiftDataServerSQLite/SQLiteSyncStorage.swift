@@ -127,7 +127,8 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
 
     /// Whether an error says the file cannot be used now rather than that a statement is wrong.
     static func isUnavailable(_ error: DatabaseError) -> Bool {
-        [.SQLITE_BUSY, .SQLITE_LOCKED, .SQLITE_FULL, .SQLITE_IOERR, .SQLITE_READONLY, .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_NOMEM].contains(error.resultCode)
+        [.SQLITE_BUSY, .SQLITE_LOCKED, .SQLITE_FULL, .SQLITE_IOERR, .SQLITE_READONLY, .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_NOMEM].contains(
+            error.resultCode)
     }
 
     /// Checkpoints the WAL into the database file (so that the file alone holds every
@@ -158,7 +159,9 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
     private static func loadPush(_ load: PushLoad, _ db: Database) throws -> PushSnapshot {
         let (head, horizon, clock) = try headRow(db)
         var client: ClientRecord?
-        if let row = try Row.fetchOne(db, sql: "SELECT user, last_mutation_id, last_hash, schema FROM osd_clients WHERE client_id = ?", arguments: [load.clientID]) {
+        if let row = try Row.fetchOne(
+            db, sql: "SELECT user, last_mutation_id, last_hash, schema FROM osd_clients WHERE client_id = ?", arguments: [load.clientID])
+        {
             let schemaData: Data? = try row.decode(atIndex: 3)
             client = ClientRecord(
                 clientID: load.clientID, user: try row.decode(atIndex: 0), lastMutationID: try row.decode(atIndex: 1),
@@ -167,15 +170,23 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
         var results: [MutationID: StoredResult] = [:]
         if let low = load.mutationIDs.min(), let high = load.mutationIDs.max(), let last = client?.lastMutationID, low <= last {
             let decoder = JSONDecoder()
-            for row in try Row.fetchAll(db, sql: "SELECT mutation_id, hash, result FROM osd_results WHERE client_id = ? AND mutation_id BETWEEN ? AND ?", arguments: [load.clientID, low, min(high, last)]) {
+            for row in try Row.fetchAll(
+                db, sql: "SELECT mutation_id, hash, result FROM osd_results WHERE client_id = ? AND mutation_id BETWEEN ? AND ?",
+                arguments: [load.clientID, low, min(high, last)])
+            {
                 let id: MutationID = try row.decode(atIndex: 0)
-                results[id] = StoredResult(id: id, hash: try row.decode(atIndex: 1), result: try decoder.decode(MutationResult.self, from: try row.decode(Data.self, atIndex: 2)))
+                results[id] = StoredResult(
+                    id: id, hash: try row.decode(atIndex: 1),
+                    result: try decoder.decode(MutationResult.self, from: try row.decode(Data.self, atIndex: 2)))
             }
         }
         var records: [RecordKey: StoredRecord] = [:]
         let deleteRules = DeleteRuleGraph(load.deleteRules.schema ?? client?.schema)
         let keys = deleteRules.isEmpty ? load.keys : load.keys.union(deleteRules.targets(of: load.deleteRules))
-        let recordStatement = try db.cachedStatement(sql: "SELECT entity, record_id, scope, version, deleted, fields, stamp, writer, has_links FROM osd_records WHERE entity = ? AND record_id = ?")
+        let recordStatement = try db.cachedStatement(
+            sql:
+                "SELECT entity, record_id, scope, version, deleted, fields, stamp, writer, has_links FROM osd_records WHERE entity = ? AND record_id = ?"
+        )
         for key in keys {
             if let row = try Row.fetchOne(recordStatement, arguments: [key.entity, key.recordID]) {
                 records[key] = try record(row, db)
@@ -183,11 +194,12 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
         }
         if !deleteRules.isEmpty {
             let referrers = try deleteRules.referrers(of: load.deleteRules.roots, loaded: Set(records.keys)) { queries in
-                let statement = try db.cachedStatement(sql: """
-                    SELECT r.entity, r.record_id, r.scope, r.version, r.deleted, r.fields, r.stamp, r.writer, r.has_links
-                    FROM osd_refs f JOIN osd_records r ON r.entity = f.entity AND r.record_id = f.record_id
-                    WHERE f.target = ? AND f.entity = ? AND f.field = ? AND r.deleted = 0
-                    """)
+                let statement = try db.cachedStatement(
+                    sql: """
+                        SELECT r.entity, r.record_id, r.scope, r.version, r.deleted, r.fields, r.stamp, r.writer, r.has_links
+                        FROM osd_refs f JOIN osd_records r ON r.entity = f.entity AND r.record_id = f.record_id
+                        WHERE f.target = ? AND f.entity = ? AND f.field = ? AND r.deleted = 0
+                        """)
                 var found: [StoredRecord] = []
                 for query in queries {
                     for target in query.targets {
@@ -211,11 +223,15 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
         }
         var history: [RecordKey: [(version: ServerVersion, client: ClientID?)]] = [:]
         for (key, after) in load.historyAfter where records[key] != nil {
-            let rows = try Row.fetchAll(db, sql: "SELECT seq, client_id FROM osd_changes WHERE entity = ? AND record_id = ? AND seq > ?", arguments: [key.entity, key.recordID, after])
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT seq, client_id FROM osd_changes WHERE entity = ? AND record_id = ? AND seq > ?",
+                arguments: [key.entity, key.recordID, after])
             history[key] = try rows.map { (try $0.decode(atIndex: 0), try $0.decode(atIndex: 1)) }
         }
         let marks = try load.markAt.map { try Self.marks(at: [$0], db) } ?? [:]
-        return PushSnapshot(client: client, results: results, records: records, scopes: scopes, history: history, head: head, horizon: horizon, clock: clock, marks: marks)
+        return PushSnapshot(
+            client: client, results: results, records: records, scopes: scopes, history: history, head: head, horizon: horizon, clock: clock,
+            marks: marks)
     }
 
     private static func headRow(_ db: Database) throws -> (ServerVersion, ServerVersion, HLCTimestamp) {
@@ -233,16 +249,20 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
         let hasLinks: Bool = try row.decode(atIndex: 8)
         var links: [SyncName: [RecordID: StoredLink]] = [:]
         if hasLinks {
-            let statement = try db.cachedStatement(sql: "SELECT name, target, present, stamp, client FROM osd_links WHERE entity = ? AND record_id = ?")
+            let statement = try db.cachedStatement(
+                sql: "SELECT name, target, present, stamp, client FROM osd_links WHERE entity = ? AND record_id = ?")
             for link in try Row.fetchAll(statement, arguments: [entity, recordID]) {
                 let linkStamp: Int64 = try link.decode(atIndex: 3)
                 links[try link.decode(String.self, atIndex: 0), default: [:]][try link.decode(String.self, atIndex: 1)] =
-                    StoredLink(present: try link.decode(atIndex: 2), stamp: HLCTimestamp(rawValue: UInt64(bitPattern: linkStamp)), client: try link.decode(atIndex: 4))
+                    StoredLink(
+                        present: try link.decode(atIndex: 2), stamp: HLCTimestamp(rawValue: UInt64(bitPattern: linkStamp)),
+                        client: try link.decode(atIndex: 4))
             }
         }
         return StoredRecord(
             entity: entity, recordID: recordID, scope: ScopeID(rawValue: try row.decode(atIndex: 2)), version: try row.decode(atIndex: 3),
-            deleted: try row.decode(atIndex: 4), fields: try row.withUnsafeData(atIndex: 5) { data in try StoredColumns.decodeFields(data ?? Data()) },
+            deleted: try row.decode(atIndex: 4),
+            fields: try row.withUnsafeData(atIndex: 5) { data in try StoredColumns.decodeFields(data ?? Data()) },
             stamp: HLCTimestamp(rawValue: UInt64(bitPattern: stamp)), writer: try row.decode(atIndex: 7), links: links)
     }
 
@@ -259,19 +279,22 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
         if let below = plan.resultsAcknowledgedBelow {
             try db.execute(sql: "DELETE FROM osd_results WHERE client_id = ? AND mutation_id < ?", arguments: [clientID, below])
         }
-        let resultStatement = try db.cachedStatement(sql: "INSERT INTO osd_results (client_id, mutation_id, hash, result, created_at) VALUES (?, ?, ?, ?, ?)")
+        let resultStatement = try db.cachedStatement(
+            sql: "INSERT INTO osd_results (client_id, mutation_id, hash, result, created_at) VALUES (?, ?, ?, ?, ?)")
         for result in plan.results {
             try resultStatement.execute(arguments: [clientID, result.id, result.hash, Data(try StoredColumns.encodeResult(result.result)), plan.now])
         }
         for scope in plan.newScopes {
             try db.execute(sql: "INSERT OR IGNORE INTO osd_scopes (scope, owner) VALUES (?, ?)", arguments: [scope.scope.rawValue, scope.owner])
         }
-        let recordStatement = try db.cachedStatement(sql: """
-            INSERT OR REPLACE INTO osd_records (entity, record_id, scope, version, deleted, fields, stamp, writer, has_links, updated_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """)
+        let recordStatement = try db.cachedStatement(
+            sql: """
+                INSERT OR REPLACE INTO osd_records (entity, record_id, scope, version, deleted, fields, stamp, writer, has_links, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """)
         let deleteLinks = try db.cachedStatement(sql: "DELETE FROM osd_links WHERE entity = ? AND record_id = ?")
-        let insertLink = try db.cachedStatement(sql: "INSERT INTO osd_links (entity, record_id, name, target, present, stamp, client) VALUES (?, ?, ?, ?, ?, ?, ?)")
+        let insertLink = try db.cachedStatement(
+            sql: "INSERT INTO osd_links (entity, record_id, name, target, present, stamp, client) VALUES (?, ?, ?, ?, ?, ?, ?)")
         let deleteReferences = try db.cachedStatement(sql: "DELETE FROM osd_refs WHERE entity = ? AND record_id = ?")
         let insertReference = try db.cachedStatement(sql: "INSERT OR REPLACE INTO osd_refs (entity, record_id, field, target) VALUES (?, ?, ?, ?)")
         for record in plan.records {
@@ -283,7 +306,9 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
             if linked.contains(record.key) { try deleteLinks.execute(arguments: [record.entity, record.recordID]) }
             for (name, elements) in record.links {
                 for (target, link) in elements {
-                    try insertLink.execute(arguments: [record.entity, record.recordID, name, target, link.present, Int64(bitPattern: link.stamp.rawValue), link.client])
+                    try insertLink.execute(arguments: [
+                        record.entity, record.recordID, name, target, link.present, Int64(bitPattern: link.stamp.rawValue), link.client,
+                    ])
                 }
             }
             if referencing.contains(record.key) { try deleteReferences.execute(arguments: [record.entity, record.recordID]) }
@@ -291,10 +316,11 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
                 try insertReference.execute(arguments: [record.entity, record.recordID, field, target])
             }
         }
-        let changeStatement = try db.cachedStatement(sql: """
-            INSERT INTO osd_changes (seq, txn, scope, entity, record_id, op, payload, client_id, mutation_id, created_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """)
+        let changeStatement = try db.cachedStatement(
+            sql: """
+                INSERT INTO osd_changes (seq, txn, scope, entity, record_id, op, payload, client_id, mutation_id, created_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """)
         for entry in plan.changes {
             let change = entry.change
             try changeStatement.execute(arguments: [
@@ -316,7 +342,9 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
 
     // MARK: Pull
 
-    package func pull(clientID: ClientID, user: String, probe: ServerVersion?, plan: @Sendable (PullContext) throws -> PullRead) async throws -> PullPage {
+    package func pull(
+        clientID: ClientID, user: String, probe: ServerVersion?, plan: @Sendable (PullContext) throws -> PullRead
+    ) async throws -> PullPage {
         try await read { db in
             let (head, horizon, clock) = try Self.headRow(db)
             var grants: [ScopeID: ScopeRole] = [ScopeID.user(user): .owner]
@@ -333,7 +361,8 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
                 last = try row.decode(atIndex: 1)
             }
             let marks = try Self.marks(at: [probe ?? head, head], db)
-            let context = PullContext(head: head, horizon: horizon, grants: grants, clientOwner: owner, lastMutationID: last, clock: clock, marks: marks)
+            let context = PullContext(
+                head: head, horizon: horizon, grants: grants, clientOwner: owner, lastMutationID: last, clock: clock, marks: marks)
             let read = try plan(context)
             var page: PullPage
             switch read {
@@ -358,17 +387,21 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
         return marks
     }
 
-    private static func snapshotPage(_ context: PullContext, _ read: PullRead, scopes: [ScopeID], after: SnapshotKey?, limit: Int, count: Bool, _ db: Database) throws -> PullPage {
+    private static func snapshotPage(
+        _ context: PullContext, _ read: PullRead, scopes: [ScopeID], after: SnapshotKey?, limit: Int, count: Bool, _ db: Database
+    ) throws -> PullPage {
         var records: [StoredRecord] = []
         records.reserveCapacity(limit + 1)
-        let statement = try db.cachedStatement(sql: """
-            SELECT entity, record_id, scope, version, deleted, fields, stamp, writer, has_links FROM osd_records
-            WHERE scope = ? AND deleted = 0 AND (entity, record_id) > (?, ?) ORDER BY entity, record_id LIMIT ?
-            """)
+        let statement = try db.cachedStatement(
+            sql: """
+                SELECT entity, record_id, scope, version, deleted, fields, stamp, writer, has_links FROM osd_records
+                WHERE scope = ? AND deleted = 0 AND (entity, record_id) > (?, ?) ORDER BY entity, record_id LIMIT ?
+                """)
         for scope in scopes where after.map({ scope >= $0.scope }) ?? true {
             let start = after?.scope == scope ? after : nil
             // A cursor: each row is read from the statement in place (no copy of its columns).
-            let rows = try Row.fetchCursor(statement, arguments: [scope.rawValue, start?.entity ?? "", start?.recordID ?? "", limit + 1 - records.count])
+            let rows = try Row.fetchCursor(
+                statement, arguments: [scope.rawValue, start?.entity ?? "", start?.recordID ?? "", limit + 1 - records.count])
             while let row = try rows.next() { records.append(try record(row, db)) }
             if records.count > limit { break }
         }
@@ -385,7 +418,10 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
         return PullPage(context: context, read: read, records: records, total: total, end: context.head, hasMore: hasMore)
     }
 
-    private static func logPage(_ context: PullContext, _ read: PullRead, after: ServerVersion, scopes: [ScopeID], tailScopes: [ScopeID], tailFrom: ServerVersion, limit: Int, _ db: Database) throws -> PullPage {
+    private static func logPage(
+        _ context: PullContext, _ read: PullRead, after: ServerVersion, scopes: [ScopeID], tailScopes: [ScopeID], tailFrom: ServerVersion, limit: Int,
+        _ db: Database
+    ) throws -> PullPage {
         if scopes.isEmpty && tailScopes.isEmpty {
             return PullPage(context: context, read: read, end: context.head, hasMore: false)
         }
@@ -398,7 +434,8 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
             filterArguments += [tailFrom]
         }
         let select = "SELECT seq, txn, scope, entity, record_id, op, payload, client_id, mutation_id FROM osd_changes"
-        var rows = try Row.fetchAll(db, sql: "\(select) WHERE seq > ? AND \(filter) ORDER BY seq LIMIT ?", arguments: [after] + filterArguments + [limit])
+        var rows = try Row.fetchAll(
+            db, sql: "\(select) WHERE seq > ? AND \(filter) ORDER BY seq LIMIT ?", arguments: [after] + filterArguments + [limit])
         var end = context.head
         var hasMore = false
         if rows.count == limit, let lastRow = rows.last {
@@ -406,9 +443,11 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
             let txn: Int64 = try lastRow.decode(atIndex: 1)
             end = try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM osd_changes WHERE txn = ?", arguments: [txn]) ?? lastSeq
             if end > lastSeq {
-                rows += try Row.fetchAll(db, sql: "\(select) WHERE seq > ? AND seq <= ? AND \(filter) ORDER BY seq", arguments: [lastSeq, end] + filterArguments)
+                rows += try Row.fetchAll(
+                    db, sql: "\(select) WHERE seq > ? AND seq <= ? AND \(filter) ORDER BY seq", arguments: [lastSeq, end] + filterArguments)
             }
-            hasMore = try Row.fetchOne(db, sql: "SELECT 1 FROM osd_changes WHERE seq > ? AND \(filter) LIMIT 1", arguments: [end] + filterArguments) != nil
+            hasMore =
+                try Row.fetchOne(db, sql: "SELECT 1 FROM osd_changes WHERE seq > ? AND \(filter) LIMIT 1", arguments: [end] + filterArguments) != nil
             if !hasMore { end = context.head }
         }
         var changes: [PulledChange] = []
@@ -418,10 +457,11 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
                 throw SyncServiceError(500, .internalError, "the change log holds an unknown operation")
             }
             let payload = try row.withUnsafeData(atIndex: 6) { data in try StoredColumns.decodePayload(data ?? Data()) }
-            changes.append(PulledChange(
-                version: try row.decode(atIndex: 0), op: op, entity: try row.decode(atIndex: 3), recordID: try row.decode(atIndex: 4),
-                scope: ScopeID(rawValue: try row.decode(atIndex: 2)), fields: payload.fields, links: payload.links,
-                clientID: try row.decode(atIndex: 7), mutationID: try row.decode(atIndex: 8)))
+            changes.append(
+                PulledChange(
+                    version: try row.decode(atIndex: 0), op: op, entity: try row.decode(atIndex: 3), recordID: try row.decode(atIndex: 4),
+                    scope: ScopeID(rawValue: try row.decode(atIndex: 2)), fields: payload.fields, links: payload.links,
+                    clientID: try row.decode(atIndex: 7), mutationID: try row.decode(atIndex: 8)))
         }
         return PullPage(context: context, read: read, changes: changes, end: end, hasMore: hasMore)
     }
@@ -431,8 +471,12 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
     package func scopes(of user: String) async throws -> [ScopeAccess] {
         try await read { db in
             var result: [ScopeID: ScopeRole] = [:]
-            for scope in try String.fetchAll(db, sql: "SELECT scope FROM osd_grants WHERE user = ?", arguments: [user]) { result[ScopeID(rawValue: scope)] = .member }
-            for scope in try String.fetchAll(db, sql: "SELECT scope FROM osd_scopes WHERE owner = ?", arguments: [user]) { result[ScopeID(rawValue: scope)] = .owner }
+            for scope in try String.fetchAll(db, sql: "SELECT scope FROM osd_grants WHERE user = ?", arguments: [user]) {
+                result[ScopeID(rawValue: scope)] = .member
+            }
+            for scope in try String.fetchAll(db, sql: "SELECT scope FROM osd_scopes WHERE owner = ?", arguments: [user]) {
+                result[ScopeID(rawValue: scope)] = .owner
+            }
             return result.map { ScopeAccess(scope: $0.key, role: $0.value) }
         }
     }
@@ -470,14 +514,19 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
             let (_, horizon, _) = try Self.headRow(db)
             // Push results are not dropped by age: a client that has not acknowledged one may
             // still send its mutation again and must get the same answer (property 3).
-            guard let newHorizon = try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM osd_changes WHERE created_at < ?", arguments: [milliseconds]), newHorizon > horizon else {
+            guard let newHorizon = try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM osd_changes WHERE created_at < ?", arguments: [milliseconds]),
+                newHorizon > horizon
+            else {
                 return CompactionResult(horizon: horizon, changesRemoved: 0, tombstonesRemoved: 0)
             }
             // The change at the horizon stays: its mark checks cursors at the horizon (see
             // `PullPlanner.decide`); no pull reads it (a cursor below the horizon resets).
             try db.execute(sql: "DELETE FROM osd_changes WHERE seq < ?", arguments: [newHorizon])
             let changesRemoved = db.changesCount
-            try db.execute(sql: "DELETE FROM osd_links WHERE (entity, record_id) IN (SELECT entity, record_id FROM osd_records WHERE deleted = 1 AND version <= ?)", arguments: [newHorizon])
+            try db.execute(
+                sql:
+                    "DELETE FROM osd_links WHERE (entity, record_id) IN (SELECT entity, record_id FROM osd_records WHERE deleted = 1 AND version <= ?)",
+                arguments: [newHorizon])
             try db.execute(sql: "DELETE FROM osd_records WHERE deleted = 1 AND version <= ?", arguments: [newHorizon])
             let tombstonesRemoved = db.changesCount
             try db.execute(sql: "UPDATE osd_head SET horizon = ? WHERE id = 1", arguments: [newHorizon])

@@ -21,12 +21,18 @@ public final class HTTPSyncTransport: SyncTransport {
     /// Makes a transport to the server at `server`; `tokenProvider` returns a current bearer
     /// token (it is asked again after a 401). `timeout` bounds each request, from sending it
     /// to the end of the answer's body.
-    public convenience init(server: URL, timeout: Duration = .seconds(60), logger: Logger = Logger(label: "OpenSwiftDataSync.http"), tokenProvider: @escaping @Sendable () async throws -> String) {
+    public convenience init(
+        server: URL, timeout: Duration = .seconds(60), logger: Logger = Logger(label: "OpenSwiftDataSync.http"),
+        tokenProvider: @escaping @Sendable () async throws -> String
+    ) {
         self.init(server: server, client: HTTPSyncTransport.sharedClient, timeout: timeout, logger: logger, tokenProvider: tokenProvider)
     }
 
     /// Makes a transport over a given AsyncHTTPClient (tests).
-    package init(server: URL, client: HTTPClient, timeout: Duration = .seconds(60), logger: Logger = Logger(label: "OpenSwiftDataSync.http"), tokenProvider: @escaping @Sendable () async throws -> String) {
+    package init(
+        server: URL, client: HTTPClient, timeout: Duration = .seconds(60), logger: Logger = Logger(label: "OpenSwiftDataSync.http"),
+        tokenProvider: @escaping @Sendable () async throws -> String
+    ) {
         self.server = server
         self.client = client
         // Whole nanoseconds, saturating: a timeout beyond Int64's nanoseconds (292 years) is
@@ -48,7 +54,9 @@ public final class HTTPSyncTransport: SyncTransport {
     /// Pushes a batch.
     public func push(_ request: PushRequest) async throws -> PushResponse {
         let body: Data
-        do { body = try JSONEncoder.syncProtocol().encode(request) } catch { throw SyncTransportError.malformedResponse("cannot encode the request: \(error)") }
+        do { body = try JSONEncoder.syncProtocol().encode(request) } catch {
+            throw SyncTransportError.malformedResponse("cannot encode the request: \(error)")
+        }
         return try decode(PushResponse.self, from: try await send(.POST, SyncEndpoint.push, body: body), path: SyncEndpoint.push)
     }
 
@@ -65,7 +73,9 @@ public final class HTTPSyncTransport: SyncTransport {
     }
 
     private func token() async throws -> String {
-        do { return try await tokenProvider() } catch { throw SyncTransportError.refused(status: 401, error: SyncError(.unauthorized, "the token provider failed: \(error)")) }
+        do { return try await tokenProvider() } catch {
+            throw SyncTransportError.refused(status: 401, error: SyncError(.unauthorized, "the token provider failed: \(error)"))
+        }
     }
 
     /// Sends a request and returns the body of a 200 answer (or throws the server's error).
@@ -76,8 +86,11 @@ public final class HTTPSyncTransport: SyncTransport {
             answer = try await execute(method, path, body: body, token: try await token())
         }
         guard answer.status == 200 else {
-            let error = (try? JSONDecoder().decode(ErrorResponse.self, from: answer.body))?.error
-                ?? SyncError(answer.status >= 500 ? .internalError : .malformedRequest, "HTTP \(answer.status): \(String(decoding: answer.body.prefix(200), as: UTF8.self))")
+            let error =
+                (try? JSONDecoder().decode(ErrorResponse.self, from: answer.body))?.error
+                ?? SyncError(
+                    answer.status >= 500 ? .internalError : .malformedRequest,
+                    "HTTP \(answer.status): \(String(decoding: answer.body.prefix(200), as: UTF8.self))")
             throw SyncTransportError.refused(status: answer.status, error: error)
         }
         return answer.body
@@ -118,7 +131,8 @@ public final class HTTPSyncTransport: SyncTransport {
             do {
                 var headers = HTTPFields()
                 headers[.authorization] = "Bearer \(try await self.token())"
-                try await WebSocketClient.connect(url: url, configuration: WebSocketClientConfiguration(additionalHeaders: headers), logger: logger) { inbound, _, _ in
+                try await WebSocketClient.connect(url: url, configuration: WebSocketClientConfiguration(additionalHeaders: headers), logger: logger) {
+                    inbound, _, _ in
                     for try await message in inbound.messages(maxSize: 1 << 20) {
                         guard case let .text(text) = message else { continue }
                         guard let decoded = try? JSONDecoder().decode(LiveMessage.self, from: Data(text.utf8)) else { continue }

@@ -84,7 +84,10 @@ struct PullPageReader {
             return nil
         }
         guard let version, let changes, let cursor, let hasMore, let consistent, let lastMutationID, let revoked, let stamp else { return nil }
-        return PullResponse(protocolVersion: ProtocolVersion(rawValue: version), changes: changes, cursor: cursor, hasMore: hasMore, consistent: consistent, lastMutationID: lastMutationID, reset: reset, revokedScopes: revoked, progress: progress, serverStamp: stamp, snapshotScopes: snapshotScopes, cursorScopes: cursorScopes)
+        return PullResponse(
+            protocolVersion: ProtocolVersion(rawValue: version), changes: changes, cursor: cursor, hasMore: hasMore, consistent: consistent,
+            lastMutationID: lastMutationID, reset: reset, revokedScopes: revoked, progress: progress, serverStamp: stamp,
+            snapshotScopes: snapshotScopes, cursorScopes: cursorScopes)
     }
 
     private mutating func changes() throws -> [PulledChange] {
@@ -126,7 +129,9 @@ struct PullPageReader {
             }
         }
         guard let version, let op, let entity, let recordID, let scope, let fields, let links else { throw Fail() }
-        return PulledChange(version: version, op: op, entity: entity, recordID: recordID, scope: ScopeID(rawValue: scope), fields: fields, links: links, clientID: clientID, mutationID: mutationID)
+        return PulledChange(
+            version: version, op: op, entity: entity, recordID: recordID, scope: ScopeID(rawValue: scope), fields: fields, links: links,
+            clientID: clientID, mutationID: mutationID)
     }
 
     private mutating func link() throws -> LinkChange {
@@ -230,8 +235,12 @@ struct PullPageReader {
     private mutating func bool() throws -> Bool {
         skipSpace()
         switch peek() {
-        case UInt8(ascii: "t"): try literal("true"); return true
-        case UInt8(ascii: "f"): try literal("false"); return false
+        case UInt8(ascii: "t"):
+            try literal("true")
+            return true
+        case UInt8(ascii: "f"):
+            try literal("false")
+            return false
         default: throw Fail()
         }
     }
@@ -322,7 +331,9 @@ struct PullPageReader {
                 break
             }
         }
-        guard index > start, JSONBytes.isNumber(bytes, start..<index), let text = String(validating: UnsafeRawBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self) else { throw Fail() }
+        guard index > start, JSONBytes.isNumber(bytes, start..<index),
+            let text = String(validating: UnsafeRawBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+        else { throw Fail() }
         guard let double = Double(text) else { throw Fail() }
         return (integral ? Int64(text) : nil, double)
     }

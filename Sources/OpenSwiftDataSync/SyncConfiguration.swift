@@ -49,7 +49,9 @@ public struct SyncConfiguration: Sendable {
 
     /// Syncs a model type. `scope` picks each record's scope when it is saved (`"kind:id"`, for
     /// example `"folder:\(folder.id)"`); nil, or no rule, is the signed-in user's private scope.
-    public mutating func sync<T: PersistentModel>(_ type: T.Type, policy: ConflictPolicy = .fieldLastWriterWins, scope: (@Sendable (T) -> String?)? = nil) {
+    public mutating func sync<T: PersistentModel>(
+        _ type: T.Type, policy: ConflictPolicy = .fieldLastWriterWins, scope: (@Sendable (T) -> String?)? = nil
+    ) {
         let name = Schema.entityName(for: type)
         var erased: (@Sendable (any PersistentModel) -> String?)?
         if let scope {
@@ -63,7 +65,9 @@ public struct SyncConfiguration: Sendable {
     }
 
     /// Syncs a model type whose scope is the value of a key path (nil: the user's private scope).
-    public mutating func sync<T: PersistentModel>(_ type: T.Type, policy: ConflictPolicy = .fieldLastWriterWins, scope keyPath: KeyPath<T, String?> & Sendable) {
+    public mutating func sync<T: PersistentModel>(
+        _ type: T.Type, policy: ConflictPolicy = .fieldLastWriterWins, scope keyPath: KeyPath<T, String?> & Sendable
+    ) {
         sync(type, policy: policy, scope: { model in model[keyPath: keyPath] })
     }
 

@@ -22,7 +22,9 @@ extension SyncEngine {
             fields.append(SyncField(name: name, value: stored))
         }
         let version = conflict.server?.version ?? 0
-        let change = RemoteRecordChange.upsert(conflict.record.entity, recordID: conflict.record.recordID, serverVersion: version, scope: conflict.server?.scope.rawValue, fields: fields)
+        let change = RemoteRecordChange.upsert(
+            conflict.record.entity, recordID: conflict.record.recordID, serverVersion: version, scope: conflict.server?.scope.rawValue, fields: fields
+        )
         do {
             try container.applyChangesAsLocalSave([change])
         } catch {

@@ -172,15 +172,23 @@ extension SyncEngine {
             // than the restored server's, was written back over a rejection's rollback). Link
             // shadows stay: the download sends only the links present.
             let downloaded = Set(staged.map { SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID) })
-            shadows = shadows.filter { $0.key.part.isLink || !downloaded.contains(SyncRebase.RecordRef(entity: $0.key.entity, recordID: $0.key.recordID)) }
+            shadows = shadows.filter {
+                $0.key.part.isLink || !downloaded.contains(SyncRebase.RecordRef(entity: $0.key.entity, recordID: $0.key.recordID))
+            }
         }
-        var rebase = SyncRebase(shapes: shapes, before: SyncRebase.masks(of: pending.before), after: SyncRebase.masks(of: pending.after), shadows: shadows)
+        var rebase = SyncRebase(
+            shapes: shapes, before: SyncRebase.masks(of: pending.before), after: SyncRebase.masks(of: pending.after), shadows: shadows)
         var events: [SyncEvent] = []
         // Inserts of records that pending mutations mask: those without a local row are
         // applied whole (see `SyncRebase.absent`).
-        let maskedInserts = Set(staged.lazy.filter { $0.op == .insert }.map { SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID) }.filter { rebase.before[$0].map { !$0.deletedLocally } ?? false })
+        let maskedInserts = Set(
+            staged.lazy.filter { $0.op == .insert }.map { SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID) }.filter {
+                rebase.before[$0].map { !$0.deletedLocally } ?? false
+            })
         if !maskedInserts.isEmpty {
-            let held = try storeRead { db in Set(try ModelContainer.syncRecordEntries(in: db).map { SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID) }) }
+            let held = try storeRead { db in
+                Set(try ModelContainer.syncRecordEntries(in: db).map { SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID) })
+            }
             rebase.absent = maskedInserts.subtracting(held)
         }
         for change in staged { try rebase.add(change) }
@@ -237,7 +245,9 @@ extension SyncEngine {
             }
             rebase.seedRejected(rolledBack, serverRecords: serverRecords)
             let records = item.mutation.changes.map { SyncRecordReference(entity: $0.entity, recordID: $0.recordID) }
-            let rejection = SyncRejection(mutationID: item.mutation.id, reason: result.reason ?? RejectionReason.validation, message: result.message, records: records, serverRecords: serverRecords)
+            let rejection = SyncRejection(
+                mutationID: item.mutation.id, reason: result.reason ?? RejectionReason.validation, message: result.message, records: records,
+                serverRecords: serverRecords)
             events.append(SyncEvent.rejected(rejection))
             if result.reason == RejectionReason.stale {
                 for change in item.mutation.changes {
@@ -271,7 +281,10 @@ extension SyncEngine {
             let outbox = SyncOutbox(user: user)
             local = try storeRead { db in
                 let entries = try ModelContainer.syncRecordEntries(in: db)
-                let landed = Set(try ModelContainer.syncLogEntries(after: lastLogSequence, limit: nil, in: db).flatMap(outbox.changes).map { SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID) })
+                let landed = Set(
+                    try ModelContainer.syncLogEntries(after: lastLogSequence, limit: nil, in: db).flatMap(outbox.changes).map {
+                        SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID)
+                    })
                 return landed.isEmpty ? entries : entries.filter { !landed.contains(SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID)) }
             }
         }
@@ -314,23 +327,25 @@ extension SyncEngine {
         let retention = configuration.acknowledgedMutationRetention
         let race = RaceFlag()
         do {
-            try container.applyRemoteChanges(batch, localCascades: false, alsoWriting: { db in
-                // An empty batch writes no model: a save that landed meanwhile cannot be
-                // overwritten, and the engine's tables do not depend on it (a page whose changes
-                // it would mask changes records, so its batch is not empty). Under saves that
-                // never pause, the pages that only settle this client's echoed saves (and a new
-                // device's first, empty download) would otherwise race every time.
-                guard try batch.isEmpty || ModelContainer.lastSyncLogSequence(in: db) == lastLogSequence else {
-                    race.raced = true
-                    throw LocalSaveRaced()
-                }
-                try SyncEngineStore.set("cursor", cursor, in: db)
-                if keptRevoked != storedRevoked { try SyncEngineStore.set("revokedScopes", keptRevoked, in: db) }
-                if let settleThrough { try SyncEngineStore.settle(through: settleThrough, retention: retention, in: db) }
-                try SyncEngineStore.updateShadows(newShadows, from: storedShadows, in: db)
-                if !skipped.isEmpty { try SyncEngineStore.addSkipped(skipped, in: db) }
-            })
-        } catch where race.raced {
+            try container.applyRemoteChanges(
+                batch, localCascades: false,
+                alsoWriting: { db in
+                    // An empty batch writes no model: a save that landed meanwhile cannot be
+                    // overwritten, and the engine's tables do not depend on it (a page whose changes
+                    // it would mask changes records, so its batch is not empty). Under saves that
+                    // never pause, the pages that only settle this client's echoed saves (and a new
+                    // device's first, empty download) would otherwise race every time.
+                    guard try batch.isEmpty || ModelContainer.lastSyncLogSequence(in: db) == lastLogSequence else {
+                        race.raced = true
+                        throw LocalSaveRaced()
+                    }
+                    try SyncEngineStore.set("cursor", cursor, in: db)
+                    if keptRevoked != storedRevoked { try SyncEngineStore.set("revokedScopes", keptRevoked, in: db) }
+                    if let settleThrough { try SyncEngineStore.settle(through: settleThrough, retention: retention, in: db) }
+                    try SyncEngineStore.updateShadows(newShadows, from: storedShadows, in: db)
+                    if !skipped.isEmpty { try SyncEngineStore.addSkipped(skipped, in: db) }
+                })
+        } catch  where race.raced {
             throw LocalSaveRaced()
         } catch let error as SyncCaptureError {
             throw SyncEngineError.badServerAnswer(error.description)

@@ -27,7 +27,9 @@ extension SyncEngine {
                     let records = Set(changes.map { SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID) })
                     if !heldRecords.isEmpty, !records.isDisjoint(with: heldRecords) {
                         heldRecords.formUnion(records)
-                        try SyncHeldSaves.append(Mutation(id: 0, stamp: HLCTimestamp(rawValue: entry.stamp), changes: changes), logSequence: entry.sequence, reason: "follows a held save of the same records", in: db)
+                        try SyncHeldSaves.append(
+                            Mutation(id: 0, stamp: HLCTimestamp(rawValue: entry.stamp), changes: changes), logSequence: entry.sequence,
+                            reason: "follows a held save of the same records", in: db)
                         continue
                     }
                     let mutation = Mutation(id: next, stamp: HLCTimestamp(rawValue: entry.stamp), changes: changes)
@@ -66,7 +68,8 @@ extension SyncEngine {
             if rounds > 10_000 { return answered }
             let response: PushResponse
             do {
-                response = try await transport.push(PushRequest(clientID: clientID, mutations: batch, schema: schemaSent ? nil : pushSchema, cursor: cursor))
+                response = try await transport.push(
+                    PushRequest(clientID: clientID, mutations: batch, schema: schemaSent ? nil : pushSchema, cursor: cursor))
             } catch let error as SyncTransportError {
                 // The server was restored since this client's last pull: nothing was processed.
                 // The pull that follows resets the cursor and marks what the server lost for
@@ -113,10 +116,12 @@ extension SyncEngine {
             if batch.count > 1 {
                 pushLimit = max(1, batch.count / 2)
             } else if let big = batch.first {
-                let next = try storeWrite { db in try SyncEngineStore.split(big.id, in: db).map { next in
-                    try SyncEngineStore.set("nextMutationID", String(next), in: db)
-                    return next
-                } }
+                let next = try storeWrite { db in
+                    try SyncEngineStore.split(big.id, in: db).map { next in
+                        try SyncEngineStore.set("nextMutationID", String(next), in: db)
+                        return next
+                    }
+                }
                 if let next {
                     nextMutationID = next
                 } else {

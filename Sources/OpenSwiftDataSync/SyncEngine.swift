@@ -95,7 +95,9 @@ public actor SyncEngine {
 
     /// The designated initializer, used by tests and the simulator with an in-memory
     /// transport, a virtual clock and a seed.
-    package init(container: ModelContainer, transport: any SyncTransport, user: String, configuration: SyncConfiguration, clock: any SyncClock, seed: UInt64?) throws {
+    package init(
+        container: ModelContainer, transport: any SyncTransport, user: String, configuration: SyncConfiguration, clock: any SyncClock, seed: UInt64?
+    ) throws {
         guard !configuration.entities.isEmpty else { throw SyncEngineError.nothingToSync }
         for entity in configuration.entities where !container.hasEntity(named: entity.name) {
             throw SyncEngineError.modelNotInSchema(entity.name)
@@ -115,12 +117,17 @@ public actor SyncEngine {
         for entity in configuration.entities {
             guard let shape = container.syncEntityShape(entity.name) else { throw SyncEngineError.modelNotInSchema(entity.name) }
             shapes[entity.name] = shape
-            entities.append(EntityDescriptor(
-                name: entity.name,
-                fields: shape.fields.map { FieldDescriptor(name: $0.name, kind: $0.kind, optional: $0.optional, destination: $0.destination, deleteRule: $0.destinationDeleteRule.map(SyncValueMapping.deleteRule)) },
-                links: shape.links.map { LinkDescriptor(name: $0.name, destination: $0.destination) },
-                policy: entity.policy
-            ))
+            entities.append(
+                EntityDescriptor(
+                    name: entity.name,
+                    fields: shape.fields.map {
+                        FieldDescriptor(
+                            name: $0.name, kind: $0.kind, optional: $0.optional, destination: $0.destination,
+                            deleteRule: $0.destinationDeleteRule.map(SyncValueMapping.deleteRule))
+                    },
+                    links: shape.links.map { LinkDescriptor(name: $0.name, destination: $0.destination) },
+                    policy: entity.policy
+                ))
         }
         self.container = container
         self.transport = transport
@@ -146,13 +153,20 @@ public actor SyncEngine {
 
     /// Sets up an engine that talks to `osd-server` at `server` over HTTP, with a token from
     /// `tokenProvider` (asked again when the server answers 401).
-    public init(container: ModelContainer, server: URL, user: String, configuration: SyncConfiguration, tokenProvider: @escaping @Sendable () async throws -> String) throws {
-        try self.init(container: container, transport: HTTPSyncTransport(server: server, tokenProvider: tokenProvider), user: user, configuration: configuration)
+    public init(
+        container: ModelContainer, server: URL, user: String, configuration: SyncConfiguration,
+        tokenProvider: @escaping @Sendable () async throws -> String
+    ) throws {
+        try self.init(
+            container: container, transport: HTTPSyncTransport(server: server, tokenProvider: tokenProvider), user: user, configuration: configuration
+        )
     }
 
     /// Reads the engine's state from the store, making a client id for a new install (or a
     /// user other than the last one).
-    private static func loadState(container: ModelContainer, user: String, schema: SchemaDescriptor, random: inout SyncRandom) throws -> (clientID: ClientID, cursor: String?, next: MutationID, pushSchema: SchemaDescriptor) {
+    private static func loadState(
+        container: ModelContainer, user: String, schema: SchemaDescriptor, random: inout SyncRandom
+    ) throws -> (clientID: ClientID, cursor: String?, next: MutationID, pushSchema: SchemaDescriptor) {
         do {
             try container.registerSyncConsumer(SyncEngineStore.consumer)
             // One user's edits are never pushed into another's account: another user's
@@ -183,8 +197,9 @@ public actor SyncEngine {
                 let encoded = String(decoding: try JSONEncoder.syncProtocol().encode(schema), as: UTF8.self)
                 var skipped = try SyncEngineStore.skipped(in: db)
                 if let stored = try SyncEngineStore.value("schema", in: db), stored != encoded,
-                   let previous = try? JSONDecoder().decode(SchemaDescriptor.self, from: Data(stored.utf8)),
-                   schema.needsDownload(after: previous, skipped: skipped) {
+                    let previous = try? JSONDecoder().decode(SchemaDescriptor.self, from: Data(stored.utf8)),
+                    schema.needsDownload(after: previous, skipped: skipped)
+                {
                     try SyncEngineStore.set("cursor", nil, in: db)
                 }
                 // A download from the start records everything it skips: tracking starts there
@@ -199,13 +214,19 @@ public actor SyncEngine {
                 // no longer syncs: until the queue has been empty once, pushes describe those
                 // too (as optional fields), so the server does not refuse what was valid when
                 // it was saved.
-                var earlier = (try SyncEngineStore.value("earlierSchemas", in: db)).flatMap { try? JSONDecoder().decode(SchemaDescriptor.self, from: Data($0.utf8)) } ?? SchemaDescriptor(entities: [])
+                var earlier =
+                    (try SyncEngineStore.value("earlierSchemas", in: db)).flatMap {
+                        try? JSONDecoder().decode(SchemaDescriptor.self, from: Data($0.utf8))
+                    } ?? SchemaDescriptor(entities: [])
                 if let stored = try SyncEngineStore.value("schema", in: db), stored != encoded,
-                   let previous = try? JSONDecoder().decode(SchemaDescriptor.self, from: Data(stored.utf8)) {
+                    let previous = try? JSONDecoder().decode(SchemaDescriptor.self, from: Data(stored.utf8))
+                {
                     earlier = earlier.merged(with: previous)
                 }
                 if previousPending == 0 { earlier = SchemaDescriptor(entities: []) }
-                try SyncEngineStore.set("earlierSchemas", earlier.entities.isEmpty ? nil : String(decoding: try JSONEncoder.syncProtocol().encode(earlier), as: UTF8.self), in: db)
+                try SyncEngineStore.set(
+                    "earlierSchemas",
+                    earlier.entities.isEmpty ? nil : String(decoding: try JSONEncoder.syncProtocol().encode(earlier), as: UTF8.self), in: db)
                 try SyncEngineStore.set("schema", encoded, in: db)
                 let cursor = try SyncEngineStore.value("cursor", in: db)
                 let next = MutationID(try SyncEngineStore.value("nextMutationID", in: db) ?? "1") ?? 1
@@ -346,11 +367,13 @@ public actor SyncEngine {
             let entries = try self.storeRead { db in try ModelContainer.syncRecordEntries(in: db) }
             let deletes = entries.map { RemoteRecordChange.delete($0.entity, recordID: $0.recordID, serverVersion: 0) }
             do {
-                try self.container.applyRemoteChanges(deletes, alsoWriting: { db in
-                    try SyncEngineStore.clearAll(in: db)
-                    let last = try ModelContainer.lastSyncLogSequence(in: db)
-                    try ModelContainer.advanceSyncConsumer(SyncEngineStore.consumer, to: last, in: db)
-                })
+                try self.container.applyRemoteChanges(
+                    deletes,
+                    alsoWriting: { db in
+                        try SyncEngineStore.clearAll(in: db)
+                        let last = try ModelContainer.lastSyncLogSequence(in: db)
+                        try ModelContainer.advanceSyncConsumer(SyncEngineStore.consumer, to: last, in: db)
+                    })
             } catch {
                 throw SyncEngineError.store("\(error)")
             }
@@ -550,13 +573,17 @@ public actor SyncEngine {
 
     /// The pending changes with the sequence of the last log entry they include: an apply
     /// computed from them is only valid while no later save has been logged.
-    func pendingChangesAndLogSequence(settledThrough: MutationID? = nil) throws -> (before: [RecordChange], after: [RecordChange], lastLogSequence: Int64) {
+    func pendingChangesAndLogSequence(
+        settledThrough: MutationID? = nil
+    ) throws -> (before: [RecordChange], after: [RecordChange], lastLogSequence: Int64) {
         try storeRead { db in try pendingChanges(sent: SyncEngineStore.sent(in: db, memos: sentMemos), settledThrough: settledThrough, in: db) }
     }
 
     /// The pending changes given the unsettled mutations `sent` (read in the same
     /// transaction), with the sequence of the last log entry they include.
-    func pendingChanges(sent: [SyncEngineStore.Sent], settledThrough: MutationID?, in db: Database) throws -> (before: [RecordChange], after: [RecordChange], lastLogSequence: Int64) {
+    func pendingChanges(
+        sent: [SyncEngineStore.Sent], settledThrough: MutationID?, in db: Database
+    ) throws -> (before: [RecordChange], after: [RecordChange], lastLogSequence: Int64) {
         let cursor = try ModelContainer.syncConsumerCursor(SyncEngineStore.consumer, in: db)
         let unsent = try ModelContainer.syncLogEntries(after: cursor, limit: nil, in: db).flatMap(SyncOutbox(user: user).changes)
         // Held saves never settle while held; their records' later saves are held too, so

@@ -39,10 +39,12 @@ public enum SyncEngineError: Error, Sendable, Hashable, CustomStringConvertible 
         switch self {
         case let .modelNotInSchema(name): return "\(name) is configured to sync but is not in the container's schema"
         case let .unsupportedModel(entity, reason): return "\(entity) cannot sync: \(reason)"
-        case let .pendingChangesOfAnotherUser(user): return "unpushed saves of \(user) wait in this store; sign \(user) in again or sign out removing local data"
+        case let .pendingChangesOfAnotherUser(user):
+            return "unpushed saves of \(user) wait in this store; sign \(user) in again or sign out removing local data"
         case .nothingToSync: return "the sync configuration names no model"
         case let .badServerAnswer(reason): return "bad server answer: \(reason)"
-        case let .unsupportedProtocolVersion(server): return "the server speaks protocol version \(server), this engine \(ProtocolVersion.current.rawValue)"
+        case let .unsupportedProtocolVersion(server):
+            return "the server speaks protocol version \(server), this engine \(ProtocolVersion.current.rawValue)"
         case let .unknownEntity(name): return "\(name) is not an entity this app syncs"
         case let .transport(error): return error.description
         case let .accessDenied(reason): return "access denied: \(reason)"

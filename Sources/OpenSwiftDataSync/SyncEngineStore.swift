@@ -27,17 +27,27 @@ enum SyncEngineStore {
     /// The engine's tables, created and recorded through the core (``ModelContainer/createComponentTables(_:owner:)``),
     /// so that no migration of the app's schema drops or changes them.
     static let tables = [
-        StoreComponentTable(name: stateTable, createStatements: [
-            "CREATE TABLE IF NOT EXISTS \(stateTable) (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) STRICT",
-        ]),
-        StoreComponentTable(name: sentTable, createStatements: ["""
-            CREATE TABLE IF NOT EXISTS \(sentTable) (id INTEGER PRIMARY KEY NOT NULL, log_seq INTEGER NOT NULL, \
-            body BLOB NOT NULL, status TEXT NOT NULL, result BLOB) STRICT
-            """]),
-        StoreComponentTable(name: shadowTable, createStatements: ["""
-            CREATE TABLE IF NOT EXISTS \(shadowTable) (entity TEXT NOT NULL, record_id TEXT NOT NULL, key TEXT NOT NULL, \
-            value BLOB NOT NULL, version INTEGER NOT NULL, PRIMARY KEY (entity, record_id, key)) STRICT, WITHOUT ROWID
-            """]),
+        StoreComponentTable(
+            name: stateTable,
+            createStatements: [
+                "CREATE TABLE IF NOT EXISTS \(stateTable) (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) STRICT"
+            ]),
+        StoreComponentTable(
+            name: sentTable,
+            createStatements: [
+                """
+                CREATE TABLE IF NOT EXISTS \(sentTable) (id INTEGER PRIMARY KEY NOT NULL, log_seq INTEGER NOT NULL, \
+                body BLOB NOT NULL, status TEXT NOT NULL, result BLOB) STRICT
+                """
+            ]),
+        StoreComponentTable(
+            name: shadowTable,
+            createStatements: [
+                """
+                CREATE TABLE IF NOT EXISTS \(shadowTable) (entity TEXT NOT NULL, record_id TEXT NOT NULL, key TEXT NOT NULL, \
+                value BLOB NOT NULL, version INTEGER NOT NULL, PRIMARY KEY (entity, record_id, key)) STRICT, WITHOUT ROWID
+                """
+            ]),
         SyncHeldSaves.storeTable,
     ]
 
@@ -105,7 +115,8 @@ enum SyncEngineStore {
 
     static func insertSent(_ mutation: Mutation, logSequence: Int64, in db: Database) throws {
         let body = try JSONEncoder.syncProtocol().encode(mutation)
-        try db.execute(sql: "INSERT INTO \(sentTable) (id, log_seq, body, status) VALUES (?, ?, ?, 'sent')", arguments: [mutation.id, logSequence, body])
+        try db.execute(
+            sql: "INSERT INTO \(sentTable) (id, log_seq, body, status) VALUES (?, ?, ?, 'sent')", arguments: [mutation.id, logSequence, body])
     }
 
     /// The mutations sent and not settled yet, in id order; with memos, bodies and results
@@ -115,19 +126,20 @@ enum SyncEngineStore {
         let decoder = JSONDecoder()
         var bodies: [(key: MutationID, bytes: Data, value: Mutation)] = []
         var results: [(key: MutationID, bytes: Data, value: MutationResult)] = []
-        let unsettled = try Row.fetchAll(db, sql: "SELECT id, log_seq, body, status, result FROM \(sentTable) WHERE status != 'settled' ORDER BY id").map { row in
-            let id: MutationID = row[0]
-            let body: Data = row[2]
-            let mutation = try memos.bodies.value(id, bytes: body) { try decoder.decode(Mutation.self, from: $0) }
-            bodies.append((id, body, mutation))
-            let resultData: Data? = row[4]
-            let result = try resultData.map { data in
-                let result = try memos.results.value(id, bytes: data) { try decoder.decode(MutationResult.self, from: $0) }
-                results.append((id, data, result))
-                return result
+        let unsettled = try Row.fetchAll(db, sql: "SELECT id, log_seq, body, status, result FROM \(sentTable) WHERE status != 'settled' ORDER BY id")
+            .map { row in
+                let id: MutationID = row[0]
+                let body: Data = row[2]
+                let mutation = try memos.bodies.value(id, bytes: body) { try decoder.decode(Mutation.self, from: $0) }
+                bodies.append((id, body, mutation))
+                let resultData: Data? = row[4]
+                let result = try resultData.map { data in
+                    let result = try memos.results.value(id, bytes: data) { try decoder.decode(MutationResult.self, from: $0) }
+                    results.append((id, data, result))
+                    return result
+                }
+                return Sent(mutation: mutation, logSequence: row[1], status: Status(rawValue: row[3]) ?? .sent, result: result)
             }
-            return Sent(mutation: mutation, logSequence: row[1], status: Status(rawValue: row[3]) ?? .sent, result: result)
-        }
         memos.bodies.keepOnly(bodies)
         memos.results.keepOnly(results)
         return unsettled
@@ -164,7 +176,10 @@ enum SyncEngineStore {
 
     private static func rows(_ db: Database, where condition: String, arguments: StatementArguments = [], limit: Int? = nil) throws -> [Sent] {
         let decoder = JSONDecoder()
-        return try Row.fetchAll(db, sql: "SELECT id, log_seq, body, status, result FROM \(sentTable) WHERE \(condition) ORDER BY id\(limit.map { " LIMIT \($0)" } ?? "")", arguments: arguments).map { row in
+        return try Row.fetchAll(
+            db, sql: "SELECT id, log_seq, body, status, result FROM \(sentTable) WHERE \(condition) ORDER BY id\(limit.map { " LIMIT \($0)" } ?? "")",
+            arguments: arguments
+        ).map { row in
             let body: Data = row[2]
             let mutation = try decoder.decode(Mutation.self, from: body)
             let status = Status(rawValue: row[3]) ?? .sent
@@ -176,7 +191,9 @@ enum SyncEngineStore {
 
     static func record(_ result: MutationResult, in db: Database) throws {
         let body = try JSONEncoder.syncProtocol().encode(result)
-        try db.execute(sql: "UPDATE \(sentTable) SET status = ?, result = ? WHERE id = ?", arguments: [result.status == .applied ? Status.applied.rawValue : Status.rejected.rawValue, body, result.id])
+        try db.execute(
+            sql: "UPDATE \(sentTable) SET status = ?, result = ? WHERE id = ?",
+            arguments: [result.status == .applied ? Status.applied.rawValue : Status.rejected.rawValue, body, result.id])
     }
 
     /// Marks the mutations through `id` settled, keeping the last `retention` settled ones (by
@@ -268,7 +285,8 @@ enum SyncEngineStore {
     }
 
     /// Every shadow; with a memo, values it holds are not decoded again, and it keeps these rows.
-    static func shadows(in db: Database, memo: DecodeMemo<ShadowKey, ShadowValue>? = nil) throws -> [ShadowKey: (value: ShadowValue, version: Int64)] {
+    static func shadows(in db: Database, memo: DecodeMemo<ShadowKey, ShadowValue>? = nil) throws -> [ShadowKey: (value: ShadowValue, version: Int64)]
+    {
         let decoder = JSONDecoder()
         var result: [ShadowKey: (value: ShadowValue, version: Int64)] = [:]
         var decoded: [(key: ShadowKey, bytes: Data, value: ShadowValue)] = []
@@ -288,19 +306,24 @@ enum SyncEngineStore {
     /// Writes `shadows` over `stored` (what ``shadows(in:)`` read in this transaction): only
     /// the shadows that changed are written and those gone deleted (a pull writes as many
     /// shadows as the queue masks on every page; writing them all again made it quadratic).
-    static func updateShadows(_ shadows: [ShadowKey: (value: ShadowValue, version: Int64)], from stored: [ShadowKey: (value: ShadowValue, version: Int64)], in db: Database) throws {
+    static func updateShadows(
+        _ shadows: [ShadowKey: (value: ShadowValue, version: Int64)], from stored: [ShadowKey: (value: ShadowValue, version: Int64)], in db: Database
+    ) throws {
         // A row `shadows(in:)` could not decode is not in `stored`: write them all instead.
         guard try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(shadowTable)") == stored.count else {
             return try replaceShadows(shadows, in: db)
         }
         for key in stored.keys where shadows[key] == nil {
-            try db.execute(sql: "DELETE FROM \(shadowTable) WHERE entity = ? AND record_id = ? AND key = ?", arguments: [key.entity, key.recordID, key.part.storageKey])
+            try db.execute(
+                sql: "DELETE FROM \(shadowTable) WHERE entity = ? AND record_id = ? AND key = ?",
+                arguments: [key.entity, key.recordID, key.part.storageKey])
         }
         let encoder = JSONEncoder.syncProtocol()
         for (key, entry) in shadows {
             if let old = stored[key], old.value == entry.value, old.version == entry.version { continue }
-            try db.execute(sql: "INSERT OR REPLACE INTO \(shadowTable) (entity, record_id, key, value, version) VALUES (?, ?, ?, ?, ?)",
-                           arguments: [key.entity, key.recordID, key.part.storageKey, try encoder.encode(entry.value), entry.version])
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO \(shadowTable) (entity, record_id, key, value, version) VALUES (?, ?, ?, ?, ?)",
+                arguments: [key.entity, key.recordID, key.part.storageKey, try encoder.encode(entry.value), entry.version])
         }
     }
 
@@ -308,8 +331,9 @@ enum SyncEngineStore {
         try db.execute(sql: "DELETE FROM \(shadowTable)")
         let encoder = JSONEncoder.syncProtocol()
         for (key, entry) in shadows {
-            try db.execute(sql: "INSERT INTO \(shadowTable) (entity, record_id, key, value, version) VALUES (?, ?, ?, ?, ?)",
-                           arguments: [key.entity, key.recordID, key.part.storageKey, try encoder.encode(entry.value), entry.version])
+            try db.execute(
+                sql: "INSERT INTO \(shadowTable) (entity, record_id, key, value, version) VALUES (?, ?, ?, ?, ?)",
+                arguments: [key.entity, key.recordID, key.part.storageKey, try encoder.encode(entry.value), entry.version])
         }
     }
 

@@ -18,12 +18,14 @@ import OpenSwiftDataSyncProtocol
 enum SyncHeldSaves {
     static let table = "osd_sync_held"
 
-    static let storeTable = StoreComponentTable(name: table, createStatements: [
-        """
-        CREATE TABLE IF NOT EXISTS \(table) (seq INTEGER PRIMARY KEY AUTOINCREMENT, log_seq INTEGER NOT NULL, \
-        body BLOB NOT NULL, records TEXT NOT NULL, reason TEXT NOT NULL) STRICT
-        """,
-    ])
+    static let storeTable = StoreComponentTable(
+        name: table,
+        createStatements: [
+            """
+            CREATE TABLE IF NOT EXISTS \(table) (seq INTEGER PRIMARY KEY AUTOINCREMENT, log_seq INTEGER NOT NULL, \
+            body BLOB NOT NULL, records TEXT NOT NULL, reason TEXT NOT NULL) STRICT
+            """
+        ])
 
     struct Held {
         var sequence: Int64
@@ -76,7 +78,8 @@ enum SyncHeldSaves {
     static func append(_ mutation: Mutation, logSequence: Int64, reason: String, in db: Database) throws {
         let body = try JSONEncoder.syncProtocol().encode(mutation)
         let records = Set(mutation.changes.map { $0.entity + String(separator) + $0.recordID }).sorted().joined(separator: "\n")
-        try db.execute(sql: "INSERT INTO \(table) (log_seq, body, records, reason) VALUES (?, ?, ?, ?)", arguments: [logSequence, body, records, reason])
+        try db.execute(
+            sql: "INSERT INTO \(table) (log_seq, body, records, reason) VALUES (?, ?, ?, ?)", arguments: [logSequence, body, records, reason])
     }
 
     /// Moves the unanswered mutation `id` out of the numbered queue into the held saves, with
@@ -170,7 +173,9 @@ extension SyncEngine {
         nextMutationID = outcome.next
         pushLimit = max(1, configuration.maxMutationsPerPush)
         var seen: Set<SyncRecordReference> = []
-        let records = outcome.held.flatMap(\.changes).map { SyncRecordReference(entity: $0.entity, recordID: $0.recordID) }.filter { seen.insert($0).inserted }
+        let records = outcome.held.flatMap(\.changes).map { SyncRecordReference(entity: $0.entity, recordID: $0.recordID) }.filter {
+            seen.insert($0).inserted
+        }
         emit(.held(SyncHeldSave(limit: limit, message: message, records: records)))
         await updateStatus()
     }

@@ -28,7 +28,9 @@ struct SyncOutbox {
             merged.removed += link.removed
             links[link.relationship] = merged
         }
-        return RecordChange(op: op, entity: change.entity, recordID: change.recordID, scope: scope(change.scope), baseVersion: change.baseVersion, fields: fields, links: links)
+        return RecordChange(
+            op: op, entity: change.entity, recordID: change.recordID, scope: scope(change.scope), baseVersion: change.baseVersion, fields: fields,
+            links: links)
     }
 
     func scope(_ scope: String?) -> ScopeID {

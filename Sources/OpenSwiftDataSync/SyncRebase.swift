@@ -32,7 +32,6 @@ struct SyncRebase {
         var linkValues: [SyncLinkKey: Bool] = [:]
     }
 
-
     static func masks(of changes: [RecordChange]) -> [RecordRef: Mask] {
         var masks: [RecordRef: Mask] = [:]
         for change in changes {
@@ -187,7 +186,10 @@ struct SyncRebase {
                             let present = Set(added)
                             if mask.record {
                                 // As for a masked insert of a local record (below).
-                                for (key, entry) in shadows where key.entity == ref.entity && key.recordID == ref.recordID && key.part.isLink(of: relationship) && entry.version <= change.version {
+                                for (key, entry) in shadows
+                                where key.entity == ref.entity && key.recordID == ref.recordID && key.part.isLink(of: relationship)
+                                    && entry.version <= change.version
+                                {
                                     shadows[key] = nil
                                 }
                                 shadow(ref, .linkSet(relationship: relationship), .linkSet(present.sorted()), version: change.version)
@@ -202,11 +204,17 @@ struct SyncRebase {
                         links.append(SyncLinkChange(relationship: relationship, added: added, replacingExcept: []))
                     }
                 } else {
-                    for (relationship, link) in change.links.sorted(by: { $0.key < $1.key }) where shape.links.contains(where: { $0.name == relationship }) {
-                        if !link.added.isEmpty || !link.removed.isEmpty { links.append(SyncLinkChange(relationship: relationship, added: link.added, removed: link.removed)) }
+                    for (relationship, link) in change.links.sorted(by: { $0.key < $1.key })
+                    where shape.links.contains(where: { $0.name == relationship }) {
+                        if !link.added.isEmpty || !link.removed.isEmpty {
+                            links.append(SyncLinkChange(relationship: relationship, added: link.added, removed: link.removed))
+                        }
                     }
                 }
-                batch.append(.upsert(change.entity, recordID: change.recordID, serverVersion: change.version, scope: change.scope.rawValue, fields: try fields(values, entity: change.entity), links: links))
+                batch.append(
+                    .upsert(
+                        change.entity, recordID: change.recordID, serverVersion: change.version, scope: change.scope.rawValue,
+                        fields: try fields(values, entity: change.entity), links: links))
                 return
             }
             var applied: [SyncName: SyncValue] = [:]
@@ -228,7 +236,11 @@ struct SyncRebase {
                 }
                 for target in link.removed {
                     let key = SyncShadowPart.link(relationship, target)
-                    if Self.isMasked(key, by: mask) { shadow(ref, key, .link(present: false), version: change.version) } else { removed.append(target) }
+                    if Self.isMasked(key, by: mask) {
+                        shadow(ref, key, .link(present: false), version: change.version)
+                    } else {
+                        removed.append(target)
+                    }
                 }
                 if !added.isEmpty || !removed.isEmpty { links.append(SyncLinkChange(relationship: relationship, added: added, removed: removed)) }
             }
@@ -238,10 +250,15 @@ struct SyncRebase {
                 // client, restored away on the server, then inserted again by this client's
                 // resend without the link, kept the link its first life had pulled).
                 for relationship in shape.links.map(\.name) {
-                    for (key, entry) in shadows where key.entity == ref.entity && key.recordID == ref.recordID && key.part.isLink(of: relationship) && entry.version <= change.version {
+                    for (key, entry) in shadows
+                    where key.entity == ref.entity && key.recordID == ref.recordID && key.part.isLink(of: relationship)
+                        && entry.version <= change.version
+                    {
                         shadows[key] = nil
                     }
-                    shadow(ref, .linkSet(relationship: relationship), .linkSet((change.links[relationship]?.added ?? []).sorted()), version: change.version)
+                    shadow(
+                        ref, .linkSet(relationship: relationship), .linkSet((change.links[relationship]?.added ?? []).sorted()),
+                        version: change.version)
                 }
             }
             if change.op == .insert, !mask.record {
@@ -263,7 +280,10 @@ struct SyncRebase {
             absent.remove(ref)
             // Even with every field masked, the upsert records the server version the record
             // is at, as the base version of the next local change.
-            batch.append(.upsert(change.entity, recordID: change.recordID, serverVersion: change.version, scope: change.scope.rawValue, fields: try fields(applied, entity: change.entity), links: links))
+            batch.append(
+                .upsert(
+                    change.entity, recordID: change.recordID, serverVersion: change.version, scope: change.scope.rawValue,
+                    fields: try fields(applied, entity: change.entity), links: links))
         }
     }
 
@@ -313,7 +333,9 @@ struct SyncRebase {
         var values: [SyncEngineStore.ShadowKey: SyncEngineStore.ShadowValue] = [:]
         for mutation in mutations.sorted(by: { $0.id < $1.id }) {
             for change in mutation.changes {
-                func key(_ part: SyncShadowPart) -> SyncEngineStore.ShadowKey { SyncEngineStore.ShadowKey(entity: change.entity, recordID: change.recordID, part: part) }
+                func key(_ part: SyncShadowPart) -> SyncEngineStore.ShadowKey {
+                    SyncEngineStore.ShadowKey(entity: change.entity, recordID: change.recordID, part: part)
+                }
                 if change.op == .delete {
                     values = values.filter { !($0.key.entity == change.entity && $0.key.recordID == change.recordID) }
                     values[key(.record)] = .record(exists: false)
@@ -397,7 +419,10 @@ struct SyncRebase {
             }
             guard !values.isEmpty || !links.isEmpty || entries.contains(where: { $0.value == .record(exists: true) }) else { continue }
             // The scope is kept as it is locally (nil: not changed by this write).
-            batch.append(RemoteRecordChange(kind: .upsert, entity: ref.entity, recordID: ref.recordID, serverVersion: version, scope: nil, fields: try fields(values, entity: ref.entity), links: links.values.sorted { $0.relationship < $1.relationship }))
+            batch.append(
+                RemoteRecordChange(
+                    kind: .upsert, entity: ref.entity, recordID: ref.recordID, serverVersion: version, scope: nil,
+                    fields: try fields(values, entity: ref.entity), links: links.values.sorted { $0.relationship < $1.relationship }))
         }
     }
 

@@ -35,7 +35,8 @@ public enum SyncTransportError: Error, Sendable, Hashable, CustomStringConvertib
         case .unreachable: return true
         case .malformedResponse: return false
         case let .refused(status, error):
-            return status >= 500 || status == 429 || status == 401 || error.code == .unavailable || error.code == .rateLimited || error.code == .internalError || error.code == .unauthorized
+            return status >= 500 || status == 429 || status == 401 || error.code == .unavailable || error.code == .rateLimited
+                || error.code == .internalError || error.code == .unauthorized
         }
     }
 

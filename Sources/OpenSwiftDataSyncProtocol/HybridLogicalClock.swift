@@ -46,7 +46,8 @@ public struct HLCTimestamp: RawRepresentable, Hashable, Comparable, Codable, Sen
         let container = try decoder.singleValueContainer()
         let text = try container.decode(String.self)
         guard let value = UInt64(text) else {
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: "an HLC timestamp is a decimal string of an unsigned 64-bit integer, not \(text.debugDescription)")
+            throw DecodingError.dataCorruptedError(
+                in: container, debugDescription: "an HLC timestamp is a decimal string of an unsigned 64-bit integer, not \(text.debugDescription)")
         }
         rawValue = value
     }
@@ -98,7 +99,8 @@ public struct HybridLogicalClock: Sendable {
     /// clamped one).
     @discardableResult
     public mutating func observe(_ remote: HLCTimestamp, wallMilliseconds: UInt64) -> HLCTimestamp {
-        let ceiling = HLCTimestamp(milliseconds: min(wallMilliseconds, HLCTimestamp.maxMilliseconds) + min(maximumDrift, HLCTimestamp.maxMilliseconds), counter: UInt16.max)
+        let ceiling = HLCTimestamp(
+            milliseconds: min(wallMilliseconds, HLCTimestamp.maxMilliseconds) + min(maximumDrift, HLCTimestamp.maxMilliseconds), counter: UInt16.max)
         let accepted = min(remote, ceiling)
         if accepted > last { last = accepted }
         return accepted

@@ -49,7 +49,8 @@ package enum JSONBytes {
                 index += 4
                 if (0xD800..<0xDC00).contains(code) {
                     guard index + 6 <= range.upperBound, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u"),
-                          let low = hex4(index + 2), (0xDC00..<0xE000).contains(low) else { return nil }
+                        let low = hex4(index + 2), (0xDC00..<0xE000).contains(low)
+                    else { return nil }
                     index += 6
                     code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
                 }

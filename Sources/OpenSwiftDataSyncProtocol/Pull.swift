@@ -78,7 +78,10 @@ public struct PulledChange: Hashable, Codable, Sendable {
     public var mutationID: MutationID?
 
     /// Makes a pulled change.
-    public init(version: ServerVersion, op: RecordOperation, entity: SyncName, recordID: RecordID, scope: ScopeID, fields: [SyncName: SyncValue] = [:], links: [SyncName: LinkChange] = [:], clientID: ClientID? = nil, mutationID: MutationID? = nil) {
+    public init(
+        version: ServerVersion, op: RecordOperation, entity: SyncName, recordID: RecordID, scope: ScopeID, fields: [SyncName: SyncValue] = [:],
+        links: [SyncName: LinkChange] = [:], clientID: ClientID? = nil, mutationID: MutationID? = nil
+    ) {
         self.version = version
         self.op = op
         self.entity = entity
@@ -153,7 +156,11 @@ public struct PullResponse: Hashable, Codable, Sendable {
     public var cursorScopes: [ScopeID]?
 
     /// Makes a pull response.
-    public init(protocolVersion: ProtocolVersion = .current, changes: [PulledChange], cursor: String, hasMore: Bool, consistent: Bool = true, lastMutationID: MutationID, reset: ResetReason? = nil, revokedScopes: [ScopeID] = [], progress: PullProgress? = nil, serverStamp: HLCTimestamp, snapshotScopes: [ScopeID]? = nil, cursorScopes: [ScopeID]? = nil) {
+    public init(
+        protocolVersion: ProtocolVersion = .current, changes: [PulledChange], cursor: String, hasMore: Bool, consistent: Bool = true,
+        lastMutationID: MutationID, reset: ResetReason? = nil, revokedScopes: [ScopeID] = [], progress: PullProgress? = nil,
+        serverStamp: HLCTimestamp, snapshotScopes: [ScopeID]? = nil, cursorScopes: [ScopeID]? = nil
+    ) {
         self.protocolVersion = protocolVersion
         self.changes = changes
         self.cursor = cursor

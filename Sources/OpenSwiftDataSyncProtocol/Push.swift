@@ -25,7 +25,9 @@ public struct PushRequest: Hashable, Codable, Sendable {
     public var cursor: String?
 
     /// Makes a push request.
-    public init(protocolVersion: ProtocolVersion = .current, clientID: ClientID, mutations: [Mutation], schema: SchemaDescriptor? = nil, cursor: String? = nil) {
+    public init(
+        protocolVersion: ProtocolVersion = .current, clientID: ClientID, mutations: [Mutation], schema: SchemaDescriptor? = nil, cursor: String? = nil
+    ) {
         self.protocolVersion = protocolVersion
         self.clientID = clientID
         self.mutations = mutations

@@ -56,7 +56,10 @@ public struct RecordChange: Hashable, Codable, Sendable {
     public var links: [SyncName: LinkChange]
 
     /// Makes a change.
-    public init(op: RecordOperation, entity: SyncName, recordID: RecordID, scope: ScopeID, baseVersion: ServerVersion? = nil, fields: [SyncName: SyncValue] = [:], links: [SyncName: LinkChange] = [:]) {
+    public init(
+        op: RecordOperation, entity: SyncName, recordID: RecordID, scope: ScopeID, baseVersion: ServerVersion? = nil,
+        fields: [SyncName: SyncValue] = [:], links: [SyncName: LinkChange] = [:]
+    ) {
         self.op = op
         self.entity = entity
         self.recordID = recordID

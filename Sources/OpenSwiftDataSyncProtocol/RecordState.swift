@@ -18,7 +18,10 @@ public struct RecordState: Hashable, Codable, Sendable {
     public var links: [SyncName: [RecordID]]
 
     /// Makes a record state.
-    public init(entity: SyncName, recordID: RecordID, scope: ScopeID, version: ServerVersion, deleted: Bool = false, fields: [SyncName: SyncValue] = [:], links: [SyncName: [RecordID]] = [:]) {
+    public init(
+        entity: SyncName, recordID: RecordID, scope: ScopeID, version: ServerVersion, deleted: Bool = false, fields: [SyncName: SyncValue] = [:],
+        links: [SyncName: [RecordID]] = [:]
+    ) {
         self.entity = entity
         self.recordID = recordID
         self.scope = scope

@@ -89,7 +89,10 @@ public enum SyncValue: Hashable, Sendable, Codable, CustomStringConvertible {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let kindText = try container.decode(String.self, forKey: .t)
         guard let kind = SyncValueKind(rawValue: kindText) else {
-            throw DecodingError.dataCorruptedError(forKey: .t, in: container, debugDescription: "unknown value kind \(kindText.debugDescription); known kinds: \(SyncValueKind.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw DecodingError.dataCorruptedError(
+                forKey: .t, in: container,
+                debugDescription:
+                    "unknown value kind \(kindText.debugDescription); known kinds: \(SyncValueKind.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         switch kind {
         case .bool: self = .bool(try container.decode(Bool.self, forKey: .v))
@@ -104,7 +107,10 @@ public enum SyncValue: Hashable, Sendable, Codable, CustomStringConvertible {
                 case "nan": self = .double(.nan)
                 case "inf": self = .double(.infinity)
                 case "-inf": self = .double(-.infinity)
-                default: throw DecodingError.dataCorruptedError(forKey: .v, in: container, debugDescription: "a double is a number, \"nan\", \"inf\" or \"-inf\", not \(text.debugDescription)")
+                default:
+                    throw DecodingError.dataCorruptedError(
+                        forKey: .v, in: container,
+                        debugDescription: "a double is a number, \"nan\", \"inf\" or \"-inf\", not \(text.debugDescription)")
                 }
             }
         case .string: self = .string(try container.decode(String.self, forKey: .v))
@@ -124,7 +130,8 @@ public enum SyncValue: Hashable, Sendable, Codable, CustomStringConvertible {
         case .decimal:
             let text = try container.decode(String.self, forKey: .v)
             guard SyncValue.isDecimalText(text) else {
-                throw DecodingError.dataCorruptedError(forKey: .v, in: container, debugDescription: "\(text.debugDescription) is not a decimal number")
+                throw DecodingError.dataCorruptedError(
+                    forKey: .v, in: container, debugDescription: "\(text.debugDescription) is not a decimal number")
             }
             self = .decimal(text)
         case .url: self = .url(try container.decode(String.self, forKey: .v))

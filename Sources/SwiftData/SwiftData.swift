@@ -13,7 +13,9 @@
 // ARCHITECTURE.md ("The SwiftData module") gives the reasons.
 
 #if os(macOS) || os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
-#warning("OpenSwiftData's SwiftData module is empty on Apple platforms, where it hides Apple's SwiftData framework: depend on the SwiftData product with condition: .when(platforms: [.linux, .android, .windows, .openbsd, .wasi])")
+#warning(
+    "OpenSwiftData's SwiftData module is empty on Apple platforms, where it hides Apple's SwiftData framework: depend on the SwiftData product with condition: .when(platforms: [.linux, .android, .windows, .openbsd, .wasi])"
+)
 #else
 @_exported import OpenSwiftData
 #endif

@@ -72,7 +72,10 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "SQLite database file (env OSD_DATABASE; default $OSD_DATA_DIR/osd-server.sqlite or ./osd-server.sqlite).")
     var database: String = environment("OSD_DATABASE") ?? defaultDatabasePath()
 
-    @Option(help: "PostgreSQL URL, postgres://user[:password]@host[:port]/database[?sslmode=disable|prefer|require&host=/socket/dir], instead of the SQLite file: several servers may share it (env OSD_POSTGRES_URL).")
+    @Option(
+        help:
+            "PostgreSQL URL, postgres://user[:password]@host[:port]/database[?sslmode=disable|prefer|require&host=/socket/dir], instead of the SQLite file: several servers may share it (env OSD_POSTGRES_URL)."
+    )
     var postgres: String?
 
     @Option(help: "PostgreSQL schema of the tables, created if missing (env OSD_POSTGRES_SCHEMA).")
@@ -84,7 +87,10 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "PostgreSQL statement timeout in milliseconds, lock waits included; 0: none (env OSD_POSTGRES_STATEMENT_TIMEOUT_MS).")
     var postgresStatementTimeout: Int = environment("OSD_POSTGRES_STATEMENT_TIMEOUT_MS").flatMap { Int($0) } ?? 30_000
 
-    @Option(help: "Most milliseconds a request waits for a PostgreSQL connection (and a connection attempt takes); past it, while the database cannot be reached, pushes and pulls are answered 503 unavailable with Retry-After (env OSD_POSTGRES_CONNECT_TIMEOUT_MS).")
+    @Option(
+        help:
+            "Most milliseconds a request waits for a PostgreSQL connection (and a connection attempt takes); past it, while the database cannot be reached, pushes and pulls are answered 503 unavailable with Retry-After (env OSD_POSTGRES_CONNECT_TIMEOUT_MS)."
+    )
     var postgresConnectTimeout: Int = environment("OSD_POSTGRES_CONNECT_TIMEOUT_MS").flatMap { Int($0) } ?? 2_000
 
     @Option(help: "HS256 secret that signs bearer tokens (env OSD_JWT_SECRET). Without it and without a JWKS, a development secret is used.")
@@ -96,7 +102,10 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "JWKS URL, fetched at start (env OSD_JWKS_URL).")
     var jwksURL: String?
 
-    @Option(help: "Seconds after which the JWKS URL is fetched again; it is also fetched when a token names an unknown key id, at most every 10 s (env OSD_JWKS_REFRESH_INTERVAL).")
+    @Option(
+        help:
+            "Seconds after which the JWKS URL is fetched again; it is also fetched when a token names an unknown key id, at most every 10 s (env OSD_JWKS_REFRESH_INTERVAL)."
+    )
     var jwksRefreshInterval: Double = environment("OSD_JWKS_REFRESH_INTERVAL").flatMap { Double($0) } ?? 3600
 
     @Option(help: "Seconds of clock difference tolerated on a token's exp, nbf and iat (env OSD_JWT_CLOCK_SKEW).")
@@ -126,7 +135,10 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Seconds between compactions (env OSD_COMPACTION_INTERVAL).")
     var compactionInterval: Double = environment("OSD_COMPACTION_INTERVAL").flatMap { Double($0) } ?? 3600
 
-    @Option(help: "Most seconds a shutdown (SIGTERM, SIGINT) takes, whatever clients do: live connections get 1001 going away at once, requests in flight are answered, and what still runs after this long is cancelled (env OSD_SHUTDOWN_GRACE_PERIOD).")
+    @Option(
+        help:
+            "Most seconds a shutdown (SIGTERM, SIGINT) takes, whatever clients do: live connections get 1001 going away at once, requests in flight are answered, and what still runs after this long is cancelled (env OSD_SHUTDOWN_GRACE_PERIOD)."
+    )
     var shutdownGracePeriod: Double = environment("OSD_SHUTDOWN_GRACE_PERIOD").flatMap { Double($0) } ?? 10
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (env OSD_LOG_LEVEL).")
@@ -151,7 +163,9 @@ struct Serve: AsyncParsableCommand {
         // The development secret is public (it is in this file): anyone could mint tokens for
         // any user. Serving it beyond this machine would hand every scope to the network.
         if usesDevelopmentSecret, !isLoopback(hostname) {
-            throw ValidationError("refusing to serve on \(hostname) with the development secret, which anyone can use to sign tokens; set --jwt-secret (or OSD_JWT_SECRET), --jwks-file or --jwks-url, or serve on 127.0.0.1")
+            throw ValidationError(
+                "refusing to serve on \(hostname) with the development secret, which anyone can use to sign tokens; set --jwt-secret (or OSD_JWT_SECRET), --jwks-file or --jwks-url, or serve on 127.0.0.1"
+            )
         }
         let auth = AuthConfiguration(
             hmacSecret: usesDevelopmentSecret ? developmentSecret : jwtSecret, jwksJSON: jwks, jwksURL: jwksURL.flatMap { URL(string: $0) },
@@ -159,7 +173,8 @@ struct Serve: AsyncParsableCommand {
             jwksRefreshInterval: jwksRefreshInterval)
         let configuration = SyncServerConfiguration(
             hostname: hostname, port: port, auth: auth, maxBodySize: maxBodyBytes,
-            sync: SyncServiceConfiguration(maxMutationsPerPush: maxMutations, maxChangesPerPush: maxChanges, maxPullLimit: maxPullLimit, retention: retentionDays * 86_400),
+            sync: SyncServiceConfiguration(
+                maxMutationsPerPush: maxMutations, maxChangesPerPush: maxChanges, maxPullLimit: maxPullLimit, retention: retentionDays * 86_400),
             compactionInterval: compactionInterval, shutdownGracePeriod: shutdownGracePeriod)
         let storage: any SyncStorage
         var shownDatabase = URL(fileURLWithPath: database).standardizedFileURL.path
@@ -190,7 +205,9 @@ struct Serve: AsyncParsableCommand {
             fflush(nil)  // all streams: stdout may be a pipe or file
         }
         do {
-            try await ServiceGroup(configuration: ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)).run()
+            try await ServiceGroup(
+                configuration: ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            ).run()
         } catch {
             try? await server.close()
             throw error
@@ -235,7 +252,9 @@ struct Backup: AsyncParsableCommand {
     func run() async throws {
         do {
             let summary = try SQLiteMaintenance.backup(databasePath: database, to: to)
-            print("backed up \(absolute(database)) to \(absolute(summary.path)): \(summary.bytes) bytes, log head \(summary.head), epoch \(summary.epoch)")
+            print(
+                "backed up \(absolute(database)) to \(absolute(summary.path)): \(summary.bytes) bytes, log head \(summary.head), epoch \(summary.epoch)"
+            )
         } catch let error as SyncServiceError {
             throw ValidationError(error.error.message)
         }
@@ -245,7 +264,8 @@ struct Backup: AsyncParsableCommand {
 struct Restore: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Install a backup as the server's SQLite database, with a new epoch (stop the server first).",
-        discussion: "The new epoch makes clients' cursors from the lost history reset, and the sync engine resends the saves the backup does not hold.")
+        discussion:
+            "The new epoch makes clients' cursors from the lost history reset, and the sync engine resends the saves the backup does not hold.")
 
     @Argument(help: "The backup file (left as it is).")
     var backup: String

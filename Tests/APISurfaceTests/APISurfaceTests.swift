@@ -163,7 +163,8 @@ func surface(url: URL, id: PersistentIdentifier) async throws {
         ModelConfiguration("name", schema: Schema([SurfaceTrip.self])),
         ModelConfiguration(for: SurfaceTrip.self, SurfaceVisit.self),
         ModelConfiguration(for: SurfaceTrip.self, isStoredInMemoryOnly: true),
-        ModelConfiguration("name", schema: nil, isStoredInMemoryOnly: false, allowsSave: true, groupContainer: .automatic, cloudKitDatabase: .automatic),
+        ModelConfiguration(
+            "name", schema: nil, isStoredInMemoryOnly: false, allowsSave: true, groupContainer: .automatic, cloudKitDatabase: .automatic),
         ModelConfiguration("name", schema: nil, url: url, allowsSave: false, cloudKitDatabase: .none),
         ModelConfiguration(groupContainer: .identifier("group"), cloudKitDatabase: .private("db")),
         ModelConfiguration(groupContainer: .none),
@@ -224,7 +225,8 @@ func surface(url: URL, id: PersistentIdentifier) async throws {
     try modelContext.transaction {
         modelContext.insert(SurfaceTrip(name: "x"))
     }
-    let descriptor = FetchDescriptor<SurfaceTrip>(predicate: #Predicate { $0.name == "Lisbon" }, sortBy: [SortDescriptor(\.startDate, order: .reverse)])
+    let descriptor = FetchDescriptor<SurfaceTrip>(
+        predicate: #Predicate { $0.name == "Lisbon" }, sortBy: [SortDescriptor(\.startDate, order: .reverse)])
     let trips: [SurfaceTrip] = try modelContext.fetch(descriptor)
     let count: Int = try modelContext.fetchCount(descriptor)
     let identifiers: [PersistentIdentifier] = try modelContext.fetchIdentifiers(descriptor)
@@ -254,7 +256,9 @@ func surface(url: URL, id: PersistentIdentifier) async throws {
     modelContext.author = "importer"
     let willSave: Notification.Name = ModelContext.willSave
     let didSave: Notification.Name = ModelContext.didSave
-    let keys: [ModelContext.NotificationKey] = [.queryGeneration, .invalidatedAllIdentifiers, .insertedIdentifiers, .updatedIdentifiers, .deletedIdentifiers]
+    let keys: [ModelContext.NotificationKey] = [
+        .queryGeneration, .invalidatedAllIdentifiers, .insertedIdentifiers, .updatedIdentifiers, .deletedIdentifiers,
+    ]
     _ = (willSave, didSave, keys.map(\.rawValue), modelContext == modelContext)
 
     // FD-1…FD-8
@@ -297,8 +301,11 @@ func surface(url: URL, id: PersistentIdentifier) async throws {
     // `DataStore` API (`DataStoreConfiguration`, `DataStoreError`, `ModelContext.editingState`),
     // `PersistentModel.Root` (26; an associated type would keep a model from declaring a
     // nested type named `Root`, and without inheritance it is always the model itself).
-    _ = Schema.Entity("E", properties: Schema.Attribute(name: "a", originalName: nil, options: [], valueType: Int.self, defaultValue: nil, hashModifier: nil))
-    _ = Schema.Entity("Base", subentities: Schema.Entity("Sub"), properties: Schema.Attribute(name: "a", originalName: nil, options: [], valueType: Int.self, defaultValue: nil, hashModifier: nil))
+    _ = Schema.Entity(
+        "E", properties: Schema.Attribute(name: "a", originalName: nil, options: [], valueType: Int.self, defaultValue: nil, hashModifier: nil))
+    _ = Schema.Entity(
+        "Base", subentities: Schema.Entity("Sub"),
+        properties: Schema.Attribute(name: "a", originalName: nil, options: [], valueType: Int.self, defaultValue: nil, hashModifier: nil))
     let superentity: Schema.Entity? = entity?.superentity
     let superentityName: String? = entity?.superentityName
     let subentities: Set<Schema.Entity>? = entity?.subentities
@@ -320,12 +327,23 @@ func surface(url: URL, id: PersistentIdentifier) async throws {
         let subentities: Set<Schema.Entity> = entity.subentities
         let unique: [[String]] = entity.uniquenessConstraints
         let indices: [[String]] = entity.indices
-        _ = (entityName, properties, attributes, relationships, attributesByName, relationshipsByName, stored, storedByName, superentity, superentityName, subentities, unique, indices)
+        _ = (
+            entityName, properties, attributes, relationships, attributesByName, relationshipsByName, stored, storedByName, superentity,
+            superentityName, subentities, unique, indices
+        )
         for attribute in attributes {
-            _ = (attribute.name, attribute.originalName, attribute.options, attribute.valueType, attribute.defaultValue, attribute.isOptional, attribute.hashModifier, attribute.isUnique, attribute.isTransient, attribute.isAttribute, attribute.isRelationship, attribute.isCodable, attribute.isTransformable)
+            _ = (
+                attribute.name, attribute.originalName, attribute.options, attribute.valueType, attribute.defaultValue, attribute.isOptional,
+                attribute.hashModifier, attribute.isUnique, attribute.isTransient, attribute.isAttribute, attribute.isRelationship,
+                attribute.isCodable, attribute.isTransformable
+            )
         }
         for relationship in relationships {
-            _ = (relationship.name, relationship.keypath, relationship.destination, relationship.deleteRule, relationship.inverseName, relationship.inverseKeyPath, relationship.minimumModelCount, relationship.maximumModelCount, relationship.isToOneRelationship, relationship.options)
+            _ = (
+                relationship.name, relationship.keypath, relationship.destination, relationship.deleteRule, relationship.inverseName,
+                relationship.inverseKeyPath, relationship.minimumModelCount, relationship.maximumModelCount, relationship.isToOneRelationship,
+                relationship.options
+            )
         }
     }
     _ = Schema.Entity("Empty")
@@ -343,7 +361,10 @@ func surface(url: URL, id: PersistentIdentifier) async throws {
     let transactions: [DefaultHistoryTransaction] = try modelContext.fetchHistory(history)
     for transaction in transactions {
         let token: DefaultHistoryToken = transaction.token
-        _ = (transaction.timestamp, transaction.author, transaction.storeIdentifier, transaction.transactionIdentifier, transaction.bundleIdentifier, transaction.processIdentifier, token.tokenValue)
+        _ = (
+            transaction.timestamp, transaction.author, transaction.storeIdentifier, transaction.transactionIdentifier, transaction.bundleIdentifier,
+            transaction.processIdentifier, token.tokenValue
+        )
         for change in transaction.changes {
             _ = change.changedPersistentIdentifier
             switch change {

@@ -116,7 +116,8 @@ struct MainActorDefaultTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("osd-mainactor-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let container = try ModelContainer(for: Reading.self, configurations: ModelConfiguration(url: directory.appendingPathComponent("readings.store")))
+        let container = try ModelContainer(
+            for: Reading.self, configurations: ModelConfiguration(url: directory.appendingPathComponent("readings.store")))
         let importer = ReadingImporter(modelContainer: container)
         let start = Date(timeIntervalSince1970: 1_000)
         #expect(try await importer.importReadings([1.5, 7.25, 3.0], sensor: "kitchen", from: start) == 3)

@@ -5,7 +5,7 @@ import SwiftSyntaxMacroExpansion
 import Testing
 
 private let specs: [String: MacroSpec] = [
-    "ModelActor": MacroSpec(type: ModelActorMacro.self, conformances: [TypeSyntax(IdentifierTypeSyntax(name: .identifier("ModelActor")))]),
+    "ModelActor": MacroSpec(type: ModelActorMacro.self, conformances: [TypeSyntax(IdentifierTypeSyntax(name: .identifier("ModelActor")))])
 ]
 
 @Suite(.macros(specs, record: .never))

@@ -1,11 +1,11 @@
 import Foundation
 import Logging
 import OpenSwiftDataServer
-import OpenSwiftDataServerSQLite
 import OpenSwiftDataServerPostgres
+import OpenSwiftDataServerSQLite
+import OpenSwiftDataTestSupport
 import PostgresNIO
 import Testing
-import OpenSwiftDataTestSupport
 
 /// The storages the behaviour suite runs on: every test that takes a `Backend` runs once per
 /// storage.
@@ -68,23 +68,31 @@ enum PostgresTestDatabase {
         try await withProbe(configuration) { connection in
             var result: [String: Int] = [:]
             for table in ["osd_records", "osd_links", "osd_changes", "osd_clients", "osd_results", "osd_scopes", "osd_grants"] {
-                let rows = try await connection.query(PostgresQuery(unsafeSQL: "SELECT COUNT(*) FROM \(configuration.schema).\(table)"), logger: quietLogger).collect()
+                let rows = try await connection.query(
+                    PostgresQuery(unsafeSQL: "SELECT COUNT(*) FROM \(configuration.schema).\(table)"), logger: quietLogger
+                ).collect()
                 result[table] = Int(try rows.first?.decode(Int64.self) ?? -1)
             }
-            let head = try await connection.query(PostgresQuery(unsafeSQL: "SELECT seq FROM \(configuration.schema).osd_head"), logger: quietLogger).collect()
+            let head = try await connection.query(PostgresQuery(unsafeSQL: "SELECT seq FROM \(configuration.schema).osd_head"), logger: quietLogger)
+                .collect()
             result["head"] = Int(try head.first?.decode(Int64.self) ?? -1)
             return result
         }
     }
 
     /// Runs `body` on a connection of its own (not one of a storage's).
-    static func withProbe<T: Sendable>(_ configuration: PostgresStorageConfiguration, _ body: @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    static func withProbe<T: Sendable>(
+        _ configuration: PostgresStorageConfiguration, _ body: @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
         var connectionConfiguration: PostgresConnection.Configuration
         switch configuration.endpoint {
         case .tcp(let host, let port):
-            connectionConfiguration = PostgresConnection.Configuration(host: host, port: port, username: configuration.username, password: configuration.password, database: configuration.database, tls: .disable)
+            connectionConfiguration = PostgresConnection.Configuration(
+                host: host, port: port, username: configuration.username, password: configuration.password, database: configuration.database,
+                tls: .disable)
         case .unixSocket(let path):
-            connectionConfiguration = PostgresConnection.Configuration(unixSocketPath: path, username: configuration.username, password: configuration.password, database: configuration.database)
+            connectionConfiguration = PostgresConnection.Configuration(
+                unixSocketPath: path, username: configuration.username, password: configuration.password, database: configuration.database)
         }
         let connection = try await PostgresConnection.connect(configuration: connectionConfiguration, id: 1, logger: quietLogger)
         do {
@@ -103,7 +111,9 @@ enum TestStorage {
     case sqlite(SQLiteSyncStorage, path: String)
     case postgres(PostgresSyncStorage)
 
-    static func make(_ backend: Backend, directory: TemporaryDirectory, name: String = "sync.sqlite", cursorKey: Data? = nil) async throws -> TestStorage {
+    static func make(
+        _ backend: Backend, directory: TemporaryDirectory, name: String = "sync.sqlite", cursorKey: Data? = nil
+    ) async throws -> TestStorage {
         switch backend {
         case .sqlite:
             let path = directory.path(name)

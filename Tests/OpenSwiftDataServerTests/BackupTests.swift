@@ -1,11 +1,11 @@
 import Foundation
 import GRDB
 import OpenSwiftDataServer
-import OpenSwiftDataServerSQLite
 import OpenSwiftDataServerPostgres
+import OpenSwiftDataServerSQLite
 import OpenSwiftDataSyncProtocol
-import Testing
 import OpenSwiftDataTestSupport
+import Testing
 
 @Suite("Backups, restores and epoch rotation", .serialized)
 struct BackupTests {
@@ -56,11 +56,15 @@ struct BackupTests {
             #expect(head == summary.head)
             // It refuses to overwrite.
             await expectError(.internalError) { _ = try SQLiteMaintenance.backup(databasePath: path, to: backup) }
-            await expectError(.internalError) { _ = try SQLiteMaintenance.backup(databasePath: server.directory.path("missing.sqlite"), to: server.directory.path("other.sqlite")) }
+            await expectError(.internalError) {
+                _ = try SQLiteMaintenance.backup(databasePath: server.directory.path("missing.sqlite"), to: server.directory.path("other.sqlite"))
+            }
         }
     }
 
-    @Test("restore installs a backup with a new epoch: the server answers old cursors reset epochChanged, and pushes made on the lost history are staleEpoch")
+    @Test(
+        "restore installs a backup with a new epoch: the server answers old cursors reset epochChanged, and pushes made on the lost history are staleEpoch"
+    )
     func restoreGivesNewEpoch() async throws {
         let directory = try TemporaryDirectory()
         let live = directory.path("live.sqlite")

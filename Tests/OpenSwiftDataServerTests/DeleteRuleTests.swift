@@ -1,36 +1,45 @@
 import Foundation
 import GRDB
 import OpenSwiftDataServer
-import OpenSwiftDataServerSQLite
 import OpenSwiftDataServerPostgres
-import PostgresNIO
+import OpenSwiftDataServerSQLite
 import OpenSwiftDataSyncProtocol
-import Testing
 import OpenSwiftDataTestSupport
+import PostgresNIO
+import Testing
 
 /// The schema of these tests: items belong to a list (cascade), parts to an item (cascade,
 /// so a list's delete reaches them through two steps), cards to a list (nullify), locks to a
 /// list (deny), and nodes to a parent node (cascade, and cycles are possible).
 private let schema = SchemaDescriptor(entities: [
     EntityDescriptor(name: "List", fields: [FieldDescriptor(name: "name", kind: .string, optional: true)]),
-    EntityDescriptor(name: "Item", fields: [
-        FieldDescriptor(name: "title", kind: .string, optional: true),
-        FieldDescriptor(name: "list", kind: .reference, optional: true, destination: "List", deleteRule: .cascade),
-    ]),
-    EntityDescriptor(name: "Part", fields: [FieldDescriptor(name: "item", kind: .reference, optional: true, destination: "Item", deleteRule: .cascade)]),
-    EntityDescriptor(name: "Card", fields: [FieldDescriptor(name: "list", kind: .reference, optional: true, destination: "List", deleteRule: .nullify)]),
+    EntityDescriptor(
+        name: "Item",
+        fields: [
+            FieldDescriptor(name: "title", kind: .string, optional: true),
+            FieldDescriptor(name: "list", kind: .reference, optional: true, destination: "List", deleteRule: .cascade),
+        ]),
+    EntityDescriptor(
+        name: "Part", fields: [FieldDescriptor(name: "item", kind: .reference, optional: true, destination: "Item", deleteRule: .cascade)]),
+    EntityDescriptor(
+        name: "Card", fields: [FieldDescriptor(name: "list", kind: .reference, optional: true, destination: "List", deleteRule: .nullify)]),
     EntityDescriptor(name: "Lock", fields: [FieldDescriptor(name: "list", kind: .reference, optional: true, destination: "List", deleteRule: .deny)]),
-    EntityDescriptor(name: "Node", fields: [FieldDescriptor(name: "parent", kind: .reference, optional: true, destination: "Node", deleteRule: .cascade)]),
+    EntityDescriptor(
+        name: "Node", fields: [FieldDescriptor(name: "parent", kind: .reference, optional: true, destination: "Node", deleteRule: .cascade)]),
 ])
 
-private func change(_ op: RecordOperation, _ entity: SyncName, _ id: RecordID, scope: ScopeID = .user("alice"), _ fields: [SyncName: SyncValue] = [:]) -> RecordChange {
+private func change(
+    _ op: RecordOperation, _ entity: SyncName, _ id: RecordID, scope: ScopeID = .user("alice"), _ fields: [SyncName: SyncValue] = [:]
+) -> RecordChange {
     RecordChange(op: op, entity: entity, recordID: id, scope: scope, fields: fields)
 }
 
 /// Pushes one mutation per element of `mutations` (ids from `first`), with the schema when
 /// `sendSchema` (later pushes of a client use the one the server stored).
 @discardableResult
-private func push(_ h: CoreHarness, _ user: String = "alice", client: ClientID, first: MutationID, sendSchema: Bool = true, _ mutations: [[RecordChange]]) async throws -> PushResponse {
+private func push(
+    _ h: CoreHarness, _ user: String = "alice", client: ClientID, first: MutationID, sendSchema: Bool = true, _ mutations: [[RecordChange]]
+) async throws -> PushResponse {
     let batch = mutations.enumerated().map { offset, changes in
         Mutation(id: first + MutationID(offset), stamp: stamp(1_790_000_000_000 + UInt64(first) * 10 + UInt64(offset)), changes: changes)
     }
@@ -42,12 +51,16 @@ struct DeleteRuleTests {
     @Test("a delete cascades to the records referring to it, with tombstones other clients pull", arguments: Backend.all)
     func cascade(_ backend: Backend) async throws {
         let h = try await CoreHarness(backend)
-        try await push(h, client: "c1", first: 1, [[
-            change(.insert, "List", "l1", ["name": .string("groceries")]),
-            change(.insert, "Item", "i1", ["list": .reference("l1")]),
-            change(.insert, "Item", "i2", ["list": .reference("l1")]),
-            change(.insert, "Item", "i3", ["title": .string("loose")]),
-        ]])
+        try await push(
+            h, client: "c1", first: 1,
+            [
+                [
+                    change(.insert, "List", "l1", ["name": .string("groceries")]),
+                    change(.insert, "Item", "i1", ["list": .reference("l1")]),
+                    change(.insert, "Item", "i2", ["list": .reference("l1")]),
+                    change(.insert, "Item", "i3", ["title": .string("loose")]),
+                ]
+            ])
         let cursor = try await h.pullAll("alice", client: "c2").last.cursor
         // The delete comes without a schema: the server uses the one the client sent before.
         let response = try await push(h, client: "c1", first: 2, sendSchema: false, [[change(.delete, "List", "l1")]])
@@ -62,17 +75,22 @@ struct DeleteRuleTests {
     @Test("a cascade goes on through chains and stops at cycles", arguments: Backend.all)
     func chainAndCycle(_ backend: Backend) async throws {
         let h = try await CoreHarness(backend)
-        try await push(h, client: "c1", first: 1, [[
-            change(.insert, "List", "l1"),
-            change(.insert, "Item", "i1", ["list": .reference("l1")]),
-            change(.insert, "Part", "p1", ["item": .reference("i1")]),
-            change(.insert, "Node", "n1"),
-            change(.insert, "Node", "n2", ["parent": .reference("n1")]),
-            change(.insert, "Node", "n3", ["parent": .reference("n2")]),
-            change(.insert, "Node", "n9"),
-        ], [
-            change(.update, "Node", "n1", ["parent": .reference("n3")]),
-        ]])
+        try await push(
+            h, client: "c1", first: 1,
+            [
+                [
+                    change(.insert, "List", "l1"),
+                    change(.insert, "Item", "i1", ["list": .reference("l1")]),
+                    change(.insert, "Part", "p1", ["item": .reference("i1")]),
+                    change(.insert, "Node", "n1"),
+                    change(.insert, "Node", "n2", ["parent": .reference("n1")]),
+                    change(.insert, "Node", "n3", ["parent": .reference("n2")]),
+                    change(.insert, "Node", "n9"),
+                ],
+                [
+                    change(.update, "Node", "n1", ["parent": .reference("n3")])
+                ],
+            ])
         let response = try await push(h, client: "c2", first: 1, [[change(.delete, "List", "l1")], [change(.delete, "Node", "n2")]])
         #expect(response.results.map(\.status) == [.applied, .applied])
         #expect(Set(try await h.state("alice").keys) == ["Node/n9"])
@@ -81,10 +99,14 @@ struct DeleteRuleTests {
     @Test("a delete sets nullify references nil, and clients pull the update", arguments: Backend.all)
     func nullify(_ backend: Backend) async throws {
         let h = try await CoreHarness(backend)
-        try await push(h, client: "c1", first: 1, [[
-            change(.insert, "List", "l1"),
-            change(.insert, "Card", "k1", ["list": .reference("l1")]),
-        ]])
+        try await push(
+            h, client: "c1", first: 1,
+            [
+                [
+                    change(.insert, "List", "l1"),
+                    change(.insert, "Card", "k1", ["list": .reference("l1")]),
+                ]
+            ])
         let cursor = try await h.pullAll("alice", client: "c1").last.cursor
         try await push(h, client: "c2", first: 1, [[change(.delete, "List", "l1")]])
         let state = try await h.state("alice")
@@ -97,10 +119,14 @@ struct DeleteRuleTests {
     @Test("a delete of a record a deny reference points at is rejected, unless the save deletes the referrer too", arguments: Backend.all)
     func deny(_ backend: Backend) async throws {
         let h = try await CoreHarness(backend)
-        try await push(h, client: "c1", first: 1, [[
-            change(.insert, "List", "l1"),
-            change(.insert, "Lock", "x1", ["list": .reference("l1")]),
-        ]])
+        try await push(
+            h, client: "c1", first: 1,
+            [
+                [
+                    change(.insert, "List", "l1"),
+                    change(.insert, "Lock", "x1", ["list": .reference("l1")]),
+                ]
+            ])
         let before = try await h.footprint()
         let refused = try await push(h, client: "c2", first: 1, [[change(.delete, "List", "l1")]])
         #expect(refused.results.first?.status == .rejected)
@@ -117,17 +143,23 @@ struct DeleteRuleTests {
     @Test("an insert or update pointing at a deleted cascade target is rejected naming it; a nullify reference becomes nil", arguments: Backend.all)
     func pointingAtDeleted(_ backend: Backend) async throws {
         let h = try await CoreHarness(backend)
-        try await push(h, client: "c1", first: 1, [[
-            change(.insert, "List", "l1"),
-            change(.insert, "List", "l2"),
-            change(.insert, "Item", "i3", ["list": .reference("l2")]),
-        ]])
+        try await push(
+            h, client: "c1", first: 1,
+            [
+                [
+                    change(.insert, "List", "l1"),
+                    change(.insert, "List", "l2"),
+                    change(.insert, "Item", "i3", ["list": .reference("l2")]),
+                ]
+            ])
         try await push(h, client: "c2", first: 1, [[change(.delete, "List", "l1")]])
-        let response = try await push(h, client: "c1", first: 2, sendSchema: false, [
-            [change(.insert, "Item", "i9", ["list": .reference("l1")])],
-            [change(.update, "Item", "i3", ["list": .reference("l1")])],
-            [change(.insert, "Card", "k9", ["list": .reference("l1")])],
-        ])
+        let response = try await push(
+            h, client: "c1", first: 2, sendSchema: false,
+            [
+                [change(.insert, "Item", "i9", ["list": .reference("l1")])],
+                [change(.update, "Item", "i3", ["list": .reference("l1")])],
+                [change(.insert, "Card", "k9", ["list": .reference("l1")])],
+            ])
         #expect(response.results.map(\.status) == [.rejected, .rejected, .applied])
         for result in response.results.prefix(2) {
             #expect(result.reason == .recordDeleted)
@@ -144,11 +176,13 @@ struct DeleteRuleTests {
     func sameBatch(_ backend: Backend) async throws {
         let h = try await CoreHarness(backend)
         try await push(h, client: "c1", first: 1, [[change(.insert, "List", "l1"), change(.insert, "Item", "i1")]])
-        let response = try await push(h, client: "c1", first: 2, [
-            [change(.update, "Item", "i1", ["list": .reference("l1")])],
-            [change(.insert, "Item", "i2", ["list": .reference("l1")])],
-            [change(.delete, "List", "l1")],
-        ])
+        let response = try await push(
+            h, client: "c1", first: 2,
+            [
+                [change(.update, "Item", "i1", ["list": .reference("l1")])],
+                [change(.insert, "Item", "i2", ["list": .reference("l1")])],
+                [change(.delete, "List", "l1")],
+            ])
         #expect(response.results.map(\.status) == [.applied, .applied, .applied])
         #expect(try await h.state("alice").isEmpty)
     }
@@ -167,11 +201,19 @@ struct DeleteRuleTests {
         let directory = try TemporaryDirectory()
         let first = try await TestStorage.make(backend, directory: directory)
         let service = try await SyncService(storage: first.storage, now: ManualClock().clock)
-        _ = try await service.push(user: "alice", request: PushRequest(clientID: "c1", mutations: [Mutation(id: 1, stamp: stamp(1_790_000_000_000), changes: [
-            change(.insert, "List", "l1"),
-            change(.insert, "Item", "i1", ["list": .reference("l1")]),
-            change(.insert, "Card", "k1", ["list": .reference("l1")]),
-        ])], schema: schema))
+        _ = try await service.push(
+            user: "alice",
+            request: PushRequest(
+                clientID: "c1",
+                mutations: [
+                    Mutation(
+                        id: 1, stamp: stamp(1_790_000_000_000),
+                        changes: [
+                            change(.insert, "List", "l1"),
+                            change(.insert, "Item", "i1", ["list": .reference("l1")]),
+                            change(.insert, "Card", "k1", ["list": .reference("l1")]),
+                        ])
+                ], schema: schema))
         try await first.storage.close()
         // Back to the schema before the index: the table and its migration's record gone.
         let reopened: any SyncStorageBackend
@@ -186,13 +228,19 @@ struct DeleteRuleTests {
         case .postgres(let storage):
             let configuration = storage.configuration
             try await PostgresTestDatabase.withProbe(configuration) { connection in
-                try await connection.query(PostgresQuery(unsafeSQL: "DROP TABLE \(configuration.schema).osd_refs"), logger: PostgresTestDatabase.quietLogger)
-                try await connection.query(PostgresQuery(unsafeSQL: "DELETE FROM \(configuration.schema).osd_migrations WHERE version = 2"), logger: PostgresTestDatabase.quietLogger)
+                try await connection.query(
+                    PostgresQuery(unsafeSQL: "DROP TABLE \(configuration.schema).osd_refs"), logger: PostgresTestDatabase.quietLogger)
+                try await connection.query(
+                    PostgresQuery(unsafeSQL: "DELETE FROM \(configuration.schema).osd_migrations WHERE version = 2"),
+                    logger: PostgresTestDatabase.quietLogger)
             }
             reopened = try await PostgresSyncStorage(configuration: configuration, logger: PostgresTestDatabase.quietLogger)
         }
         let again = try await SyncService(storage: reopened, now: ManualClock().clock)
-        let response = try await again.push(user: "alice", request: PushRequest(clientID: "c1", mutations: [Mutation(id: 2, stamp: stamp(1_790_000_000_100), changes: [change(.delete, "List", "l1")])]))
+        let response = try await again.push(
+            user: "alice",
+            request: PushRequest(
+                clientID: "c1", mutations: [Mutation(id: 2, stamp: stamp(1_790_000_000_100), changes: [change(.delete, "List", "l1")])]))
         #expect(response.results.map(\.status) == [.applied])
         // A first download holds the live records: the item went by cascade, the card stays
         // with its list nil.

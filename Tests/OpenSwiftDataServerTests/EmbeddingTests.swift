@@ -8,9 +8,9 @@ import NIOCore
 import OpenSwiftDataServer
 import OpenSwiftDataServerSQLite
 import OpenSwiftDataSyncProtocol
+import OpenSwiftDataTestSupport
 import ServiceLifecycle
 import Testing
-import OpenSwiftDataTestSupport
 
 /// An application's own request context, made fit for the sync routes.
 struct EmbeddingAppContext: SyncRequestContext {
@@ -26,7 +26,9 @@ struct EmbeddingAppContext: SyncRequestContext {
 
 @Suite("Embedding the server in a Hummingbird application")
 struct EmbeddingTests {
-    @Test("an application with its own routes mounts the sync routes under /sync: its route answers without the sync middleware, push, pull and the live channel work under /sync")
+    @Test(
+        "an application with its own routes mounts the sync routes under /sync: its route answers without the sync middleware, push, pull and the live channel work under /sync"
+    )
     func mountedUnderSync() async throws {
         let directory = try TemporaryDirectory()
         let configuration = SyncServerConfiguration(auth: AuthConfiguration(hmacSecret: LiveServer.secret))
@@ -84,7 +86,8 @@ struct EmbeddingTests {
         #expect(refused.status == 401)
         #expect(refused.errorCode == .unauthorized)
         #expect(refused.headers["x-request-id"]?.isEmpty == false)
-        let push = try await sync.push(PushRequest(clientID: "a", mutations: [mutation(1, .insert, "n1", fields: ["title": .string("hello")])]), token: alice)
+        let push = try await sync.push(
+            PushRequest(clientID: "a", mutations: [mutation(1, .insert, "n1", fields: ["title": .string("hello")])]), token: alice)
         #expect(push.status == 200)
         #expect(try push.decode(PushResponse.self).results.first?.status == .applied)
         #expect(push.headers["x-request-id"]?.isEmpty == false)
@@ -110,7 +113,8 @@ struct EmbeddingTests {
         let socket = Task { [logger] in
             var headers = HTTPFields()
             headers[.authorization] = "Bearer \(alice)"
-            try await WebSocketClient.connect(url: url, configuration: WebSocketClientConfiguration(additionalHeaders: headers), logger: logger) { inbound, _, _ in
+            try await WebSocketClient.connect(url: url, configuration: WebSocketClientConfiguration(additionalHeaders: headers), logger: logger) {
+                inbound, _, _ in
                 for try await message in inbound.messages(maxSize: 1 << 20) {
                     if case .text(let text) = message, let decoded = try? JSONDecoder().decode(LiveMessage.self, from: Data(text.utf8)) {
                         continuation.yield(decoded)
@@ -120,7 +124,10 @@ struct EmbeddingTests {
             }
         }
         defer { socket.cancel() }
-        let first = try await withTimeout(10) { var iterator = messages.makeAsyncIterator(); return await iterator.next() }
+        let first = try await withTimeout(10) {
+            var iterator = messages.makeAsyncIterator()
+            return await iterator.next()
+        }
         #expect(first?.type == .hello)
         // A plain GET of the live route is an HTTP answer, not a handshake.
         let plain = try await sync.send(.GET, "/v1/live", token: alice)

@@ -4,11 +4,11 @@ import HTTPTypes
 import HummingbirdWSClient
 import Logging
 import OpenSwiftDataServer
-import OpenSwiftDataServerSQLite
 import OpenSwiftDataServerPostgres
+import OpenSwiftDataServerSQLite
 import OpenSwiftDataSyncProtocol
-import Testing
 import OpenSwiftDataTestSupport
+import Testing
 
 /// Runs `body`, failing if it takes longer than `seconds`.
 func withTimeout<T: Sendable>(_ seconds: Double, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
@@ -43,7 +43,9 @@ struct LiveAndProcessTests {
                 Task {
                     var headers = HTTPFields()
                     headers[.authorization] = "Bearer \(token)"
-                    try await WebSocketClient.connect(url: url, configuration: WebSocketClientConfiguration(additionalHeaders: headers), logger: logger) { inbound, _, _ in
+                    try await WebSocketClient.connect(
+                        url: url, configuration: WebSocketClientConfiguration(additionalHeaders: headers), logger: logger
+                    ) { inbound, _, _ in
                         for try await message in inbound.messages(maxSize: 1 << 20) {
                             if case .text(let text) = message, let decoded = try? JSONDecoder().decode(LiveMessage.self, from: Data(text.utf8)) {
                                 continuation.yield(decoded)
@@ -59,19 +61,31 @@ struct LiveAndProcessTests {
                 aliceSocket.cancel()
                 bobSocket.cancel()
             }
-            let hello = try await withTimeout(10) { var iterator = aliceMessages.makeAsyncIterator(); return await iterator.next() }
+            let hello = try await withTimeout(10) {
+                var iterator = aliceMessages.makeAsyncIterator()
+                return await iterator.next()
+            }
             #expect(hello?.type == .hello)
-            let bobHello = try await withTimeout(10) { var iterator = bobMessages.makeAsyncIterator(); return await iterator.next() }
+            let bobHello = try await withTimeout(10) {
+                var iterator = bobMessages.makeAsyncIterator()
+                return await iterator.next()
+            }
             #expect(bobHello?.type == .hello)
             #expect(await server.server.hub.count == 2)
             let push = try await server.push(PushRequest(clientID: "alice-phone", mutations: [mutation(1, .insert, "n1")]), token: alice)
             #expect(push.status == 200)
-            let changed = try await withTimeout(10) { var iterator = aliceMessages.makeAsyncIterator(); return await iterator.next() }
+            let changed = try await withTimeout(10) {
+                var iterator = aliceMessages.makeAsyncIterator()
+                return await iterator.next()
+            }
             #expect(changed?.type == .changed)
             #expect(changed?.scopes == [.user("alice")])
             // Bob's next message is the grant, not alice's private change.
             _ = try await server.send(.POST, "/v1/scopes/team:t1/members", token: alice, body: Data(#"{"protocolVersion":1,"user":"bob"}"#.utf8))
-            let bobNext = try await withTimeout(10) { var iterator = bobMessages.makeAsyncIterator(); return await iterator.next() }
+            let bobNext = try await withTimeout(10) {
+                var iterator = bobMessages.makeAsyncIterator()
+                return await iterator.next()
+            }
             #expect(bobNext?.type == .grantsChanged)
             // A socket without a valid token is refused.
             await #expect(throws: (any Error).self) {
@@ -80,11 +94,16 @@ struct LiveAndProcessTests {
         }
     }
 
-    @Test("a refused live handshake (no, expired or forged token) is a 401 with the JSON error body and an x-request-id, and nothing after it; an unsupported protocolVersion is a 400")
+    @Test(
+        "a refused live handshake (no, expired or forged token) is a 401 with the JSON error body and an x-request-id, and nothing after it; an unsupported protocolVersion is a 400"
+    )
     func refusedHandshake() async throws {
         try await LiveServer.run { server in
-            let expired = try await TokenVerifier(configuration: AuthConfiguration(hmacSecret: LiveServer.secret), now: { Date(timeIntervalSinceNow: -7200) }).mint(user: "alice", lifetime: 60)
-            let forged = try await TokenVerifier(configuration: AuthConfiguration(hmacSecret: "another-secret-of-at-least-32-bytes"), now: { Date() }).mint(user: "alice")
+            let expired = try await TokenVerifier(
+                configuration: AuthConfiguration(hmacSecret: LiveServer.secret), now: { Date(timeIntervalSinceNow: -7200) }
+            ).mint(user: "alice", lifetime: 60)
+            let forged = try await TokenVerifier(configuration: AuthConfiguration(hmacSecret: "another-secret-of-at-least-32-bytes"), now: { Date() })
+                .mint(user: "alice")
             let cases: [(name: String, path: String, headers: [String: String], word: String)] = [
                 ("no token", "/v1/live", [:], "no bearer token"),
                 ("expired token", "/v1/live", ["Authorization": "Bearer \(expired)"], "expired"),
@@ -98,7 +117,9 @@ struct LiveAndProcessTests {
                 try socket.sendHandshake(path: path, port: server.port, headers: headers)
                 let (head, body) = try await socket.readResponse()
                 #expect(head.hasPrefix("HTTP/1.1 401"), "\(name): \(head)")
-                let fields = head.split(separator: "\r\n").dropFirst().map { $0.split(separator: ":", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) } }
+                let fields = head.split(separator: "\r\n").dropFirst().map {
+                    $0.split(separator: ":", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+                }
                 let header = { (field: String) in fields.first { $0.first?.lowercased() == field }?.last }
                 #expect(header("content-type") == "application/json", "\(name)")
                 let id = try #require(header("x-request-id"), "\(name): \(head)")
@@ -114,7 +135,8 @@ struct LiveAndProcessTests {
             #expect(ids.count == cases.count, "each answer has its own request id")
             // A good token with a version the server does not speak: 400, naming the versions.
             let wrongVersion = try RawWebSocket(port: server.port)
-            try wrongVersion.sendHandshake(path: "/v1/live?protocolVersion=7", port: server.port, headers: ["Authorization": "Bearer \(try await server.token("alice"))"])
+            try wrongVersion.sendHandshake(
+                path: "/v1/live?protocolVersion=7", port: server.port, headers: ["Authorization": "Bearer \(try await server.token("alice"))"])
             let (versionHead, versionBody) = try await wrongVersion.readResponse()
             #expect(versionHead.hasPrefix("HTTP/1.1 400"), "\(versionHead)")
             let versionError = try JSONDecoder().decode(ErrorResponse.self, from: Data(versionBody.utf8))
@@ -163,8 +185,16 @@ struct LiveAndProcessTests {
         let directory = try TemporaryDirectory()
         let database = directory.path("data/osd.sqlite")
         let secret = "process-test-secret-of-32-bytes-or-more"
-        let settings = ["--hostname", "--port", "--database", "--jwt-secret", "--jwks-file", "--jwks-url", "--jwks-refresh-interval", "--jwt-clock-skew", "--jwt-issuer", "--jwt-audience", "--max-body-bytes", "--max-mutations", "--max-changes", "--max-pull-limit", "--retention-days", "--compaction-interval", "--shutdown-grace-period", "--log-level"]
-        let environment = ["OSD_HOSTNAME", "OSD_PORT", "OSD_DATABASE", "OSD_DATA_DIR", "OSD_JWT_SECRET", "OSD_JWKS_FILE", "OSD_JWKS_URL", "OSD_JWKS_REFRESH_INTERVAL", "OSD_JWT_CLOCK_SKEW", "OSD_JWT_ISSUER", "OSD_JWT_AUDIENCE", "OSD_MAX_BODY_BYTES", "OSD_MAX_MUTATIONS", "OSD_MAX_CHANGES", "OSD_MAX_PULL_LIMIT", "OSD_RETENTION_DAYS", "OSD_COMPACTION_INTERVAL", "OSD_SHUTDOWN_GRACE_PERIOD", "OSD_LOG_LEVEL"]
+        let settings = [
+            "--hostname", "--port", "--database", "--jwt-secret", "--jwks-file", "--jwks-url", "--jwks-refresh-interval", "--jwt-clock-skew",
+            "--jwt-issuer", "--jwt-audience", "--max-body-bytes", "--max-mutations", "--max-changes", "--max-pull-limit", "--retention-days",
+            "--compaction-interval", "--shutdown-grace-period", "--log-level",
+        ]
+        let environment = [
+            "OSD_HOSTNAME", "OSD_PORT", "OSD_DATABASE", "OSD_DATA_DIR", "OSD_JWT_SECRET", "OSD_JWKS_FILE", "OSD_JWKS_URL",
+            "OSD_JWKS_REFRESH_INTERVAL", "OSD_JWT_CLOCK_SKEW", "OSD_JWT_ISSUER", "OSD_JWT_AUDIENCE", "OSD_MAX_BODY_BYTES", "OSD_MAX_MUTATIONS",
+            "OSD_MAX_CHANGES", "OSD_MAX_PULL_LIMIT", "OSD_RETENTION_DAYS", "OSD_COMPACTION_INTERVAL", "OSD_SHUTDOWN_GRACE_PERIOD", "OSD_LOG_LEVEL",
+        ]
         for arguments in [["--help"], ["serve", "--help"]] {
             let help = try run(binary, arguments)
             for setting in settings + environment {
@@ -193,7 +223,8 @@ struct LiveAndProcessTests {
         let bound = try #require(port)
         #expect(bound > 0)
         let client = LiveServerClient(base: "http://127.0.0.1:\(bound)")
-        let push = try await client.push(PushRequest(clientID: "p1", mutations: [mutation(1, .insert, "n1", fields: ["title": .string("on disk")])]), token: token)
+        let push = try await client.push(
+            PushRequest(clientID: "p1", mutations: [mutation(1, .insert, "n1", fields: ["title": .string("on disk")])]), token: token)
         #expect(push.status == 200, "\(push.text)")
         process.terminate()  // SIGTERM
         process.waitUntilExit()
@@ -204,14 +235,19 @@ struct LiveAndProcessTests {
         // without its -wal, already holds the note.
         let copy = directory.path("copy.sqlite")
         try FileManager.default.copyItem(atPath: database, toPath: copy)
-        let copied = try await DatabaseQueue(path: copy).read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM osd_records WHERE record_id = 'n1'") }
+        let copied = try await DatabaseQueue(path: copy).read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM osd_records WHERE record_id = 'n1'")
+        }
         #expect(copied == 1, "the database file holds the data without its WAL")
         let queue = try DatabaseQueue(path: database)
-        let fields = try await queue.read { db in try String.fetchOne(db, sql: "SELECT CAST(fields AS TEXT) FROM osd_records WHERE record_id = 'n1'") }
+        let fields = try await queue.read { db in try String.fetchOne(db, sql: "SELECT CAST(fields AS TEXT) FROM osd_records WHERE record_id = 'n1'")
+        }
         #expect(fields?.contains("on disk") == true)
     }
 
-    @Test("SIGTERM drains within the grace period whatever clients do: a live client that never reads or answers the close frame does not hold the server; a reading one gets 1001; the process exits 0")
+    @Test(
+        "SIGTERM drains within the grace period whatever clients do: a live client that never reads or answers the close frame does not hold the server; a reading one gets 1001; the process exits 0"
+    )
     func shutdownWithSilentLiveClient() async throws {
         let binary = try executable()
         let directory = try TemporaryDirectory()
@@ -220,7 +256,10 @@ struct LiveAndProcessTests {
         _ = FileManager.default.createFile(atPath: output, contents: nil)
         let process = Process()
         process.executableURL = binary
-        process.arguments = ["--port", "0", "--database", directory.path("osd.sqlite"), "--jwt-secret", secret, "--log-level", "warning", "--shutdown-grace-period", "3"]
+        process.arguments = [
+            "--port", "0", "--database", directory.path("osd.sqlite"), "--jwt-secret", secret, "--log-level", "warning", "--shutdown-grace-period",
+            "3",
+        ]
         process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("OSD_") }
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
         try process.run()
@@ -293,7 +332,9 @@ struct LiveAndProcessTests {
         return (process.terminationStatus, String(decoding: outputData, as: UTF8.self), String(decoding: errorData, as: UTF8.self))
     }
 
-    @Test("osd-server backup copies a database in use; restore installs the copy with a new epoch; epoch rotate gives a new one in place; each refuses what it cannot do, naming why, with a non-zero exit")
+    @Test(
+        "osd-server backup copies a database in use; restore installs the copy with a new epoch; epoch rotate gives a new one in place; each refuses what it cannot do, naming why, with a non-zero exit"
+    )
     func backupCommands() async throws {
         let binary = try executable()
         let directory = try TemporaryDirectory()
@@ -314,7 +355,9 @@ struct LiveAndProcessTests {
         let restored = try runCapturing(binary, ["restore", backup, "--database", restoredPath])
         #expect(restored.status == 0, "\(restored.errors)")
         func epoch(_ path: String) async throws -> String? {
-            try await DatabaseQueue(path: path).read { db in try String.fetchOne(db, sql: "SELECT CAST(value AS TEXT) FROM osd_metadata WHERE key = 'epoch'") }
+            try await DatabaseQueue(path: path).read { db in
+                try String.fetchOne(db, sql: "SELECT CAST(value AS TEXT) FROM osd_metadata WHERE key = 'epoch'")
+            }
         }
         let restoredEpoch = try #require(try await epoch(restoredPath))
         #expect(restoredEpoch != service.epoch)
@@ -377,7 +420,9 @@ struct LiveAndProcessTests {
 
     /// Starts `osd-server` with `arguments` and `environment` in `directory`, waits for its
     /// address, pushes one note, and stops it with SIGINT; returns what it printed.
-    private func serveOnce(_ binary: URL, _ arguments: [String], environment: [String: String], in directory: TemporaryDirectory, secret: String) async throws -> String {
+    private func serveOnce(
+        _ binary: URL, _ arguments: [String], environment: [String: String], in directory: TemporaryDirectory, secret: String
+    ) async throws -> String {
         let output = directory.path("stdout-\(UUID().uuidString).txt")
         _ = FileManager.default.createFile(atPath: output, contents: nil)
         let process = Process()
@@ -398,7 +443,8 @@ struct LiveAndProcessTests {
         }
         let bound = try #require(port)
         let token = try await TokenVerifier(configuration: AuthConfiguration(hmacSecret: secret), now: { Date() }).mint(user: "alice")
-        let push = try await LiveServerClient(base: "http://127.0.0.1:\(bound)").push(PushRequest(clientID: "p1", mutations: [mutation(1, .insert, "n1")]), token: token)
+        let push = try await LiveServerClient(base: "http://127.0.0.1:\(bound)").push(
+            PushRequest(clientID: "p1", mutations: [mutation(1, .insert, "n1")]), token: token)
         #expect(push.status == 200, "\(push.text)")
         process.interrupt()  // SIGINT
         process.waitUntilExit()
@@ -406,18 +452,23 @@ struct LiveAndProcessTests {
         return (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
     }
 
-    @Test("the default database is osd-server.sqlite in the working directory, or in OSD_DATA_DIR; settings come from environment variables; SIGINT stops it cleanly")
+    @Test(
+        "the default database is osd-server.sqlite in the working directory, or in OSD_DATA_DIR; settings come from environment variables; SIGINT stops it cleanly"
+    )
     func defaultDatabaseAndEnvironment() async throws {
         let binary = try executable()
         let directory = try TemporaryDirectory()
         let secret = "environment-test-secret-of-32-bytes-or-more"
-        let defaultOutput = try await serveOnce(binary, ["--port", "0", "--jwt-secret", secret, "--log-level", "warning"], environment: [:], in: directory, secret: secret)
+        let defaultOutput = try await serveOnce(
+            binary, ["--port", "0", "--jwt-secret", secret, "--log-level", "warning"], environment: [:], in: directory, secret: secret)
         let defaultPath = directory.url.appendingPathComponent("osd-server.sqlite").standardizedFileURL.path
         #expect(FileManager.default.fileExists(atPath: defaultPath), "\(defaultOutput)")
         #expect(defaultOutput.contains("database: ") && defaultOutput.contains("osd-server.sqlite"), "the absolute path is printed: \(defaultOutput)")
         #expect(defaultOutput.contains("database closed"))
 
-        let environmentOutput = try await serveOnce(binary, [], environment: ["OSD_PORT": "0", "OSD_DATA_DIR": directory.path("data"), "OSD_JWT_SECRET": secret, "OSD_LOG_LEVEL": "warning"], in: directory, secret: secret)
+        let environmentOutput = try await serveOnce(
+            binary, [], environment: ["OSD_PORT": "0", "OSD_DATA_DIR": directory.path("data"), "OSD_JWT_SECRET": secret, "OSD_LOG_LEVEL": "warning"],
+            in: directory, secret: secret)
         #expect(FileManager.default.fileExists(atPath: directory.path("data/osd-server.sqlite")), "\(environmentOutput)")
         #expect(environmentOutput.contains("database closed"))
     }

@@ -1,15 +1,15 @@
-import GRDB
 import AsyncHTTPClient
 import Foundation
+import GRDB
 import Logging
 import NIOCore
 import NIOHTTP1
 import OpenSwiftDataServer
 import OpenSwiftDataServerSQLite
 import OpenSwiftDataSyncProtocol
+import OpenSwiftDataTestSupport
 import ServiceLifecycle
 import Testing
-import OpenSwiftDataTestSupport
 
 /// A real server on 127.0.0.1 with a port the system picked, over a SQLite file in a
 /// temporary directory or a schema on the test PostgreSQL server, and an HTTP client for it.
@@ -23,7 +23,8 @@ struct LiveServer {
     var base: String { "http://127.0.0.1:\(port)" }
 
     static func run<T>(
-        _ backend: Backend = .sqlite, maxBodySize: Int = 64 * 1024, sync: SyncServiceConfiguration = SyncServiceConfiguration(), auth: AuthConfiguration = AuthConfiguration(hmacSecret: secret),
+        _ backend: Backend = .sqlite, maxBodySize: Int = 64 * 1024, sync: SyncServiceConfiguration = SyncServiceConfiguration(),
+        auth: AuthConfiguration = AuthConfiguration(hmacSecret: secret),
         logger: Logger? = nil, storage makeStorage: ((String) throws -> SQLiteSyncStorage)? = nil, _ body: (LiveServer) async throws -> T
     ) async throws -> T {
         let directory = try TemporaryDirectory()
@@ -39,16 +40,19 @@ struct LiveServer {
 
     /// Serves over a given storage (closed when the server stops).
     static func run<T>(
-        storage: TestStorage, directory: TemporaryDirectory, maxBodySize: Int = 64 * 1024, sync: SyncServiceConfiguration = SyncServiceConfiguration(),
+        storage: TestStorage, directory: TemporaryDirectory, maxBodySize: Int = 64 * 1024,
+        sync: SyncServiceConfiguration = SyncServiceConfiguration(),
         auth: AuthConfiguration = AuthConfiguration(hmacSecret: secret), logger: Logger? = nil, _ body: (LiveServer) async throws -> T
     ) async throws -> T {
         let configuration = SyncServerConfiguration(hostname: "127.0.0.1", port: 0, auth: auth, maxBodySize: maxBodySize, sync: sync)
         let server = try await SyncServer(configuration: configuration, storage: storage.storage)
-        let logger = logger ?? {
-            var logger = Logger(label: "osd-server-test")
-            logger.logLevel = .warning
-            return logger
-        }()
+        let logger =
+            logger
+            ?? {
+                var logger = Logger(label: "osd-server-test")
+                logger.logLevel = .warning
+                return logger
+            }()
         let (ports, portContinuation) = AsyncStream<Int>.makeStream()
         let app = server.makeApplication(logger: logger) { port in portContinuation.yield(port) }
         let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: logger)
@@ -74,7 +78,9 @@ struct LiveServer {
 
     var client: LiveServerClient { LiveServerClient(base: base) }
 
-    func send(_ method: HTTPMethod, _ path: String, token: String? = nil, headers: [String: String] = [:], body: Data? = nil) async throws -> LiveServerClient.Answer {
+    func send(
+        _ method: HTTPMethod, _ path: String, token: String? = nil, headers: [String: String] = [:], body: Data? = nil
+    ) async throws -> LiveServerClient.Answer {
         try await client.send(method, path, token: token, headers: headers, body: body)
     }
 
@@ -132,7 +138,6 @@ struct LiveServerClient {
     }
 
 }
-
 
 /// Reads the server's database file directly.
 struct GRDBProbe {

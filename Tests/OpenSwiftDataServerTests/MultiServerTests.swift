@@ -5,10 +5,10 @@ import Logging
 import OpenSwiftDataServer
 import OpenSwiftDataServerPostgres
 import OpenSwiftDataSyncProtocol
+import OpenSwiftDataTestSupport
 import PostgresNIO
 import Synchronization
 import Testing
-import OpenSwiftDataTestSupport
 
 /// Several servers on one PostgreSQL database: what only a shared storage does.
 @Suite("Several servers, one PostgreSQL database", .serialized)
@@ -44,7 +44,9 @@ struct MultiServerTests {
         }
         #expect(epochs.count == 1)
         let migrations = try await PostgresTestDatabase.withProbe(configuration) { connection in
-            try await connection.query(PostgresQuery(unsafeSQL: "SELECT COUNT(*) FROM \(configuration.schema).osd_migrations"), logger: PostgresTestDatabase.quietLogger).collect().first?.decode(Int64.self)
+            try await connection.query(
+                PostgresQuery(unsafeSQL: "SELECT COUNT(*) FROM \(configuration.schema).osd_migrations"), logger: PostgresTestDatabase.quietLogger
+            ).collect().first?.decode(Int64.self)
         }
         // One row per migration (v1, v2's reference index), each applied once.
         #expect(migrations == 2)
@@ -54,7 +56,8 @@ struct MultiServerTests {
     func pushHerePullThere(_ backend: Backend) async throws {
         try await withTwoServers { a, b in
             let alice = try await a.token("alice")
-            let push = try await a.push(PushRequest(clientID: "phone", mutations: [mutation(1, .insert, "n1", fields: ["title": .string("via A")])]), token: alice)
+            let push = try await a.push(
+                PushRequest(clientID: "phone", mutations: [mutation(1, .insert, "n1", fields: ["title": .string("via A")])]), token: alice)
             #expect(push.status == 200)
             let pull = try await b.pull(PullRequest(clientID: "laptop"), token: alice)
             #expect(pull.status == 200, "\(pull.text)")
@@ -62,11 +65,14 @@ struct MultiServerTests {
             #expect(page.changes.map(\.recordID) == ["n1"])
             #expect(page.changes.first?.fields["title"] == .string("via A"))
             // The cursor of one server is good on the other (same epoch and key).
-            _ = try await b.push(PushRequest(clientID: "laptop", mutations: [mutation(1, .update, "n1", at: 1_790_000_000_001, fields: ["title": .string("via B")])]), token: alice)
+            _ = try await b.push(
+                PushRequest(clientID: "laptop", mutations: [mutation(1, .update, "n1", at: 1_790_000_000_001, fields: ["title": .string("via B")])]),
+                token: alice)
             let next = try await a.pull(PullRequest(clientID: "phone", cursor: page.cursor), token: alice)
             #expect(try next.decode(PullResponse.self).changes.map(\.fields) == [["title": .string("via B")]])
             // A replay through the other server is acknowledged, not applied again.
-            let replay = try await b.push(PushRequest(clientID: "phone", mutations: [mutation(1, .insert, "n1", fields: ["title": .string("via A")])]), token: alice)
+            let replay = try await b.push(
+                PushRequest(clientID: "phone", mutations: [mutation(1, .insert, "n1", fields: ["title": .string("via A")])]), token: alice)
             #expect(try replay.decode(PushResponse.self).results.first?.status == .applied)
             #expect(try await a.footprint()["osd_changes"] == 2)
         }
@@ -83,7 +89,9 @@ struct MultiServerTests {
             let socket = Task { [logger] in
                 var headers = HTTPFields()
                 headers[.authorization] = "Bearer \(alice)"
-                try await WebSocketClient.connect(url: "ws://127.0.0.1:\(a.port)/v1/live", configuration: WebSocketClientConfiguration(additionalHeaders: headers), logger: logger) { inbound, _, _ in
+                try await WebSocketClient.connect(
+                    url: "ws://127.0.0.1:\(a.port)/v1/live", configuration: WebSocketClientConfiguration(additionalHeaders: headers), logger: logger
+                ) { inbound, _, _ in
                     for try await message in inbound.messages(maxSize: 1 << 20) {
                         if case .text(let text) = message, let decoded = try? JSONDecoder().decode(LiveMessage.self, from: Data(text.utf8)) {
                             continuation.yield(decoded)
@@ -93,25 +101,36 @@ struct MultiServerTests {
                 }
             }
             defer { socket.cancel() }
-            let hello = try await withTimeout(10) { var iterator = messages.makeAsyncIterator(); return await iterator.next() }
+            let hello = try await withTimeout(10) {
+                var iterator = messages.makeAsyncIterator()
+                return await iterator.next()
+            }
             #expect(hello?.type == .hello)
             // Bob's push in his own scope is not alice's business; hers through B is.
             _ = try await b.push(PushRequest(clientID: "bob-phone", mutations: [mutation(1, .insert, "b1", scope: .user("bob"))]), token: bob)
             let push = try await b.push(PushRequest(clientID: "alice-laptop", mutations: [mutation(1, .insert, "n1")]), token: alice)
             #expect(push.status == 200)
-            let changed = try await withTimeout(10) { var iterator = messages.makeAsyncIterator(); return await iterator.next() }
+            let changed = try await withTimeout(10) {
+                var iterator = messages.makeAsyncIterator()
+                return await iterator.next()
+            }
             #expect(changed?.type == .changed)
             #expect(changed?.scopes == [.user("alice")])
             #expect(changed?.version == 2)
             // Bob grants alice his team's scope through B: alice's socket on A hears of it.
             let grant = try await b.send(.POST, "/v1/scopes/team:t9/members", token: bob, body: Data(#"{"protocolVersion":1,"user":"alice"}"#.utf8))
             #expect(grant.status == 200, "\(grant.text)")
-            let granted = try await withTimeout(10) { var iterator = messages.makeAsyncIterator(); return await iterator.next() }
+            let granted = try await withTimeout(10) {
+                var iterator = messages.makeAsyncIterator()
+                return await iterator.next()
+            }
             #expect(granted?.type == .grantsChanged)
         }
     }
 
-    @Test("many clients push through two servers while a puller alternates between them: every change arrives exactly once, in order", arguments: Backend.postgresOnly)
+    @Test(
+        "many clients push through two servers while a puller alternates between them: every change arrives exactly once, in order",
+        arguments: Backend.postgresOnly)
     func concurrentPushersExactlyOnce(_ backend: Backend) async throws {
         try await withTwoServers { a, b in
             let servers = [a, b]
@@ -123,7 +142,9 @@ struct MultiServerTests {
             let done = ManualFlag()
             // A first sync before any push: the scope's (empty) snapshot, then only the log.
             var start = try await a.pull(PullRequest(clientID: "puller"), token: alice).decode(PullResponse.self)
-            while start.hasMore { start = try await a.pull(PullRequest(clientID: "puller", cursor: start.cursor), token: alice).decode(PullResponse.self) }
+            while start.hasMore {
+                start = try await a.pull(PullRequest(clientID: "puller", cursor: start.cursor), token: alice).decode(PullResponse.self)
+            }
             #expect(start.changes.isEmpty && start.consistent)
             let startCursor = start.cursor
             let puller = Task { () throws -> [PulledChange] in
@@ -136,7 +157,9 @@ struct MultiServerTests {
                     while more {
                         let answer = try await servers[index % 2].pull(PullRequest(clientID: "puller", cursor: cursor, limit: 7), token: alice)
                         index += 1
-                        guard answer.status == 200 else { throw SyncServiceError(500, .internalError, "pull answered \(answer.status) \(answer.text)") }
+                        guard answer.status == 200 else {
+                            throw SyncServiceError(500, .internalError, "pull answered \(answer.status) \(answer.text)")
+                        }
                         let page = try answer.decode(PullResponse.self)
                         received += page.changes
                         cursor = page.cursor
@@ -154,10 +177,15 @@ struct MultiServerTests {
                                 let id = MutationID(push * mutationsPerPush + index + 1)
                                 return mutation(id, .insert, "c\(client)-m\(id)", at: 1_790_000_000_000 + UInt64(id), fields: ["n": .int(id)])
                             }
-                            let answer = try await servers[(client + push) % 2].push(PushRequest(clientID: "client-\(client)", mutations: mutations), token: alice)
-                            guard answer.status == 200 else { throw SyncServiceError(500, .internalError, "push answered \(answer.status) \(answer.text)") }
+                            let answer = try await servers[(client + push) % 2].push(
+                                PushRequest(clientID: "client-\(client)", mutations: mutations), token: alice)
+                            guard answer.status == 200 else {
+                                throw SyncServiceError(500, .internalError, "push answered \(answer.status) \(answer.text)")
+                            }
                             let response = try answer.decode(PushResponse.self)
-                            guard response.results.allSatisfy({ $0.status == .applied }) else { throw SyncServiceError(500, .internalError, "not applied: \(response.results)") }
+                            guard response.results.allSatisfy({ $0.status == .applied }) else {
+                                throw SyncServiceError(500, .internalError, "not applied: \(response.results)")
+                            }
                         }
                     }
                 }
@@ -195,7 +223,9 @@ struct MultiServerTests {
         return candidate
     }
 
-    @Test("two osd-server processes on one database: killing one loses nothing it acknowledged, and the other keeps serving", arguments: Backend.postgresOnly)
+    @Test(
+        "two osd-server processes on one database: killing one loses nothing it acknowledged, and the other keeps serving",
+        arguments: Backend.postgresOnly)
     func killOneServer(_ backend: Backend) async throws {
         let configuration = try PostgresTestDatabase.freshConfiguration()
         guard let url = PostgresTestDatabase.url else { throw PostgresTestDatabase.Unavailable() }
@@ -207,19 +237,25 @@ struct MultiServerTests {
             _ = FileManager.default.createFile(atPath: output, contents: nil)
             let process = Process()
             process.executableURL = binary
-            process.arguments = ["--port", "0", "--postgres", url, "--postgres-schema", configuration.schema, "--postgres-pool-size", "4", "--jwt-secret", secret, "--log-level", "warning"]
+            process.arguments = [
+                "--port", "0", "--postgres", url, "--postgres-schema", configuration.schema, "--postgres-pool-size", "4", "--jwt-secret", secret,
+                "--log-level", "warning",
+            ]
             process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
             try process.run()
             for _ in 0..<300 {
                 try await Task.sleep(for: .milliseconds(100))
                 let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
-                if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("osd-server listening on http://127.0.0.1:") }), let port = Int(line.split(separator: ":").last ?? "") {
+                if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("osd-server listening on http://127.0.0.1:") }),
+                    let port = Int(line.split(separator: ":").last ?? "")
+                {
                     return (process, port)
                 }
                 if !process.isRunning { break }
             }
             process.terminate()
-            throw SyncServiceError(500, .internalError, "osd-server \(name) did not start: \((try? String(contentsOfFile: output, encoding: .utf8)) ?? "")")
+            throw SyncServiceError(
+                500, .internalError, "osd-server \(name) did not start: \((try? String(contentsOfFile: output, encoding: .utf8)) ?? "")")
         }
         let (first, firstPort) = try await start("a")
         defer { if first.isRunning { first.terminate() } }
@@ -237,7 +273,10 @@ struct MultiServerTests {
         }
         for id in 1...400 {
             let record = "n\(id)"
-            guard let answer = try? await a.push(PushRequest(clientID: "phone", mutations: [mutation(MutationID(id), .insert, record, at: 1_790_000_000_000 + UInt64(id))]), token: token),
+            guard
+                let answer = try? await a.push(
+                    PushRequest(clientID: "phone", mutations: [mutation(MutationID(id), .insert, record, at: 1_790_000_000_000 + UInt64(id))]),
+                    token: token),
                 answer.status == 200
             else { break }
             acknowledged.append(record)
@@ -255,10 +294,13 @@ struct MultiServerTests {
             cursor = page.cursor
             if !page.hasMore { break }
         }
-        #expect(Set(acknowledged).isSubset(of: Set(received)), "acknowledged through A but missing on B: \(Set(acknowledged).subtracting(received).sorted())")
+        #expect(
+            Set(acknowledged).isSubset(of: Set(received)),
+            "acknowledged through A but missing on B: \(Set(acknowledged).subtracting(received).sorted())")
         let status = try await b.pull(PullRequest(clientID: "phone"), token: token).decode(PullResponse.self)
         let next = status.lastMutationID + 1
-        let push = try await b.push(PushRequest(clientID: "phone", mutations: [mutation(next, .insert, "after", at: 1_790_000_009_000)]), token: token)
+        let push = try await b.push(
+            PushRequest(clientID: "phone", mutations: [mutation(next, .insert, "after", at: 1_790_000_009_000)]), token: token)
         #expect(push.status == 200)
         #expect(try push.decode(PushResponse.self).results.first?.status == .applied)
         second.terminate()

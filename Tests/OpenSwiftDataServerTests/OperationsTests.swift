@@ -6,9 +6,9 @@ import Logging
 import OpenSwiftDataServer
 import OpenSwiftDataServerSQLite
 import OpenSwiftDataSyncProtocol
+import OpenSwiftDataTestSupport
 import ServiceLifecycle
 import Testing
-import OpenSwiftDataTestSupport
 
 /// The claims an identity provider's token carries (as the server reads them).
 private struct ProviderClaims: JWTPayload {
@@ -33,7 +33,8 @@ private struct IdentityProvider {
 
     func token(_ user: String, expires: Date = Date(timeIntervalSinceNow: 3600)) async throws -> String {
         let keys = await JWTKeyCollection().add(ecdsa: key, kid: JWKIdentifier(string: kid))
-        return try await keys.sign(ProviderClaims(sub: SubjectClaim(value: user), exp: ExpirationClaim(value: expires)), kid: JWKIdentifier(string: kid))
+        return try await keys.sign(
+            ProviderClaims(sub: SubjectClaim(value: user), exp: ExpirationClaim(value: expires)), kid: JWKIdentifier(string: kid))
     }
 }
 
@@ -69,7 +70,9 @@ private struct RecordingHandler: LogHandler {
     }
 
     func log(event: LogEvent) {
-        recorder.append(LogRecorder.Entry(level: event.level, message: event.message.description, metadata: metadata.merging(event.metadata ?? [:]) { _, new in new }))
+        recorder.append(
+            LogRecorder.Entry(
+                level: event.level, message: event.message.description, metadata: metadata.merging(event.metadata ?? [:]) { _, new in new }))
     }
 }
 
@@ -124,7 +127,9 @@ private final class GatedStorage: SyncStorageBackend {
 @Suite("Operations on loopback: JWKS auth, request logs, graceful shutdown", .serialized)
 struct OperationsTests {
     private func note(_ id: MutationID, _ recordID: RecordID, user: String = "alice") -> PushRequest {
-        PushRequest(clientID: ClientID("\(user)-phone"), mutations: [mutation(id, .insert, recordID, scope: .user(user), fields: ["title": .string(recordID)])])
+        PushRequest(
+            clientID: ClientID("\(user)-phone"),
+            mutations: [mutation(id, .insert, recordID, scope: .user(user), fields: ["title": .string(recordID)])])
     }
 
     @Test("a JWKS document: the provider's ES256 tokens are accepted; other keys, HS256 tokens and expired ones are 401")
@@ -162,7 +167,9 @@ struct OperationsTests {
         var logger = Logger(label: "jwks-provider")
         logger.logLevel = .warning
         let (ports, continuation) = AsyncStream<Int>.makeStream()
-        let app = Application(router: router, configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)), onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) }, logger: logger)
+        let app = Application(
+            router: router, configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) }, logger: logger)
         let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: logger)
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
@@ -238,13 +245,16 @@ struct OperationsTests {
         #expect(stored == 1)
     }
 
-    @Test("graceful shutdown is bounded: a live client that never answers the close frame gets 1001 and does not hold the server, and a push in flight is answered", .timeLimit(.minutes(1)))
+    @Test(
+        "graceful shutdown is bounded: a live client that never answers the close frame gets 1001 and does not hold the server, and a push in flight is answered",
+        .timeLimit(.minutes(1)))
     func boundedShutdown() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.path("bounded.sqlite")
         let gate = Gate()
         let storage = GatedStorage(base: try SQLiteSyncStorage(path: path), gate: gate)
-        let configuration = SyncServerConfiguration(hostname: "127.0.0.1", port: 0, auth: AuthConfiguration(hmacSecret: LiveServer.secret), shutdownGracePeriod: 2)
+        let configuration = SyncServerConfiguration(
+            hostname: "127.0.0.1", port: 0, auth: AuthConfiguration(hmacSecret: LiveServer.secret), shutdownGracePeriod: 2)
         let server = try await SyncServer(configuration: configuration, storage: storage)
         var logger = Logger(label: "osd-server-test")
         logger.logLevel = .error

@@ -24,7 +24,8 @@ struct ProtocolDocumentTests {
 
     /// The ```http blocks of the document, paired request → answer.
     static func examples() throws -> [Example] {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("docs/protocol.md")
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("docs/protocol.md")
         let lines = try String(contentsOf: url, encoding: .utf8).components(separatedBy: "\n")
         var blocks: [(line: Int, text: [String])] = []
         var index = 0
@@ -51,7 +52,10 @@ struct ProtocolDocumentTests {
             let body = block.text.dropFirst(separator + 1).joined(separator: "\n")
             if first.hasPrefix("HTTP/1.1 ") {
                 let request = try #require(pending, "an answer without a request at line \(block.line)")
-                examples.append(Example(method: request.method, path: request.path, user: request.user, body: request.body, status: Int(first.dropFirst(9)) ?? 0, answer: body, line: request.line))
+                examples.append(
+                    Example(
+                        method: request.method, path: request.path, user: request.user, body: request.body, status: Int(first.dropFirst(9)) ?? 0,
+                        answer: body, line: request.line))
                 pending = nil
             } else {
                 let parts = first.split(separator: " ")
@@ -88,7 +92,10 @@ struct ProtocolDocumentTests {
         }
         switch expected {
         case let object as [String: Any]:
-            guard let actualObject = actual as? [String: Any] else { mismatches.append("\(path): not an object"); return }
+            guard let actualObject = actual as? [String: Any] else {
+                mismatches.append("\(path): not an object")
+                return
+            }
             for (key, value) in object { matches(value, actualObject[key], path: path + "." + key, mismatches: &mismatches) }
         case let array as [Any]:
             guard let actualArray = actual as? [Any], actualArray.count == array.count else {
@@ -156,7 +163,9 @@ final class LiveChannel: Sendable {
         var headers = HTTPFields()
         headers[.authorization] = "Bearer \(token)"
         task = Task { [logger, headers] in
-            try await WebSocketClient.connect(url: "ws://127.0.0.1:\(port)/v1/live", configuration: WebSocketClientConfiguration(additionalHeaders: headers), logger: logger) { inbound, _, _ in
+            try await WebSocketClient.connect(
+                url: "ws://127.0.0.1:\(port)/v1/live", configuration: WebSocketClientConfiguration(additionalHeaders: headers), logger: logger
+            ) { inbound, _, _ in
                 for try await message in inbound.messages(maxSize: 1 << 20) {
                     if case .text(let text) = message { continuation.yield(text) }
                 }

@@ -7,13 +7,16 @@ import Testing
 struct PushAnswerRetentionTests {
     /// A batch of alice's: 1 applied, 2 refused (bob's private scope is not granted to her).
     private func batch() -> PushRequest {
-        PushRequest(clientID: "c1", mutations: [
-            mutation(1, .insert, "n1", fields: ["title": .string("a")]),
-            mutation(2, .insert, "n2", scope: .user("bob"), at: 1_790_000_000_001, fields: ["title": .string("b")]),
-        ])
+        PushRequest(
+            clientID: "c1",
+            mutations: [
+                mutation(1, .insert, "n1", fields: ["title": .string("a")]),
+                mutation(2, .insert, "n2", scope: .user("bob"), at: 1_790_000_000_001, fields: ["title": .string("b")]),
+            ])
     }
 
-    @Test("a rejected answer survives compaction past its age: the resent batch gets the same rejection, not a claimed success", arguments: Backend.all)
+    @Test(
+        "a rejected answer survives compaction past its age: the resent batch gets the same rejection, not a claimed success", arguments: Backend.all)
     func rejectionSurvivesCompaction(_ backend: Backend) async throws {
         let h = try await CoreHarness(backend, configuration: SyncServiceConfiguration(retention: 3600))
         let first = try await h.service.push(user: "alice", request: batch())
@@ -42,7 +45,8 @@ struct PushAnswerRetentionTests {
         // Resent from 2 (1's answer recorded): 1's answer goes.
         _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "c1", mutations: Array(batch().mutations.dropFirst())))
         #expect(try await h.count("osd_results") == 2)
-        _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "c1", mutations: [mutation(3, .insert, "n3", at: 1_790_000_000_002)]))
+        _ = try await h.service.push(
+            user: "alice", request: PushRequest(clientID: "c1", mutations: [mutation(3, .insert, "n3", at: 1_790_000_000_002)]))
         // c1 keeps only 3's answer; c2's is untouched.
         #expect(try await h.count("osd_results") == 2)
         let c2Again = try await h.service.push(user: "alice", request: PushRequest(clientID: "c2", mutations: [mutation(1, .insert, "other")]))
@@ -53,7 +57,8 @@ struct PushAnswerRetentionTests {
     func droppedAnswerIsAFork(_ backend: Backend) async throws {
         let h = try await CoreHarness(backend)
         _ = try await h.service.push(user: "alice", request: batch())
-        _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "c1", mutations: [mutation(3, .insert, "n3", at: 1_790_000_000_002)]))
+        _ = try await h.service.push(
+            user: "alice", request: PushRequest(clientID: "c1", mutations: [mutation(3, .insert, "n3", at: 1_790_000_000_002)]))
         let before = try await h.footprint()
         // A copy of the client from before it acknowledged 1 and 2 (a restored device).
         let error = await expectError(.clientForked) {

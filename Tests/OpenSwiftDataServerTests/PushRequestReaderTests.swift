@@ -1,8 +1,9 @@
 import Foundation
 import Hummingbird
-@testable import OpenSwiftDataServer
 import OpenSwiftDataSyncProtocol
 import Testing
+
+@testable import OpenSwiftDataServer
 
 /// The hand-written reading of push requests gives what `JSONDecoder` gives, and leaves every
 /// other input (a schema, an unknown key, a number JSON does not allow) to `JSONDecoder`.
@@ -29,9 +30,14 @@ import Testing
         var fast = 0
         for _ in 0..<300 {
             let mutations = (0..<(generator.next() % 4)).map { index in
-                Mutation(id: Int64(index + 1), stamp: generator.stamp(), changes: (0..<(generator.next() % 3)).map { _ in
-                    RecordChange(op: generator.pick(RecordOperation.allCases), entity: generator.text(), recordID: generator.text(), scope: ScopeID(rawValue: generator.text()), baseVersion: generator.pick([nil, 0, 41]), fields: generator.fields(), links: generator.links())
-                })
+                Mutation(
+                    id: Int64(index + 1), stamp: generator.stamp(),
+                    changes: (0..<(generator.next() % 3)).map { _ in
+                        RecordChange(
+                            op: generator.pick(RecordOperation.allCases), entity: generator.text(), recordID: generator.text(),
+                            scope: ScopeID(rawValue: generator.text()), baseVersion: generator.pick([nil, 0, 41]), fields: generator.fields(),
+                            links: generator.links())
+                    })
             }
             let cursor = generator.next() % 2 == 0 ? nil : generator.text()
             let request = PushRequest(clientID: generator.text(), mutations: mutations, cursor: cursor)
@@ -51,11 +57,14 @@ import Testing
     @Test func otherInputGetsTheDecodersAnswer() throws {
         let change = #"{"op":"insert","entity":"Note","recordID":"n1","scope":"user:alice","fields":{"n":{"t":"int","v":NUMBER}}}"#
         func body(_ number: String, extra: String = "", version: String = "1") -> String {
-            #"{"protocolVersion":"# + version + #","clientID":"c1""# + extra + #","mutations":[{"id":1,"stamp":"5","changes":["# + change.replacingOccurrences(of: "NUMBER", with: number) + "]}]}"
+            #"{"protocolVersion":"# + version + #","clientID":"c1""# + extra + #","mutations":[{"id":1,"stamp":"5","changes":["#
+                + change.replacingOccurrences(of: "NUMBER", with: number) + "]}]}"
         }
         let bodies = [
-            body("01"), body("-01"), body(".5"), body("1."), body("+1"), body("1e2"), body("1.0"), body("-0"), body("99999999999999999999"), body("7"),
-            body("7", extra: #","schema":null"#), body("7", extra: #","unknown":1"#), body("7", extra: #","clientID":"c2""#), body("7", version: "99"),
+            body("01"), body("-01"), body(".5"), body("1."), body("+1"), body("1e2"), body("1.0"), body("-0"), body("99999999999999999999"),
+            body("7"),
+            body("7", extra: #","schema":null"#), body("7", extra: #","unknown":1"#), body("7", extra: #","clientID":"c2""#),
+            body("7", version: "99"),
             body("7").replacingOccurrences(of: #""op":"insert""#, with: #""op":"upsert""#),
             body("7").replacingOccurrences(of: #""stamp":"5""#, with: #""stamp":"+5""#),
             body("7").replacingOccurrences(of: "user:alice", with: #"user:\u00e9\ud83c\udf89"#),
@@ -67,7 +76,9 @@ import Testing
         for text in bodies {
             let data = Data(text.utf8)
             // What the decoder reads, of a supported version (JSONBody refuses the others first).
-            let expected = (try? JSONDecoder().decode(PushRequest.self, from: data)).flatMap { ProtocolVersion.supported.contains($0.protocolVersion) ? $0 : nil }
+            let expected = (try? JSONDecoder().decode(PushRequest.self, from: data)).flatMap {
+                ProtocolVersion.supported.contains($0.protocolVersion) ? $0 : nil
+            }
             let actual = try? JSONBody.decode(PushRequest.self, from: ByteBuffer(bytes: data))
             #expect(actual == expected, "\(text)")
             let read = data.withUnsafeBytes { bytes in

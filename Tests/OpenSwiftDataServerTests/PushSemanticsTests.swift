@@ -8,10 +8,12 @@ struct PushSemanticsTests {
     @Test("a replayed batch gets the same answers and is not applied again", arguments: Backend.all)
     func replay(_ backend: Backend) async throws {
         let h = try await CoreHarness(backend)
-        let batch = PushRequest(clientID: "c1", mutations: [
-            mutation(1, .insert, "n1", fields: ["title": .string("a")]),
-            mutation(2, .update, "n1", at: 1_790_000_000_001, fields: ["title": .string("b")]),
-        ])
+        let batch = PushRequest(
+            clientID: "c1",
+            mutations: [
+                mutation(1, .insert, "n1", fields: ["title": .string("a")]),
+                mutation(2, .update, "n1", at: 1_790_000_000_001, fields: ["title": .string("b")]),
+            ])
         let first = try await h.service.push(user: "alice", request: batch)
         #expect(first.lastMutationID == 2 && first.results.map(\.status) == [.applied, .applied])
         let before = try await h.footprint()
@@ -19,14 +21,17 @@ struct PushSemanticsTests {
         #expect(again.results == first.results && again.lastMutationID == 2)
         #expect(try await h.footprint() == before)
         // A resend that overlaps: 1–2 acknowledged, 3 applied.
-        let overlap = PushRequest(clientID: "c1", mutations: batch.mutations + [mutation(3, .update, "n1", at: 1_790_000_000_002, fields: ["title": .string("c")])])
+        let overlap = PushRequest(
+            clientID: "c1", mutations: batch.mutations + [mutation(3, .update, "n1", at: 1_790_000_000_002, fields: ["title": .string("c")])])
         let third = try await h.service.push(user: "alice", request: overlap)
         #expect(third.lastMutationID == 3 && third.results.count == 3)
         #expect(try await h.count("osd_changes") == before["osd_changes"]! + 1)
         #expect(try await h.state("alice")["Note/n1"]?["title"] == .string("c"))
     }
 
-    @Test("a push made against another epoch (sent before a restore, delivered after it) is refused with staleEpoch and nothing is stored; with a cursor of this epoch it is processed (simulator seeds 153, 603, 1955)", arguments: Backend.all)
+    @Test(
+        "a push made against another epoch (sent before a restore, delivered after it) is refused with staleEpoch and nothing is stored; with a cursor of this epoch it is processed (simulator seeds 153, 603, 1955)",
+        arguments: Backend.all)
     func pushFromAnotherEpoch(_ backend: Backend) async throws {
         let h = try await CoreHarness(backend)
         _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "c1", mutations: [mutation(1, .insert, "n1")]))
@@ -69,7 +74,8 @@ struct PushSemanticsTests {
     @Test("an id already processed with other content is a fork", arguments: Backend.all)
     func fork(_ backend: Backend) async throws {
         let h = try await CoreHarness(backend)
-        _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "c1", mutations: [mutation(1, .insert, "n1"), mutation(2, .insert, "n2")]))
+        _ = try await h.service.push(
+            user: "alice", request: PushRequest(clientID: "c1", mutations: [mutation(1, .insert, "n1"), mutation(2, .insert, "n2")]))
         let before = try await h.footprint()
         for id: MutationID in [1, 2] {
             let error = await expectError(.clientForked) {
@@ -86,7 +92,8 @@ struct PushSemanticsTests {
         _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "c1", mutations: [mutation(1, .insert, "n1")]))
         let before = try await h.footprint()
         await expectError(.clientIDOwnedByAnotherUser) {
-            _ = try await h.service.push(user: "bob", request: PushRequest(clientID: "c1", mutations: [mutation(2, .insert, "n2", scope: .user("bob"))]))
+            _ = try await h.service.push(
+                user: "bob", request: PushRequest(clientID: "c1", mutations: [mutation(2, .insert, "n2", scope: .user("bob"))]))
         }
         await expectError(.clientIDOwnedByAnotherUser) {
             _ = try await h.service.pull(user: "bob", request: PullRequest(clientID: "c1"))
@@ -97,14 +104,20 @@ struct PushSemanticsTests {
     @Test("a rejected mutation uses up its id; the ones behind it apply, in order", arguments: Backend.all)
     func rejectionKeepsQueueFlowing(_ backend: Backend) async throws {
         let h = try await CoreHarness(backend)
-        let response = try await h.service.push(user: "alice", request: PushRequest(clientID: "c1", mutations: [
-            mutation(1, .insert, "n1", fields: ["title": .string("a")]),
-            Mutation(id: 2, stamp: stamp(1_790_000_000_001), changes: [
-                RecordChange(op: .insert, entity: "Note", recordID: "n2", scope: .user("alice"), fields: ["title": .string("x")]),
-                RecordChange(op: .update, entity: "Note", recordID: "n1", scope: .user("alice"), fields: ["title": .int(5)]),
-            ]),
-            mutation(3, .update, "n1", at: 1_790_000_000_002, fields: ["title": .string("c")]),
-        ]))
+        let response = try await h.service.push(
+            user: "alice",
+            request: PushRequest(
+                clientID: "c1",
+                mutations: [
+                    mutation(1, .insert, "n1", fields: ["title": .string("a")]),
+                    Mutation(
+                        id: 2, stamp: stamp(1_790_000_000_001),
+                        changes: [
+                            RecordChange(op: .insert, entity: "Note", recordID: "n2", scope: .user("alice"), fields: ["title": .string("x")]),
+                            RecordChange(op: .update, entity: "Note", recordID: "n1", scope: .user("alice"), fields: ["title": .int(5)]),
+                        ]),
+                    mutation(3, .update, "n1", at: 1_790_000_000_002, fields: ["title": .string("c")]),
+                ]))
         #expect(response.lastMutationID == 3)
         #expect(response.results.map(\.status) == [.applied, .rejected, .applied])
         #expect(response.results[1].reason == .wrongValueType)
@@ -121,11 +134,15 @@ struct PushSemanticsTests {
     @Test("a client's mutations apply in order: an update before its insert is refused", arguments: Backend.all)
     func order(_ backend: Backend) async throws {
         let h = try await CoreHarness(backend)
-        let response = try await h.service.push(user: "alice", request: PushRequest(clientID: "c1", mutations: [
-            mutation(1, .update, "n1", fields: ["title": .string("early")]),
-            mutation(2, .insert, "n1", at: 1_790_000_000_001, fields: ["title": .string("a")]),
-            mutation(3, .update, "n1", at: 1_790_000_000_002, fields: ["title": .string("b")]),
-        ]))
+        let response = try await h.service.push(
+            user: "alice",
+            request: PushRequest(
+                clientID: "c1",
+                mutations: [
+                    mutation(1, .update, "n1", fields: ["title": .string("early")]),
+                    mutation(2, .insert, "n1", at: 1_790_000_000_001, fields: ["title": .string("a")]),
+                    mutation(3, .update, "n1", at: 1_790_000_000_002, fields: ["title": .string("b")]),
+                ]))
         #expect(response.results.map(\.reason) == [.recordNotFound, nil, nil])
         #expect(try await h.state("alice")["Note/n1"]?["title"] == .string("b"))
     }
@@ -135,16 +152,21 @@ struct PushSemanticsTests {
         let h = try await CoreHarness(backend, configuration: SyncServiceConfiguration(maxMutationsPerPush: 3))
         let before = try await h.footprint()
         await expectError(.malformedRequest) {
-            _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "c1", mutations: [mutation(1, .insert, "a"), mutation(3, .insert, "b")]))
+            _ = try await h.service.push(
+                user: "alice", request: PushRequest(clientID: "c1", mutations: [mutation(1, .insert, "a"), mutation(3, .insert, "b")]))
         }
         await expectError(.batchTooLarge) {
-            _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "c1", mutations: (1...4).map { mutation(MutationID($0), .insert, "r\($0)") }))
+            _ = try await h.service.push(
+                user: "alice", request: PushRequest(clientID: "c1", mutations: (1...4).map { mutation(MutationID($0), .insert, "r\($0)") }))
         }
         await expectError(.malformedRequest) {
-            _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "c1", mutations: [mutation(1, .insert, "a", scope: "no scope")]))
+            _ = try await h.service.push(
+                user: "alice", request: PushRequest(clientID: "c1", mutations: [mutation(1, .insert, "a", scope: "no scope")]))
         }
         await expectError(.unsupportedProtocolVersion) {
-            _ = try await h.service.push(user: "alice", request: PushRequest(protocolVersion: ProtocolVersion(rawValue: 99), clientID: "c1", mutations: [mutation(1, .insert, "a")]))
+            _ = try await h.service.push(
+                user: "alice",
+                request: PushRequest(protocolVersion: ProtocolVersion(rawValue: 99), clientID: "c1", mutations: [mutation(1, .insert, "a")]))
         }
         #expect(try await h.footprint() == before)
     }

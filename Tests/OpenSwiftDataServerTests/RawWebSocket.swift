@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -100,14 +101,17 @@ final class RawWebSocket: @unchecked Sendable {
                     self.buffered.removeFirst(min(length, self.buffered.count))
                     return (head, body)
                 }
-                guard self.fill() else { throw Failure(description: "the connection closed before an answer: \(String(decoding: self.buffered, as: UTF8.self))") }
+                guard self.fill() else {
+                    throw Failure(description: "the connection closed before an answer: \(String(decoding: self.buffered, as: UTF8.self))")
+                }
             }
         }
     }
 
     private func headEnd() -> Int? {
         guard buffered.count >= 4 else { return nil }
-        for index in 0...(buffered.count - 4) where buffered[index] == 13 && buffered[index + 1] == 10 && buffered[index + 2] == 13 && buffered[index + 3] == 10 {
+        for index in 0...(buffered.count - 4)
+        where buffered[index] == 13 && buffered[index + 1] == 10 && buffered[index + 2] == 13 && buffered[index + 3] == 10 {
             return index
         }
         return nil

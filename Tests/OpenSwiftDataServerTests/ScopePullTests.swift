@@ -2,8 +2,8 @@ import Foundation
 import OpenSwiftDataServer
 import OpenSwiftDataServerSQLite
 import OpenSwiftDataSyncProtocol
-import Testing
 import OpenSwiftDataTestSupport
+import Testing
 
 @Suite("Sync core: scopes, grants, pulls, cursors")
 struct ScopePullTests {
@@ -11,12 +11,19 @@ struct ScopePullTests {
     func grantsAndRevoke(_ backend: Backend) async throws {
         let h = try await CoreHarness(backend)
         let room: ScopeID = "conversation:c1"
-        _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(1, .insert, "m1", scope: room, entity: "Message", fields: ["text": .string("hi")])]))
+        _ = try await h.service.push(
+            user: "alice",
+            request: PushRequest(
+                clientID: "a", mutations: [mutation(1, .insert, "m1", scope: room, entity: "Message", fields: ["text": .string("hi")])]))
         #expect(try await h.service.members(user: "alice", scope: room) == ScopeMembersResponse(scope: room, owner: "alice", members: []))
         // Bob is not granted: his write is rejected and he sees nothing.
-        let denied = try await h.service.push(user: "bob", request: PushRequest(clientID: "b", mutations: [mutation(1, .insert, "m2", scope: room, entity: "Message")]))
+        let denied = try await h.service.push(
+            user: "bob", request: PushRequest(clientID: "b", mutations: [mutation(1, .insert, "m2", scope: room, entity: "Message")]))
         #expect(denied.results.first?.reason == .scopeNotGranted)
-        let denied2 = try await h.service.push(user: "bob", request: PushRequest(clientID: "b", mutations: [mutation(2, .update, "m1", scope: room, entity: "Message", fields: ["text": .string("pwned")])]))
+        let denied2 = try await h.service.push(
+            user: "bob",
+            request: PushRequest(
+                clientID: "b", mutations: [mutation(2, .update, "m1", scope: room, entity: "Message", fields: ["text": .string("pwned")])]))
         #expect(denied2.results.first?.reason == .scopeNotGranted)
         #expect(denied2.results.first?.serverRecords == [], "nothing of a scope not granted is revealed")
         let bobFirst = try await h.pullAll("bob", client: "b")
@@ -29,7 +36,10 @@ struct ScopePullTests {
         #expect(granted.changes.map(\.recordID) == ["m1"])
         #expect(granted.last.consistent)
         #expect(granted.last.cursorScopes == [room, ScopeID.user("bob")], "a consistent page says which scopes its cursor holds")
-        let write = try await h.service.push(user: "bob", request: PushRequest(clientID: "b", mutations: [mutation(3, .insert, "m2", scope: room, entity: "Message", fields: ["text": .string("yo")])]))
+        let write = try await h.service.push(
+            user: "bob",
+            request: PushRequest(
+                clientID: "b", mutations: [mutation(3, .insert, "m2", scope: room, entity: "Message", fields: ["text": .string("yo")])]))
         #expect(write.results.first?.status == .applied)
         #expect(try await h.service.scopes(user: "bob").scopes.contains(ScopeAccess(scope: room, role: .member)))
         // Revoked: the pull says so, and writes are rejected at once.
@@ -37,7 +47,10 @@ struct ScopePullTests {
         let revoked = try await h.pullAll("bob", client: "b", cursor: granted.last.cursor)
         #expect(revoked.pages.first?.revokedScopes == [room])
         #expect(revoked.last.cursorScopes == [ScopeID.user("bob")])
-        let after = try await h.service.push(user: "bob", request: PushRequest(clientID: "b", mutations: [mutation(4, .update, "m2", scope: room, entity: "Message", fields: ["text": .string("still?")])]))
+        let after = try await h.service.push(
+            user: "bob",
+            request: PushRequest(
+                clientID: "b", mutations: [mutation(4, .update, "m2", scope: room, entity: "Message", fields: ["text": .string("still?")])]))
         #expect(after.results.first?.reason == .scopeNotGranted)
         #expect(try await h.state("alice")["Message/m2"]?["text"] == .string("yo"))
     }
@@ -45,13 +58,19 @@ struct ScopePullTests {
     @Test("an insert whose record id exists in a scope the caller may not read is recordIDTaken, revealing nothing", arguments: Backend.all)
     func recordIDTaken(_ backend: Backend) async throws {
         let h = try await CoreHarness(backend)
-        _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(1, .insert, "u42", entity: "User", fields: ["name": .string("secret")])]))
-        let response = try await h.service.push(user: "bob", request: PushRequest(clientID: "b", mutations: [mutation(1, .insert, "u42", scope: .user("bob"), entity: "User", fields: ["name": .string("bob")])]))
+        _ = try await h.service.push(
+            user: "alice",
+            request: PushRequest(clientID: "a", mutations: [mutation(1, .insert, "u42", entity: "User", fields: ["name": .string("secret")])]))
+        let response = try await h.service.push(
+            user: "bob",
+            request: PushRequest(
+                clientID: "b", mutations: [mutation(1, .insert, "u42", scope: .user("bob"), entity: "User", fields: ["name": .string("bob")])]))
         #expect(response.results.first?.reason == .recordIDTaken)
         #expect(response.results.first?.serverRecords == [])
         #expect(response.results.first?.message?.contains("secret") == false)
         // Writing into another user's private scope is refused.
-        let other = try await h.service.push(user: "bob", request: PushRequest(clientID: "b", mutations: [mutation(2, .insert, "x", scope: .user("alice"))]))
+        let other = try await h.service.push(
+            user: "bob", request: PushRequest(clientID: "b", mutations: [mutation(2, .insert, "x", scope: .user("alice"))]))
         #expect(other.results.first?.reason == .scopeNotGranted)
     }
 
@@ -60,10 +79,14 @@ struct ScopePullTests {
         let h = try await CoreHarness(backend)
         let first = try await h.pullAll("alice", client: "a")
         let changes = (1...3).map { RecordChange(op: .insert, entity: "Note", recordID: "n\($0)", scope: .user("alice")) }
-        _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [
-            Mutation(id: 1, stamp: stamp(1_790_000_000_000), changes: changes),
-            mutation(2, .insert, "n4", at: 1_790_000_000_001),
-        ]))
+        _ = try await h.service.push(
+            user: "alice",
+            request: PushRequest(
+                clientID: "a",
+                mutations: [
+                    Mutation(id: 1, stamp: stamp(1_790_000_000_000), changes: changes),
+                    mutation(2, .insert, "n4", at: 1_790_000_000_001),
+                ]))
         let page = try await h.service.pull(user: "alice", request: PullRequest(clientID: "a", cursor: first.last.cursor, limit: 2))
         #expect(page.changes.map(\.recordID) == ["n1", "n2", "n3"])
         #expect(page.hasMore && page.consistent && page.lastMutationID == 2)
@@ -78,14 +101,23 @@ struct ScopePullTests {
     @Test("a first sync is a snapshot in keyset pages, inconsistent until complete, then the log resumes", arguments: Backend.all)
     func snapshot(_ backend: Backend) async throws {
         let h = try await CoreHarness(backend)
-        _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: (1...25).map { mutation(MutationID($0), .insert, String(format: "n%02d", $0), at: 1_790_000_000_000 + UInt64($0), fields: ["i": .int(Int64($0))]) }))
-        _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(26, .delete, "n05", at: 1_790_000_001_000)]))
+        _ = try await h.service.push(
+            user: "alice",
+            request: PushRequest(
+                clientID: "a",
+                mutations: (1...25).map {
+                    mutation(MutationID($0), .insert, String(format: "n%02d", $0), at: 1_790_000_000_000 + UInt64($0), fields: ["i": .int(Int64($0))])
+                }))
+        _ = try await h.service.push(
+            user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(26, .delete, "n05", at: 1_790_000_001_000)]))
         var page = try await h.service.pull(user: "alice", request: PullRequest(clientID: "d", limit: 10))
         #expect(page.changes.count == 10 && !page.consistent && page.hasMore)
         #expect(page.cursorScopes == nil, "an inconsistent page's cursor is not caught up on any scope it could name")
         #expect(page.progress == PullProgress(received: 10, total: 24))
         // A write between pages, behind the keyset position, reaches the client through the log.
-        _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(27, .update, "n01", at: 1_790_000_002_000, fields: ["i": .int(100)])]))
+        _ = try await h.service.push(
+            user: "alice",
+            request: PushRequest(clientID: "a", mutations: [mutation(27, .update, "n01", at: 1_790_000_002_000, fields: ["i": .int(100)])]))
         var all = page.changes
         while page.hasMore {
             page = try await h.service.pull(user: "alice", request: PullRequest(clientID: "d", cursor: page.cursor, limit: 10))
@@ -104,7 +136,9 @@ struct ScopePullTests {
         await expectError(.invalidCursor) { _ = try await h.service.pull(user: "alice", request: PullRequest(clientID: "a", cursor: "garbage")) }
         var bytes = Array(good.utf8)
         bytes[3] = bytes[3] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
-        await expectError(.invalidCursor) { _ = try await h.service.pull(user: "alice", request: PullRequest(clientID: "a", cursor: String(decoding: bytes, as: UTF8.self))) }
+        await expectError(.invalidCursor) {
+            _ = try await h.service.pull(user: "alice", request: PullRequest(clientID: "a", cursor: String(decoding: bytes, as: UTF8.self)))
+        }
         // Another server (another epoch and key) refuses it as forged; the same database
         // reopened with the same key but a new epoch resets.
         let other = try await CoreHarness(backend)
@@ -162,7 +196,9 @@ struct ScopePullTests {
         try await storage.close()
     }
 
-    @Test("a push held past a restore from a plain copy (same epoch) is refused, past the head and once the log is written again at its cursor (seed 2458)")
+    @Test(
+        "a push held past a restore from a plain copy (same epoch) is refused, past the head and once the log is written again at its cursor (seed 2458)"
+    )
     func pushHeldPastPlainCopyRestore() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.path("live.sqlite")
@@ -311,9 +347,12 @@ struct ScopePullTests {
     @Test("past the retention window, tombstones and the log are compacted and old cursors reset", arguments: Backend.all)
     func compaction(_ backend: Backend) async throws {
         let h = try await CoreHarness(backend, configuration: SyncServiceConfiguration(retention: 3600))
-        _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(1, .insert, "n1"), mutation(2, .insert, "n2", at: 1_790_000_000_001)]))
+        _ = try await h.service.push(
+            user: "alice",
+            request: PushRequest(clientID: "a", mutations: [mutation(1, .insert, "n1"), mutation(2, .insert, "n2", at: 1_790_000_000_001)]))
         let old = try await h.pullAll("alice", client: "a").last.cursor
-        _ = try await h.service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(3, .delete, "n1", at: 1_790_000_000_002)]))
+        _ = try await h.service.push(
+            user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(3, .delete, "n1", at: 1_790_000_000_002)]))
         h.clock.advance(7200)
         let result = try await h.service.compact()
         // The change at the horizon (the delete, 3) stays to check cursors at the horizon.

@@ -4,8 +4,8 @@ import OpenSwiftDataServer
 import OpenSwiftDataServerPostgres
 import OpenSwiftDataServerSQLite
 import OpenSwiftDataSyncProtocol
-import Testing
 import OpenSwiftDataTestSupport
+import Testing
 
 /// A PostgreSQL cluster of one test's own (stopping the shared one of
 /// `scripts/with-postgres.sh` would fail the tests running beside it), made with the same
@@ -46,10 +46,11 @@ final class PrivatePostgresCluster: Sendable {
     var url: String { "postgres://\(owner)@localhost/postgres?host=\(directory)" }
 
     func start() throws {
-        try Self.run(asOwner + [
-            "\(bin)/pg_ctl", "-D", "\(directory)/data", "-l", "\(directory)/server.log", "-w", "-t", "60",
-            "-o", "-c listen_addresses='' -c unix_socket_directories='\(directory)' -c fsync=off -c synchronous_commit=off", "start",
-        ])
+        try Self.run(
+            asOwner + [
+                "\(bin)/pg_ctl", "-D", "\(directory)/data", "-l", "\(directory)/server.log", "-w", "-t", "60",
+                "-o", "-c listen_addresses='' -c unix_socket_directories='\(directory)' -c fsync=off -c synchronous_commit=off", "start",
+            ])
     }
 
     /// Stops the server (fast: open sessions are ended).
@@ -69,7 +70,7 @@ final class PrivatePostgresCluster: Sendable {
         process.executableURL = URL(fileURLWithPath: arguments[0])
         process.arguments = Array(arguments.dropFirst())
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("osd-pg-outage-\(UUID().uuidString).log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: log) }
         let output = try FileHandle(forWritingTo: log)
         process.standardOutput = output
@@ -200,7 +201,9 @@ struct StorageOutageTests {
         }
     }
 
-    @Test("SQLite that cannot write (another connection holds the write lock): pushes are 503 unavailable with Retry-After, pulls still answer, /ready is 503; writable again: both recover")
+    @Test(
+        "SQLite that cannot write (another connection holds the write lock): pushes are 503 unavailable with Retry-After, pulls still answer, /ready is 503; writable again: both recover"
+    )
     func sqliteCannotWrite() async throws {
         try await LiveServer.run(storage: { path in try SQLiteSyncStorage(path: path, busyTimeout: 1) }) { server in
             let alice = try await server.token("alice")

@@ -1,7 +1,8 @@
 import Foundation
-@testable import OpenSwiftDataServer
 import OpenSwiftDataSyncProtocol
 import Testing
+
+@testable import OpenSwiftDataServer
 
 /// The SQLite storage's hand-written reading and writing of its JSON columns agree with
 /// `JSONEncoder`/`JSONDecoder` (the form stores written before them hold).
@@ -18,20 +19,23 @@ import Testing
     static func fields() -> [SyncName: StoredField] {
         var fields: [SyncName: StoredField] = [:]
         for (index, value) in values.enumerated() {
-            fields["field\(index) \"é\"\n"] = StoredField(value: value, kind: value.kind ?? (index % 2 == 0 ? .string : nil), stamp: HLCTimestamp(rawValue: UInt64(index) * 0x1234_5678_9ABC), client: "client-\(index) ✓")
+            fields["field\(index) \"é\"\n"] = StoredField(
+                value: value, kind: value.kind ?? (index % 2 == 0 ? .string : nil), stamp: HLCTimestamp(rawValue: UInt64(index) * 0x1234_5678_9ABC),
+                client: "client-\(index) ✓")
         }
         return fields
     }
 
     /// Equality that counts NaN equal to NaN.
     static func same(_ a: [SyncName: StoredField], _ b: [SyncName: StoredField]) -> Bool {
-        a.count == b.count && a.allSatisfy { name, field in
-            guard let other = b[name] else { return false }
-            if case .double(let x) = field.value, case .double(let y) = other.value, x.isNaN, y.isNaN {
-                return field.kind == other.kind && field.stamp == other.stamp && field.client == other.client
+        a.count == b.count
+            && a.allSatisfy { name, field in
+                guard let other = b[name] else { return false }
+                if case .double(let x) = field.value, case .double(let y) = other.value, x.isNaN, y.isNaN {
+                    return field.kind == other.kind && field.stamp == other.stamp && field.client == other.client
+                }
+                return field == other
             }
-            return field == other
-        }
     }
 
     @Test func fieldsWrittenByJSONEncoderReadTheSame() throws {
@@ -55,7 +59,11 @@ import Testing
         #expect(Self.same(try JSONDecoder().decode([SyncName: StoredField].self, from: writer.data), fields))
         #expect(Self.same(try StoredJSON.fields(writer.data), fields))
         // The same bytes as JSONEncoder for values whose text both write alike.
-        let simple: [SyncName: StoredField] = ["title": StoredField(value: .string("Note 1 / \"x\""), kind: .string, stamp: HLCTimestamp(rawValue: 99), client: "c"), "count": StoredField(value: .int(7), kind: .int, stamp: HLCTimestamp(rawValue: 1), client: "c"), "gone": StoredField(value: .null, kind: nil, stamp: HLCTimestamp(rawValue: 2), client: "d")]
+        let simple: [SyncName: StoredField] = [
+            "title": StoredField(value: .string("Note 1 / \"x\""), kind: .string, stamp: HLCTimestamp(rawValue: 99), client: "c"),
+            "count": StoredField(value: .int(7), kind: .int, stamp: HLCTimestamp(rawValue: 1), client: "c"),
+            "gone": StoredField(value: .null, kind: nil, stamp: HLCTimestamp(rawValue: 2), client: "d"),
+        ]
         var simpleWriter = SyncJSONWriter()
         try simpleWriter.storedFields(simple)
         #expect(String(decoding: simpleWriter.bytes, as: UTF8.self) == String(decoding: try JSONEncoder.syncProtocol().encode(simple), as: UTF8.self))
@@ -72,7 +80,10 @@ import Testing
             #expect(payload.fields.count == values.count)
             for (name, value) in values {
                 if case .double(let x) = value, x.isNaN {
-                    guard case .double(let y) = payload.fields[name], y.isNaN else { Issue.record("\(name) is not NaN"); continue }
+                    guard case .double(let y) = payload.fields[name], y.isNaN else {
+                        Issue.record("\(name) is not NaN")
+                        continue
+                    }
                 } else {
                     #expect(payload.fields[name] == value, "\(name)")
                 }
@@ -88,7 +99,10 @@ import Testing
     }
 
     @Test func malformedStoredDataIsATypedError() throws {
-        for text in ["", "{", "[]", #"{"a":{"v":null}}"#, #"{"a":{"c":"x","s":"-1","v":null}}"#, #"{"a":{"c":"x","s":"1","v":{"t":"int","v":1.5}}}"#, #"{"a":{"c":"x","s":"1","v":{"t":"nope","v":1}}}"#] {
+        for text in [
+            "", "{", "[]", #"{"a":{"v":null}}"#, #"{"a":{"c":"x","s":"-1","v":null}}"#, #"{"a":{"c":"x","s":"1","v":{"t":"int","v":1.5}}}"#,
+            #"{"a":{"c":"x","s":"1","v":{"t":"nope","v":1}}}"#,
+        ] {
             #expect(throws: StoredDataError.self, "\(text)") { try StoredJSON.fields(Data(text.utf8)) }
         }
         #expect(throws: StoredDataError.self) { try StoredJSON.payload(Data(#"{"f":{}}"#.utf8)) }

@@ -1,8 +1,8 @@
 import Foundation
 import OpenSwiftDataServer
 import OpenSwiftDataSyncProtocol
-import Testing
 import OpenSwiftDataTestSupport
+import Testing
 
 /// A core over a real storage: a SQLite file in a temporary directory, or a fresh schema on
 /// the test PostgreSQL server.
@@ -15,7 +15,10 @@ struct CoreHarness {
 
     var storage: any SyncStorageBackend { testStorage.storage }
 
-    init(_ backend: Backend, configuration: SyncServiceConfiguration = SyncServiceConfiguration(), directory: TemporaryDirectory? = nil, name: String = "sync.sqlite") async throws {
+    init(
+        _ backend: Backend, configuration: SyncServiceConfiguration = SyncServiceConfiguration(), directory: TemporaryDirectory? = nil,
+        name: String = "sync.sqlite"
+    ) async throws {
         self.backend = backend
         self.directory = try directory ?? TemporaryDirectory()
         clock = ManualClock()
@@ -39,7 +42,9 @@ struct CoreHarness {
     }
 
     /// Pulls until there is nothing more; returns every change and the last response.
-    func pullAll(_ user: String, client: ClientID, cursor: String? = nil, limit: Int? = nil) async throws -> (changes: [PulledChange], last: PullResponse, pages: [PullResponse]) {
+    func pullAll(
+        _ user: String, client: ClientID, cursor: String? = nil, limit: Int? = nil
+    ) async throws -> (changes: [PulledChange], last: PullResponse, pages: [PullResponse]) {
         var cursor = cursor
         var changes: [PulledChange] = []
         var pages: [PullResponse] = []
@@ -73,13 +78,19 @@ func stamp(_ milliseconds: UInt64, _ counter: UInt16 = 0) -> HLCTimestamp { HLCT
 
 /// A mutation with one change, stamped in 2027 (before the test clock's now, so the server
 /// keeps the stamp).
-func mutation(_ id: MutationID, _ op: RecordOperation, _ recordID: RecordID, scope: ScopeID = .user("alice"), entity: SyncName = "Note", base: ServerVersion? = nil, at milliseconds: UInt64 = 1_790_000_000_000, fields: [SyncName: SyncValue] = [:], links: [SyncName: LinkChange] = [:]) -> Mutation {
-    Mutation(id: id, stamp: stamp(milliseconds), changes: [RecordChange(op: op, entity: entity, recordID: recordID, scope: scope, baseVersion: base, fields: fields, links: links)])
+func mutation(
+    _ id: MutationID, _ op: RecordOperation, _ recordID: RecordID, scope: ScopeID = .user("alice"), entity: SyncName = "Note",
+    base: ServerVersion? = nil, at milliseconds: UInt64 = 1_790_000_000_000, fields: [SyncName: SyncValue] = [:], links: [SyncName: LinkChange] = [:]
+) -> Mutation {
+    Mutation(
+        id: id, stamp: stamp(milliseconds),
+        changes: [RecordChange(op: op, entity: entity, recordID: recordID, scope: scope, baseVersion: base, fields: fields, links: links)])
 }
 
 /// Expects a request error with a code (and returns it).
 @discardableResult
-func expectError(_ code: SyncErrorCode, _ body: () async throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) async -> SyncServiceError? {
+func expectError(_ code: SyncErrorCode, _ body: () async throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) async -> SyncServiceError?
+{
     do {
         try await body()
         Issue.record("expected \(code), got success", sourceLocation: sourceLocation)

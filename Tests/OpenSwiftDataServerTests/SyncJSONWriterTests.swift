@@ -1,7 +1,8 @@
 import Foundation
-@testable import OpenSwiftDataServer
 import OpenSwiftDataSyncProtocol
 import Testing
+
+@testable import OpenSwiftDataServer
 
 /// The hand-written JSON writer gives the same bytes as `JSONEncoder.syncProtocol()` for every
 /// message it writes (mutation hashes depend on it).
@@ -28,11 +29,17 @@ import Testing
         mutating func pick<T>(_ values: [T]) -> T { values[Int(next() % UInt64(values.count))] }
 
         mutating func text() -> String {
-            pick(["", "a", "Note 17 of bench-3", "a10", "a9", "B", "é", "ß", "ä", "🎉", "quote \" and \\ and / and \n\t\r", "\u{0}\u{1}\u{1f}\u{7f}\u{8}\u{c}", "\u{2028}\u{2029}", "user:alice", "ab", "aB", "_x", "x y"])
+            pick([
+                "", "a", "Note 17 of bench-3", "a10", "a9", "B", "é", "ß", "ä", "🎉", "quote \" and \\ and / and \n\t\r",
+                "\u{0}\u{1}\u{1f}\u{7f}\u{8}\u{c}", "\u{2028}\u{2029}", "user:alice", "ab", "aB", "_x", "x y",
+            ])
         }
 
         mutating func double() -> Double {
-            pick([0, -0.0, 1, 100, 0.1, 1e-7, 1e16, 1e21, 123_456_789_012_345_680, .leastNonzeroMagnitude, .greatestFiniteMagnitude, -2.5, Double(bitPattern: next() & 0x7FEF_FFFF_FFFF_FFFF), Double(Int64(bitPattern: next())), Double(next() % 1_000_000) / 1000])
+            pick([
+                0, -0.0, 1, 100, 0.1, 1e-7, 1e16, 1e21, 123_456_789_012_345_680, .leastNonzeroMagnitude, .greatestFiniteMagnitude, -2.5,
+                Double(bitPattern: next() & 0x7FEF_FFFF_FFFF_FFFF), Double(Int64(bitPattern: next())), Double(next() % 1_000_000) / 1000,
+            ])
         }
 
         mutating func value() -> SyncValue {
@@ -61,7 +68,9 @@ import Testing
 
         mutating func links() -> [SyncName: LinkChange] {
             var links: [SyncName: LinkChange] = [:]
-            for _ in 0..<(next() % 3) { links[text()] = LinkChange(added: (0..<(next() % 3)).map { _ in text() }, removed: (0..<(next() % 2)).map { _ in text() }) }
+            for _ in 0..<(next() % 3) {
+                links[text()] = LinkChange(added: (0..<(next() % 3)).map { _ in text() }, removed: (0..<(next() % 2)).map { _ in text() })
+            }
             return links
         }
 
@@ -72,7 +81,10 @@ import Testing
         var generator = Generator(state: 19)
         for _ in 0..<500 {
             let changes = (0..<(generator.next() % 4)).map { _ in
-                RecordChange(op: generator.pick(RecordOperation.allCases), entity: generator.text(), recordID: generator.text(), scope: ScopeID(rawValue: generator.text()), baseVersion: generator.pick([nil, 0, 41, .max]), fields: generator.fields(), links: generator.links())
+                RecordChange(
+                    op: generator.pick(RecordOperation.allCases), entity: generator.text(), recordID: generator.text(),
+                    scope: ScopeID(rawValue: generator.text()), baseVersion: generator.pick([nil, 0, 41, .max]), fields: generator.fields(),
+                    links: generator.links())
             }
             let mutation = Mutation(id: Int64(bitPattern: generator.next()), stamp: generator.stamp(), changes: changes)
             #expect(try Self.written { try $0.mutation(mutation) } == Self.encoded(mutation))
@@ -83,15 +95,28 @@ import Testing
         var generator = Generator(state: 7)
         for _ in 0..<300 {
             let changes = (0..<(generator.next() % 4)).map { _ in
-                PulledChange(version: Int64(generator.next()), op: generator.pick(RecordOperation.allCases), entity: generator.text(), recordID: generator.text(), scope: ScopeID(rawValue: generator.text()), fields: generator.fields(), links: generator.links(), clientID: generator.pick([nil, "c1", generator.text()]), mutationID: generator.pick([nil, 1, .max]))
+                PulledChange(
+                    version: Int64(generator.next()), op: generator.pick(RecordOperation.allCases), entity: generator.text(),
+                    recordID: generator.text(), scope: ScopeID(rawValue: generator.text()), fields: generator.fields(), links: generator.links(),
+                    clientID: generator.pick([nil, "c1", generator.text()]), mutationID: generator.pick([nil, 1, .max]))
             }
-            let pull = PullResponse(changes: changes, cursor: generator.text(), hasMore: generator.next() % 2 == 0, consistent: generator.next() % 2 == 0, lastMutationID: Int64(generator.next()), reset: generator.pick([nil, .epochChanged, .historyCompacted]), revokedScopes: generator.pick([[], ["group:a", "user:b"]]), progress: generator.pick([nil, PullProgress(received: 3, total: 100_000)]), serverStamp: generator.stamp(), snapshotScopes: generator.pick([nil, [], ["team:t1", "user:b"]]), cursorScopes: generator.pick([nil, [], ["team:t1", "user:b"]]))
+            let pull = PullResponse(
+                changes: changes, cursor: generator.text(), hasMore: generator.next() % 2 == 0, consistent: generator.next() % 2 == 0,
+                lastMutationID: Int64(generator.next()), reset: generator.pick([nil, .epochChanged, .historyCompacted]),
+                revokedScopes: generator.pick([[], ["group:a", "user:b"]]),
+                progress: generator.pick([nil, PullProgress(received: 3, total: 100_000)]), serverStamp: generator.stamp(),
+                snapshotScopes: generator.pick([nil, [], ["team:t1", "user:b"]]), cursorScopes: generator.pick([nil, [], ["team:t1", "user:b"]]))
             #expect(try Self.written { try $0.pullResponse(pull) } == Self.encoded(pull))
             let states = (0..<(generator.next() % 3)).map { _ in
-                RecordState(entity: generator.text(), recordID: generator.text(), scope: ScopeID(rawValue: generator.text()), version: Int64(generator.next()), deleted: generator.next() % 2 == 0, fields: generator.fields(), links: generator.pick([[:], ["tags": ["a", "b"]], ["x": [], "y": ["z"]]]))
+                RecordState(
+                    entity: generator.text(), recordID: generator.text(), scope: ScopeID(rawValue: generator.text()),
+                    version: Int64(generator.next()), deleted: generator.next() % 2 == 0, fields: generator.fields(),
+                    links: generator.pick([[:], ["tags": ["a", "b"]], ["x": [], "y": ["z"]]]))
             }
             let results = (0..<(generator.next() % 4)).map { index in
-                MutationResult(id: Int64(index), status: generator.pick([.applied, .rejected]), reason: generator.pick([nil] + RejectionReason.allCases), message: generator.pick([nil, generator.text()]), serverRecords: generator.pick([nil, states]))
+                MutationResult(
+                    id: Int64(index), status: generator.pick([.applied, .rejected]), reason: generator.pick([nil] + RejectionReason.allCases),
+                    message: generator.pick([nil, generator.text()]), serverRecords: generator.pick([nil, states]))
             }
             let push = PushResponse(lastMutationID: Int64(generator.next()), results: results, serverStamp: generator.stamp())
             #expect(try Self.written { try $0.pushResponse(push) } == Self.encoded(push))
@@ -103,12 +128,14 @@ import Testing
         for _ in 0..<300 {
             var fields: [SyncName: StoredField] = [:]
             for (name, value) in generator.fields() {
-                fields[name] = StoredField(value: value, kind: generator.pick([nil, value.kind, .string]), stamp: generator.stamp(), client: generator.text())
+                fields[name] = StoredField(
+                    value: value, kind: generator.pick([nil, value.kind, .string]), stamp: generator.stamp(), client: generator.text())
             }
             #expect(try Self.written { try $0.storedFields(fields) } == Self.encoded(fields))
             let values = generator.fields()
             let links = generator.links()
-            #expect(try Self.written { try $0.changePayload(fields: values, links: links) } == Self.encoded(ChangePayload(fields: values, links: links)))
+            #expect(
+                try Self.written { try $0.changePayload(fields: values, links: links) } == Self.encoded(ChangePayload(fields: values, links: links)))
         }
     }
 

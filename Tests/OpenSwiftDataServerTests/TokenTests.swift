@@ -4,9 +4,9 @@ import JWTKit
 import Logging
 import OpenSwiftDataServer
 import OpenSwiftDataSyncProtocol
+import OpenSwiftDataTestSupport
 import ServiceLifecycle
 import Testing
-import OpenSwiftDataTestSupport
 
 /// Any claims, each optional, to make tokens that miss or misstate one.
 private struct Claims: JWTPayload {
@@ -70,9 +70,12 @@ struct TokenTests {
         return try await keys.sign(claims, header: header)
     }
 
-    private func claims(sub: String? = "alice", exp: TimeInterval? = 3600, nbf: TimeInterval? = nil, iat: TimeInterval? = 0, iss: String? = nil, aud: [String]? = nil) -> Claims {
+    private func claims(
+        sub: String? = "alice", exp: TimeInterval? = 3600, nbf: TimeInterval? = nil, iat: TimeInterval? = 0, iss: String? = nil, aud: [String]? = nil
+    ) -> Claims {
         Claims(
-            sub: sub.map { SubjectClaim(value: $0) }, exp: exp.map { ExpirationClaim(value: now + $0) }, nbf: nbf.map { NotBeforeClaim(value: now + $0) },
+            sub: sub.map { SubjectClaim(value: $0) }, exp: exp.map { ExpirationClaim(value: now + $0) },
+            nbf: nbf.map { NotBeforeClaim(value: now + $0) },
             iat: iat.map { IssuedAtClaim(value: now + $0) }, iss: iss.map { IssuerClaim(value: $0) }, aud: aud.map { AudienceClaim(value: $0) })
     }
 
@@ -82,7 +85,9 @@ struct TokenTests {
 
     /// Expects `token` refused with a 401 whose message contains each of `words`, and none of
     /// the key material.
-    private func expectRefused(_ verifier: TokenVerifier, _ token: String, naming words: [String], sourceLocation: SourceLocation = #_sourceLocation) async {
+    private func expectRefused(
+        _ verifier: TokenVerifier, _ token: String, naming words: [String], sourceLocation: SourceLocation = #_sourceLocation
+    ) async {
         let error = await expectError(.unauthorized, { _ = try await verifier.user(token: token) }, sourceLocation: sourceLocation)
         guard let error else { return }
         #expect(error.statusCode == 401, sourceLocation: sourceLocation)
@@ -176,7 +181,8 @@ struct TokenTests {
         await expectRefused(verifier, try await hmac(claims(aud: ["osd-sync"])), naming: ["no iss"])
         await expectRefused(verifier, try await hmac(claims(iss: "https://evil.example.com/", aud: ["osd-sync"])), naming: ["iss", "not the issuer"])
         await expectRefused(verifier, try await hmac(claims(iss: "https://id.example.com/")), naming: ["no aud"])
-        await expectRefused(verifier, try await hmac(claims(iss: "https://id.example.com/", aud: ["other-api"])), naming: ["aud", "does not include"])
+        await expectRefused(
+            verifier, try await hmac(claims(iss: "https://id.example.com/", aud: ["other-api"])), naming: ["aud", "does not include"])
         // Unset, neither is checked.
         let open = try await self.verifier(AuthConfiguration(hmacSecret: Self.secret))
         #expect(try await open.user(token: try await hmac(claims(iss: "anyone", aud: ["anything"]))) == "alice")
@@ -186,12 +192,16 @@ struct TokenTests {
     func refusalsOverHTTP() async throws {
         try await LiveServer.run(auth: AuthConfiguration(hmacSecret: LiveServer.secret)) { server in
             let keys = await JWTKeyCollection().add(hmac: HMACKey(from: LiveServer.secret), digestAlgorithm: .sha256)
-            let soon = Claims(sub: SubjectClaim(value: "alice"), exp: ExpirationClaim(value: Date() + 7200), nbf: NotBeforeClaim(value: Date() + 3600))
+            let soon = Claims(
+                sub: SubjectClaim(value: "alice"), exp: ExpirationClaim(value: Date() + 7200), nbf: NotBeforeClaim(value: Date() + 3600))
             var header = JWTHeader()
             header.alg = "RS256"
             let cases = [
                 ("nbf", try await keys.sign(soon)),
-                ("alg RS256", try await keys.sign(Claims(sub: SubjectClaim(value: "alice"), exp: ExpirationClaim(value: Date() + 60)), header: header)),
+                (
+                    "alg RS256",
+                    try await keys.sign(Claims(sub: SubjectClaim(value: "alice"), exp: ExpirationClaim(value: Date() + 60)), header: header)
+                ),
             ]
             for (word, token) in cases {
                 let answer = try await server.send(.GET, "/v1/scopes", token: token)
@@ -204,19 +214,24 @@ struct TokenTests {
         }
     }
 
-    @Test("JWKS key rotation: a token signed by a key published after the server started is accepted; a key withdrawn stops verifying after the refresh interval")
+    @Test(
+        "JWKS key rotation: a token signed by a key published after the server started is accepted; a key withdrawn stops verifying after the refresh interval"
+    )
     func jwksRotation() async throws {
         let old = ProviderKey(kid: "key-a")
         let new = ProviderKey(kid: "key-b")
         let endpoint = JWKSEndpoint(try jwks([old]))
         let router = Router()
         router.get("/jwks.json") { _, _ in
-            Response(status: .ok, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(string: await endpoint.serve())))
+            Response(
+                status: .ok, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(string: await endpoint.serve())))
         }
         var logger = Logger(label: "jwks-provider")
         logger.logLevel = .warning
         let (ports, continuation) = AsyncStream<Int>.makeStream()
-        let app = Application(router: router, configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)), onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) }, logger: logger)
+        let app = Application(
+            router: router, configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) }, logger: logger)
         let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: logger)
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }

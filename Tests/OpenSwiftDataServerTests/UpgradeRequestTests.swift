@@ -3,6 +3,7 @@ import OpenSwiftDataServer
 import OpenSwiftDataSyncProtocol
 import OpenSwiftDataTestSupport
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -118,17 +119,23 @@ struct UpgradeRequestTests {
     @Test("an h2c upgrade (curl --http2) is served as plain HTTP/1.1: GET /health is 200, and the connection serves the next request")
     func h2cUpgradeIsIgnored() async throws {
         try await LiveServer.run { server in
-            let health = try await RawExchange.send(request([
-                "GET /health HTTP/1.1", "Host: 127.0.0.1:\(server.port)", "User-Agent: curl/8.5.0", "Accept: */*",
-                "Connection: Upgrade, HTTP2-Settings", "Upgrade: h2c", "HTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA",
-            ]), port: server.port)
+            let health = try await RawExchange.send(
+                request([
+                    "GET /health HTTP/1.1", "Host: 127.0.0.1:\(server.port)", "User-Agent: curl/8.5.0", "Accept: */*",
+                    "Connection: Upgrade, HTTP2-Settings", "Upgrade: h2c", "HTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA",
+                ]), port: server.port)
             #expect(health.status == 200, "\(health.raw)")
             #expect(String(decoding: health.body, as: UTF8.self).contains("ok"))
             #expect(health.header("upgrade") == nil, "the upgrade is not taken")
-            let ready = try await RawExchange.send(request(["GET /ready HTTP/1.1", "Host: x", "Connection: Upgrade", "Upgrade: h2c"]), port: server.port)
+            let ready = try await RawExchange.send(
+                request(["GET /ready HTTP/1.1", "Host: x", "Connection: Upgrade", "Upgrade: h2c"]), port: server.port)
             #expect(ready.status == 200, "\(ready.raw)")
             let push = try await RawExchange.send(
-                request(["POST /v1/push HTTP/1.1", "Host: x", "Connection: Upgrade", "Upgrade: foo/2", "Content-Type: application/json", "Content-Length: 2"], body: "{}"), port: server.port)
+                request(
+                    [
+                        "POST /v1/push HTTP/1.1", "Host: x", "Connection: Upgrade", "Upgrade: foo/2", "Content-Type: application/json",
+                        "Content-Length: 2",
+                    ], body: "{}"), port: server.port)
             #expect(push.status == 401, "no token: answered as the route answers it, \(push.raw)")
         }
     }
@@ -138,10 +145,28 @@ struct UpgradeRequestTests {
         try await LiveServer.run { server in
             let cases: [([String], String)] = [
                 (["GET /v1/live HTTP/1.1", "Host: x", "Connection: Upgrade", "Upgrade: websocket"], "Sec-WebSocket-Key"),
-                (["GET /v1/live HTTP/1.1", "Host: x", "Connection: Upgrade", "Upgrade: websocket", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="], "Sec-WebSocket-Version"),
-                (["GET /v1/live HTTP/1.1", "Host: x", "Connection: Upgrade", "Upgrade: websocket", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 8"], "Sec-WebSocket-Version"),
-                (["GET /v1/live HTTP/1.1", "Host: x", "Connection: Upgrade", "Upgrade: websocket", "Sec-WebSocket-Key: short", "Sec-WebSocket-Version: 13"], "Sec-WebSocket-Key"),
-                (["GET /v1/live HTTP/1.1", "Host: x", "Upgrade: websocket", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 13"], "Connection: Upgrade"),
+                (
+                    ["GET /v1/live HTTP/1.1", "Host: x", "Connection: Upgrade", "Upgrade: websocket", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="],
+                    "Sec-WebSocket-Version"
+                ),
+                (
+                    [
+                        "GET /v1/live HTTP/1.1", "Host: x", "Connection: Upgrade", "Upgrade: websocket",
+                        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 8",
+                    ], "Sec-WebSocket-Version"
+                ),
+                (
+                    [
+                        "GET /v1/live HTTP/1.1", "Host: x", "Connection: Upgrade", "Upgrade: websocket", "Sec-WebSocket-Key: short",
+                        "Sec-WebSocket-Version: 13",
+                    ], "Sec-WebSocket-Key"
+                ),
+                (
+                    [
+                        "GET /v1/live HTTP/1.1", "Host: x", "Upgrade: websocket", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+                        "Sec-WebSocket-Version: 13",
+                    ], "Connection: Upgrade"
+                ),
                 (["POST /v1/live HTTP/1.1", "Host: x", "Connection: Upgrade", "Upgrade: websocket", "Content-Length: 0"], "GET"),
                 (["GET /health HTTP/1.1", "Host: x", "Connection: Upgrade", "Upgrade: WebSocket"], "Sec-WebSocket-Key"),
             ]
@@ -210,12 +235,17 @@ struct UpgradeRequestTests {
         let method = random.pick(["GET", "GET", "GET", "POST", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "FETCH", "X-CUSTOM"])
         let path = random.pick([
             "/health", "/ready", "/metrics", "/v1/push", "/v1/pull?protocolVersion=1&clientID=a", "/v1/pull", "/v1/live", "/v1/live?access_token=x",
-            "/v1/scopes", "/v1/scopes/team:x/members", "/v1/scopes/user:fuzz/members/bob", "/", "/nope", "/v1/%2e%2e/push", "/health?x=%ff", "/v1/live/extra",
+            "/v1/scopes", "/v1/scopes/team:x/members", "/v1/scopes/user:fuzz/members/bob", "/", "/nope", "/v1/%2e%2e/push", "/health?x=%ff",
+            "/v1/live/extra",
         ])
         var headers = ["Host: 127.0.0.1:\(port)"]
-        let connection = random.pick(["", "Upgrade", "upgrade", "keep-alive", "close", "Upgrade, HTTP2-Settings", "keep-alive, Upgrade", "Upgrade, close"])
+        let connection = random.pick([
+            "", "Upgrade", "upgrade", "keep-alive", "close", "Upgrade, HTTP2-Settings", "keep-alive, Upgrade", "Upgrade, close",
+        ])
         if !connection.isEmpty { headers.append("Connection: \(connection)") }
-        let upgrade = random.pick(["", "", "websocket", "WebSocket", "h2c", "h2c, websocket", "websocket, h2c", "foo/1", "TLS/1.0", "websocket/13", ","])
+        let upgrade = random.pick([
+            "", "", "websocket", "WebSocket", "h2c", "h2c, websocket", "websocket, h2c", "foo/1", "TLS/1.0", "websocket/13", ",",
+        ])
         if !upgrade.isEmpty { headers.append("Upgrade: \(upgrade)") }
         if upgrade == "h2c" || chance(10) { headers.append("HTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA") }
         switch random.next() % 5 {
@@ -237,7 +267,10 @@ struct UpgradeRequestTests {
         if chance(5) { headers.append("Accept-Encoding: gzip, br") }
         var body = ""
         if method != "GET" && method != "HEAD" || chance(10) {
-            body = random.pick(["", "{}", #"{"protocolVersion":1,"clientID":"f","mutations":[]}"#, "not json", String(repeating: "x", count: Int(random.next() % 3000))])
+            body = random.pick([
+                "", "{}", #"{"protocolVersion":1,"clientID":"f","mutations":[]}"#, "not json",
+                String(repeating: "x", count: Int(random.next() % 3000)),
+            ])
         }
         var bodyBytes = ""
         if !body.isEmpty && chance(20) {

@@ -48,7 +48,11 @@ enum SimState {
         }
         for item in items {
             let list = item.list.flatMap { visible.contains($0.key) ? "→\($0.key)" : nil } ?? "nil"
-            lines.append(line(entity: "SimItem", id: item.key, fields: ["title": text(item.title), "count": "\(item.count)", "done": "\(item.done)", "space": text(item.space), "list": list], links: item.tags.map(\.key).filter { visible.contains($0) }))
+            lines.append(
+                line(
+                    entity: "SimItem", id: item.key,
+                    fields: ["title": text(item.title), "count": "\(item.count)", "done": "\(item.done)", "space": text(item.space), "list": list],
+                    links: item.tags.map(\.key).filter { visible.contains($0) }))
         }
         for tag in tags {
             lines.append(line(entity: "SimTag", id: tag.key, fields: ["label": text(tag.label), "space": text(tag.space)], links: []))
@@ -64,7 +68,9 @@ enum SimState {
 
     /// The server's records a user may read, through a fresh pull (a snapshot of every granted
     /// scope), with the scope of each.
-    static func server(_ service: SyncService, user: String, probe: String) async throws -> (lines: [String], records: [String: (scope: String, fields: [String: SyncValue], links: [String: Set<String>])]) {
+    static func server(
+        _ service: SyncService, user: String, probe: String
+    ) async throws -> (lines: [String], records: [String: (scope: String, fields: [String: SyncValue], links: [String: Set<String>])]) {
         var records: [String: (entity: String, scope: String, fields: [String: SyncValue], links: [String: Set<String>])] = [:]
         var cursor: String?
         for _ in 0..<10_000 {
@@ -109,10 +115,12 @@ enum SimState {
     static func applications(_ server: SimServer) throws -> [String] {
         try server.read { db in
             var problems: [String] = []
-            let twice = try Row.fetchAll(db, sql: """
-                SELECT client_id, mutation_id, COUNT(DISTINCT txn) FROM osd_changes
-                WHERE mutation_id IS NOT NULL GROUP BY client_id, mutation_id HAVING COUNT(DISTINCT txn) > 1
-                """)
+            let twice = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT client_id, mutation_id, COUNT(DISTINCT txn) FROM osd_changes
+                    WHERE mutation_id IS NOT NULL GROUP BY client_id, mutation_id HAVING COUNT(DISTINCT txn) > 1
+                    """)
             for row in twice {
                 problems.append("mutation \(row[0] as String? ?? "?")#\(row[1] as Int64? ?? 0) applied \(row[2] as Int? ?? 0) times")
             }

@@ -26,7 +26,8 @@ final class SimReports: @unchecked Sendable {
         lock.withLock {
             switch event {
             case let .rejected(rejection):
-                recent.append("  rejected #\(rejection.mutationID) \(rejection.reason.rawValue): \(rejection.records.map(\.recordID).joined(separator: ","))")
+                recent.append(
+                    "  rejected #\(rejection.mutationID) \(rejection.reason.rawValue): \(rejection.records.map(\.recordID).joined(separator: ","))")
             case let .reset(reason): recent.append("  reset \(reason.rawValue)")
             case let .revoked(scopes): recent.append("  revoked \(scopes.map(\.rawValue).joined(separator: ","))")
             case let .pushed(count, last): recent.append("  pushed \(count) through #\(last)")
@@ -98,7 +99,9 @@ final class SimClient {
         let container = try ModelContainer(for: Schema(simModelTypes), configurations: ModelConfiguration(url: url))
         let transport = SimTransport(network: network, user: user, name: name)
         transport.partitioned = partitioned
-        let engine = try SyncEngine(container: container, transport: transport, user: user, configuration: Self.configuration(), clock: clock, seed: seed &+ UInt64(index) &* 1_000_003 &+ UInt64(incarnation))
+        let engine = try SyncEngine(
+            container: container, transport: transport, user: user, configuration: Self.configuration(), clock: clock,
+            seed: seed &+ UInt64(index) &* 1_000_003 &+ UInt64(incarnation))
         let reports = self.reports
         await engine.setEventTap { event in reports.record(event) }
         self.container = container

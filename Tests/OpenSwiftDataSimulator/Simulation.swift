@@ -284,7 +284,10 @@ struct SimRun {
     func spaces(of client: SimClient) -> [String?] { [nil, Self.team] }
 
     mutating func workload(_ client: SimClient) {
-        let ops = ["insertItem", "insertItem", "updateItem", "updateItem", "deleteItem", "reinsert", "toOne", "manyToMany", "insertList", "insertTag", "cascade", "counter", "counter", "largeSave"]
+        let ops = [
+            "insertItem", "insertItem", "updateItem", "updateItem", "deleteItem", "reinsert", "toOne", "manyToMany", "insertList", "insertTag",
+            "cascade", "counter", "counter", "largeSave",
+        ]
         let op = ops[random(ops.count)]
         let space = spaces(of: client)[random(2)]
         let mark = key("m-\(client.name)-")
@@ -395,7 +398,7 @@ struct SimRun {
                     counter.value += 1
                 }
             }
-        default: // largeSave
+        default:  // largeSave
             let first = nextKey + 1
             var keys: [String] = []
             for _ in 0..<40 { keys.append(key("i")) }
@@ -435,7 +438,8 @@ struct SimRun {
 
     mutating func check() async throws {
         guard let server else { return }
-        var serverViews: [String: (lines: [String], records: [String: (scope: String, fields: [String: SyncValue], links: [String: Set<String>])])] = [:]
+        var serverViews: [String: (lines: [String], records: [String: (scope: String, fields: [String: SyncValue], links: [String: Set<String>])])] =
+            [:]
         for user in ["alice", "bob"] {
             probes += 1
             serverViews[user] = try await SimState.server(server.service, user: user, probe: "probe-\(user)-\(probes)")
@@ -448,7 +452,10 @@ struct SimRun {
         // every scope the workload writes).
         var serverMarks: Set<String> = []
         for view in serverViews.values {
-            for (id, record) in view.records where id.hasPrefix("m-") { _ = record; serverMarks.insert(id) }
+            for (id, record) in view.records where id.hasPrefix("m-") {
+                _ = record
+                serverMarks.insert(id)
+            }
         }
         for client in clients {
             guard let view = serverViews[client.user] else { continue }
@@ -457,14 +464,20 @@ struct SimRun {
             if local != view.lines {
                 let missing = view.lines.filter { !local.contains($0) }.prefix(4)
                 let extra = local.filter { !view.lines.contains($0) }.prefix(4)
-                failures.append("convergence: \(client.name) (\(client.user)) differs from the server: server-only \(Array(missing)), client-only \(Array(extra))")
+                failures.append(
+                    "convergence: \(client.name) (\(client.user)) differs from the server: server-only \(Array(missing)), client-only \(Array(extra))"
+                )
             }
             // 2 and 9. Every committed save is on the server or was reported rejected.
             for mark in client.committedMarks {
                 let onServer = serverMarks.contains(mark)
                 let rejected = client.reports.wasRejected(entity: "SimMark", recordID: mark)
-                if !onServer && !rejected { failures.append("lost write: \(client.name)'s save \(mark) is neither on the server nor reported rejected") }
-                if onServer && rejected { failures.append("false rejection: \(client.name)'s save \(mark) was reported rejected but is on the server") }
+                if !onServer && !rejected {
+                    failures.append("lost write: \(client.name)'s save \(mark) is neither on the server nor reported rejected")
+                }
+                if onServer && rejected {
+                    failures.append("false rejection: \(client.name)'s save \(mark) was reported rejected but is on the server")
+                }
             }
             // 11. No record of a scope the user is not granted.
             let allowed = granted[client.user] ?? []

@@ -37,7 +37,8 @@ enum SimulateCommand {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let candidate = root.appendingPathComponent(".build/debug/osd-simulate")
         guard FileManager.default.isExecutableFile(atPath: candidate.path) else {
-            throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "osd-simulate is not built (swift build --build-tests builds it)"])
+            throw CocoaError(
+                .fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "osd-simulate is not built (swift build --build-tests builds it)"])
         }
         return candidate
     }
@@ -124,135 +125,137 @@ struct SimulatorTests {
         }
     }
 
-    @Test("seeds of bugs the simulator found and that were fixed pass", arguments: [
-        // A record deleted locally and on the server came back from older field shadows
-        // (resurrected row, or a queue wedged on "SimItem.key has no value").
-        "--seed 24 --faults none", "--seed 27 --faults none",
-        // A record deleted and inserted again, both pulled in one page, stayed deleted.
-        "--seed 13 --faults none", "--seed 40 --steps 40", "--seed 220 --steps 40",
-        // A rejected save that also touched another record (the inverse side of a link):
-        // the server returned no state for it, so the client deleted it locally.
-        "--seed 266 --steps 40",
-        // A record pushed by this client, then deleted by another (or in a scope revoked)
-        // before this client's first download, stayed on this client.
-        "--seed 90 --steps 40", "--seed 263 --steps 40", "--seed 153 --steps 40", "--seed 10 --faults none",
-        // The server restored from an older copy of its database: acknowledged saves the copy
-        // lost were neither resent nor reported (the engine now keeps and resends them).
-        "--seed 4 --steps 40", "--seed 10 --steps 40", "--seed 53 --steps 40", "--seed 84 --steps 40",
-        // The server restored from a plain copy of its database (same epoch), then written
-        // past a client's cursor: the cursor was not past the head, so the client continued
-        // it and never received what the new log holds below it.
-        "--seed 65 --steps 40", "--seed 81 --steps 40", "--seed 148 --steps 40", "--seed 190 --steps 40", "--seed 240 --steps 40",
-        // bob's grant revoked and given again while his save in that scope was pending: the
-        // queue wedged on "SimItem.key has no value" (a partial upsert of a purged record);
-        // 120 is the leak a first fix made (a record kept for a mutation already applied).
-        "--seed 209 --steps 40", "--seed 120 --steps 40",
-        // A list deleted (cascade) on one client while another pointed an item at it (or
-        // inserted one into it): the server kept the item, the other clients deleted it
-        // locally by cascade. The server now enforces the schema's delete rules.
-        "--seed 34 --faults none", "--seed 63 --steps 40", "--seed 267 --steps 40",
-        // A rejected save whose answer was lost (answer dropped, or the client killed before
-        // recording it): compaction deleted the stored answer by age, and the resend was told
-        // "applied". Answers are now kept until the client acknowledges them.
-        // 122, 206, 210, 800 and 824 are the same loss, seen first as a client keeping records
-        // the server refused.
-        "--seed 52 --steps 60", "--seed 180 --steps 60", "--seed 122 --steps 60", "--seed 206 --steps 60",
-        "--seed 210 --steps 60", "--seed 800 --steps 60", "--seed 824 --steps 60",
-        // An insert pulled for a record with no local row while pending mutations masked some
-        // of its fields (deleted and inserted again on the server under a pending update; or
-        // an insert resent after a restore, its row removed by a pulled delete): the row was
-        // made without the masked fields and every pull wedged on "… has no value".
-        "--seed 58", "--seed 149", "--seed 187",
-        // A reset settled a record's rejected edit and then its delete: the rejection's
-        // "exists" shadow was written back as a row without values (queue wedged).
-        "--seed 253", "--seed 326",
-        // The server restored from a plain copy its cursor did not pass: saves it had answered
-        // after the copy were never resent (no reset), and stayed pending forever.
-        "--seed 953",
-        // A save resent after a restore, settled: its values matched the server's, so the
-        // server's were not written, while the model showed a later edit the restore had lost.
-        "--seed 181", "--seed 520",
-        // An edit rejected as recordNotFound (a restored server that had not the record yet),
-        // settled by a download holding the record again: the rollback deleted it locally.
-        "--seed 161", "--seed 234",
-        // A cursor issued at a fully compacted head carried no log mark, so a plain-copy
-        // restore's log written again past its position was continued: the changes below it
-        // (a counter's insert) were never sent, and the counter's next update wedged the pull.
-        "--seed 311",
-        // A reset after a restore settled a counter's rejected increment: the value pulled
-        // before the restore, kept aside at a version higher than the restored server's, won
-        // over the snapshot's and the rejection's, and was written back.
-        "--seed 143",
-        // A record inserted, linked and deleted on the server, pulled in one page: the link,
-        // applied after the batch's delete, brought the deleted record back.
-        "--seed 895", "--seed 899", "--seed 941",
-        // A pulled insert (a reset's snapshot; a resent insert after a restore) carries the
-        // record's whole link sets, but was applied as additions: links the server no longer
-        // had stayed on the client.
-        "--seed 170", "--seed 494", "--seed 825",
-        // An item pulled with its insert and its delete in one page, pointing at a local list:
-        // linking the deleted model put it back through the list's inverse (client-only item).
-        "--seed 262", "--seed 634", "--seed 811",
-        // A reset removed a list the restored server lacked; its local cascade deleted an item
-        // the snapshot held (its reference to the list a pending edit): the queue wedged.
-        "--seed 136",
-        // A cursor of the history a plain-copy restore lost, at exactly the horizon of the
-        // restored log written again and compacted: no mark was left there to check, so it was
-        // continued and the changes below it never sent (1087: records missing; 1619: the
-        // queue wedged on a field with no value).
-        "--seed 1087", "--seed 1619",
-        // An increment rejected as recordNotFound by a restored server before the counter's
-        // creator resent it, answered again from the server's stored results after this client
-        // had pulled the resent counter in an earlier download: the rollback deleted it.
-        "--seed 680",
-        // A push held by the network and delivered after a restore was decided again by the
-        // restored server, with another answer than the one the client held (applied, then
-        // rejected; or colliding with the ids renumbered after the restore): the restored
-        // server now refuses pushes made against another epoch (`staleEpoch`).
-        "--seed 153", "--seed 603", "--seed 1955",
-        // A newly granted scope's snapshot, read after another client deleted records this
-        // client had pushed into the scope (or edited and deleted there): the delete is in the
-        // log before the snapshot and never sent, so the records stayed (2538) or a pulled
-        // field shadowed under the edit was written back into a new row and wedged the queue
-        // (2401).
-        "--seed 2538", "--seed 2401",
-        // An item's pending move into a list another client deleted: the pulled delete's local
-        // cascade deleted the item the server keeps; the move's rollback then wedged the queue.
-        "--seed 1286", "--seed 1912", "--seed 2116",
-        // A record deleted and inserted again on the server under pending edits: the insert
-        // was applied whole over them, and settling the edits (applied) wrote nothing.
-        "--seed 420",
-        // An edit pushed while bob's grant was revoked, settled after a re-grant his pulls never
-        // saw revoked: the rejection (no server state) deleted the record the server holds.
-        "--seed 694",
-        // A push held by the network past a restore from a plain copy (same epoch) was decided
-        // by the restored server after the client had been told it was rejected: a push whose
-        // cursor is past the head or sees another change at its position is `staleEpoch` too.
-        "--seed 2458",
-        // A delete pushed while bob's grant was revoked (rejected, no server state), settled
-        // after a re-grant his pulls never saw revoked, in a page holding another client's edit
-        // of the record: the edit's fields alone were written into a new row, and every pull
-        // failed on a field with no value.
-        "--seed 3375",
-        // A push sent without a cursor (bob's first download not finished), held by the
-        // network and delivered after a restore with a new epoch: no epoch fence, so the
-        // restored server applied a save the client had been told was rejected. The engine now
-        // pushes only with a cursor.
-        "--seed 6203",
-        // Listed as lost writes by the release sweeps of 3001-6000 and 6001-9472; on this main
-        // they pass alone (debug and release) and inside sweeps from 3001 and 6001, also with
-        // the descriptor-leak fix (f530cf9) taken out. Kept as regression seeds.
-        "--seed 4795", "--seed 8775",
-        // A list bob pushed into the team scope granted again, revoked before his download of
-        // the scope completed: his cursor never held it, so no revoke named it and the list
-        // stayed. Pull pages now say which scopes the cursor holds.
-        "--seed 9243",
-        // An item c0 filed in list l9, pending while a reset whose snapshot lacked l9 deleted
-        // it locally (no cascade: the item's reference was cleared without a mutation); l9
-        // resent, the insert was accepted with list l9, and settling it skipped the value as
-        // equal to the mutation's own, though the model no longer showed it.
-        "--seed 3617",
-    ])
+    @Test(
+        "seeds of bugs the simulator found and that were fixed pass",
+        arguments: [
+            // A record deleted locally and on the server came back from older field shadows
+            // (resurrected row, or a queue wedged on "SimItem.key has no value").
+            "--seed 24 --faults none", "--seed 27 --faults none",
+            // A record deleted and inserted again, both pulled in one page, stayed deleted.
+            "--seed 13 --faults none", "--seed 40 --steps 40", "--seed 220 --steps 40",
+            // A rejected save that also touched another record (the inverse side of a link):
+            // the server returned no state for it, so the client deleted it locally.
+            "--seed 266 --steps 40",
+            // A record pushed by this client, then deleted by another (or in a scope revoked)
+            // before this client's first download, stayed on this client.
+            "--seed 90 --steps 40", "--seed 263 --steps 40", "--seed 153 --steps 40", "--seed 10 --faults none",
+            // The server restored from an older copy of its database: acknowledged saves the copy
+            // lost were neither resent nor reported (the engine now keeps and resends them).
+            "--seed 4 --steps 40", "--seed 10 --steps 40", "--seed 53 --steps 40", "--seed 84 --steps 40",
+            // The server restored from a plain copy of its database (same epoch), then written
+            // past a client's cursor: the cursor was not past the head, so the client continued
+            // it and never received what the new log holds below it.
+            "--seed 65 --steps 40", "--seed 81 --steps 40", "--seed 148 --steps 40", "--seed 190 --steps 40", "--seed 240 --steps 40",
+            // bob's grant revoked and given again while his save in that scope was pending: the
+            // queue wedged on "SimItem.key has no value" (a partial upsert of a purged record);
+            // 120 is the leak a first fix made (a record kept for a mutation already applied).
+            "--seed 209 --steps 40", "--seed 120 --steps 40",
+            // A list deleted (cascade) on one client while another pointed an item at it (or
+            // inserted one into it): the server kept the item, the other clients deleted it
+            // locally by cascade. The server now enforces the schema's delete rules.
+            "--seed 34 --faults none", "--seed 63 --steps 40", "--seed 267 --steps 40",
+            // A rejected save whose answer was lost (answer dropped, or the client killed before
+            // recording it): compaction deleted the stored answer by age, and the resend was told
+            // "applied". Answers are now kept until the client acknowledges them.
+            // 122, 206, 210, 800 and 824 are the same loss, seen first as a client keeping records
+            // the server refused.
+            "--seed 52 --steps 60", "--seed 180 --steps 60", "--seed 122 --steps 60", "--seed 206 --steps 60",
+            "--seed 210 --steps 60", "--seed 800 --steps 60", "--seed 824 --steps 60",
+            // An insert pulled for a record with no local row while pending mutations masked some
+            // of its fields (deleted and inserted again on the server under a pending update; or
+            // an insert resent after a restore, its row removed by a pulled delete): the row was
+            // made without the masked fields and every pull wedged on "… has no value".
+            "--seed 58", "--seed 149", "--seed 187",
+            // A reset settled a record's rejected edit and then its delete: the rejection's
+            // "exists" shadow was written back as a row without values (queue wedged).
+            "--seed 253", "--seed 326",
+            // The server restored from a plain copy its cursor did not pass: saves it had answered
+            // after the copy were never resent (no reset), and stayed pending forever.
+            "--seed 953",
+            // A save resent after a restore, settled: its values matched the server's, so the
+            // server's were not written, while the model showed a later edit the restore had lost.
+            "--seed 181", "--seed 520",
+            // An edit rejected as recordNotFound (a restored server that had not the record yet),
+            // settled by a download holding the record again: the rollback deleted it locally.
+            "--seed 161", "--seed 234",
+            // A cursor issued at a fully compacted head carried no log mark, so a plain-copy
+            // restore's log written again past its position was continued: the changes below it
+            // (a counter's insert) were never sent, and the counter's next update wedged the pull.
+            "--seed 311",
+            // A reset after a restore settled a counter's rejected increment: the value pulled
+            // before the restore, kept aside at a version higher than the restored server's, won
+            // over the snapshot's and the rejection's, and was written back.
+            "--seed 143",
+            // A record inserted, linked and deleted on the server, pulled in one page: the link,
+            // applied after the batch's delete, brought the deleted record back.
+            "--seed 895", "--seed 899", "--seed 941",
+            // A pulled insert (a reset's snapshot; a resent insert after a restore) carries the
+            // record's whole link sets, but was applied as additions: links the server no longer
+            // had stayed on the client.
+            "--seed 170", "--seed 494", "--seed 825",
+            // An item pulled with its insert and its delete in one page, pointing at a local list:
+            // linking the deleted model put it back through the list's inverse (client-only item).
+            "--seed 262", "--seed 634", "--seed 811",
+            // A reset removed a list the restored server lacked; its local cascade deleted an item
+            // the snapshot held (its reference to the list a pending edit): the queue wedged.
+            "--seed 136",
+            // A cursor of the history a plain-copy restore lost, at exactly the horizon of the
+            // restored log written again and compacted: no mark was left there to check, so it was
+            // continued and the changes below it never sent (1087: records missing; 1619: the
+            // queue wedged on a field with no value).
+            "--seed 1087", "--seed 1619",
+            // An increment rejected as recordNotFound by a restored server before the counter's
+            // creator resent it, answered again from the server's stored results after this client
+            // had pulled the resent counter in an earlier download: the rollback deleted it.
+            "--seed 680",
+            // A push held by the network and delivered after a restore was decided again by the
+            // restored server, with another answer than the one the client held (applied, then
+            // rejected; or colliding with the ids renumbered after the restore): the restored
+            // server now refuses pushes made against another epoch (`staleEpoch`).
+            "--seed 153", "--seed 603", "--seed 1955",
+            // A newly granted scope's snapshot, read after another client deleted records this
+            // client had pushed into the scope (or edited and deleted there): the delete is in the
+            // log before the snapshot and never sent, so the records stayed (2538) or a pulled
+            // field shadowed under the edit was written back into a new row and wedged the queue
+            // (2401).
+            "--seed 2538", "--seed 2401",
+            // An item's pending move into a list another client deleted: the pulled delete's local
+            // cascade deleted the item the server keeps; the move's rollback then wedged the queue.
+            "--seed 1286", "--seed 1912", "--seed 2116",
+            // A record deleted and inserted again on the server under pending edits: the insert
+            // was applied whole over them, and settling the edits (applied) wrote nothing.
+            "--seed 420",
+            // An edit pushed while bob's grant was revoked, settled after a re-grant his pulls never
+            // saw revoked: the rejection (no server state) deleted the record the server holds.
+            "--seed 694",
+            // A push held by the network past a restore from a plain copy (same epoch) was decided
+            // by the restored server after the client had been told it was rejected: a push whose
+            // cursor is past the head or sees another change at its position is `staleEpoch` too.
+            "--seed 2458",
+            // A delete pushed while bob's grant was revoked (rejected, no server state), settled
+            // after a re-grant his pulls never saw revoked, in a page holding another client's edit
+            // of the record: the edit's fields alone were written into a new row, and every pull
+            // failed on a field with no value.
+            "--seed 3375",
+            // A push sent without a cursor (bob's first download not finished), held by the
+            // network and delivered after a restore with a new epoch: no epoch fence, so the
+            // restored server applied a save the client had been told was rejected. The engine now
+            // pushes only with a cursor.
+            "--seed 6203",
+            // Listed as lost writes by the release sweeps of 3001-6000 and 6001-9472; on this main
+            // they pass alone (debug and release) and inside sweeps from 3001 and 6001, also with
+            // the descriptor-leak fix (f530cf9) taken out. Kept as regression seeds.
+            "--seed 4795", "--seed 8775",
+            // A list bob pushed into the team scope granted again, revoked before his download of
+            // the scope completed: his cursor never held it, so no revoke named it and the list
+            // stayed. Pull pages now say which scopes the cursor holds.
+            "--seed 9243",
+            // An item c0 filed in list l9, pending while a reset whose snapshot lacked l9 deleted
+            // it locally (no cascade: the item's reference was cleared without a mutation); l9
+            // resent, the insert was accepted with list l9, and settling it skipped the value as
+            // equal to the mutation's own, though the model no longer showed it.
+            "--seed 3617",
+        ])
     func fixedBugSeeds(arguments: String) async throws {
         let output = try await SimulateCommand.run(arguments.split(separator: " ").map(String.init))
         #expect(output.lines.last?.hasSuffix(" passed") == true, "\(output.lines.suffix(4))")

@@ -30,13 +30,17 @@ struct ProtocolCodingTests {
 
     @Test("values have the documented wire form")
     func wireForm() throws {
-        let encoded = try String(decoding: JSONEncoder.syncProtocol().encode(["a": SyncValue.int(42), "b": .null, "c": .double(.nan)]), as: UTF8.self)
+        let encoded = try String(
+            decoding: JSONEncoder.syncProtocol().encode(["a": SyncValue.int(42), "b": .null, "c": .double(.nan)]), as: UTF8.self)
         #expect(encoded == #"{"a":{"t":"int","v":42},"b":null,"c":{"t":"double","v":"nan"}}"#)
     }
 
     @Test("a value of an unknown kind or a malformed payload is a decoding error naming it")
     func badValues() {
-        for json in [#"{"t":"money","v":1}"#, #"{"t":"uuid","v":"nope"}"#, #"{"t":"int","v":"1"}"#, #"{"t":"data","v":"!!"}"#, #"{"t":"double","v":"NaN?"}"#, #"{"t":"decimal","v":"1,5"}"#] {
+        for json in [
+            #"{"t":"money","v":1}"#, #"{"t":"uuid","v":"nope"}"#, #"{"t":"int","v":"1"}"#, #"{"t":"data","v":"!!"}"#, #"{"t":"double","v":"NaN?"}"#,
+            #"{"t":"decimal","v":"1,5"}"#,
+        ] {
             #expect(throws: DecodingError.self, "\(json)") { try JSONDecoder().decode(SyncValue.self, from: Data(json.utf8)) }
         }
     }
@@ -68,14 +72,22 @@ struct ProtocolCodingTests {
 
     @Test("push and pull messages round-trip, and empty collections are left out of changes")
     func messages() throws {
-        let change = RecordChange(op: .update, entity: "Note", recordID: "n1", scope: .user("alice"), baseVersion: 41, fields: ["title": .string("Groceries")], links: ["tags": LinkChange(added: ["work"])])
+        let change = RecordChange(
+            op: .update, entity: "Note", recordID: "n1", scope: .user("alice"), baseVersion: 41, fields: ["title": .string("Groceries")],
+            links: ["tags": LinkChange(added: ["work"])])
         let push = PushRequest(clientID: "c1", mutations: [Mutation(id: 1, stamp: HLCTimestamp(milliseconds: 9, counter: 0), changes: [change])])
         #expect(try roundTrip(push) == push)
         let delete = RecordChange(op: .delete, entity: "Note", recordID: "n1", scope: "conversation:c17")
-        #expect(try String(decoding: JSONEncoder.syncProtocol().encode(delete), as: UTF8.self) == #"{"entity":"Note","op":"delete","recordID":"n1","scope":"conversation:c17"}"#)
-        let pull = PullResponse(changes: [PulledChange(version: 3, op: .insert, entity: "Note", recordID: "n1", scope: "user:alice", fields: ["title": .string("x")])], cursor: "abc", hasMore: false, lastMutationID: 1, serverStamp: .zero)
+        #expect(
+            try String(decoding: JSONEncoder.syncProtocol().encode(delete), as: UTF8.self)
+                == #"{"entity":"Note","op":"delete","recordID":"n1","scope":"conversation:c17"}"#)
+        let pull = PullResponse(
+            changes: [PulledChange(version: 3, op: .insert, entity: "Note", recordID: "n1", scope: "user:alice", fields: ["title": .string("x")])],
+            cursor: "abc", hasMore: false, lastMutationID: 1, serverStamp: .zero)
         #expect(try roundTrip(pull) == pull)
-        #expect(throws: DecodingError.self) { try JSONDecoder().decode(RecordChange.self, from: Data(#"{"op":"upsert","entity":"Note","recordID":"n1","scope":"user:a"}"#.utf8)) }
+        #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode(RecordChange.self, from: Data(#"{"op":"upsert","entity":"Note","recordID":"n1","scope":"user:a"}"#.utf8))
+        }
     }
 
     @Test("pull parameters are read from the query string with errors naming the parameter")

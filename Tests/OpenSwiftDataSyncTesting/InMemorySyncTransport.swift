@@ -66,7 +66,9 @@ public final class InMemorySyncTransport: SyncTransport, @unchecked Sendable {
 
     /// Replaces push answers (after the server processed the request): return an answer, or
     /// throw to make the answer "lost".
-    public func onPush(_ hook: (@Sendable (PushRequest, Result<PushResponse, any Error>) throws -> PushResponse)?) { lock.withLock { pushHook = hook } }
+    public func onPush(_ hook: (@Sendable (PushRequest, Result<PushResponse, any Error>) throws -> PushResponse)?) {
+        lock.withLock { pushHook = hook }
+    }
 
     /// Replaces pull answers.
     public func onPull(_ hook: (@Sendable (PullResponse) throws -> PullResponse)?) { lock.withLock { pullHook = hook } }

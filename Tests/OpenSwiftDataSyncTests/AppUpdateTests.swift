@@ -5,8 +5,8 @@ import OpenSwiftDataServer
 import OpenSwiftDataSync
 import OpenSwiftDataSyncProtocol
 import OpenSwiftDataSyncTesting
-import Testing
 import OpenSwiftDataTestSupport
+import Testing
 
 // Two versions of a synced notes app, for updates of the app on a device with saves queued.
 
@@ -116,12 +116,16 @@ enum MemosWithWords: VersionedSchema {
 enum MemosCustomPlan: SchemaMigrationPlan {
     static var schemas: [any VersionedSchema.Type] { [MemosV1.self, MemosWithWords.self] }
     static var stages: [MigrationStage] {
-        [.custom(fromVersion: MemosV1.self, toVersion: MemosWithWords.self, willMigrate: nil, didMigrate: { context in
-            for memo in try context.fetch(FetchDescriptor<MemosWithWords.Memo>()) {
-                memo.words = memo.body.split(separator: " ").count
-            }
-            try context.save()
-        })]
+        [
+            .custom(
+                fromVersion: MemosV1.self, toVersion: MemosWithWords.self, willMigrate: nil,
+                didMigrate: { context in
+                    for memo in try context.fetch(FetchDescriptor<MemosWithWords.Memo>()) {
+                        memo.words = memo.body.split(separator: " ").count
+                    }
+                    try context.save()
+                })
+        ]
     }
 }
 
@@ -142,7 +146,9 @@ struct AppUpdateTests {
     }
 
     /// Opens version 2 of the app on `url` (running the migration), with its engine.
-    static func openUpdated(_ change: SchemaChange, url: URL, transport: InMemorySyncTransport, clock: TestClock) throws -> (ModelContainer, SyncEngine) {
+    static func openUpdated(
+        _ change: SchemaChange, url: URL, transport: InMemorySyncTransport, clock: TestClock
+    ) throws -> (ModelContainer, SyncEngine) {
         var configuration = SyncConfiguration()
         let container: ModelContainer
         switch change {
@@ -159,11 +165,13 @@ struct AppUpdateTests {
             container = try ModelContainer(for: Schema(versionedSchema: MemosWithoutLabels.self), configurations: ModelConfiguration(url: url))
             configuration.sync(MemosWithoutLabels.Memo.self)
         case .customStage:
-            container = try ModelContainer(for: Schema(versionedSchema: MemosWithWords.self), migrationPlan: MemosCustomPlan.self, configurations: ModelConfiguration(url: url))
+            container = try ModelContainer(
+                for: Schema(versionedSchema: MemosWithWords.self), migrationPlan: MemosCustomPlan.self, configurations: ModelConfiguration(url: url))
             configuration.sync(MemosWithWords.Memo.self)
             configuration.sync(MemosWithWords.Label.self)
         }
-        let engine = try SyncEngine(container: container, transport: transport, user: "alice", configuration: configuration, clock: clock, seed: seed(of: "updated"))
+        let engine = try SyncEngine(
+            container: container, transport: transport, user: "alice", configuration: configuration, clock: clock, seed: seed(of: "updated"))
         return (container, engine)
     }
 
@@ -175,7 +183,9 @@ struct AppUpdateTests {
     /// The engine's key/value state as stored.
     static func engineState(_ container: ModelContainer) throws -> [String: String] {
         try container.performSyncRead { db in
-            Dictionary(try Row.fetchAll(db, sql: "SELECT key, value FROM osd_sync_engine").map { ($0["key"] as String, $0["value"] as String) }, uniquingKeysWith: { $1 })
+            Dictionary(
+                try Row.fetchAll(db, sql: "SELECT key, value FROM osd_sync_engine").map { ($0["key"] as String, $0["value"] as String) },
+                uniquingKeysWith: { $1 })
         }
     }
 
@@ -190,7 +200,9 @@ struct AppUpdateTests {
         return titles
     }
 
-    @Test("a device with an unsent save, a save sent without an answer and a pending edit over a pulled value is updated: nothing is lost, each save reaches the server once", arguments: SchemaChange.allCases)
+    @Test(
+        "a device with an unsent save, a save sent without an answer and a pending edit over a pulled value is updated: nothing is lost, each save reaches the server once",
+        arguments: SchemaChange.allCases)
     func updateKeepsQueuedSaves(change: SchemaChange) async throws {
         let server = try await TestServer()
         let directory = server.directory
@@ -202,7 +214,9 @@ struct AppUpdateTests {
         do {
             // Version 1: a synced note and label, then a second device edits the note.
             let container = try ModelContainer(for: Schema(versionedSchema: MemosV1.self), configurations: ModelConfiguration(url: url))
-            let engine = try SyncEngine(container: container, transport: transport, user: "alice", configuration: Self.v1Configuration(), clock: server.clock, seed: seed(of: "phone"))
+            let engine = try SyncEngine(
+                container: container, transport: transport, user: "alice", configuration: Self.v1Configuration(), clock: server.clock,
+                seed: seed(of: "phone"))
             let context = ModelContext(container)
             let shared = MemosV1.Memo(title: "shared")
             shared.body = "one two three"
@@ -212,8 +226,11 @@ struct AppUpdateTests {
             try await engine.syncNow()
             clientID = await engine.currentClientID
 
-            let laptopContainer = try ModelContainer(for: Schema(versionedSchema: MemosV1.self), configurations: ModelConfiguration(url: directory.file("laptop.sqlite")))
-            let laptop = try SyncEngine(container: laptopContainer, transport: InMemorySyncTransport(service: server.service, user: "alice"), user: "alice", configuration: Self.v1Configuration(), clock: server.clock, seed: seed(of: "laptop"))
+            let laptopContainer = try ModelContainer(
+                for: Schema(versionedSchema: MemosV1.self), configurations: ModelConfiguration(url: directory.file("laptop.sqlite")))
+            let laptop = try SyncEngine(
+                container: laptopContainer, transport: InMemorySyncTransport(service: server.service, user: "alice"), user: "alice",
+                configuration: Self.v1Configuration(), clock: server.clock, seed: seed(of: "laptop"))
             try await laptop.syncNow()
             let laptopContext = ModelContext(laptopContainer)
             let onLaptop = try #require(try laptopContext.fetch(FetchDescriptor<MemosV1.Memo>()).first)
@@ -289,9 +306,10 @@ struct AppUpdateTests {
                 try context.save()
                 try await engine.syncNow()
                 let page = try await reader.pull(PullRequest(clientID: "reader-3", cursor: nil, limit: 10_000))
-                #expect(page.changes.contains { change in
-                    if case .string("calm")? = change.fields["mood"] { return true } else { return false }
-                })
+                #expect(
+                    page.changes.contains { change in
+                        if case .string("calm")? = change.fields["mood"] { return true } else { return false }
+                    })
             } else {
                 context.insert(MemosAdded.Sticker(emoji: "star"))
                 try context.save()
@@ -338,15 +356,18 @@ struct AppUpdateTests {
         try queue.close()
 
         let server = try await TestServer()
-        let (container, engine) = try Self.openUpdated(change, url: url, transport: InMemorySyncTransport(service: server.service, user: "alice"), clock: server.clock)
+        let (container, engine) = try Self.openUpdated(
+            change, url: url, transport: InMemorySyncTransport(service: server.service, user: "alice"), clock: server.clock)
         await engine.stop()
         _ = container
         let reopened = try DatabaseQueue(path: url.path)
         defer { try? reopened.close() }
         let (found, cached, labels) = try await reopened.read { db in
-            (try String.fetchOne(db, sql: "SELECT title FROM memo_search WHERE memo_search MATCH 'alpha'"),
-             try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM thumbnail_cache"),
-             try db.tableExists("Label"))
+            (
+                try String.fetchOne(db, sql: "SELECT title FROM memo_search WHERE memo_search MATCH 'alpha'"),
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM thumbnail_cache"),
+                try db.tableExists("Label")
+            )
         }
         #expect(found == "searchable")
         #expect(cached == 1)
@@ -378,10 +399,12 @@ struct AppUpdateTests {
         let reopened = try DatabaseQueue(path: url.path)
         defer { try? reopened.close() }
         let (settings, client, labels, record) = try await reopened.read { db in
-            (try db.tableExists("app_settings"),
-             try String.fetchOne(db, sql: "SELECT value FROM osd_sync_engine WHERE key = 'clientID'"),
-             try db.tableExists("Label"),
-             try db.tableExists("osd_store_tables"))
+            (
+                try db.tableExists("app_settings"),
+                try String.fetchOne(db, sql: "SELECT value FROM osd_sync_engine WHERE key = 'clientID'"),
+                try db.tableExists("Label"),
+                try db.tableExists("osd_store_tables")
+            )
         }
         #expect(settings)
         #expect(client == "c-old")
@@ -397,11 +420,14 @@ struct SkippedFieldsTests {
         let server = try await TestServer()
         let directory = server.directory
         // The laptop already runs version 2 and writes the new property.
-        let laptopContainer = try ModelContainer(for: Schema(versionedSchema: MemosAdded.self), configurations: ModelConfiguration(url: directory.file("laptop.sqlite")))
+        let laptopContainer = try ModelContainer(
+            for: Schema(versionedSchema: MemosAdded.self), configurations: ModelConfiguration(url: directory.file("laptop.sqlite")))
         var laptopConfiguration = SyncConfiguration()
         laptopConfiguration.sync(MemosAdded.Memo.self)
         laptopConfiguration.sync(MemosAdded.Label.self)
-        let laptop = try SyncEngine(container: laptopContainer, transport: InMemorySyncTransport(service: server.service, user: "alice"), user: "alice", configuration: laptopConfiguration, clock: server.clock, seed: seed(of: "laptop"))
+        let laptop = try SyncEngine(
+            container: laptopContainer, transport: InMemorySyncTransport(service: server.service, user: "alice"), user: "alice",
+            configuration: laptopConfiguration, clock: server.clock, seed: seed(of: "laptop"))
         let memo = MemosAdded.Memo(title: "plan")
         memo.mood = "hopeful"
         let laptopContext = ModelContext(laptopContainer)
@@ -414,7 +440,9 @@ struct SkippedFieldsTests {
         let transport = InMemorySyncTransport(service: server.service, user: "alice")
         do {
             let container = try ModelContainer(for: Schema(versionedSchema: MemosV1.self), configurations: ModelConfiguration(url: url))
-            let engine = try SyncEngine(container: container, transport: transport, user: "alice", configuration: AppUpdateTests.v1Configuration(), clock: server.clock, seed: seed(of: "phone"))
+            let engine = try SyncEngine(
+                container: container, transport: transport, user: "alice", configuration: AppUpdateTests.v1Configuration(), clock: server.clock,
+                seed: seed(of: "phone"))
             try await engine.syncNow()
             #expect(try ModelContext(container).fetch(FetchDescriptor<MemosV1.Memo>()).map(\.title) == ["plan"])
             await engine.stop()
@@ -432,8 +460,11 @@ struct SkippedFieldsTests {
         let server = try await TestServer()
         let directory = server.directory
         // The laptop has 30 notes on the server.
-        let laptopContainer = try ModelContainer(for: Schema(versionedSchema: MemosV1.self), configurations: ModelConfiguration(url: directory.file("laptop.sqlite")))
-        let laptop = try SyncEngine(container: laptopContainer, transport: InMemorySyncTransport(service: server.service, user: "alice"), user: "alice", configuration: AppUpdateTests.v1Configuration(), clock: server.clock, seed: seed(of: "laptop"))
+        let laptopContainer = try ModelContainer(
+            for: Schema(versionedSchema: MemosV1.self), configurations: ModelConfiguration(url: directory.file("laptop.sqlite")))
+        let laptop = try SyncEngine(
+            container: laptopContainer, transport: InMemorySyncTransport(service: server.service, user: "alice"), user: "alice",
+            configuration: AppUpdateTests.v1Configuration(), clock: server.clock, seed: seed(of: "laptop"))
         let laptopContext = ModelContext(laptopContainer)
         for index in 0..<30 { laptopContext.insert(MemosV1.Memo(title: "laptop \(index)")) }
         try laptopContext.save()
@@ -447,7 +478,8 @@ struct SkippedFieldsTests {
             var configuration = AppUpdateTests.v1Configuration()
             configuration.snapshotPageSize = 10
             configuration.pullPageSize = 10
-            let engine = try SyncEngine(container: container, transport: transport, user: "alice", configuration: configuration, clock: server.clock, seed: seed(of: "phone"))
+            let engine = try SyncEngine(
+                container: container, transport: transport, user: "alice", configuration: configuration, clock: server.clock, seed: seed(of: "phone"))
             let pages = Counter()
             transport.onPull { page in
                 guard pages.next() <= 2 else { throw SyncTransportError.unreachable("app closed") }
@@ -480,7 +512,9 @@ struct UpdateRemovalTests {
         let transport = InMemorySyncTransport(service: server.service, user: "alice")
         do {
             let container = try ModelContainer(for: Schema(versionedSchema: MemosV1.self), configurations: ModelConfiguration(url: url))
-            let engine = try SyncEngine(container: container, transport: transport, user: "alice", configuration: AppUpdateTests.v1Configuration(), clock: server.clock, seed: seed(of: "phone"))
+            let engine = try SyncEngine(
+                container: container, transport: transport, user: "alice", configuration: AppUpdateTests.v1Configuration(), clock: server.clock,
+                seed: seed(of: "phone"))
             let context = ModelContext(container)
             let memo = MemosV1.Memo(title: "errands")
             context.insert(memo)
@@ -499,7 +533,8 @@ struct UpdateRemovalTests {
         #expect(try await engine.pendingChangeCount() == 0)
         #expect(!events.all.contains { if case .rejected = $0 { return true } else { return false } })
         #expect(try ModelContext(container).fetch(FetchDescriptor<MemosWithoutLabels.Memo>()).first?.body == "milk")
-        let page = try await InMemorySyncTransport(service: server.service, user: "alice").pull(PullRequest(clientID: "reader", cursor: nil, limit: 100))
+        let page = try await InMemorySyncTransport(service: server.service, user: "alice").pull(
+            PullRequest(clientID: "reader", cursor: nil, limit: 100))
         #expect(page.changes.contains { $0.entity == "Label" && $0.fields["name"] == .string("home") })
         #expect(page.changes.contains { $0.entity == "Memo" && $0.fields["body"] == .string("milk") })
         await engine.stop()
@@ -508,11 +543,14 @@ struct UpdateRemovalTests {
     @Test("a new property named like a renamed property's original name is refused at engine setup, naming both")
     func syncNameReused() async throws {
         let server = try await TestServer()
-        let container = try ModelContainer(for: Schema(versionedSchema: MemosNameReused.self), configurations: ModelConfiguration(url: server.directory.file("reused.sqlite")))
+        let container = try ModelContainer(
+            for: Schema(versionedSchema: MemosNameReused.self), configurations: ModelConfiguration(url: server.directory.file("reused.sqlite")))
         var configuration = SyncConfiguration()
         configuration.sync(MemosNameReused.Memo.self)
         #expect {
-            _ = try SyncEngine(container: container, transport: InMemorySyncTransport(service: server.service, user: "alice"), user: "alice", configuration: configuration)
+            _ = try SyncEngine(
+                container: container, transport: InMemorySyncTransport(service: server.service, user: "alice"), user: "alice",
+                configuration: configuration)
         } throws: { error in
             guard case let .unsupportedModel(entity, reason)? = error as? SyncEngineError else { return false }
             return entity == "Memo" && reason.contains("heading") && reason.contains("title")
@@ -525,5 +563,10 @@ struct UpdateRemovalTests {
 final class Counter: @unchecked Sendable {
     private let lock = NSLock()
     private var value = 0
-    func next() -> Int { lock.withLock { value += 1; return value } }
+    func next() -> Int {
+        lock.withLock {
+            value += 1
+            return value
+        }
+    }
 }

@@ -4,8 +4,8 @@ import OpenSwiftDataServer
 import OpenSwiftDataSync
 import OpenSwiftDataSyncProtocol
 import OpenSwiftDataSyncTesting
-import Testing
 import OpenSwiftDataTestSupport
+import Testing
 
 @Suite("Sync engine: push, pull and convergence against the real server core")
 struct ConvergenceTests {
@@ -89,7 +89,9 @@ struct ConvergenceTests {
         #expect(try b.noteState() == ["once||false|-|", "twice?||false|-|"])
     }
 
-    @Test("a field with an unpushed local edit keeps its local value while pulled changes apply to the others; the server's decision lands after the push")
+    @Test(
+        "a field with an unpushed local edit keeps its local value while pulled changes apply to the others; the server's decision lands after the push"
+    )
     func rebaseUnderPendingEdit() async throws {
         let directory = try TemporaryDirectory()
         let server = try await TestServer(directory: directory)
@@ -214,17 +216,25 @@ struct ConvergenceTests {
         #expect(try b.fetch(Reading.self).map(\.value) == (try a.fetch(Reading.self).map(\.value)))
     }
 
-    @Test("an edit made after the server deleted and inserted a record again, pulled before it is pushed, is what both devices end with (simulator seed 420)")
+    @Test(
+        "an edit made after the server deleted and inserted a record again, pulled before it is pushed, is what both devices end with (simulator seed 420)"
+    )
     func reinsertBeforeLaterPendingEdit() async throws {
         let directory = try TemporaryDirectory()
         let server = try await TestServer(directory: directory)
         func note(_ title: String) -> RecordChange {
-            RecordChange(op: .insert, entity: "Note", recordID: "n1", scope: .user("alice"), fields: ["title": .string(title), "body": .string(""), "pinned": .bool(false), "folder": .null, "space": .null])
+            RecordChange(
+                op: .insert, entity: "Note", recordID: "n1", scope: .user("alice"),
+                fields: ["title": .string(title), "body": .string(""), "pinned": .bool(false), "folder": .null, "space": .null])
         }
         func push(_ id: MutationID, _ changes: [RecordChange]) async throws {
-            _ = try await server.service.push(user: "alice", request: PushRequest(clientID: "other", mutations: [
-                Mutation(id: id, stamp: HLCTimestamp(milliseconds: 1_700_000_000_000 + UInt64(id), counter: 0), changes: changes),
-            ]))
+            _ = try await server.service.push(
+                user: "alice",
+                request: PushRequest(
+                    clientID: "other",
+                    mutations: [
+                        Mutation(id: id, stamp: HLCTimestamp(milliseconds: 1_700_000_000_000 + UInt64(id), counter: 0), changes: changes)
+                    ]))
         }
         try await push(1, [note("first")])
         let b = try Device.open(server, directory: directory, name: "b")
@@ -253,7 +263,9 @@ struct ConvergenceTests {
         #expect(try b.noteState() == ["mine||false|-|"])
     }
 
-    @Test("a record moved into a folder that another device deletes (cascade) survives on this device, its move rolled back (simulator seeds 1286, 1912)")
+    @Test(
+        "a record moved into a folder that another device deletes (cascade) survives on this device, its move rolled back (simulator seeds 1286, 1912)"
+    )
     func moveIntoFolderDeletedElsewhere() async throws {
         let directory = try TemporaryDirectory()
         let server = try await TestServer(directory: directory)
@@ -291,14 +303,20 @@ struct ConvergenceTests {
         #expect(try a.noteState() == b.noteState())
     }
 
-    @Test("a pending note whose folder a pull deleted, then inserted again: once the note's insert is accepted, the device shows the folder the server gave it (simulator seed 3617)")
+    @Test(
+        "a pending note whose folder a pull deleted, then inserted again: once the note's insert is accepted, the device shows the folder the server gave it (simulator seed 3617)"
+    )
     func referenceClearedByPulledDeleteThenSettled() async throws {
         let directory = try TemporaryDirectory()
         let server = try await TestServer(directory: directory)
         func push(_ id: MutationID, _ changes: [RecordChange]) async throws {
-            _ = try await server.service.push(user: "alice", request: PushRequest(clientID: "other", mutations: [
-                Mutation(id: id, stamp: HLCTimestamp(milliseconds: 1_700_000_000_000 + UInt64(id), counter: 0), changes: changes),
-            ]))
+            _ = try await server.service.push(
+                user: "alice",
+                request: PushRequest(
+                    clientID: "other",
+                    mutations: [
+                        Mutation(id: id, stamp: HLCTimestamp(milliseconds: 1_700_000_000_000 + UInt64(id), counter: 0), changes: changes)
+                    ]))
         }
         let folder = RecordChange(op: .insert, entity: "Folder", recordID: "f1", scope: .user("alice"), fields: ["name": .string("Trip")])
         try await push(1, [folder])
@@ -329,7 +347,8 @@ struct ConvergenceTests {
         #expect(try a.noteState() == b.noteState())
     }
 
-    @Test("a device that saves without pause still syncs: its first download and the pages that settle its own saves do not wait for the saves to stop")
+    @Test(
+        "a device that saves without pause still syncs: its first download and the pages that settle its own saves do not wait for the saves to stop")
     func syncsWhileSavingWithoutPause() async throws {
         let directory = try TemporaryDirectory()
         let server = try await TestServer(directory: directory)
@@ -359,18 +378,28 @@ struct ConvergenceTests {
         let directory = try TemporaryDirectory()
         let server = try await TestServer(directory: directory)
         // Another client pushes the note first and its folder in a later mutation.
-        let note = RecordChange(op: .insert, entity: "Note", recordID: "n1", scope: .user("alice"), fields: ["title": .string("Orphan"), "body": .string(""), "pinned": .bool(false), "folder": .reference("f1"), "space": .null])
+        let note = RecordChange(
+            op: .insert, entity: "Note", recordID: "n1", scope: .user("alice"),
+            fields: ["title": .string("Orphan"), "body": .string(""), "pinned": .bool(false), "folder": .reference("f1"), "space": .null])
         let folder = RecordChange(op: .insert, entity: "Folder", recordID: "f1", scope: .user("alice"), fields: ["name": .string("Later")])
-        _ = try await server.service.push(user: "alice", request: PushRequest(clientID: "other", mutations: [
-            Mutation(id: 1, stamp: HLCTimestamp(milliseconds: 1_800_000_000_000, counter: 0), changes: [note]),
-        ]))
+        _ = try await server.service.push(
+            user: "alice",
+            request: PushRequest(
+                clientID: "other",
+                mutations: [
+                    Mutation(id: 1, stamp: HLCTimestamp(milliseconds: 1_800_000_000_000, counter: 0), changes: [note])
+                ]))
         let b = try Device.open(server, directory: directory, name: "b", pageSize: 1)
         try await b.engine.syncNow()
         #expect(try b.noteState() == ["Orphan||false|-|"])
         #expect(try b.container.pendingSyncReferenceCount() == 1)
-        _ = try await server.service.push(user: "alice", request: PushRequest(clientID: "other", mutations: [
-            Mutation(id: 2, stamp: HLCTimestamp(milliseconds: 1_800_000_000_001, counter: 0), changes: [folder]),
-        ]))
+        _ = try await server.service.push(
+            user: "alice",
+            request: PushRequest(
+                clientID: "other",
+                mutations: [
+                    Mutation(id: 2, stamp: HLCTimestamp(milliseconds: 1_800_000_000_001, counter: 0), changes: [folder])
+                ]))
         try await b.engine.syncNow()
         #expect(try b.noteState() == ["Orphan||false|Later|"])
         #expect(try b.container.pendingSyncReferenceCount() == 0)

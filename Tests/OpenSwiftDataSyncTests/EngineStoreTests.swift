@@ -1,10 +1,11 @@
 import Foundation
 import GRDB
 import OpenSwiftData
-@testable import OpenSwiftDataSync
 import OpenSwiftDataSyncProtocol
-import Testing
 import OpenSwiftDataTestSupport
+import Testing
+
+@testable import OpenSwiftDataSync
 
 @Suite("Sync engine: its own tables, read without decoding the queue again")
 struct EngineStoreTests {
@@ -76,7 +77,8 @@ struct EngineStoreTests {
     func undecodableShadowIsReplaced() throws {
         let database = try shadowDatabase()
         try database.write { db in
-            try db.execute(sql: "INSERT INTO \(SyncEngineStore.shadowTable) (entity, record_id, key, value, version) VALUES ('Note', 'n9', 'f:title', X'FF', 1)")
+            try db.execute(
+                sql: "INSERT INTO \(SyncEngineStore.shadowTable) (entity, record_id, key, value, version) VALUES ('Note', 'n9', 'f:title', X'FF', 1)")
         }
         let read = try database.read { db in try SyncEngineStore.shadows(in: db) }
         #expect(read.isEmpty)
@@ -106,9 +108,10 @@ struct EngineStoreTests {
         }
         // A shadow written under each part's text comes back under the same key.
         let database = try shadowDatabase()
-        let written: Shadows = Dictionary(uniqueKeysWithValues: parts.enumerated().map { index, part in
-            (key("n\(index)", part.0), (SyncEngineStore.ShadowValue.record(exists: true), Int64(index)))
-        })
+        let written: Shadows = Dictionary(
+            uniqueKeysWithValues: parts.enumerated().map { index, part in
+                (key("n\(index)", part.0), (SyncEngineStore.ShadowValue.record(exists: true), Int64(index)))
+            })
         try database.write { db in try SyncEngineStore.replaceShadows(written, in: db) }
         #expect(same(try database.read { db in try SyncEngineStore.shadows(in: db) }, written))
     }

@@ -5,8 +5,8 @@ import OpenSwiftDataServerSQLite
 import OpenSwiftDataSync
 import OpenSwiftDataSyncProtocol
 import OpenSwiftDataSyncTesting
-import Testing
 import OpenSwiftDataTestSupport
+import Testing
 
 @Suite("Sync engine: failures, bad answers, reset, revoke, sign-out")
 struct FailureTests {
@@ -24,7 +24,9 @@ struct FailureTests {
         #expect(Set(delays).count > 1)
     }
 
-    @Test("a page of another protocol version, or malformed: a typed error event, nothing applied, the queue intact (records of entities the app does not sync are skipped: see MixedVersionTests)")
+    @Test(
+        "a page of another protocol version, or malformed: a typed error event, nothing applied, the queue intact (records of entities the app does not sync are skipped: see MixedVersionTests)"
+    )
     func badAnswers() async throws {
         let directory = try TemporaryDirectory()
         let server = try await TestServer(directory: directory)
@@ -73,7 +75,9 @@ struct FailureTests {
         let inner = InMemorySyncTransport(service: server.service, user: "alice")
         let transport = SlowSecondPull(inner: inner, log: log)
         let b = try Device.open(server, directory: directory, name: "b", pageSize: 2, transport: inner)
-        let engine = try SyncEngine(container: b.container, transport: transport, user: "alice", configuration: Device.configuration(pageSize: 2), clock: server.clock, seed: 7)
+        let engine = try SyncEngine(
+            container: b.container, transport: transport, user: "alice", configuration: Device.configuration(pageSize: 2), clock: server.clock,
+            seed: 7)
         try await engine.syncNow()
         for index in 0..<6 {
             a.context.insert(Note(title: "n\(index)"))
@@ -184,7 +188,9 @@ struct FailureTests {
         #expect(events.all.contains(.revoked(["team:t1"])))
     }
 
-    @Test("a revoke while saves in the scope are pending: those records stay until the server answers; re-granted, the saves apply; still revoked, they are rejected and leave")
+    @Test(
+        "a revoke while saves in the scope are pending: those records stay until the server answers; re-granted, the saves apply; still revoked, they are rejected and leave"
+    )
     func revokeWithPendingSaves() async throws {
         let setup = try await Self.sharedPlan()
         defer { withExtendedLifetime(setup) {} }
@@ -223,7 +229,9 @@ struct FailureTests {
         #expect(try a.fetch(Note.self).isEmpty)
     }
 
-    @Test("an edit refused while its scope was revoked, settled after a re-grant this client never saw revoked: the record stays, at the server's values (simulator seed 694)")
+    @Test(
+        "an edit refused while its scope was revoked, settled after a re-grant this client never saw revoked: the record stays, at the server's values (simulator seed 694)"
+    )
     func rejectedWhileRevokedThenGrantedAgain() async throws {
         let setup = try await Self.sharedPlan()
         defer { withExtendedLifetime(setup) {} }
@@ -247,7 +255,9 @@ struct FailureTests {
         #expect(try a.noteState() == (try bob.noteState()))
     }
 
-    @Test("a delete refused while its scope was revoked, settled after a re-grant with another's edit of the record: the record comes back whole, the rejection is reported (simulator seed 3375)")
+    @Test(
+        "a delete refused while its scope was revoked, settled after a re-grant with another's edit of the record: the record comes back whole, the rejection is reported (simulator seed 3375)"
+    )
     func rejectedDeleteWhileRevokedThenEditedElsewhere() async throws {
         let setup = try await Self.sharedPlan()
         defer { withExtendedLifetime(setup) {} }
@@ -275,11 +285,15 @@ struct FailureTests {
         #expect(try await a.engine.pendingChangeCount() == 0)
         #expect(try a.noteState() == ["team plan|bob's edit|false|-|"])
         #expect(try a.noteState() == (try bob.noteState()))
-        let rejected = await events.waitFor { if case let .rejected(rejection) = $0 { return rejection.reason == .scopeNotGranted } else { return false } }
+        let rejected = await events.waitFor {
+            if case let .rejected(rejection) = $0 { return rejection.reason == .scopeNotGranted } else { return false }
+        }
         #expect(rejected != nil)
     }
 
-    @Test("a record this client created in a scope granted again, pushed, then deleted by another before the scope's snapshot was read, leaves the client (simulator seed 2538)")
+    @Test(
+        "a record this client created in a scope granted again, pushed, then deleted by another before the scope's snapshot was read, leaves the client (simulator seed 2538)"
+    )
     func grantedAgainSnapshotDropsDeletedOwnRecord() async throws {
         let setup = try await Self.sharedPlan()
         defer { withExtendedLifetime(setup) {} }
@@ -305,7 +319,9 @@ struct FailureTests {
         #expect(try a.noteState() == (try bob.noteState()))
     }
 
-    @Test("a record this client created in a scope granted after its last pull, pushed, then revoked before the scope's download: it leaves the client, the server keeps it (simulator seed 9243)")
+    @Test(
+        "a record this client created in a scope granted after its last pull, pushed, then revoked before the scope's download: it leaves the client, the server keeps it (simulator seed 9243)"
+    )
     func revokedBeforeDownloadDropsOwnRecord() async throws {
         let directory = try TemporaryDirectory()
         let server = try await TestServer(directory: directory)
@@ -330,7 +346,9 @@ struct FailureTests {
         #expect(try bob.noteState() == ["alice's idea||false|-|", "team plan||false|-|"])
     }
 
-    @Test("a record edited and deleted here while its scope was revoked, its edit pulled over first: when the scope is granted again the settled edit writes nothing back (simulator seed 2401)")
+    @Test(
+        "a record edited and deleted here while its scope was revoked, its edit pulled over first: when the scope is granted again the settled edit writes nothing back (simulator seed 2401)"
+    )
     func grantedAgainSnapshotForgetsShadowsOfDeletedRecord() async throws {
         let setup = try await Self.sharedPlan()
         defer { withExtendedLifetime(setup) {} }
@@ -381,7 +399,9 @@ struct FailureTests {
         #expect(try b.noteState() == ["mine||false|-|"])
     }
 
-    @Test("a client killed mid-push (its engine and container dropped after the server applied the batch) resumes from its file and pushes each change exactly once")
+    @Test(
+        "a client killed mid-push (its engine and container dropped after the server applied the batch) resumes from its file and pushes each change exactly once"
+    )
     func crashMidPush() async throws {
         let directory = try TemporaryDirectory()
         let server = try await TestServer(directory: directory)
@@ -403,7 +423,9 @@ struct FailureTests {
         #expect(try reopened.noteState() == ["before crash||false|-|"])
     }
 
-    @Test("a save the server refuses as a request (a malformed scope) does not wedge the queue: it is rejected locally, reported, and the saves behind it are pushed")
+    @Test(
+        "a save the server refuses as a request (a malformed scope) does not wedge the queue: it is rejected locally, reported, and the saves behind it are pushed"
+    )
     func noHeadOfLineWedge() async throws {
         let directory = try TemporaryDirectory()
         let server = try await TestServer(directory: directory)
@@ -430,7 +452,9 @@ struct FailureTests {
         #expect(ids.contains(2) && !ids.contains(4))
     }
 
-    @Test("a server restored empty (another epoch): the client resets, sends again what the server lost (its acknowledged save too) and its unpushed save, without looping")
+    @Test(
+        "a server restored empty (another epoch): the client resets, sends again what the server lost (its acknowledged save too) and its unpushed save, without looping"
+    )
     func resetAfterEpochChange() async throws {
         let directory = try TemporaryDirectory()
         let server = try await TestServer(directory: directory)

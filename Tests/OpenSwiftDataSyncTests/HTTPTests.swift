@@ -5,9 +5,9 @@ import OpenSwiftDataServer
 import OpenSwiftDataServerSQLite
 import OpenSwiftDataSync
 import OpenSwiftDataSyncProtocol
+import OpenSwiftDataTestSupport
 import ServiceLifecycle
 import Testing
-import OpenSwiftDataTestSupport
 
 /// A real `osd-server` router on 127.0.0.1, on a port the system picked, over SQLite in a
 /// temporary directory.
@@ -21,9 +21,12 @@ struct LoopbackServer {
 
     /// Runs a server in `directory` (a new one by default: a server restarted on the same
     /// directory keeps its database and the devices' stores), with `maxBodySize`.
-    static func run<T>(directory given: TemporaryDirectory? = nil, maxBodySize: Int = 8 * 1024 * 1024, _ body: (LoopbackServer) async throws -> T) async throws -> T {
+    static func run<T>(
+        directory given: TemporaryDirectory? = nil, maxBodySize: Int = 8 * 1024 * 1024, _ body: (LoopbackServer) async throws -> T
+    ) async throws -> T {
         let directory = try given ?? TemporaryDirectory()
-        let configuration = SyncServerConfiguration(hostname: "127.0.0.1", port: 0, auth: AuthConfiguration(hmacSecret: secret), maxBodySize: maxBodySize)
+        let configuration = SyncServerConfiguration(
+            hostname: "127.0.0.1", port: 0, auth: AuthConfiguration(hmacSecret: secret), maxBodySize: maxBodySize)
         let server = try await SyncServer(configuration: configuration, storage: try SQLiteSyncStorage(path: directory.path("server.sqlite")))
         var logger = Logger(label: "osd-server-engine-test")
         logger.logLevel = .warning
@@ -61,7 +64,9 @@ struct LoopbackServer {
         }
         var configuration = Device.configuration()
         configuration.pollInterval = .seconds(3600)  // no polling in these tests: news comes by the live channel
-        let engine = try SyncEngine(container: container, transport: transport, user: user, configuration: configuration, clock: SystemSyncClock(), seed: seed(of: name + user))
+        let engine = try SyncEngine(
+            container: container, transport: transport, user: user, configuration: configuration, clock: SystemSyncClock(),
+            seed: seed(of: name + user))
         return Device(url: url, container: container, engine: engine, inMemory: nil, context: ModelContext(container))
     }
 }
@@ -75,7 +80,12 @@ final class TokenCounter: @unchecked Sendable {
 
     init(forgeFirst: Bool = false) { self.forgeFirst = forgeFirst }
 
-    func next() -> Int { lock.withLock { count += 1; return count } }
+    func next() -> Int {
+        lock.withLock {
+            count += 1
+            return count
+        }
+    }
     var calls: Int { lock.withLock { count } }
 }
 

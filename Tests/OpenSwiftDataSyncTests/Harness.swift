@@ -5,8 +5,8 @@ import OpenSwiftDataServerSQLite
 import OpenSwiftDataSync
 import OpenSwiftDataSyncProtocol
 import OpenSwiftDataSyncTesting
-import Testing
 import OpenSwiftDataTestSupport
+import Testing
 
 /// A clock the tests move by hand; sleeping returns at once (tests drive the engine with
 /// `syncNow()`, never by waiting).
@@ -33,7 +33,10 @@ final class TestServer: Sendable {
     let storage: SQLiteSyncStorage
     let service: SyncService
 
-    init(configuration: SyncServiceConfiguration = SyncServiceConfiguration(), clock: TestClock = TestClock(), directory: TemporaryDirectory? = nil, name: String = "server.sqlite") async throws {
+    init(
+        configuration: SyncServiceConfiguration = SyncServiceConfiguration(), clock: TestClock = TestClock(), directory: TemporaryDirectory? = nil,
+        name: String = "server.sqlite"
+    ) async throws {
         self.directory = try directory ?? TemporaryDirectory()
         self.clock = clock
         storage = try SQLiteSyncStorage(path: self.directory.path(name))
@@ -67,17 +70,24 @@ struct Device {
     }
 
     /// Opens (or reopens) a device's store at `url`.
-    static func open(_ server: TestServer, user: String = "alice", url: URL? = nil, directory: TemporaryDirectory, name: String = UUID().uuidString, pageSize: Int = 1000, transport: InMemorySyncTransport? = nil, clock: (any SyncClock)? = nil) throws -> Device {
+    static func open(
+        _ server: TestServer, user: String = "alice", url: URL? = nil, directory: TemporaryDirectory, name: String = UUID().uuidString,
+        pageSize: Int = 1000, transport: InMemorySyncTransport? = nil, clock: (any SyncClock)? = nil
+    ) throws -> Device {
         let url = url ?? directory.file("\(name).sqlite")
         let container = try ModelContainer(for: Schema(engineTestTypes + [Unsynced.self]), configurations: ModelConfiguration(url: url))
         let transport = transport ?? InMemorySyncTransport(service: server.service, user: user)
-        let engine = try SyncEngine(container: container, transport: transport, user: user, configuration: configuration(pageSize: pageSize), clock: clock ?? server.clock, seed: seed(of: url.lastPathComponent + user))
+        let engine = try SyncEngine(
+            container: container, transport: transport, user: user, configuration: configuration(pageSize: pageSize), clock: clock ?? server.clock,
+            seed: seed(of: url.lastPathComponent + user))
         return Device(url: url, container: container, engine: engine, inMemory: transport, context: ModelContext(container))
     }
 
     /// Bob's device with his note "team plan" in scope `team:t1` (saved with `alsoInserting`,
     /// in one save) and pushed; with `grantingAlice`, bob then grants alice the scope.
-    static func bobSharingPlan(_ server: TestServer, directory: TemporaryDirectory, grantingAlice: Bool = true, alsoInserting: [Note] = []) async throws -> (bob: Device, shared: Note) {
+    static func bobSharingPlan(
+        _ server: TestServer, directory: TemporaryDirectory, grantingAlice: Bool = true, alsoInserting: [Note] = []
+    ) async throws -> (bob: Device, shared: Note) {
         let bob = try Device.open(server, user: "bob", directory: directory, name: "bob")
         let shared = Note(title: "team plan")
         shared.space = "team:t1"

@@ -3,12 +3,14 @@ import OpenSwiftData
 import OpenSwiftDataServer
 import OpenSwiftDataSync
 import OpenSwiftDataSyncProtocol
-import Testing
 import OpenSwiftDataTestSupport
+import Testing
 
 @Suite("Saves over a server limit are held on the device, never rolled back", .serialized)
 struct HeldSaveTests {
-    @Test("a 20 MB save against the default 8 MiB body limit stays on the device with a typed event; the queue behind it flows; it syncs once the server takes it")
+    @Test(
+        "a 20 MB save against the default 8 MiB body limit stays on the device with a typed event; the queue behind it flows; it syncs once the server takes it"
+    )
     func oversizedSaveIsHeld() async throws {
         let directory = try TemporaryDirectory()
         let big = String(repeating: "0123456789abcdef", count: 20 * 1024 * 1024 / 16)

@@ -4,8 +4,8 @@ import OpenSwiftDataServer
 import OpenSwiftDataSync
 import OpenSwiftDataSyncProtocol
 import OpenSwiftDataSyncTesting
-import Testing
 import OpenSwiftDataTestSupport
+import Testing
 
 /// The models of an app's older version: `Memo` without `mood`, and no `Badge`.
 enum OlderApp {
@@ -38,19 +38,25 @@ enum NewerApp {
 @Suite("Sync engine: mixed app versions (property 12)")
 struct MixedVersionTests {
     static func older(_ server: TestServer, directory: TemporaryDirectory, name: String) throws -> (ModelContainer, SyncEngine, EventLog) {
-        let container = try ModelContainer(for: Schema([OlderApp.Memo.self]), configurations: ModelConfiguration(url: directory.file("\(name).sqlite")))
+        let container = try ModelContainer(
+            for: Schema([OlderApp.Memo.self]), configurations: ModelConfiguration(url: directory.file("\(name).sqlite")))
         var configuration = SyncConfiguration()
         configuration.sync(OlderApp.Memo.self)
-        let engine = try SyncEngine(container: container, transport: InMemorySyncTransport(service: server.service, user: "alice"), user: "alice", configuration: configuration, clock: server.clock, seed: seed(of: name))
+        let engine = try SyncEngine(
+            container: container, transport: InMemorySyncTransport(service: server.service, user: "alice"), user: "alice",
+            configuration: configuration, clock: server.clock, seed: seed(of: name))
         return (container, engine, EventLog(engine))
     }
 
     static func newer(_ server: TestServer, directory: TemporaryDirectory, name: String) throws -> (ModelContainer, SyncEngine, EventLog) {
-        let container = try ModelContainer(for: Schema([NewerApp.Memo.self, NewerApp.Badge.self]), configurations: ModelConfiguration(url: directory.file("\(name).sqlite")))
+        let container = try ModelContainer(
+            for: Schema([NewerApp.Memo.self, NewerApp.Badge.self]), configurations: ModelConfiguration(url: directory.file("\(name).sqlite")))
         var configuration = SyncConfiguration()
         configuration.sync(NewerApp.Memo.self)
         configuration.sync(NewerApp.Badge.self)
-        let engine = try SyncEngine(container: container, transport: InMemorySyncTransport(service: server.service, user: "alice"), user: "alice", configuration: configuration, clock: server.clock, seed: seed(of: name))
+        let engine = try SyncEngine(
+            container: container, transport: InMemorySyncTransport(service: server.service, user: "alice"), user: "alice",
+            configuration: configuration, clock: server.clock, seed: seed(of: name))
         return (container, engine, EventLog(engine))
     }
 

@@ -1,11 +1,12 @@
 import Foundation
 import OpenSwiftData
 import OpenSwiftDataServer
-@testable import OpenSwiftDataSync
 import OpenSwiftDataSyncProtocol
 import OpenSwiftDataSyncTesting
-import Testing
 import OpenSwiftDataTestSupport
+import Testing
+
+@testable import OpenSwiftDataSync
 
 @Suite("Sync engine: what the app sees")
 struct ObservationTests {
@@ -26,14 +27,17 @@ struct ObservationTests {
         #expect(next?.map(\.title) == ["seen live"])
     }
 
-    @Test("pulled changes post the remote-change notification under Core Data's name, with the store and a history token that fetchHistory starts from; local saves and pulls of nothing do not")
+    @Test(
+        "pulled changes post the remote-change notification under Core Data's name, with the store and a history token that fetchHistory starts from; local saves and pulls of nothing do not"
+    )
     func remoteChangeNotification() async throws {
         let directory = try TemporaryDirectory()
         let server = try await TestServer(directory: directory)
         let a = try Device.open(server, directory: directory, name: "a")
         let b = try Device.open(server, directory: directory, name: "b")
         let received = NotificationLog()
-        let observer = NotificationCenter.default.addObserver(forName: .NSPersistentStoreRemoteChange, object: b.container, queue: nil) { notification in
+        let observer = NotificationCenter.default.addObserver(forName: .NSPersistentStoreRemoteChange, object: b.container, queue: nil) {
+            notification in
             received.append(notification.userInfo ?? [:])
         }
         defer { NotificationCenter.default.removeObserver(observer) }

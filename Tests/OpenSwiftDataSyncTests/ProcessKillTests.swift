@@ -49,7 +49,9 @@ struct ProcessKillTests {
                 _ = FileManager.default.createFile(atPath: output, contents: nil)
                 let process = Process()
                 process.executableURL = binary
-                process.arguments = ["--server", serverURL ?? server.url.absoluteString, "--user", "alice", "--token", token, "--store", store, "--batch", "3"] + command
+                process.arguments =
+                    ["--server", serverURL ?? server.url.absoluteString, "--user", "alice", "--token", token, "--store", store, "--batch", "3"]
+                    + command
                 process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
                 process.standardError = FileHandle.nullDevice
                 try process.run()

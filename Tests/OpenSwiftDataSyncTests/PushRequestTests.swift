@@ -4,8 +4,8 @@ import OpenSwiftDataServer
 import OpenSwiftDataSync
 import OpenSwiftDataSyncProtocol
 import OpenSwiftDataSyncTesting
-import Testing
 import OpenSwiftDataTestSupport
+import Testing
 
 @Suite("Sync engine: push requests within the server's limits")
 struct PushRequestTests {

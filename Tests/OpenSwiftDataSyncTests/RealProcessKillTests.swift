@@ -92,7 +92,11 @@ struct RealProcessKillTests {
             _ = FileManager.default.createFile(atPath: output, contents: nil)
             let process = Process()
             process.executableURL = client
-            process.arguments = ["--server", "http://127.0.0.1:\(port)", "--user", "alice", "--token", token, "--store", directory.appendingPathComponent(store).path, "--batch", "2"] + command
+            process.arguments =
+                [
+                    "--server", "http://127.0.0.1:\(port)", "--user", "alice", "--token", token, "--store",
+                    directory.appendingPathComponent(store).path, "--batch", "2",
+                ] + command
             process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
             process.standardError = FileHandle.nullDevice
             try process.run()
@@ -170,13 +174,19 @@ struct RealProcessKillTests {
         server.process.waitUntilExit()
         // Every save of both clients is on the server, once; both clients show the same notes.
         #expect(count(database, notes) == 2 * saves)
-        #expect(count(database, "SELECT COUNT(*) FROM (SELECT client_id, mutation_id FROM osd_changes WHERE client_id IS NOT NULL GROUP BY client_id, mutation_id HAVING COUNT(DISTINCT txn) > 1)") == 0)
+        #expect(
+            count(
+                database,
+                "SELECT COUNT(*) FROM (SELECT client_id, mutation_id FROM osd_changes WHERE client_id IS NOT NULL GROUP BY client_id, mutation_id HAVING COUNT(DISTINCT txn) > 1)"
+            ) == 0)
         #expect(count(database, "SELECT COUNT(DISTINCT client_id || '#' || mutation_id) FROM osd_changes WHERE client_id IS NOT NULL") == 2 * saves)
         #expect(lists["a.sqlite"]?.count == 2 * saves)
         #expect(lists["a.sqlite"] == lists["b.sqlite"])
     }
 
-    @Test("version 1 of an app killed with SIGKILL mid-push, then version 2 (one more property) on the same store: every save on the server once, the client id unchanged")
+    @Test(
+        "version 1 of an app killed with SIGKILL mid-push, then version 2 (one more property) on the same store: every save on the server once, the client id unchanged"
+    )
     func appUpdatedAfterKillMidPush() async throws {
         let v1 = try built("SyncedNotes")
         let v2 = try built("SyncedNotesV2")
@@ -193,7 +203,8 @@ struct RealProcessKillTests {
             _ = FileManager.default.createFile(atPath: output, contents: nil)
             let process = Process()
             process.executableURL = executable
-            process.arguments = ["--server", "http://127.0.0.1:\(port)", "--user", "alice", "--token", token, "--store", store, "--batch", "1"] + command
+            process.arguments =
+                ["--server", "http://127.0.0.1:\(port)", "--user", "alice", "--token", token, "--store", store, "--batch", "1"] + command
             process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
             process.standardError = FileHandle.nullDevice
             try process.run()
@@ -247,7 +258,11 @@ struct RealProcessKillTests {
         // Every save of version 1 is on the server once, under the one client id.
         #expect(count(database, notes) == saves)
         #expect(count(database, "SELECT COUNT(DISTINCT client_id) FROM osd_changes WHERE client_id IS NOT NULL") == 1)
-        #expect(count(database, "SELECT COUNT(*) FROM (SELECT client_id, mutation_id FROM osd_changes WHERE client_id IS NOT NULL GROUP BY client_id, mutation_id HAVING COUNT(DISTINCT txn) > 1)") == 0)
+        #expect(
+            count(
+                database,
+                "SELECT COUNT(*) FROM (SELECT client_id, mutation_id FROM osd_changes WHERE client_id IS NOT NULL GROUP BY client_id, mutation_id HAVING COUNT(DISTINCT txn) > 1)"
+            ) == 0)
         #expect(count(database, "SELECT COUNT(DISTINCT client_id || '#' || mutation_id) FROM osd_changes WHERE client_id IS NOT NULL") == saves)
     }
 }

@@ -4,8 +4,8 @@ import OpenSwiftDataServer
 import OpenSwiftDataSync
 import OpenSwiftDataSyncProtocol
 import OpenSwiftDataSyncTesting
-import Testing
 import OpenSwiftDataTestSupport
+import Testing
 
 @Suite("Sync engine: rejections and conflicts")
 struct RejectionTests {
@@ -144,12 +144,15 @@ struct RejectionTests {
     func modelNotInSchema() async throws {
         let directory = try TemporaryDirectory()
         let server = try await TestServer(directory: directory)
-        let container = try ModelContainer(for: Schema([Note.self, Folder.self, Tag.self]), configurations: ModelConfiguration(url: directory.file("x.sqlite")))
+        let container = try ModelContainer(
+            for: Schema([Note.self, Folder.self, Tag.self]), configurations: ModelConfiguration(url: directory.file("x.sqlite")))
         var configuration = SyncConfiguration()
         configuration.sync(Note.self)
         configuration.sync(Reading.self)
         #expect(throws: SyncEngineError.modelNotInSchema("Reading")) {
-            _ = try SyncEngine(container: container, transport: InMemorySyncTransport(service: server.service, user: "alice"), user: "alice", configuration: configuration)
+            _ = try SyncEngine(
+                container: container, transport: InMemorySyncTransport(service: server.service, user: "alice"), user: "alice",
+                configuration: configuration)
         }
     }
 }

@@ -6,8 +6,8 @@ import OpenSwiftDataServerSQLite
 import OpenSwiftDataSync
 import OpenSwiftDataSyncProtocol
 import OpenSwiftDataSyncTesting
-import Testing
 import OpenSwiftDataTestSupport
+import Testing
 
 @Suite("Sync engine: a server or a device restored from an older backup (properties 10 and 13)")
 struct ServerRestoreTests {
@@ -108,7 +108,9 @@ struct ServerRestoreTests {
         #expect(try b.fetch(Note.self).map(\.title).sorted() == all)
     }
 
-    @Test("a backup taken with SQLiteMaintenance (osd-server backup) while three devices push, restored with a new epoch (osd-server restore): every acknowledged save is on the restored server exactly once, held by the copy or resent, and the devices converge")
+    @Test(
+        "a backup taken with SQLiteMaintenance (osd-server backup) while three devices push, restored with a new epoch (osd-server restore): every acknowledged save is on the restored server exactly once, held by the copy or resent, and the devices converge"
+    )
     func onlineBackupRestoredUnderLoad() async throws {
         let directory = try TemporaryDirectory()
         let server = try await TestServer(directory: directory)
@@ -132,7 +134,9 @@ struct ServerRestoreTests {
         }
         let summary = try #require(try await backup?.value)
         for device in devices { #expect(try await device.engine.pendingChangeCount() == 0, "every save acknowledged") }
-        let held = try await DatabaseQueue(path: backupPath).read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM osd_records WHERE entity = 'Note'") ?? 0 }
+        let held = try await DatabaseQueue(path: backupPath).read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM osd_records WHERE entity = 'Note'") ?? 0
+        }
         #expect(held >= 30 && held < 90, "the backup holds the saves made before it (\(held) of 90)")
 
         try await server.storage.close()
@@ -175,7 +179,9 @@ struct ServerRestoreTests {
         #expect(try await a.engine.pendingChangeCount() == 0)
     }
 
-    @Test("a push delayed past a restore is not decided by the restored server: the device resends it and learns the restored server's answer (simulator seeds 153, 603, 1955)")
+    @Test(
+        "a push delayed past a restore is not decided by the restored server: the device resends it and learns the restored server's answer (simulator seeds 153, 603, 1955)"
+    )
     func pushDelayedPastRestore() async throws {
         let directory = try TemporaryDirectory()
         let server = try await TestServer(directory: directory)
@@ -221,7 +227,9 @@ struct ServerRestoreTests {
         #expect(try await a.engine.pendingChangeCount() == 0)
     }
 
-    @Test("a device that has not finished a download pushes nothing until it has: a copy of its push held past a restore carries a cursor, so the restored server does not apply a save the device was told was rejected (simulator seed 6203)")
+    @Test(
+        "a device that has not finished a download pushes nothing until it has: a copy of its push held past a restore carries a cursor, so the restored server does not apply a save the device was told was rejected (simulator seed 6203)"
+    )
     func pushBeforeFirstDownloadHeldPastRestore() async throws {
         let directory = try TemporaryDirectory()
         let server = try await TestServer(directory: directory)
@@ -241,7 +249,9 @@ struct ServerRestoreTests {
         a.transport.onPull(nil)
         try await a.engine.syncNow()
         try await a.engine.syncNow()
-        let rejected = await events.waitFor { if case let .rejected(rejection) = $0 { return rejection.reason == .scopeNotGranted } else { return false } }
+        let rejected = await events.waitFor {
+            if case let .rejected(rejection) = $0 { return rejection.reason == .scopeNotGranted } else { return false }
+        }
         #expect(rejected != nil)
         #expect(try a.noteState().isEmpty)
 
@@ -255,7 +265,9 @@ struct ServerRestoreTests {
         #expect(!page.changes.contains { $0.fields["title"] == .string("alice's idea") })
     }
 
-    @Test("a restore from a plain copy (same epoch) that the cursor does not pass: saves acknowledged after the copy are resent when a page's last id is below them (simulator seed 953)")
+    @Test(
+        "a restore from a plain copy (same epoch) that the cursor does not pass: saves acknowledged after the copy are resent when a page's last id is below them (simulator seed 953)"
+    )
     func plainCopyLostAcknowledgedSaves() async throws {
         let directory = try TemporaryDirectory()
         let server = try await TestServer(directory: directory)
@@ -284,7 +296,9 @@ struct ServerRestoreTests {
         #expect(try await a.engine.pendingChangeCount() == 0)
     }
 
-    @Test("a resent save whose values another device's later edit had replaced locally: the device shows the server's values after the resend (simulator seed 181)")
+    @Test(
+        "a resent save whose values another device's later edit had replaced locally: the device shows the server's values after the resend (simulator seed 181)"
+    )
     func resentSaveShowsServerValues() async throws {
         let directory = try TemporaryDirectory()
         let server = try await TestServer(directory: directory)
@@ -310,14 +324,17 @@ struct ServerRestoreTests {
         a.transport.service = try await Self.restore(server, from: "backup.sqlite")
         try await a.engine.syncNow()
         try await a.engine.syncNow()
-        let c = try Device.open(server, directory: directory, name: "c", transport: InMemorySyncTransport(service: a.transport.service, user: "alice"))
+        let c = try Device.open(
+            server, directory: directory, name: "c", transport: InMemorySyncTransport(service: a.transport.service, user: "alice"))
         try await c.engine.syncNow()
         #expect(try c.noteState() == ["in the backup||false|-|", "mine||false|-|"])
         #expect(try a.noteState() == (try c.noteState()))
         #expect(try await a.engine.pendingChangeCount() == 0)
     }
 
-    @Test("an edit rejected as recordNotFound by a restored server, then the record resent by its creator: the rollback keeps the record (simulator seed 161)")
+    @Test(
+        "an edit rejected as recordNotFound by a restored server, then the record resent by its creator: the rollback keeps the record (simulator seed 161)"
+    )
     func rejectedEditOfRecordResentLater() async throws {
         let (directory, a, b) = try await Self.editOfNoteTheRestoreLost()
         defer { withExtendedLifetime(directory) {} }
@@ -338,7 +355,9 @@ struct ServerRestoreTests {
         #expect(try await a.engine.pendingChangeCount() == 0)
     }
 
-    @Test("an edit rejected as recordNotFound by a restored server, answered only after the record, resent by its creator, was pulled in an earlier download: the rollback keeps the record (simulator seed 680)")
+    @Test(
+        "an edit rejected as recordNotFound by a restored server, answered only after the record, resent by its creator, was pulled in an earlier download: the rollback keeps the record (simulator seed 680)"
+    )
     func rejectedEditAnsweredAfterRecordPulled() async throws {
         let (directory, a, b) = try await Self.editOfNoteTheRestoreLost()
         defer { withExtendedLifetime(directory) {} }
@@ -373,7 +392,8 @@ struct ServerRestoreTests {
         var configuration = Device.configuration()
         configuration.acknowledgedMutationRetention = 1
         let transport = InMemorySyncTransport(service: server.service, user: "alice")
-        let engine = try SyncEngine(container: container, transport: transport, user: "alice", configuration: configuration, clock: server.clock, seed: 7)
+        let engine = try SyncEngine(
+            container: container, transport: transport, user: "alice", configuration: configuration, clock: server.clock, seed: 7)
         let events = EventLog(engine)
         let context = ModelContext(container)
         context.insert(Note(title: "in the backup"))
@@ -402,7 +422,9 @@ struct ServerRestoreTests {
         #expect(try await engine.pendingChangeCount() == 0)
     }
 
-    @Test("a device restored from a backup of its store takes a new client id: its new save and the saves made after the backup all stay, nothing doubled or deleted")
+    @Test(
+        "a device restored from a backup of its store takes a new client id: its new save and the saves made after the backup all stay, nothing doubled or deleted"
+    )
     func deviceRestoredFromBackup() async throws {
         let directory = try TemporaryDirectory()
         let server = try await TestServer(directory: directory)

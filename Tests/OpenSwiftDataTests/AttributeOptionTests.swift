@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import OpenSwiftData
 import OpenSwiftDataTestSupport
+import Testing
+
+@testable import OpenSwiftData
 
 @Suite("@Attribute options")
 struct AttributeOptionTests {

@@ -1,7 +1,7 @@
 import Foundation
 import OpenSwiftData
-import Testing
 import OpenSwiftDataTestSupport
+import Testing
 
 /// Inserts, renames and deletes its own notes, one save per round, under its own author.
 @ModelActor

@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import OpenSwiftData
 import OpenSwiftDataTestSupport
+import Testing
+
+@testable import OpenSwiftData
 
 @Suite("ModelContainer and ModelConfiguration")
 struct ContainerTests {
@@ -83,9 +84,11 @@ struct ContainerTests {
     @Test("duplicate configuration names are a typed error")
     func duplicateConfigurations() {
         #expect(throws: SwiftDataError.duplicateConfiguration) {
-            try ModelContainer(for: Schema([Note.self]), configurations: [
-                ModelConfiguration("A", isStoredInMemoryOnly: true), ModelConfiguration("A", isStoredInMemoryOnly: true),
-            ])
+            try ModelContainer(
+                for: Schema([Note.self]),
+                configurations: [
+                    ModelConfiguration("A", isStoredInMemoryOnly: true), ModelConfiguration("A", isStoredInMemoryOnly: true),
+                ])
         }
     }
 

@@ -1,14 +1,16 @@
 import Foundation
 import OpenSwiftData
-import Testing
 import OpenSwiftDataTestSupport
+import Testing
 
 /// What a dropped context leaves behind: related models reference each other both ways, and
 /// each holds its container, so a context that went away must not leave a graph that keeps
 /// itself, the container and the store's open files alive (a server making a context per
 /// request would run out of memory and file descriptors).
 @Suite struct ContextLifetimeTests {
-    private static let types: [any PersistentModel.Type] = [Conversation.self, ChatMessage.self, Attachment.self, TodoList.self, TodoItem.self, Tag.self]
+    private static let types: [any PersistentModel.Type] = [
+        Conversation.self, ChatMessage.self, Attachment.self, TodoList.self, TodoItem.self, Tag.self,
+    ]
 
     /// Saves a conversation with messages, a list with tagged items, and reads every side of
     /// each relationship in the context that saved them, then drops everything it made.

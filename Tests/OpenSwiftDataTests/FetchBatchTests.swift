@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import OpenSwiftData
 
 @Model
@@ -59,7 +60,9 @@ struct FetchBatchTests {
         #expect(stored.map(\.title) == ["edited"])
     }
 
-    @Test("unsaved changes of the entity with includePendingChanges are a typed error; without them, or with includePendingChanges false, the fetch runs")
+    @Test(
+        "unsaved changes of the entity with includePendingChanges are a typed error; without them, or with includePendingChanges false, the fetch runs"
+    )
     func pendingChanges() throws {
         let context = try context(notes: 10)
         context.insert(BatchedNote(index: 99, title: "unsaved"))
@@ -99,7 +102,8 @@ struct FetchBatchTests {
         earlier.title = "earlier and edited"
         #expect(context.hasChanges)
         try context.save()
-        let stored = try ModelContext(context.container).fetch(FetchDescriptor<BatchedNote>(predicate: #Predicate { $0.index == 10 || $0.index == 5 }, sortBy: [SortDescriptor(\.index)]))
+        let stored = try ModelContext(context.container).fetch(
+            FetchDescriptor<BatchedNote>(predicate: #Predicate { $0.index == 10 || $0.index == 5 }, sortBy: [SortDescriptor(\.index)]))
         #expect(stored.map(\.title) == ["earlier and edited", "kept and edited"])
     }
 

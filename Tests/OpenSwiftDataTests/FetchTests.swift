@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import OpenSwiftData
 
 @Suite("Fetching")
@@ -51,7 +52,7 @@ struct FetchTests {
         let context = ModelContext(try seeded())
         let all = try context.fetch(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.title)]))
         context.delete(all[0])  // alpha
-        all[1].title = "zulu"   // bravo
+        all[1].title = "zulu"  // bravo
         context.insert(Note(title: "aardvark"))
 
         let pending = try context.fetch(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.title)]))

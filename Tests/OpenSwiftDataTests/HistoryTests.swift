@@ -1,7 +1,7 @@
 import Foundation
 import OpenSwiftData
-import Testing
 import OpenSwiftDataTestSupport
+import Testing
 
 @Model
 final class Ledger {
@@ -85,7 +85,9 @@ struct HistoryTests {
         transaction.changes.compactMap { if case let .insert(change) = $0 { change.changedPersistentIdentifier } else { nil } }
     }
 
-    @Test("every save appends one transaction with its author, its inserts, updates (with the changed key paths and values) and deletes", arguments: [false, true])
+    @Test(
+        "every save appends one transaction with its author, its inserts, updates (with the changed key paths and values) and deletes",
+        arguments: [false, true])
     func recordsEachSave(onDisk: Bool) throws {
         let directory = try TemporaryDirectory()
         defer { directory.cleanUp() }
@@ -288,7 +290,8 @@ struct HistoryTests {
 
     @Test("foreign keys set to NULL by a deletion are recorded as updates, also for relationships never loaded")
     func nullifiedReferencesAreRecorded() throws {
-        let container = try ModelContainer(for: ContactsV1.Contact.self, ContactsV1.Group.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let container = try ModelContainer(
+            for: ContactsV1.Contact.self, ContactsV1.Group.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
         let setup = ModelContext(container)
         let group = ContactsV1.Group(title: "team")
         setup.insert(group)
@@ -310,7 +313,8 @@ struct HistoryTests {
 
     @Test("a save that deletes a row records cleared foreign keys only for the rows that stay; rows deleted with it are recorded as deleted, once")
     func deletionsInOneSave() throws {
-        let container = try ModelContainer(for: ContactsV1.Contact.self, ContactsV1.Group.self, Conversation.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let container = try ModelContainer(
+            for: ContactsV1.Contact.self, ContactsV1.Group.self, Conversation.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
         let setup = ModelContext(container)
         let group = ContactsV1.Group(title: "team")
         setup.insert(group)
@@ -364,9 +368,10 @@ struct HistoryTests {
         }
         let container = try ModelContainer(for: ShelvesV2.Shelf.self, ShelvesV2.Book.self, configurations: ModelConfiguration(url: url))
         let context = ModelContext(container)
-        let shelfUpdate = try #require(try context.fetchHistory(Transactions()).last?.changes.first {
-            if case .update = $0 { $0.changedPersistentIdentifier.entityName == "Shelf" } else { false }
-        })
+        let shelfUpdate = try #require(
+            try context.fetchHistory(Transactions()).last?.changes.first {
+                if case .update = $0 { $0.changedPersistentIdentifier.entityName == "Shelf" } else { false }
+            })
         #expect(shelfUpdate.changedPropertyNames == ["volumes"])
         guard case let .update(update) = shelfUpdate, let typed = update as? DefaultHistoryUpdate<ShelvesV2.Shelf> else {
             Issue.record("expected a typed update of Shelf")
@@ -404,7 +409,8 @@ struct HistoryTests {
 
     @Test("a save that fails writes neither its data nor its history")
     func failedSaveRecordsNothing() throws {
-        let container = try ModelContainer(for: TodoList.self, TodoItem.self, Tag.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let container = try ModelContainer(
+            for: TodoList.self, TodoItem.self, Tag.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
         let context = ModelContext(container)
         let list = TodoList(name: "groceries")
         context.insert(list)
@@ -421,7 +427,8 @@ struct HistoryTests {
 
     @Test("an upsert is recorded as an update of the existing row; many-to-many changes name the relationship")
     func upsertAndRelationships() throws {
-        let container = try ModelContainer(for: Ledger.self, TodoList.self, TodoItem.self, Tag.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let container = try ModelContainer(
+            for: Ledger.self, TodoList.self, TodoItem.self, Tag.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
         let context = ModelContext(container)
         let original = Ledger(code: "A", label: "one")
         context.insert(original)
@@ -452,7 +459,8 @@ struct HistoryTests {
 
     @Test("an insertion carries every stored value of its row, foreign keys and many-to-many keys included, for a bulk insert too")
     func insertionValues() throws {
-        let container = try ModelContainer(for: TodoList.self, TodoItem.self, Tag.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let container = try ModelContainer(
+            for: TodoList.self, TodoItem.self, Tag.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
         let context = ModelContext(container)
         let list = TodoList(name: "errands")
         let tags = [Tag(name: "home"), Tag(name: "work")]

@@ -1,6 +1,7 @@
 import Foundation
 import Observation
 import Testing
+
 @testable import OpenSwiftData
 
 /// A model whose members take every name the code `@Model`, `@_PersistedProperty`, `#Unique`,
@@ -191,14 +192,18 @@ struct HostileNamesTests {
         let container = try makeContainer()
         let context = ModelContext(container)
         for (index, type) in HostileNames.Element.allCases.enumerated() {
-            context.insert(HostileNames(type: type, key: "k\(index)", value: index, Swift: index % 3, Foundation: index.isMultiple(of: 2) ? "even" : "odd", OpenSwiftData: index < 10))
+            context.insert(
+                HostileNames(
+                    type: type, key: "k\(index)", value: index, Swift: index % 3, Foundation: index.isMultiple(of: 2) ? "even" : "odd",
+                    OpenSwiftData: index < 10))
         }
         try context.save()
 
-        let outside = try context.fetch(FetchDescriptor<HostileNames>(
-            predicate: #Predicate { $0.type == .Foundation || ($0.Swift == 2 && $0.value > 10 && $0.values.contains(15)) },
-            sortBy: [SortDescriptor(\.value)]
-        ))
+        let outside = try context.fetch(
+            FetchDescriptor<HostileNames>(
+                predicate: #Predicate { $0.type == .Foundation || ($0.Swift == 2 && $0.value > 10 && $0.values.contains(15)) },
+                sortBy: [SortDescriptor(\.value)]
+            ))
         #expect(outside.map(\.type) == [.Foundation, .OpenSwiftData])
         // The SQL translation agrees with Foundation's evaluation.
         let everything = try context.fetch(FetchDescriptor<HostileNames>(sortBy: [SortDescriptor(\.value)]))

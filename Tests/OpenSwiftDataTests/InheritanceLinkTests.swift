@@ -1,8 +1,9 @@
 import Foundation
 import GRDB
-import Testing
-@testable import OpenSwiftData
 import OpenSwiftDataTestSupport
+import Testing
+
+@testable import OpenSwiftData
 
 /// A superclass that is the destination of relationships kept in join tables, and the owning
 /// side of a many-to-many one (its links then hold keys of its subclass's rows too).
@@ -252,8 +253,10 @@ struct InheritanceLinkMigrationTests {
             keeper.pets = [ShelterV1.Pet(name: "Rex")]
             try context.save()
         }
-        let container = try ModelContainer(for: Schema(versionedSchema: ShelterV2.self), migrationPlan: ShelterPlan.self, configurations: ModelConfiguration(url: url))
-        let references = try container.store.read { db in try String.fetchAll(db, sql: "SELECT \"from\" FROM pragma_foreign_key_list('Keeper_pets')") }
+        let container = try ModelContainer(
+            for: Schema(versionedSchema: ShelterV2.self), migrationPlan: ShelterPlan.self, configurations: ModelConfiguration(url: url))
+        let references = try container.store.read { db in try String.fetchAll(db, sql: "SELECT \"from\" FROM pragma_foreign_key_list('Keeper_pets')")
+        }
         #expect(references == ["source"])
         let context = ModelContext(container)
         let keeper = try #require(try context.fetch(FetchDescriptor<ShelterV2.Keeper>()).first)
@@ -315,7 +318,8 @@ struct InheritanceLinkRenameTests {
             try context.save()
         }
         #expect {
-            _ = try ModelContainer(for: Schema(versionedSchema: ShelterV3.self), migrationPlan: ShelterRenamePlan.self, configurations: ModelConfiguration(url: url))
+            _ = try ModelContainer(
+                for: Schema(versionedSchema: ShelterV3.self), migrationPlan: ShelterRenamePlan.self, configurations: ModelConfiguration(url: url))
         } throws: { error in
             guard let error = error as? SwiftDataError else { return false }
             return error.description.contains("Keeper_pets") && error.description.contains("Keeper_animals")

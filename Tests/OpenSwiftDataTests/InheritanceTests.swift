@@ -1,8 +1,9 @@
 import Foundation
 import Observation
-import Testing
-@testable import OpenSwiftData
 import OpenSwiftDataTestSupport
+import Testing
+
+@testable import OpenSwiftData
 
 /// A model class with a subclass, as SwiftData (since its 2025 release) lets models inherit.
 @Model
@@ -53,7 +54,9 @@ struct InheritanceTests {
     @Test("a hand-written entity with subentities links them")
     func handWritten() {
         let sub = Schema.Entity("Sub")
-        let base = Schema.Entity("Base", subentities: sub, properties: Schema.Attribute(name: "a", originalName: nil, options: [], valueType: Int.self, defaultValue: nil, hashModifier: nil))
+        let base = Schema.Entity(
+            "Base", subentities: sub,
+            properties: Schema.Attribute(name: "a", originalName: nil, options: [], valueType: Int.self, defaultValue: nil, hashModifier: nil))
         #expect(base.subentities == [sub])
         #expect(sub.superentity === base)
         #expect(sub.superentityName == "Base")
@@ -80,9 +83,17 @@ struct InheritanceTests {
         let car = Car(name: "Zoe", doors: 5)
         final class Flag: @unchecked Sendable { var count = 0 }
         let flag = Flag()
-        withObservationTracking { _ = car.name } onChange: { flag.count += 1 }
+        withObservationTracking {
+            _ = car.name
+        } onChange: {
+            flag.count += 1
+        }
         car.name = "Clio"
-        withObservationTracking { _ = car.doors } onChange: { flag.count += 10 }
+        withObservationTracking {
+            _ = car.doors
+        } onChange: {
+            flag.count += 10
+        }
         car.doors = 3
         #expect(flag.count == 11)
     }
@@ -156,7 +167,8 @@ struct InheritanceFetchTests {
     func predicates() throws {
         let container = try fleet()
         let context = ModelContext(container)
-        let fourWheels = try context.fetch(FetchDescriptor<Vehicle>(predicate: #Predicate { $0.wheels == 4 }, sortBy: [SortDescriptor(\.name, order: .reverse)]))
+        let fourWheels = try context.fetch(
+            FetchDescriptor<Vehicle>(predicate: #Predicate { $0.wheels == 4 }, sortBy: [SortDescriptor(\.name, order: .reverse)]))
         #expect(fourWheels.map(\.name) == ["Zoe", "Clio", "Cart"])
         var window = FetchDescriptor<Vehicle>(predicate: #Predicate { $0.name.contains("o") || $0.name == "Bike" }, sortBy: [SortDescriptor(\.name)])
         window.fetchOffset = 1
@@ -291,7 +303,8 @@ struct InheritanceMigrationTests {
             context.insert(FleetV1.Vehicle(name: "Bike"))
             try context.save()
         }
-        let container = try ModelContainer(for: Schema(versionedSchema: FleetV2.self), migrationPlan: FleetPlan.self, configurations: ModelConfiguration(url: url))
+        let container = try ModelContainer(
+            for: Schema(versionedSchema: FleetV2.self), migrationPlan: FleetPlan.self, configurations: ModelConfiguration(url: url))
         let context = ModelContext(container)
         context.insert(FleetV2.Truck(name: "Actros", payload: 18))
         try context.save()
@@ -398,7 +411,8 @@ struct InheritanceRelationshipTests {
 
     @Test("a subclass's own relationship keeps its inverse, after a save and a new fetch")
     func subclassRelationship() throws {
-        let container = try ModelContainer(for: Garage.self, ParkedCar.self, Driver.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let container = try ModelContainer(
+            for: Garage.self, ParkedCar.self, Driver.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
         let context = ModelContext(container)
         let ada = Driver(name: "Ada")
         context.insert(ada)

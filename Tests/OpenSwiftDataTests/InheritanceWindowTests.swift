@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import OpenSwiftData
 
 @Suite("Model inheritance: sorting and windows over a hierarchy in SQL")
@@ -38,7 +39,8 @@ struct InheritanceWindowTests {
         #expect(plan.runsEntirelyInSQL)
         #expect(plan.sql.contains("UNION ALL"))
 
-        var byWheels = FetchDescriptor<Vehicle>(predicate: #Predicate { $0.wheels > 2 }, sortBy: [SortDescriptor(\.wheels, order: .reverse), SortDescriptor(\.name)])
+        var byWheels = FetchDescriptor<Vehicle>(
+            predicate: #Predicate { $0.wheels > 2 }, sortBy: [SortDescriptor(\.wheels, order: .reverse), SortDescriptor(\.name)])
         byWheels.fetchOffset = 1
         byWheels.fetchLimit = 4
         #expect(try context.fetch(byWheels).map(\.name) == ["Ebro", "Audi", "Cart", "Zoe"])
@@ -57,7 +59,8 @@ struct InheritanceWindowTests {
     func memoryAgrees() throws {
         let container = try fleet()
         let context = ModelContext(container)
-        var descriptor = FetchDescriptor<Vehicle>(predicate: #Predicate { $0.name.contains("r") || $0.wheels == 4 }, sortBy: [SortDescriptor(\.name, order: .reverse)])
+        var descriptor = FetchDescriptor<Vehicle>(
+            predicate: #Predicate { $0.name.contains("r") || $0.wheels == 4 }, sortBy: [SortDescriptor(\.name, order: .reverse)])
         descriptor.fetchOffset = 1
         descriptor.fetchLimit = 3
         #expect(try context.explain(descriptor).runsEntirelyInSQL)
@@ -73,7 +76,8 @@ struct InheritanceWindowTests {
 
     @Test("a fetch of the superclass prefetches the named relationships of every class's models")
     func prefetching() throws {
-        let container = try ModelContainer(for: Keeper.self, Sticker.self, Pet.self, Cat.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let container = try ModelContainer(
+            for: Keeper.self, Sticker.self, Pet.self, Cat.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
         let context = ModelContext(container)
         let sticker = Sticker(label: "gold")
         context.insert(sticker)

@@ -1,7 +1,7 @@
 import Foundation
 import OpenSwiftData
-import Testing
 import OpenSwiftDataTestSupport
+import Testing
 
 /// `let` properties as SwiftData apps declare them: an identity and a creation date, set once.
 @Model

@@ -1,6 +1,7 @@
 import Foundation
-@testable import OpenSwiftData
 import Testing
+
+@testable import OpenSwiftData
 
 @Suite("Live queries at scale")
 struct LiveQueryFanoutTests {

@@ -1,8 +1,8 @@
 import Foundation
 import Observation
 import OpenSwiftData
-import Testing
 import OpenSwiftDataTestSupport
+import Testing
 
 @Suite("Many contexts, one truth")
 struct ManyContextsTests {
@@ -22,7 +22,11 @@ struct ManyContextsTests {
         let draft = notes[0]
         #expect(draft.title == "draft")
         let observed = LockedFlag()
-        withObservationTracking { _ = draft.title } onChange: { observed.set() }
+        withObservationTracking {
+            _ = draft.title
+        } onChange: {
+            observed.set()
+        }
 
         let writersDraft = try #require(try writer.fetch(FetchDescriptor<Note>(predicate: #Predicate { $0.title == "draft" })).first)
         writersDraft.title = "final"

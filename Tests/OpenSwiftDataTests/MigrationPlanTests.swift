@@ -1,7 +1,8 @@
 import Foundation
-@testable import OpenSwiftData
-import Testing
 import OpenSwiftDataTestSupport
+import Testing
+
+@testable import OpenSwiftData
 
 enum NotesV1: VersionedSchema {
     static var versionIdentifier: Schema.Version { Schema.Version(1, 0, 0) }
@@ -56,10 +57,12 @@ enum NotesPlan: SchemaMigrationPlan {
     static var stages: [MigrationStage] {
         [
             .lightweight(fromVersion: NotesV1.self, toVersion: NotesV2.self),
-            .custom(fromVersion: NotesV2.self, toVersion: NotesV3.self, willMigrate: { context in
-                // The old version's models: pin the long memos before the tables change.
-                for memo in try context.fetch(FetchDescriptor<NotesV2.Memo>()) where memo.text.count > 5 { memo.pinned = true }
-            }, didMigrate: backfillLengths),
+            .custom(
+                fromVersion: NotesV2.self, toVersion: NotesV3.self,
+                willMigrate: { context in
+                    // The old version's models: pin the long memos before the tables change.
+                    for memo in try context.fetch(FetchDescriptor<NotesV2.Memo>()) where memo.text.count > 5 { memo.pinned = true }
+                }, didMigrate: backfillLengths),
         ]
     }
 }
@@ -72,11 +75,13 @@ enum FailingNotesPlan: SchemaMigrationPlan {
     static var stages: [MigrationStage] {
         [
             .lightweight(fromVersion: NotesV1.self, toVersion: NotesV2.self),
-            .custom(fromVersion: NotesV2.self, toVersion: NotesV3.self, willMigrate: nil, didMigrate: { context in
-                try backfillLengths(context)
-                try context.save()
-                throw StageFailure()
-            }),
+            .custom(
+                fromVersion: NotesV2.self, toVersion: NotesV3.self, willMigrate: nil,
+                didMigrate: { context in
+                    try backfillLengths(context)
+                    try context.save()
+                    throw StageFailure()
+                }),
         ]
     }
 }
@@ -88,14 +93,16 @@ enum HangingNotesPlan: SchemaMigrationPlan {
     static var stages: [MigrationStage] {
         [
             .lightweight(fromVersion: NotesV1.self, toVersion: NotesV2.self),
-            .custom(fromVersion: NotesV2.self, toVersion: NotesV3.self, willMigrate: nil, didMigrate: { context in
-                for memo in try context.fetch(FetchDescriptor<NotesV3.Memo>()) { memo.length = -1 }
-                try context.save()
-                if let ready = ProcessInfo.processInfo.environment["OSD_MIGRATION_CHILD_READY"] {
-                    _ = FileManager.default.createFile(atPath: ready, contents: Data())
-                }
-                while true { sleep(1) }
-            }),
+            .custom(
+                fromVersion: NotesV2.self, toVersion: NotesV3.self, willMigrate: nil,
+                didMigrate: { context in
+                    for memo in try context.fetch(FetchDescriptor<NotesV3.Memo>()) { memo.length = -1 }
+                    try context.save()
+                    if let ready = ProcessInfo.processInfo.environment["OSD_MIGRATION_CHILD_READY"] {
+                        _ = FileManager.default.createFile(atPath: ready, contents: Data())
+                    }
+                    while true { sleep(1) }
+                }),
         ]
     }
 }
@@ -130,7 +137,9 @@ struct MigrationPlanTests {
 
     private func memos(_ url: URL) throws -> [(String, Bool, Int)] {
         let container = try ModelContainer(for: Schema(versionedSchema: NotesV3.self), configurations: [ModelConfiguration(url: url)])
-        return try ModelContext(container).fetch(FetchDescriptor<NotesV3.Memo>(sortBy: [SortDescriptor(\.text)])).map { ($0.text, $0.pinned, $0.length) }
+        return try ModelContext(container).fetch(FetchDescriptor<NotesV3.Memo>(sortBy: [SortDescriptor(\.text)])).map {
+            ($0.text, $0.pinned, $0.length)
+        }
     }
 
     @Test("a store two versions old runs every stage in order: inferred, then custom with both contexts")
@@ -139,7 +148,8 @@ struct MigrationPlanTests {
         defer { directory.cleanUp() }
         let url = directory.file("notes.store")
         try makeV1Store(url)
-        _ = try ModelContainer(for: Schema(versionedSchema: NotesV3.self), migrationPlan: NotesPlan.self, configurations: [ModelConfiguration(url: url)])
+        _ = try ModelContainer(
+            for: Schema(versionedSchema: NotesV3.self), migrationPlan: NotesPlan.self, configurations: [ModelConfiguration(url: url)])
         let result = try memos(url)
         #expect(result.map(\.0) == ["a longer memo", "hi", "short"])
         #expect(result.map(\.1) == [true, false, false])
@@ -157,7 +167,8 @@ struct MigrationPlanTests {
         let log = ProgressLog()
         var configuration = ModelConfiguration(url: url)
         configuration.migrationOptions.progress = { log.append($0) }
-        let container = try ModelContainer(for: Schema(versionedSchema: NotesLoose.self), migrationPlan: LoosePlan.self, configurations: [configuration])
+        let container = try ModelContainer(
+            for: Schema(versionedSchema: NotesLoose.self), migrationPlan: LoosePlan.self, configurations: [configuration])
         #expect(try ModelContext(container).fetchCount(FetchDescriptor<NotesLoose.Memo>()) == 3)
         let last = try #require(log.all.last)
         #expect(last.stage == "1.0.0 -> 2.0.0" && last.table == "Memo")
@@ -172,7 +183,8 @@ struct MigrationPlanTests {
         let url = directory.file("notes.store")
         try makeV1Store(url)
         #expect(throws: SwiftDataError.loadIssueModelContainer) {
-            try ModelContainer(for: Schema(versionedSchema: NotesV3.self), migrationPlan: FailingNotesPlan.self, configurations: [ModelConfiguration(url: url)])
+            try ModelContainer(
+                for: Schema(versionedSchema: NotesV3.self), migrationPlan: FailingNotesPlan.self, configurations: [ModelConfiguration(url: url)])
         }
         let metadata = try StoreFile.metadata(at: url.path)
         #expect(metadata["schemaVersion"] == "2.0.0")
@@ -180,7 +192,8 @@ struct MigrationPlanTests {
         let v2 = try ModelContainer(for: Schema(versionedSchema: NotesV2.self), configurations: [ModelConfiguration(url: url)])
         #expect(try ModelContext(v2).fetchCount(FetchDescriptor<NotesV2.Memo>()) == 3)
 
-        _ = try ModelContainer(for: Schema(versionedSchema: NotesV3.self), migrationPlan: NotesPlan.self, configurations: [ModelConfiguration(url: url)])
+        _ = try ModelContainer(
+            for: Schema(versionedSchema: NotesV3.self), migrationPlan: NotesPlan.self, configurations: [ModelConfiguration(url: url)])
         #expect(try memos(url).map(\.2) == [13, 2, 5])
     }
 
@@ -190,9 +203,11 @@ struct MigrationPlanTests {
         defer { directory.cleanUp() }
         let url = directory.file("notes.store")
         try makeV1Store(url)
-        _ = try ModelContainer(for: Schema(versionedSchema: NotesV3.self), migrationPlan: NotesPlan.self, configurations: [ModelConfiguration(url: url)])
+        _ = try ModelContainer(
+            for: Schema(versionedSchema: NotesV3.self), migrationPlan: NotesPlan.self, configurations: [ModelConfiguration(url: url)])
         #expect(throws: SwiftDataError.backwardMigration) {
-            try ModelContainer(for: Schema(versionedSchema: NotesV2.self), migrationPlan: NotesPlan.self, configurations: [ModelConfiguration(url: url)])
+            try ModelContainer(
+                for: Schema(versionedSchema: NotesV2.self), migrationPlan: NotesPlan.self, configurations: [ModelConfiguration(url: url)])
         }
         #expect(throws: SwiftDataError.backwardMigration) {
             try ModelContainer(for: Schema(versionedSchema: NotesV2.self), configurations: [ModelConfiguration(url: url)])
@@ -204,12 +219,15 @@ struct MigrationPlanTests {
     @Test(.enabled(if: ProcessInfo.processInfo.environment["OSD_MIGRATION_CHILD_STORE"] != nil))
     func migrationChild() throws {
         let path = try #require(ProcessInfo.processInfo.environment["OSD_MIGRATION_CHILD_STORE"])
-        _ = try ModelContainer(for: Schema(versionedSchema: NotesV3.self), migrationPlan: HangingNotesPlan.self, configurations: [ModelConfiguration(url: URL(fileURLWithPath: path))])
+        _ = try ModelContainer(
+            for: Schema(versionedSchema: NotesV3.self), migrationPlan: HangingNotesPlan.self,
+            configurations: [ModelConfiguration(url: URL(fileURLWithPath: path))])
         Issue.record("the hanging stage returned")
     }
 
-    @Test("a process killed in the middle of a stage leaves a store that the next open puts back and migrates",
-          .enabled(if: ProcessInfo.processInfo.environment["OSD_MIGRATION_CHILD_STORE"] == nil))
+    @Test(
+        "a process killed in the middle of a stage leaves a store that the next open puts back and migrates",
+        .enabled(if: ProcessInfo.processInfo.environment["OSD_MIGRATION_CHILD_STORE"] == nil))
     func killedMidStage() throws {
         let directory = try TemporaryDirectory()
         defer { directory.cleanUp() }
@@ -235,7 +253,8 @@ struct MigrationPlanTests {
 
         // The child died with the new tables and part of the backfill written.
         #expect(try StoreFile.metadata(at: url.path)[MigrationRunner.markerKey] != nil)
-        _ = try ModelContainer(for: Schema(versionedSchema: NotesV3.self), migrationPlan: NotesPlan.self, configurations: [ModelConfiguration(url: url)])
+        _ = try ModelContainer(
+            for: Schema(versionedSchema: NotesV3.self), migrationPlan: NotesPlan.self, configurations: [ModelConfiguration(url: url)])
         let result = try memos(url)
         #expect(result.map(\.2) == [13, 2, 5], "no trace of the killed stage's -1 lengths")
         #expect(result.map(\.1) == [true, false, false])

@@ -1,8 +1,9 @@
 import Foundation
 import GRDB
-@testable import OpenSwiftData
-import Testing
 import OpenSwiftDataTestSupport
+import Testing
+
+@testable import OpenSwiftData
 
 enum ContactStatus: String, Codable {
     case active, blocked
@@ -220,7 +221,9 @@ struct MigrationTests {
         }
         #expect(update.updatedAttributes.map { $0 as AnyKeyPath } == [\MemosV2.Memo.name])
         let insertion = try #require(changes.first)
-        #expect(insertion.storedValues["name"] == .text("b") && insertion.storedValues["title"] == .text("new"), "the row's values now, under the current names")
+        #expect(
+            insertion.storedValues["name"] == .text("b") && insertion.storedValues["title"] == .text("new"),
+            "the row's values now, under the current names")
     }
     /// A version-1 store with two groups and three contacts (two named "Ada").
     private func makeV1Store(_ url: URL) throws {
@@ -249,7 +252,8 @@ struct MigrationTests {
         let url = directory.file("contacts.store")
         try makeV1Store(url)
 
-        let container = try ModelContainer(for: ContactsV2.Contact.self, ContactsV2.Group.self, ContactsV2.Tag.self, configurations: ModelConfiguration(url: url))
+        let container = try ModelContainer(
+            for: ContactsV2.Contact.self, ContactsV2.Group.self, ContactsV2.Tag.self, configurations: ModelConfiguration(url: url))
         let context = ModelContext(container)
         let contacts = try context.fetch(FetchDescriptor<ContactsV2.Contact>(sortBy: [SortDescriptor(\.fullName), SortDescriptor(\.score)]))
         #expect(contacts.map(\.fullName) == ["Ada", "Ada", "Grace"])
@@ -264,14 +268,20 @@ struct MigrationTests {
         contacts[0].age = nil
         try context.save()
         #expect(try ModelContext(container).fetchCount(FetchDescriptor<ContactsV2.Tag>()) == 1)
-        #expect(try ModelContext(container).fetch(FetchDescriptor(predicate: #Predicate<ContactsV2.Contact> { $0.email != nil })).map(\.fullName) == ["Ada"])
+        #expect(
+            try ModelContext(container).fetch(FetchDescriptor(predicate: #Predicate<ContactsV2.Contact> { $0.email != nil })).map(\.fullName) == [
+                "Ada"
+            ])
         // The declared index exists, and the backup is gone.
-        let indexes = try container.store.read { db in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'Contact'") }
+        let indexes = try container.store.read { db in
+            try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'Contact'")
+        }
         #expect(indexes.contains("osd_Contact_index_fullName"))
         #expect(!FileManager.default.fileExists(atPath: url.path + "-backup"))
 
         // Reopening with the same schema migrates nothing.
-        let again = try ModelContainer(for: ContactsV2.Contact.self, ContactsV2.Group.self, ContactsV2.Tag.self, configurations: ModelConfiguration(url: url))
+        let again = try ModelContainer(
+            for: ContactsV2.Contact.self, ContactsV2.Group.self, ContactsV2.Tag.self, configurations: ModelConfiguration(url: url))
         #expect(try ModelContext(again).fetchCount(FetchDescriptor<ContactsV2.Contact>()) == 3)
     }
 
@@ -305,7 +315,9 @@ struct MigrationTests {
         #expect(tables.contains("Team") && !tables.contains("Group"))
         let violations = try container.store.read { db in try Row.fetchAll(db, sql: "PRAGMA foreign_key_check") }
         #expect(violations.isEmpty)
-        let indexes = try container.store.read { db in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'osd_Group%'") }
+        let indexes = try container.store.read { db in
+            try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'osd_Group%'")
+        }
         #expect(indexes.isEmpty, "the old table's indexes were replaced by the new entity's")
 
         // History written before the rename reads under the new names: nothing recorded for
@@ -389,7 +401,9 @@ struct MigrationTests {
         // Still a version-1 store, every row in place.
         let reopened = try ModelContainer(for: ContactsV1.Contact.self, ContactsV1.Group.self, configurations: ModelConfiguration(url: url))
         #expect(try ModelContext(reopened).fetchCount(FetchDescriptor<ContactsV1.Contact>()) == 3)
-        let indexes = try reopened.store.read { db in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'osd_Contact_unique%'") }
+        let indexes = try reopened.store.read { db in
+            try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'osd_Contact_unique%'")
+        }
         #expect(indexes.isEmpty)
     }
 
@@ -465,10 +479,13 @@ struct MigrationConstraintTests {
         defer { directory.cleanUp() }
         let url = directory.file("contacts.store")
         func uniqueIndexes(_ container: ModelContainer) throws -> [String] {
-            try container.store.read { db in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'osd_Contact_unique%'") }
+            try container.store.read { db in
+                try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'osd_Contact_unique%'")
+            }
         }
         do {
-            let container = try ModelContainer(for: ContactsUniqueName.Contact.self, ContactsUniqueName.Group.self, configurations: ModelConfiguration(url: url))
+            let container = try ModelContainer(
+                for: ContactsUniqueName.Contact.self, ContactsUniqueName.Group.self, configurations: ModelConfiguration(url: url))
             let context = ModelContext(container)
             context.insert(ContactsUniqueName.Contact(name: "Ada", age: 36))
             context.insert(ContactsUniqueName.Contact(name: "Grace", age: 45))

@@ -1,7 +1,7 @@
 import Foundation
 import OpenSwiftData
-import Testing
 import OpenSwiftDataTestSupport
+import Testing
 
 @ModelActor
 actor NoteImporter {

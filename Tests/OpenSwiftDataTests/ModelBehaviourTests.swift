@@ -1,6 +1,7 @@
 import Foundation
 import Observation
 import Testing
+
 @testable import OpenSwiftData
 
 @Suite("@Model behaviour")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import OpenSwiftData
 
 /// A model whose property default constructs another model: Swift evaluates that default in

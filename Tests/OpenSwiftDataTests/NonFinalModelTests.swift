@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import OpenSwiftData
 
 /// Models written as SwiftData's templates write them: `@Model class`, not `final class`.
@@ -106,10 +107,11 @@ struct NonFinalModelTests {
         try context.save()
 
         let reader = ModelContext(container)
-        let inInbox = try reader.fetch(FetchDescriptor<Letter>(
-            predicate: #Predicate { $0.mailbox?.title == "Inbox" && $0.priority > 0 },
-            sortBy: [SortDescriptor(\.priority, order: .reverse)]
-        ))
+        let inInbox = try reader.fetch(
+            FetchDescriptor<Letter>(
+                predicate: #Predicate { $0.mailbox?.title == "Inbox" && $0.priority > 0 },
+                sortBy: [SortDescriptor(\.priority, order: .reverse)]
+            ))
         #expect(inInbox.map(\.text) == ["l4", "l2"])
         let busy = try reader.fetch(FetchDescriptor<Mailbox>(predicate: #Predicate { $0.letters.contains { $0.priority == 5 } }))
         #expect(busy.map(\.title) == ["Spam"])

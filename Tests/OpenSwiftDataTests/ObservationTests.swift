@@ -1,8 +1,9 @@
 import Foundation
 import Observation
-import Testing
-@testable import OpenSwiftData
 import OpenSwiftDataTestSupport
+import Testing
+
+@testable import OpenSwiftData
 
 /// Fetched models are observable whatever was done to them before the observation started.
 @Suite("Observation of fetched models")
@@ -21,7 +22,11 @@ struct ObservationTests {
         let note = try #require(try context.fetch(FetchDescriptor<Note>()).first)
         note.count = 3  // a write before any read or observation
         let fired = LockedFlag()
-        withObservationTracking { _ = note.count } onChange: { fired.set() }
+        withObservationTracking {
+            _ = note.count
+        } onChange: {
+            fired.set()
+        }
         #expect(!fired.value)
         note.count = 4
         #expect(fired.value, "a change after the tracked read reaches the observer")
@@ -44,7 +49,11 @@ struct ObservationTests {
         // The conversation's side changes through the inverse, without its setter.
         message.conversation = conversation
         let fired = LockedFlag()
-        withObservationTracking { _ = conversation.messages } onChange: { fired.set() }
+        withObservationTracking {
+            _ = conversation.messages
+        } onChange: {
+            fired.set()
+        }
         #expect(conversation.messages.map(\.text) == ["hello"])
         message.conversation = nil
         #expect(fired.value)

@@ -12,7 +12,8 @@ struct Reading: Sendable {
 @Suite("#Predicate for models")
 struct OwnPredicateTests {
     private func store() throws -> ModelContext {
-        let container = try ModelContainer(for: Schema(PredicateTranslationTests.models), configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let container = try ModelContainer(
+            for: Schema(PredicateTranslationTests.models), configurations: ModelConfiguration(isStoredInMemoryOnly: true))
         _ = try PredicateFixture.make(in: ModelContext(container))
         return ModelContext(container)
     }
@@ -46,9 +47,14 @@ struct OwnPredicateTests {
         let draft = PostStatus.draft
         #expect(try titles(context, #Predicate { $0.status == PostStatus.draft }, sameAs: FoundationForm.status(is: draft)) == ["beta", "Épsilon"])
         let largest = Int.max
-        #expect(try titles(context, #Predicate { $0.views < Int.max && $0.views > 40 }, sameAs: FoundationForm.views(below: largest, above: 40)).count == 3)
+        #expect(
+            try titles(context, #Predicate { $0.views < Int.max && $0.views > 40 }, sameAs: FoundationForm.views(below: largest, above: 40)).count
+                == 3)
         let day4 = Date(timeIntervalSinceReferenceDate: 4 * 86_400)
-        #expect(try titles(context, #Predicate { $0.createdAt >= Date(timeIntervalSinceReferenceDate: 4 * 86_400) }, sameAs: FoundationForm.createdSince(day4)).count == 5)
+        #expect(
+            try titles(
+                context, #Predicate { $0.createdAt >= Date(timeIntervalSinceReferenceDate: 4 * 86_400) }, sameAs: FoundationForm.createdSince(day4)
+            ).count == 5)
     }
 
     @Test("hasPrefix and hasSuffix, in SQL")
@@ -65,31 +71,36 @@ struct OwnPredicateTests {
     func nestedForms() throws {
         let context = try store()
         let published = PostStatus.published
-        #expect(try titles(
-            context,
-            #Predicate { post in post.remarks.contains { $0.likes > 2 } && post.status == .published },
-            sameAs: FoundationForm.likedRemarks(status: published)
-        ) == ["x' OR 1=1 --", "Alpha", "🙂 emoji"].sorted())
-        #expect(try titles(
-            context,
-            #Predicate { $0.writer?.name.hasPrefix("A") == true },
-            sameAs: FoundationForm.writerName(startsWith: "A")
-        ).count == 3)
-        #expect(try titles(
-            context,
-            #Predicate { if let score = $0.score { score > 4 } else { $0.status == .archived } },
-            sameAs: FoundationForm.scoreAbove4OrArchived(.archived)
-        ) == ["", "Gamma 100%", "Épsilon"])
-        #expect(try titles(
-            context,
-            #Predicate { ($0.isPinned ? $0.views : -1) > 20 },
-            sameAs: FoundationForm.pinnedViewsAbove20()
-        ) == ["Gamma 100%", "x' OR 1=1 --"])
-        #expect(try titles(
-            context,
-            #Predicate { $0.labels.allSatisfy { $0.name != "news" } && $0.tags.filter { $0.hasSuffix("ft") }.count == 1 },
-            sameAs: FoundationForm.noNewsOneSwiftTag()
-        ) == ["Gamma 100%", "delta_x"])
+        #expect(
+            try titles(
+                context,
+                #Predicate { post in post.remarks.contains { $0.likes > 2 } && post.status == .published },
+                sameAs: FoundationForm.likedRemarks(status: published)
+            ) == ["x' OR 1=1 --", "Alpha", "🙂 emoji"].sorted())
+        #expect(
+            try titles(
+                context,
+                #Predicate { $0.writer?.name.hasPrefix("A") == true },
+                sameAs: FoundationForm.writerName(startsWith: "A")
+            ).count == 3)
+        #expect(
+            try titles(
+                context,
+                #Predicate { if let score = $0.score { score > 4 } else { $0.status == .archived } },
+                sameAs: FoundationForm.scoreAbove4OrArchived(.archived)
+            ) == ["", "Gamma 100%", "Épsilon"])
+        #expect(
+            try titles(
+                context,
+                #Predicate { ($0.isPinned ? $0.views : -1) > 20 },
+                sameAs: FoundationForm.pinnedViewsAbove20()
+            ) == ["Gamma 100%", "x' OR 1=1 --"])
+        #expect(
+            try titles(
+                context,
+                #Predicate { $0.labels.allSatisfy { $0.name != "news" } && $0.tags.filter { $0.hasSuffix("ft") }.count == 1 },
+                sameAs: FoundationForm.noNewsOneSwiftTag()
+            ) == ["Gamma 100%", "delta_x"])
     }
 
     @Test("predicates and expressions composed with evaluate(_:), inlined into SQL")

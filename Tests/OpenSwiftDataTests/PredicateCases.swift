@@ -103,7 +103,9 @@ enum PredicateCases {
         PredicateCase("isEmpty") { _ in #Predicate<Post> { $0.title.isEmpty } },
         PredicateCase("count of characters") { _ in #Predicate<Post> { $0.title.count == 7 } },
         PredicateCase("localizedStandardContains folds case and accents") { _ in #Predicate<Post> { $0.body.localizedStandardContains("cafe") } },
-        PredicateCase("localizedStandardContains of a column (the empty title matches nothing)") { _ in #Predicate<Post> { "ALPHA BETA".localizedStandardContains($0.title) } },
+        PredicateCase("localizedStandardContains of a column (the empty title matches nothing)") { _ in
+            #Predicate<Post> { "ALPHA BETA".localizedStandardContains($0.title) }
+        },
         PredicateCase("contains the empty string") { _ in #Predicate<Post> { $0.title.contains("") } },
         PredicateCase("caseInsensitiveCompare") { _ in #Predicate<Post> { $0.title.caseInsensitiveCompare("BETA") == same } },
         PredicateCase("localizedCompare") { _ in #Predicate<Post> { $0.title.localizedCompare("delta") == ascending } },
@@ -124,7 +126,8 @@ enum PredicateCases {
         PredicateCase("array attribute last") { _ in #Predicate<Post> { $0.tags.last == "swift" } },
         PredicateCase("array attribute subscript") { _ in #Predicate<Post> { $0.scores.count > 1 && $0.scores[1] > 4 } },
         PredicateCase("dictionary subscript") { _ in #Predicate<Post> { $0.counts["a"] == 1 } },
-        PredicateCase("captured array contains(where:) over the row") { _ in #Predicate<Post> { post in someViews.contains { $0 == post.views + 7 } } },
+        PredicateCase("captured array contains(where:) over the row") { _ in #Predicate<Post> { post in someViews.contains { $0 == post.views + 7 } }
+        },
     ]
 
     static let relationships: [PredicateCase] = [
@@ -149,7 +152,8 @@ enum PredicateCases {
             return #Predicate<Post> { $0.labels.contains { $0.persistentModelID == news } }
         },
         PredicateCase("to-many of a to-one") { _ in #Predicate<Post> { ($0.writer.flatMap { $0.posts.count } ?? 0) > 2 } },
-        PredicateCase("optional to-many contains(where:) ?? false") { _ in #Predicate<Post> { $0.notes?.contains { $0.text.contains("1") } ?? false } },
+        PredicateCase("optional to-many contains(where:) ?? false") { _ in #Predicate<Post> { $0.notes?.contains { $0.text.contains("1") } ?? false }
+        },
         PredicateCase("optional to-many count") { _ in #Predicate<Post> { ($0.notes?.count ?? 0) == 1 } },
         PredicateCase("negated optional equality keeps the nil rows") { _ in #Predicate<Post> { !($0.score == 7) } },
         PredicateCase("negated optional chain keeps the models without writer") { _ in #Predicate<Post> { !($0.writer?.name == "Ada") } },

@@ -30,26 +30,34 @@ struct PredicateFixture: Sendable {
             var pinned: Bool, city: String?, writer: Writer?, likes: [Int], labels: [Label]
         }
         let rows: [Row] = [
-            Row(title: "Alpha", body: "Un café au lait", views: 10, rating: 4.5, score: 3, status: .published, priority: .high, day: 1,
+            Row(
+                title: "Alpha", body: "Un café au lait", views: 10, rating: 4.5, score: 3, status: .published, priority: .high, day: 1,
                 tags: ["swift", "server"], scores: [1, 5, 9], counts: ["a": 1], link: "https://a.example/1", price: "9.99",
                 pinned: true, city: "Paris", writer: ada, likes: [6, 2], labels: [news, tech]),
-            Row(title: "beta", body: "Nothing here", views: 0, rating: 1.0, score: nil, status: .draft, priority: nil, day: 2,
+            Row(
+                title: "beta", body: "Nothing here", views: 0, rating: 1.0, score: nil, status: .draft, priority: nil, day: 2,
                 tags: [], scores: [], counts: [:], link: nil, price: "0", pinned: false, city: nil, writer: nil, likes: [], labels: []),
-            Row(title: "Gamma 100%", body: "CAFE culture", views: 55, rating: 2.5, score: 7, status: .archived, priority: .low, day: 3,
+            Row(
+                title: "Gamma 100%", body: "CAFE culture", views: 55, rating: 2.5, score: 7, status: .archived, priority: .low, day: 3,
                 tags: ["swift"], scores: [3, 4], counts: ["a": 2, "b": 1], link: nil, price: "19.5", pinned: true, city: "Berlin",
                 writer: grace, likes: [0], labels: [tech]),
-            Row(title: "delta_x", body: "It's quoted 'here'", views: 42, rating: 3.0, score: 0, status: .published, priority: .normal, day: 4,
+            Row(
+                title: "delta_x", body: "It's quoted 'here'", views: 42, rating: 3.0, score: 0, status: .published, priority: .normal, day: 4,
                 tags: ["rust", "swift", "db"], scores: [7], counts: ["b": 3], link: "https://b.example", price: "1", pinned: false,
                 city: nil, writer: ada, likes: [1, 1, 1], labels: []),
-            Row(title: "Épsilon", body: "naïve résumé", views: 7, rating: 0.5, score: 12, status: .draft, priority: .high, day: 5,
+            Row(
+                title: "Épsilon", body: "naïve résumé", views: 7, rating: 0.5, score: 12, status: .draft, priority: .high, day: 5,
                 tags: ["db"], scores: [2, 2], counts: [:], link: nil, price: "100", pinned: false, city: "Rome", writer: grace,
                 likes: [], labels: [news]),
-            Row(title: "x' OR 1=1 --", body: "*?[glob] 50%_off", views: 33, rating: 5.0, score: nil, status: .published, priority: .low, day: 6,
+            Row(
+                title: "x' OR 1=1 --", body: "*?[glob] 50%_off", views: 33, rating: 5.0, score: nil, status: .published, priority: .low, day: 6,
                 tags: ["sql"], scores: [10], counts: ["a": 1], link: nil, price: "3.3", pinned: true, city: nil, writer: linus,
                 likes: [9], labels: [news]),
-            Row(title: "", body: "", views: 100, rating: 2.0, score: 5, status: .archived, priority: nil, day: 7,
+            Row(
+                title: "", body: "", views: 100, rating: 2.0, score: 5, status: .archived, priority: nil, day: 7,
                 tags: ["", "x"], scores: [0], counts: [:], link: nil, price: "0.1", pinned: false, city: nil, writer: nil, likes: [], labels: []),
-            Row(title: "🙂 emoji", body: "e\u{301}clair", views: 21, rating: 4.0, score: 1, status: .published, priority: .normal, day: 8,
+            Row(
+                title: "🙂 emoji", body: "e\u{301}clair", views: 21, rating: 4.0, score: 1, status: .published, priority: .normal, day: 8,
                 tags: ["swift", "sql"], scores: [6, 8], counts: ["c": 4], link: "https://c.example", price: "2.5", pinned: false,
                 city: "Paris", writer: ada, likes: [3], labels: [tech, news]),
         ]

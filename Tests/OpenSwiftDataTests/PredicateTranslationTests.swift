@@ -1,7 +1,8 @@
 import Foundation
 import GRDB
-@testable import OpenSwiftData
 import Testing
+
+@testable import OpenSwiftData
 
 /// Every predicate is run twice: through SQL by `fetch`, and by Foundation's `evaluate` on
 /// every model. The results must be the same models in the same order, and the predicate must
@@ -50,9 +51,11 @@ struct PredicateTranslationTests {
             if matches == 0 || matches == every.count { trivial.append(testCase.name) }
         }
         // The cases that match nothing or everything on purpose.
-        #expect(Set(trivial) == [
-            "always true", "contains NUL", "contains the empty string", "identifier of another entity matches nothing", "contains a very long string", "starts(with:) empty", "starts(with:) %",
-        ])
+        #expect(
+            Set(trivial) == [
+                "always true", "contains NUL", "contains the empty string", "identifier of another entity matches nothing",
+                "contains a very long string", "starts(with:) empty", "starts(with:) %",
+            ])
     }
 
     @Test("bound values, never spliced: hostile strings are single arguments")
@@ -129,7 +132,8 @@ struct PredicateTranslationTests {
             let translation = PredicateTranslator.translate(predicate, layout: layout)
             let query = SelectBuilder.rows(layout.table, filter: translation, order: layout.orderTerms(for: sort) ?? [], limit: limit, offset: nil)
             return try container.store.read { db in
-                try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + query.sql, arguments: query.arguments).map { $0["detail"] as String? ?? "" }.joined(separator: "\n")
+                try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + query.sql, arguments: query.arguments).map { $0["detail"] as String? ?? "" }.joined(
+                    separator: "\n")
             }
         }
         let equality = try plan(#Predicate { $0.views == 42 })
@@ -147,7 +151,8 @@ struct PredicateTranslationTests {
 struct EnumerateTests {
     @Test("enumerate visits what fetch returns, in order, holding one batch at a time, and keeps changed models")
     func batches() throws {
-        let container = try ModelContainer(for: Schema(PredicateTranslationTests.models), configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let container = try ModelContainer(
+            for: Schema(PredicateTranslationTests.models), configurations: ModelConfiguration(isStoredInMemoryOnly: true))
         let setup = ModelContext(container)
         for number in 0..<23 {
             let post = Post(title: "post \(number)")
@@ -157,7 +162,8 @@ struct EnumerateTests {
         try setup.save()
 
         let context = ModelContext(container)
-        let descriptor = FetchDescriptor(predicate: #Predicate<Post> { $0.views > 1 }, sortBy: [SortDescriptor(\Post.views), SortDescriptor(\Post.title)])
+        let descriptor = FetchDescriptor(
+            predicate: #Predicate<Post> { $0.views > 1 }, sortBy: [SortDescriptor(\Post.views), SortDescriptor(\Post.title)])
         let expected = try ModelContext(container).fetch(descriptor).map(\.title)
         var visited: [String] = []
         var largestRegistered = 0
@@ -188,7 +194,8 @@ struct EnumerateTests {
 struct PartialLoadTests {
     @Test("propertiesToFetch reads only the named columns; the others are read on first access, and a save writes only what changed")
     func partialFetch() throws {
-        let container = try ModelContainer(for: Schema(PredicateTranslationTests.models), configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let container = try ModelContainer(
+            for: Schema(PredicateTranslationTests.models), configurations: ModelConfiguration(isStoredInMemoryOnly: true))
         _ = try PredicateFixture.make(in: ModelContext(container))
         let counter = try StatementCounter(container)
         let context = ModelContext(container)
@@ -221,7 +228,8 @@ struct PartialLoadTests {
 @Suite("Batch deletes")
 struct BatchDeleteTests {
     private func store() throws -> ModelContainer {
-        let container = try ModelContainer(for: Schema(PredicateTranslationTests.models), configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let container = try ModelContainer(
+            for: Schema(PredicateTranslationTests.models), configurations: ModelConfiguration(isStoredInMemoryOnly: true))
         _ = try PredicateFixture.make(in: ModelContext(container))
         return container
     }

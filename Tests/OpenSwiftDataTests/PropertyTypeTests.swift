@@ -1,8 +1,9 @@
 import Foundation
 import GRDB
-import Testing
-@testable import OpenSwiftData
 import OpenSwiftDataTestSupport
+import Testing
+
+@testable import OpenSwiftData
 
 @Suite("Property types")
 struct PropertyTypeTests {

@@ -1,7 +1,8 @@
 import Foundation
-@testable import OpenSwiftData
 import OpenSwiftDataTestSupport
 import Testing
+
+@testable import OpenSwiftData
 
 /// Random model graphs and random predicate trees over them: the SQL fetch must return exactly
 /// the models Foundation's `evaluate` accepts, in the order of the sort descriptors.
@@ -17,7 +18,9 @@ struct RandomPredicateTests {
 
     /// Fills a store with `count` random posts and their writers, remarks and labels.
     static func populate(_ context: ModelContext, count: Int, using random: inout SeededGenerator) throws {
-        let writers = names.map { Writer(name: $0, born: Bool.random(using: &random) ? PredicateFixture.date(Double(Int.random(in: 0...5, using: &random))) : nil) }
+        let writers = names.map {
+            Writer(name: $0, born: Bool.random(using: &random) ? PredicateFixture.date(Double(Int.random(in: 0...5, using: &random))) : nil)
+        }
         let labels = [Label(name: "news"), Label(name: "tech")]
         for writer in writers { context.insert(writer) }
         for label in labels { context.insert(label) }
@@ -51,7 +54,10 @@ struct RandomPredicateTests {
         case 0: return and(tree(depth: depth - 1, variable, using: &random), tree(depth: depth - 1, variable, using: &random))
         case 1: return or(tree(depth: depth - 1, variable, using: &random), tree(depth: depth - 1, variable, using: &random))
         case 2: return not(tree(depth: depth - 1, variable, using: &random))
-        default: return conditional(tree(depth: depth - 1, variable, using: &random), tree(depth: depth - 1, variable, using: &random), tree(depth: depth - 1, variable, using: &random))
+        default:
+            return conditional(
+                tree(depth: depth - 1, variable, using: &random), tree(depth: depth - 1, variable, using: &random),
+                tree(depth: depth - 1, variable, using: &random))
         }
     }
 
@@ -65,8 +71,10 @@ struct RandomPredicateTests {
         case 1: return equal(key(v, \.views), value(number), negated: Bool.random(using: &random))
         case 2: return compare(key(v, \.rating), value(Double(number) / 2), op)
         case 3: return equal(key(v, \.score), value(Bool.random(using: &random) ? Int?.none : number), negated: Bool.random(using: &random))
-        case 4: return equal(key(v, \.status), value([PostStatus.draft, .published, .archived][abs(number) % 3]), negated: Bool.random(using: &random))
-        case 5: return equal(key(v, \.priority), value([nil, PostPriority.low, .normal, .high][abs(number) % 4]), negated: Bool.random(using: &random))
+        case 4:
+            return equal(key(v, \.status), value([PostStatus.draft, .published, .archived][abs(number) % 3]), negated: Bool.random(using: &random))
+        case 5:
+            return equal(key(v, \.priority), value([nil, PostPriority.low, .normal, .high][abs(number) % 4]), negated: Bool.random(using: &random))
         case 6: return compare(key(v, \.createdAt), value(PredicateFixture.date(Double(number))), op)
         case 7: return compare(key(v, \.title), value(word), op)
         case 8: return PredicateExpressions.build_contains(key(v, \.title), value(word))
@@ -75,7 +83,8 @@ struct RandomPredicateTests {
         case 11: return PredicateExpressions.build_contains(key(v, \.tags), value(tagPool[abs(number) % tagPool.count]))
         case 12:
             return PredicateExpressions.build_contains(key(v, \.remarks)) { remark in
-                PredicateExpressions.build_Comparison(lhs: PredicateExpressions.build_KeyPath(root: remark, keyPath: \.likes), rhs: value(number), op: op)
+                PredicateExpressions.build_Comparison(
+                    lhs: PredicateExpressions.build_KeyPath(root: remark, keyPath: \.likes), rhs: value(number), op: op)
             }
         case 13:
             return PredicateExpressions.build_allSatisfy(key(v, \.scores)) { score in
@@ -85,7 +94,8 @@ struct RandomPredicateTests {
             let name = PredicateExpressions.build_flatMap(key(v, \.writer)) { writer in
                 PredicateExpressions.build_KeyPath(root: writer, keyPath: \.name)
             }
-            return equal(name, value(Bool.random(using: &random) ? String?.none : names[abs(number) % names.count]), negated: Bool.random(using: &random))
+            return equal(
+                name, value(Bool.random(using: &random) ? String?.none : names[abs(number) % names.count]), negated: Bool.random(using: &random))
         case 15:
             let doubled = PredicateExpressions.build_Arithmetic(lhs: key(v, \.views), rhs: value(2), op: .multiply)
             return compare(PredicateExpressions.build_Arithmetic(lhs: doubled, rhs: value(number), op: .add), value(number * 2), op)
@@ -112,7 +122,9 @@ struct RandomPredicateTests {
         PredicateExpressions.build_Arg(value)
     }
 
-    static func compare<L: StandardPredicateExpression, R: StandardPredicateExpression>(_ lhs: L, _ rhs: R, _ op: PredicateExpressions.ComparisonOperator) -> BoolExpression
+    static func compare<L: StandardPredicateExpression, R: StandardPredicateExpression>(
+        _ lhs: L, _ rhs: R, _ op: PredicateExpressions.ComparisonOperator
+    ) -> BoolExpression
     where L.Output == R.Output, L.Output: Comparable {
         PredicateExpressions.build_Comparison(lhs: lhs, rhs: rhs, op: op)
     }
@@ -142,7 +154,9 @@ struct RandomPredicateTests {
     }
 
     static func conditional(_ test: BoolExpression, _ yes: BoolExpression, _ no: BoolExpression) -> BoolExpression {
-        func open<T: StandardPredicateExpression<Bool>, A: StandardPredicateExpression<Bool>, B: StandardPredicateExpression<Bool>>(_ test: T, _ yes: A, _ no: B) -> BoolExpression {
+        func open<T: StandardPredicateExpression<Bool>, A: StandardPredicateExpression<Bool>, B: StandardPredicateExpression<Bool>>(
+            _ test: T, _ yes: A, _ no: B
+        ) -> BoolExpression {
             PredicateExpressions.build_Conditional(test, yes, no)
         }
         return open(test, yes, no)
@@ -153,7 +167,8 @@ struct RandomPredicateTests {
     @Test("SQL fetches equal Foundation's evaluate for random predicates on random graphs", arguments: [1, 2, 3, 4, 5, 6, 7, 8] as [UInt64])
     func randomPredicates(seed: UInt64) throws {
         var random = SeededGenerator(seed: seed)
-        let container = try ModelContainer(for: Schema(PredicateTranslationTests.models), configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let container = try ModelContainer(
+            for: Schema(PredicateTranslationTests.models), configurations: ModelConfiguration(isStoredInMemoryOnly: true))
         try Self.populate(ModelContext(container), count: 40, using: &random)
         let context = ModelContext(container)
         let order = [SortDescriptor(\Post.views, order: .reverse), SortDescriptor(\Post.title), SortDescriptor(\Post.rating)]
@@ -166,7 +181,10 @@ struct RandomPredicateTests {
             let expected = try every.filter { try predicate.evaluate($0) }.map(\.persistentModelID)
             let fetched = try context.fetch(FetchDescriptor(predicate: predicate, sortBy: order)).map(\.persistentModelID)
             let translation = PredicateTranslator.translate(predicate, layout: layout)
-            #expect(fetched == expected, "seed \(seed), predicate \(number): \(predicate)\nSQL: \(translation.condition?.sql ?? "-") \(translation.condition?.arguments ?? [])")
+            #expect(
+                fetched == expected,
+                "seed \(seed), predicate \(number): \(predicate)\nSQL: \(translation.condition?.sql ?? "-") \(translation.condition?.arguments ?? [])"
+            )
             if !translation.isComplete { untranslated += 1 }
         }
         // Every node these trees use has an SQL form.

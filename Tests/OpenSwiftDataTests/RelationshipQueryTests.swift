@@ -1,8 +1,9 @@
 import Foundation
 import GRDB
-@testable import OpenSwiftData
 import Observation
 import Testing
+
+@testable import OpenSwiftData
 
 /// Counts the SQL statements a store runs (in-memory stores have a single connection).
 final class StatementCounter: @unchecked Sendable {
@@ -144,7 +145,9 @@ struct RelationshipQueryTests {
         #expect(Set(left.compactMap { $0.conversation?.title }) == Set(conversations.suffix(5).map(\.title)))
     }
 
-    @Test("prefetching for a whole table reads the related table in one pass: children interleaved, orphans, already loaded sides and unsaved changes stay right")
+    @Test(
+        "prefetching for a whole table reads the related table in one pass: children interleaved, orphans, already loaded sides and unsaved changes stay right"
+    )
     func prefetchingWholeTable() throws {
         let container = try ModelContainer(for: Conversation.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
         let setup = ModelContext(container)
@@ -173,7 +176,8 @@ struct RelationshipQueryTests {
         let conversations = try context.fetch(descriptor)
         let selects = counter.selects
         #expect(selects.count == 2, "\(selects)")
-        #expect(selects.last?.contains("IS NOT NULL") == true && selects.last?.contains("json_each") == false, "one pass over the messages: \(selects)")
+        #expect(
+            selects.last?.contains("IS NOT NULL") == true && selects.last?.contains("json_each") == false, "one pass over the messages: \(selects)")
         counter.reset()
         let texts = conversations.map { $0.messages.map(\.text) }
         #expect(texts[0] == ["0.0", "0.1", "0.2"])
@@ -196,12 +200,15 @@ struct RelationshipQueryTests {
         #expect(some.map(\.messages.count).sorted() == [0, 3, 3])
     }
 
-    @Test("prefetching finds each model's related models when the fetched keys are far apart (most rows deleted), on disk and in memory", arguments: [false, true])
+    @Test(
+        "prefetching finds each model's related models when the fetched keys are far apart (most rows deleted), on disk and in memory",
+        arguments: [false, true])
     func prefetchingSparseKeys(onDisk: Bool) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("osd-sparse-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let configuration = onDisk
+        let configuration =
+            onDisk
             ? ModelConfiguration(url: directory.appendingPathComponent("store.sqlite"))
             : ModelConfiguration(isStoredInMemoryOnly: true)
         let container = try ModelContainer(for: Conversation.self, configurations: configuration)
@@ -250,20 +257,36 @@ struct RelationshipObservationTests {
         context.insert(message)
 
         let firstChanged = LockedFlag()
-        withObservationTracking { _ = first.messages } onChange: { firstChanged.set() }
+        withObservationTracking {
+            _ = first.messages
+        } onChange: {
+            firstChanged.set()
+        }
         message.conversation = first
         #expect(firstChanged.value, "setting the to-one side changes the to-many side")
         #expect(first.messages.map(\.text) == ["hello"])
 
         let firstLost = LockedFlag()
         let secondGained = LockedFlag()
-        withObservationTracking { _ = first.messages } onChange: { firstLost.set() }
-        withObservationTracking { _ = second.messages } onChange: { secondGained.set() }
+        withObservationTracking {
+            _ = first.messages
+        } onChange: {
+            firstLost.set()
+        }
+        withObservationTracking {
+            _ = second.messages
+        } onChange: {
+            secondGained.set()
+        }
         message.conversation = second
         #expect(firstLost.value && secondGained.value)
 
         let messageMoved = LockedFlag()
-        withObservationTracking { _ = message.conversation } onChange: { messageMoved.set() }
+        withObservationTracking {
+            _ = message.conversation
+        } onChange: {
+            messageMoved.set()
+        }
         first.messages.append(message)
         #expect(messageMoved.value, "appending to the to-many side changes the to-one side")
         #expect(message.conversation === first)

@@ -1,8 +1,8 @@
 import Foundation
 import GRDB
 import OpenSwiftData
-import Testing
 import OpenSwiftDataTestSupport
+import Testing
 
 // MARK: - Helpers
 
@@ -509,7 +509,8 @@ struct RelationshipTests {
         pointing.conversation = chat
         let initialized = ChatMessage(text: "initialized", conversation: chat)
         context.insert(initialized)
-        #expect(chat.messages.map(\.text) == ["appended", "pointing", "initialized"], "an initializer's relationship updates the inverse once inserted")
+        #expect(
+            chat.messages.map(\.text) == ["appended", "pointing", "initialized"], "an initializer's relationship updates the inverse once inserted")
         try context.save()
         #expect(appended.modelContext === context)
         #expect(pointing.modelContext === context)
@@ -569,7 +570,9 @@ struct RelationshipTests {
         }
     }
 
-    @Test("deny refuses the save while the relationship holds models, writes nothing, and succeeds once emptied", arguments: StoreKind.allCases, [false, true])
+    @Test(
+        "deny refuses the save while the relationship holds models, writes nothing, and succeeds once emptied", arguments: StoreKind.allCases,
+        [false, true])
     func denyRule(kind: StoreKind, loadFirst: Bool) throws {
         let store = try RelationshipStore(kind)
         defer { store.cleanUp() }
@@ -736,7 +739,9 @@ struct RelationshipTests {
 
     // MARK: Validation
 
-    @Test("minimumModelCount and maximumModelCount are checked at save; a refused save writes nothing and restores the models", arguments: StoreKind.allCases)
+    @Test(
+        "minimumModelCount and maximumModelCount are checked at save; a refused save writes nothing and restores the models",
+        arguments: StoreKind.allCases)
     func modelCounts(kind: StoreKind) throws {
         let store = try RelationshipStore(kind)
         defer { store.cleanUp() }
@@ -759,7 +764,8 @@ struct RelationshipTests {
         #expect(try store.count(Player.self) == 1, "nothing written")
         #expect(team.members.count == 4, "the pending change is kept")
         #expect(newcomers.allSatisfy { $0.team === team })
-        #expect(newcomers.allSatisfy { $0.modelContext === context }, "inserted when linked (as in SwiftData), and still pending after the failed save")
+        #expect(
+            newcomers.allSatisfy { $0.modelContext === context }, "inserted when linked (as in SwiftData), and still pending after the failed save")
         #expect(context.hasChanges)
 
         team.members.removeLast()
@@ -875,9 +881,9 @@ struct RelationshipTests {
         context.insert(team)
         try context.save()
 
-        kept.name = "renamed" // an unsaved change the failed save must keep
-        context.delete(team) // .nullify: the save clears the players' `team`
-        let emptyTeam = Team(name: "nobody") // violates minimumModelCount
+        kept.name = "renamed"  // an unsaved change the failed save must keep
+        context.delete(team)  // .nullify: the save clears the players' `team`
+        let emptyTeam = Team(name: "nobody")  // violates minimumModelCount
         context.insert(emptyTeam)
         #expect(throws: SwiftDataError.modelValidationFailure) { try context.save() }
         #expect(kept.team === team, "the cleared relationship is back")
@@ -905,7 +911,7 @@ struct RelationshipTests {
         let attachment = messages[0].attachments[0]
 
         context.delete(chat)
-        let emptyTeam = Team(name: "nobody") // violates minimumModelCount
+        let emptyTeam = Team(name: "nobody")  // violates minimumModelCount
         context.insert(emptyTeam)
         #expect(throws: SwiftDataError.modelValidationFailure) { try context.save() }
         #expect(messages.allSatisfy { !$0.isDeleted }, "the cascade of the failed save is undone")
@@ -1159,10 +1165,16 @@ struct RelationshipTests {
         defer { try? queue.close() }
         try queue.read { db in
             func columns(_ table: String) throws -> [String: String] {
-                Dictionary(uniqueKeysWithValues: try Row.fetchAll(db, sql: "PRAGMA table_info(\"\(table)\")").map { ($0["name"] as String, $0["type"] as String) })
+                Dictionary(
+                    uniqueKeysWithValues: try Row.fetchAll(db, sql: "PRAGMA table_info(\"\(table)\")").map {
+                        ($0["name"] as String, $0["type"] as String)
+                    })
             }
             func references(_ table: String) throws -> [String: String] {
-                Dictionary(try Row.fetchAll(db, sql: "PRAGMA foreign_key_list(\"\(table)\")").map { ($0["from"] as String, "\($0["table"] as String).\($0["to"] as String)") }, uniquingKeysWith: { first, _ in first })
+                Dictionary(
+                    try Row.fetchAll(db, sql: "PRAGMA foreign_key_list(\"\(table)\")").map {
+                        ($0["from"] as String, "\($0["table"] as String).\($0["to"] as String)")
+                    }, uniquingKeysWith: { first, _ in first })
             }
             func indexedColumns(_ table: String) throws -> [[String]] {
                 try Row.fetchAll(db, sql: "PRAGMA index_list(\"\(table)\")").map { index in
@@ -1190,7 +1202,9 @@ struct RelationshipTests {
             // Self relationship.
             #expect(try references("Folder")["parent"] == "Folder._pk")
             #expect(try columns("Folder")["children"] == nil)
-            #expect(try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM Folder c JOIN Folder p ON c.parent = p._pk WHERE c.name = 'child' AND p.name = 'root'") == 1)
+            #expect(
+                try Int.fetchOne(
+                    db, sql: "SELECT COUNT(*) FROM Folder c JOIN Folder p ON c.parent = p._pk WHERE c.name = 'child' AND p.name = 'root'") == 1)
 
             // One-to-one: one foreign key, on the side whose "Entity.property" sorts first.
             #expect(try columns("Citizen")["passport"] == "INTEGER")
@@ -1207,8 +1221,16 @@ struct RelationshipTests {
             #expect(try references("Tag_items")["source"] == "Tag._pk")
             #expect(try references("Tag_items")["target"] == "TodoItem._pk")
             #expect(try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM Tag_items") == 2)
-            #expect(try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM Tag_items j JOIN Tag t ON j.source = t._pk JOIN TodoItem i ON j.target = i._pk WHERE i.title = 'i'") == 2)
-            #expect(try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM Team_mascot j JOIN Team t ON j.source = t._pk JOIN Animal a ON j.target = a._pk WHERE a.species = 'owl'") == 1)
+            #expect(
+                try Int.fetchOne(
+                    db, sql: "SELECT COUNT(*) FROM Tag_items j JOIN Tag t ON j.source = t._pk JOIN TodoItem i ON j.target = i._pk WHERE i.title = 'i'"
+                ) == 2)
+            #expect(
+                try Int.fetchOne(
+                    db,
+                    sql:
+                        "SELECT COUNT(*) FROM Team_mascot j JOIN Team t ON j.source = t._pk JOIN Animal a ON j.target = a._pk WHERE a.species = 'owl'"
+                ) == 1)
             #expect(try columns("Team")["mascot"] == nil)
             #expect(try columns("Player")["team"] == "INTEGER")
         }

@@ -1,8 +1,9 @@
 import Foundation
 import GRDB
-@testable import OpenSwiftData
-import Testing
 import OpenSwiftDataTestSupport
+import Testing
+
+@testable import OpenSwiftData
 
 enum CardsV2: VersionedSchema {
     static var versionIdentifier: Schema.Version { Schema.Version(2, 0, 0) }
@@ -64,13 +65,17 @@ enum CardsPlan: SchemaMigrationPlan {
 enum PartialCardsPlan: SchemaMigrationPlan {
     static var schemas: [any VersionedSchema.Type] { CardsPlan.schemas }
     static var stages: [MigrationStage] {
-        [.custom(fromVersion: CardsV2.self, toVersion: CardsV3.self, willMigrate: nil, didMigrate: { context in
-            for card in try context.fetch(FetchDescriptor<CardsV3.Card>()) {
-                card.kind = .short
-                card.note = ""
-                if card.text.count <= 2 { card.length = card.text.count }
-            }
-        })]
+        [
+            .custom(
+                fromVersion: CardsV2.self, toVersion: CardsV3.self, willMigrate: nil,
+                didMigrate: { context in
+                    for card in try context.fetch(FetchDescriptor<CardsV3.Card>()) {
+                        card.kind = .short
+                        card.note = ""
+                        if card.text.count <= 2 { card.length = card.text.count }
+                    }
+                })
+        ]
     }
 }
 
@@ -78,17 +83,21 @@ enum PartialCardsPlan: SchemaMigrationPlan {
 enum PruningCardsPlan: SchemaMigrationPlan {
     static var schemas: [any VersionedSchema.Type] { CardsPlan.schemas }
     static var stages: [MigrationStage] {
-        [.custom(fromVersion: CardsV2.self, toVersion: CardsV3.self, willMigrate: nil, didMigrate: { context in
-            for card in try context.fetch(FetchDescriptor<CardsV3.Card>()) {
-                if card.text.count > 4 {
-                    context.delete(card)
-                } else {
-                    card.length = card.text.count
-                    card.kind = .short
-                    card.note = ""
-                }
-            }
-        })]
+        [
+            .custom(
+                fromVersion: CardsV2.self, toVersion: CardsV3.self, willMigrate: nil,
+                didMigrate: { context in
+                    for card in try context.fetch(FetchDescriptor<CardsV3.Card>()) {
+                        if card.text.count > 4 {
+                            context.delete(card)
+                        } else {
+                            card.length = card.text.count
+                            card.kind = .short
+                            card.note = ""
+                        }
+                    }
+                })
+        ]
     }
 }
 
@@ -117,7 +126,9 @@ struct RequiredPropertyStageTests {
         let queue = try DatabaseQueue(path: url.path)
         defer { try? queue.close() }
         return try queue.read { db in
-            Set(try Row.fetchAll(db, sql: "PRAGMA table_info(\"Card\")").filter { ($0["notnull"] as Int? ?? 0) == 0 && ($0["pk"] as Int? ?? 0) == 0 }.map { $0["name"] as String? ?? "" })
+            Set(
+                try Row.fetchAll(db, sql: "PRAGMA table_info(\"Card\")").filter { ($0["notnull"] as Int? ?? 0) == 0 && ($0["pk"] as Int? ?? 0) == 0 }
+                    .map { $0["name"] as String? ?? "" })
         }
     }
 
@@ -127,7 +138,8 @@ struct RequiredPropertyStageTests {
         defer { directory.cleanUp() }
         let url = directory.file("cards.store")
         try makeV2Store(url)
-        let container = try ModelContainer(for: Schema(versionedSchema: CardsV3.self), migrationPlan: CardsPlan.self, configurations: ModelConfiguration(url: url))
+        let container = try ModelContainer(
+            for: Schema(versionedSchema: CardsV3.self), migrationPlan: CardsPlan.self, configurations: ModelConfiguration(url: url))
         let cards = try ModelContext(container).fetch(FetchDescriptor<CardsV3.Card>(sortBy: [SortDescriptor(\.text)]))
         #expect(cards.map(\.text) == ["a longer card", "hi", "ok", "wide"])
         #expect(cards.map(\.length) == [13, 2, 2, 4])
@@ -152,7 +164,8 @@ struct RequiredPropertyStageTests {
         let url = directory.file("cards.store")
         try makeV2Store(url)
         do {
-            _ = try ModelContainer(for: Schema(versionedSchema: CardsV3.self), migrationPlan: PartialCardsPlan.self, configurations: ModelConfiguration(url: url))
+            _ = try ModelContainer(
+                for: Schema(versionedSchema: CardsV3.self), migrationPlan: PartialCardsPlan.self, configurations: ModelConfiguration(url: url))
             Issue.record("the stage must fail")
         } catch let error as SwiftDataError {
             #expect(error == .loadIssueModelContainer)
@@ -169,7 +182,8 @@ struct RequiredPropertyStageTests {
         #expect(cards.map(\.note) == ["kept", nil, nil, nil])
 
         // The full plan then succeeds from there.
-        _ = try ModelContainer(for: Schema(versionedSchema: CardsV3.self), migrationPlan: CardsPlan.self, configurations: ModelConfiguration(url: url))
+        _ = try ModelContainer(
+            for: Schema(versionedSchema: CardsV3.self), migrationPlan: CardsPlan.self, configurations: ModelConfiguration(url: url))
         #expect(try StoreFile.metadata(at: url.path)["schemaVersion"] == "3.0.0")
     }
 
@@ -180,7 +194,8 @@ struct RequiredPropertyStageTests {
         let url = directory.file("cards.store")
         try makeV2Store(url)
         do {
-            _ = try ModelContainer(for: Schema(versionedSchema: CardsV3.self), migrationPlan: EmptyCardsPlan.self, configurations: ModelConfiguration(url: url))
+            _ = try ModelContainer(
+                for: Schema(versionedSchema: CardsV3.self), migrationPlan: EmptyCardsPlan.self, configurations: ModelConfiguration(url: url))
             Issue.record("the stage must fail")
         } catch let error as SwiftDataError {
             #expect(error.entityName == "Card")
@@ -196,7 +211,8 @@ struct RequiredPropertyStageTests {
         defer { directory.cleanUp() }
         let url = directory.file("cards.store")
         try makeV2Store(url)
-        let container = try ModelContainer(for: Schema(versionedSchema: CardsV3.self), migrationPlan: PruningCardsPlan.self, configurations: ModelConfiguration(url: url))
+        let container = try ModelContainer(
+            for: Schema(versionedSchema: CardsV3.self), migrationPlan: PruningCardsPlan.self, configurations: ModelConfiguration(url: url))
         let cards = try ModelContext(container).fetch(FetchDescriptor<CardsV3.Card>(sortBy: [SortDescriptor(\.text)]))
         #expect(cards.map(\.text) == ["hi", "ok", "wide"])
         #expect(cards.map(\.length) == [2, 2, 4])

@@ -1,11 +1,14 @@
 import Foundation
 import OpenSwiftDataTestSupport
 import Testing
+
 @testable import OpenSwiftData
 
 @Suite("Schema.save(to:) and load(from:)")
 struct SchemaDocumentTests {
-    @Test("a schema saved and loaded again equals the one saved: entities, attributes and their types, relationships, constraints, inheritance and version")
+    @Test(
+        "a schema saved and loaded again equals the one saved: entities, attributes and their types, relationships, constraints, inheritance and version"
+    )
     func roundTrip() throws {
         let directory = try TemporaryDirectory()
         let url = directory.file("schema.json")

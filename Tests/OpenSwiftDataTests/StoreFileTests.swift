@@ -1,8 +1,9 @@
 import Foundation
 import GRDB
-import Testing
-@testable import OpenSwiftData
 import OpenSwiftDataTestSupport
+import Testing
+
+@testable import OpenSwiftData
 
 @Suite("Store files and bad input")
 struct StoreFileTests {
@@ -142,7 +143,10 @@ struct StoreFileTests {
         let storeID = try #require(try context.fetch(FetchDescriptor<Note>()).first?.persistentModelID.storeIdentifier)
         let queue = try DatabaseQueue(path: url.path)
         let entries = try queue.read { db in
-            Dictionary(uniqueKeysWithValues: try Row.fetchAll(db, sql: "SELECT key, value FROM osd_metadata").map { ($0["key"] as String, $0["value"] as String) })
+            Dictionary(
+                uniqueKeysWithValues: try Row.fetchAll(db, sql: "SELECT key, value FROM osd_metadata").map {
+                    ($0["key"] as String, $0["value"] as String)
+                })
         }
         #expect(entries["storeIdentifier"] == storeID)
         #expect(entries["schemaVersion"] == "1.0.0")

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import OpenSwiftDataTestSupport
 import Testing
+
 @testable import OpenSwiftData
 
 /// A model sorted by name, as list screens are.
@@ -101,19 +102,23 @@ struct StringSortTests {
 
     @Test("10,000 mixed-case, accented and numbered names: the store's order equals sorted(using:), for every comparator")
     func differential() throws {
-        try differential(names: generatedNames(), sorts: [
-            ("default", [SortDescriptor(\.name)]),
-            ("localized", [SortDescriptor(\.name, comparator: .localized)]),
-            ("localized standard reverse", [SortDescriptor(\.name, comparator: .localizedStandard, order: .reverse)]),
-            ("optional default", [SortDescriptor(\.nickname), SortDescriptor(\.rank)]),
-        ])
+        try differential(
+            names: generatedNames(),
+            sorts: [
+                ("default", [SortDescriptor(\.name)]),
+                ("localized", [SortDescriptor(\.name, comparator: .localized)]),
+                ("localized standard reverse", [SortDescriptor(\.name, comparator: .localizedStandard, order: .reverse)]),
+                ("optional default", [SortDescriptor(\.nickname), SortDescriptor(\.rank)]),
+            ])
         // The lexical order is SQLite's binary one, which equals Swift's `<` on text in one
         // normalization form (canonically equivalent strings in two forms are a documented
         // limit), so these names are in NFC.
-        try differential(names: generatedNames().map(\.precomposedStringWithCanonicalMapping), sorts: [
-            ("lexical", [SortDescriptor(\.name, comparator: .lexical)]),
-            ("lexical reverse", [SortDescriptor(\.name, comparator: .lexical, order: .reverse)]),
-        ])
+        try differential(
+            names: generatedNames().map(\.precomposedStringWithCanonicalMapping),
+            sorts: [
+                ("lexical", [SortDescriptor(\.name, comparator: .lexical)]),
+                ("lexical reverse", [SortDescriptor(\.name, comparator: .lexical, order: .reverse)]),
+            ])
     }
 
     private func differential(names: [String], sorts: [(String, [SortDescriptor<SortedContact>])]) throws {
@@ -130,7 +135,9 @@ struct StringSortTests {
             let expected = inMemory.sorted(using: sortBy).map(\.name)
             let mismatches = zip(fromStore, expected).enumerated().filter { $0.element.0 != $0.element.1 }
             #expect(fromStore.count == expected.count)
-            #expect(mismatches.isEmpty, "\(label): \(mismatches.count) mismatches, first at \(mismatches.first.map { "\($0.offset): \($0.element)" } ?? "")")
+            #expect(
+                mismatches.isEmpty,
+                "\(label): \(mismatches.count) mismatches, first at \(mismatches.first.map { "\($0.offset): \($0.element)" } ?? "")")
         }
     }
 
@@ -160,7 +167,8 @@ struct StringSortTests {
             let order = try #require(layout.orderTerms(for: sort))
             let query = SelectBuilder.rows(layout.table, filter: translation, order: order, limit: 20, offset: nil)
             return try container.store.read { db in
-                try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + query.sql, arguments: query.arguments).map { $0["detail"] as String? ?? "" }.joined(separator: "\n")
+                try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + query.sql, arguments: query.arguments).map { $0["detail"] as String? ?? "" }.joined(
+                    separator: "\n")
             }
         }
         let lexical = try plan(nil, [SortDescriptor(\.name, comparator: .lexical)])

@@ -12,7 +12,8 @@ func titled<T: Titled>(_ type: T.Type, containing text: String) -> Predicate<T> 
 @Suite("Predicate shapes that crash SwiftData")
 struct SwiftDataCrashShapeTests {
     private func context() throws -> ModelContext {
-        let container = try ModelContainer(for: Schema(PredicateTranslationTests.models), configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let container = try ModelContainer(
+            for: Schema(PredicateTranslationTests.models), configurations: ModelConfiguration(isStoredInMemoryOnly: true))
         _ = try PredicateFixture.make(in: ModelContext(container))
         return ModelContext(container)
     }

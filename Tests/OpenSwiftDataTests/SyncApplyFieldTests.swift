@@ -1,6 +1,6 @@
 import Foundation
-import OpenSwiftDataSyncProtocol
 import OpenSwiftData
+import OpenSwiftDataSyncProtocol
 import Testing
 
 private func taskDevice() throws -> ModelContainer {
@@ -49,7 +49,8 @@ struct SyncApplyFieldTests {
     func createUpdateInOneBatch() throws {
         let container = try taskDevice()
         try container.applyRemoteChanges([
-            .upsert("SyncTask", recordID: "T2", serverVersion: 1, fields: [field("title", .string, .text("made")), field("priority", .int, .integer(1))]),
+            .upsert(
+                "SyncTask", recordID: "T2", serverVersion: 1, fields: [field("title", .string, .text("made")), field("priority", .int, .integer(1))]),
             .upsert("SyncTask", recordID: "T2", serverVersion: 2, fields: [field("priority", .int, .integer(2))]),
             .upsert("SyncTask", recordID: "T3", serverVersion: 3, fields: [field("title", .string, .text("gone"))]),
             .delete("SyncTask", recordID: "T3", serverVersion: 4),
@@ -62,9 +63,16 @@ struct SyncApplyFieldTests {
         #expect(try container.syncServerVersion(entity: "SyncTask", recordID: "T3") == 5)
         // A later batch updates the local row through its setters; a value that cannot be
         // decoded changes nothing.
-        try container.applyRemoteChanges([.upsert("SyncTask", recordID: "T2", serverVersion: 6, fields: [field("done", .bool, .integer(1)), field("title", .string, .text("edited"))])])
+        try container.applyRemoteChanges([
+            .upsert(
+                "SyncTask", recordID: "T2", serverVersion: 6, fields: [field("done", .bool, .integer(1)), field("title", .string, .text("edited"))])
+        ])
         #expect(throws: (any Error).self) {
-            try container.applyRemoteChanges([.upsert("SyncTask", recordID: "T2", serverVersion: 7, fields: [field("title", .string, .text("lost")), field("state", .string, .text("reopened"))])])
+            try container.applyRemoteChanges([
+                .upsert(
+                    "SyncTask", recordID: "T2", serverVersion: 7,
+                    fields: [field("title", .string, .text("lost")), field("state", .string, .text("reopened"))])
+            ])
         }
         let edited = try ModelContext(container).fetch(FetchDescriptor<SyncTask>(predicate: #Predicate { $0.priority == 2 }))
         #expect(edited.map(\.title) == ["edited"])

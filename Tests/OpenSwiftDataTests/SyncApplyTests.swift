@@ -23,7 +23,11 @@ private func remoteChanges(_ entries: [SyncLogEntry], firstVersion: Int64 = 1) -
             defer { version += 1 }
             switch change.kind {
             case .delete: changes.append(.delete(change.entity, recordID: change.recordID, serverVersion: version))
-            case .insert, .update: changes.append(.upsert(change.entity, recordID: change.recordID, serverVersion: version, scope: change.scope, fields: change.fields, links: change.links))
+            case .insert, .update:
+                changes.append(
+                    .upsert(
+                        change.entity, recordID: change.recordID, serverVersion: version, scope: change.scope, fields: change.fields,
+                        links: change.links))
             }
         }
     }
@@ -34,7 +38,9 @@ private func text(_ value: String) -> SyncField { SyncField(name: "title", value
 
 @Suite("Applying remote changes")
 struct SyncApplyTests {
-    @Test("another device's log applied here recreates its records bit for bit, linked by record id, without echo, and keeps server versions as base versions")
+    @Test(
+        "another device's log applied here recreates its records bit for bit, linked by record id, without echo, and keeps server versions as base versions"
+    )
     func roundTrip() throws {
         let a = try device()
         let context = ModelContext(a)
@@ -95,8 +101,9 @@ struct SyncApplyTests {
         let projectID = "P-1"
         let labelID = "L-1"
         try b.applyRemoteChanges([
-            .upsert("SyncTask", recordID: "T-1", serverVersion: 1, fields: [text("orphan"), SyncField(name: "project", value: .reference(projectID))],
-                    links: [SyncLinkChange(relationship: "labels", added: [labelID])]),
+            .upsert(
+                "SyncTask", recordID: "T-1", serverVersion: 1, fields: [text("orphan"), SyncField(name: "project", value: .reference(projectID))],
+                links: [SyncLinkChange(relationship: "labels", added: [labelID])])
         ])
         let context = ModelContext(b)
         let task = try #require(try context.fetch(FetchDescriptor<SyncTask>()).first)
@@ -106,7 +113,9 @@ struct SyncApplyTests {
 
         let result = try b.applyRemoteChanges([
             .upsert("SyncProject", recordID: projectID, serverVersion: 2, fields: [text("Found")]),
-            .upsert("SyncLabel", recordID: labelID, serverVersion: 3, fields: [SyncField(name: "name", value: SyncFieldValue(kind: .string, stored: .text("red")))]),
+            .upsert(
+                "SyncLabel", recordID: labelID, serverVersion: 3,
+                fields: [SyncField(name: "name", value: SyncFieldValue(kind: .string, stored: .text("red")))]),
         ])
         #expect(result.resolvedReferences >= 1)
         #expect(result.pendingReferences == 0)
@@ -129,10 +138,20 @@ struct SyncApplyTests {
             try b.applyRemoteChanges([good, .upsert("SyncLocalNote", recordID: "x", serverVersion: 1, fields: [])])
         }
         #expect(throws: SyncCaptureError.unknownProperty(entity: "SyncProject", property: "colour")) {
-            try b.applyRemoteChanges([good, .upsert("SyncProject", recordID: "y", serverVersion: 1, fields: [SyncField(name: "colour", value: SyncFieldValue(kind: .string, stored: .text("red")))])])
+            try b.applyRemoteChanges([
+                good,
+                .upsert(
+                    "SyncProject", recordID: "y", serverVersion: 1,
+                    fields: [SyncField(name: "colour", value: SyncFieldValue(kind: .string, stored: .text("red")))]),
+            ])
         }
         #expect(throws: SyncCaptureError.wrongKind(entity: "SyncProject", property: "title", expected: .string, got: .int)) {
-            try b.applyRemoteChanges([good, .upsert("SyncProject", recordID: "y", serverVersion: 1, fields: [SyncField(name: "title", value: SyncFieldValue(kind: .int, stored: .integer(1)))])])
+            try b.applyRemoteChanges([
+                good,
+                .upsert(
+                    "SyncProject", recordID: "y", serverVersion: 1,
+                    fields: [SyncField(name: "title", value: SyncFieldValue(kind: .int, stored: .integer(1)))]),
+            ])
         }
         // Right kind, wrong stored form; an enum raw value that is no case; NULL for a required value.
         for field in [
@@ -158,7 +177,9 @@ struct SyncApplyTests {
         #expect(try b.syncServerVersion(entity: "SyncProject", recordID: "ok") == nil)
     }
 
-    @Test("a batch whose save fails leaves the store as it was: no rows, records, versions or pending references, and the models of the failed batch are not kept")
+    @Test(
+        "a batch whose save fails leaves the store as it was: no rows, records, versions or pending references, and the models of the failed batch are not kept"
+    )
     func failedSaveRollsBackWhole() throws {
         let b = try device()
         try b.applyRemoteChanges([.upsert("SyncProject", recordID: "kept", serverVersion: 1, fields: [text("before")])])
@@ -222,7 +243,9 @@ struct SyncApplyTests {
         let context = ModelContext(b)
         #expect(try context.fetchCount(FetchDescriptor<SyncTask>()) == 1)
         var events = b.saveEvents().makeAsyncIterator()
-        let result = try b.applyRemoteChanges([.delete("SyncProject", recordID: "P", serverVersion: 3), .delete("SyncProject", recordID: "never-here", serverVersion: 4)])
+        let result = try b.applyRemoteChanges([
+            .delete("SyncProject", recordID: "P", serverVersion: 3), .delete("SyncProject", recordID: "never-here", serverVersion: 4),
+        ])
         #expect(result.deleted == 1)
         #expect(try context.fetchCount(FetchDescriptor<SyncTask>()) == 0)  // cascaded
         #expect(try b.persistentIdentifier(forSyncRecord: "T", entity: "SyncTask") == nil)
@@ -238,8 +261,9 @@ struct SyncApplyTests {
         let b = try device()
         try b.applyRemoteChanges([.upsert("SyncProject", recordID: "P", serverVersion: 1, fields: [text("kept")])])
         let result = try b.applyRemoteChanges([
-            .upsert("SyncTask", recordID: "T", serverVersion: 2, fields: [text("short-lived"), SyncField(name: "project", value: .reference("P"))],
-                    links: [SyncLinkChange(relationship: "labels", added: ["L"])]),
+            .upsert(
+                "SyncTask", recordID: "T", serverVersion: 2, fields: [text("short-lived"), SyncField(name: "project", value: .reference("P"))],
+                links: [SyncLinkChange(relationship: "labels", added: ["L"])]),
             .delete("SyncTask", recordID: "T", serverVersion: 3),
         ])
         let context = ModelContext(b)
@@ -279,7 +303,9 @@ struct SyncApplyTests {
         ])
         // The server's cascade deleted U with P; T (whose reference to P the server does not
         // have) stays.
-        try b.applyRemoteChanges([.delete("SyncProject", recordID: "P", serverVersion: 4), .delete("SyncTask", recordID: "U", serverVersion: 5)], localCascades: false, alsoWriting: nil)
+        try b.applyRemoteChanges(
+            [.delete("SyncProject", recordID: "P", serverVersion: 4), .delete("SyncTask", recordID: "U", serverVersion: 5)], localCascades: false,
+            alsoWriting: nil)
         let context = ModelContext(b)
         let tasks = try context.fetch(FetchDescriptor<SyncTask>())
         #expect(tasks.map(\.title) == ["kept"])
@@ -304,7 +330,11 @@ struct SyncApplyTests {
         #expect(ticket.state == .closed)
         #expect(ticket.summary == "remote")
         // The same record again: an update through the setters.
-        try container.applyRemoteChanges([.upsert("SyncTicket", recordID: "K", serverVersion: 2, fields: [SyncField(name: "state", value: SyncFieldValue(kind: .string, stored: .text("open")))])])
+        try container.applyRemoteChanges([
+            .upsert(
+                "SyncTicket", recordID: "K", serverVersion: 2,
+                fields: [SyncField(name: "state", value: SyncFieldValue(kind: .string, stored: .text("open")))])
+        ])
         #expect(try ModelContext(container).fetch(FetchDescriptor<SyncTicket>()).map(\.state) == [.open])
     }
 

@@ -1,8 +1,8 @@
 import Foundation
 import OpenSwiftData
 import OpenSwiftDataSyncProtocol
-import Testing
 import OpenSwiftDataTestSupport
+import Testing
 
 /// A container of the sync test models on a new store file, with capture on for every synced
 /// entity (SyncLocalNote stays local) and a manual clock.
@@ -26,12 +26,12 @@ private func configuration(clock: ManualClock, scopes: Bool = false) -> SyncCapt
     return configuration
 }
 
-
 @Suite("Sync capture")
 struct SyncCaptureTests {
     @Test("an entity with a compound #Unique or two unique attributes cannot sync: a typed error names it, nothing is recorded")
     func identityValidation() throws {
-        let container = try ModelContainer(for: SyncCompoundKey.self, SyncTwoKeys.self, SyncUser.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let container = try ModelContainer(
+            for: SyncCompoundKey.self, SyncTwoKeys.self, SyncUser.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
         #expect(throws: SyncCaptureError.unsupportedIdentity(entity: "SyncCompoundKey", reason: "its #Unique constraint spans 2 properties")) {
             try container.enableSyncCapture(SyncCaptureConfiguration(SyncUser.self, SyncCompoundKey.self))
         }
@@ -49,7 +49,9 @@ struct SyncCaptureTests {
         #expect(container.isSyncCaptureEnabled)
     }
 
-    @Test("an insert records every field as saved, typed, under the record id the model's temporary identifier named; a unique attribute is the record id")
+    @Test(
+        "an insert records every field as saved, typed, under the record id the model's temporary identifier named; a unique attribute is the record id"
+    )
     func insertCapture() throws {
         let url = syncStoreURL()
         let clock = ManualClock()
@@ -112,7 +114,9 @@ struct SyncCaptureTests {
         #expect(projectRecord.value(of: "tasks") == nil)
     }
 
-    @Test("an update records only the changed fields with their new values; a delete its record id and last scope; reading later returns what was saved")
+    @Test(
+        "an update records only the changed fields with their new values; a delete its record id and last scope; reading later returns what was saved"
+    )
     func updateDeleteImmutable() throws {
         let url = syncStoreURL()
         let container = try syncedContainer(at: url, scopes: true)
@@ -228,7 +232,9 @@ struct SyncCaptureTests {
         try context.save()
         #expect(try container.syncLogEntries(after: 5).first?.stamp == remote + 1)
         var fresh = HybridLogicalClock(last: HLCTimestamp(rawValue: 5))
-        #expect(fresh.now(wallMilliseconds: HLCTimestamp.milliseconds(of: Date(timeIntervalSince1970: 1))) == HLCTimestamp(milliseconds: 1000, counter: 0))
+        #expect(
+            fresh.now(wallMilliseconds: HLCTimestamp.milliseconds(of: Date(timeIntervalSince1970: 1))) == HLCTimestamp(milliseconds: 1000, counter: 0)
+        )
     }
 
     @Test("saves under the sync engine's author are not logged (no echo), yet their rows get records")

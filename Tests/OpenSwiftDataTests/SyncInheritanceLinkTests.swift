@@ -7,7 +7,8 @@ import Testing
 @Suite("Sync capture of links to a subclass member")
 struct SyncInheritanceLinkTests {
     private func container(_ name: String = #function) throws -> ModelContainer {
-        let container = try ModelContainer(for: Keeper.self, Sticker.self, Pet.self, Cat.self, configurations: ModelConfiguration(url: syncStoreURL(name)))
+        let container = try ModelContainer(
+            for: Keeper.self, Sticker.self, Pet.self, Cat.self, configurations: ModelConfiguration(url: syncStoreURL(name)))
         try container.enableSyncCapture(SyncCaptureConfiguration(Keeper.self, Sticker.self, Pet.self, Cat.self))
         return container
     }
@@ -42,11 +43,13 @@ struct SyncInheritanceLinkTests {
 
         // Another device applying the log links its copy of the Cat, nothing left pending.
         let other = try self.container(#function + "-other")
-        try other.applyRemoteChanges(entries.flatMap { entry in
-            entry.changes.map { change in
-                RemoteRecordChange.upsert(change.entity, recordID: change.recordID, serverVersion: entry.sequence, fields: change.fields, links: change.links)
-            }
-        })
+        try other.applyRemoteChanges(
+            entries.flatMap { entry in
+                entry.changes.map { change in
+                    RemoteRecordChange.upsert(
+                        change.entity, recordID: change.recordID, serverVersion: entry.sequence, fields: change.fields, links: change.links)
+                }
+            })
         #expect(try other.pendingSyncReferenceCount() == 0)
         let copy = try #require(try ModelContext(other).fetch(FetchDescriptor<Keeper>()).first)
         #expect(Set(copy.favorites.map(\.name)) == ["Rex", "Tom"])
@@ -65,7 +68,8 @@ struct SyncInheritanceLinkTests {
         try context.save()
         let changes = try container.syncLogEntries().flatMap { entry in
             entry.changes.map { change in
-                RemoteRecordChange.upsert(change.entity, recordID: change.recordID, serverVersion: entry.sequence, fields: change.fields, links: change.links)
+                RemoteRecordChange.upsert(
+                    change.entity, recordID: change.recordID, serverVersion: entry.sequence, fields: change.fields, links: change.links)
             }
         }
         let other = try self.container(#function + "-other")

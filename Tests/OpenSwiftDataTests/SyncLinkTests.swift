@@ -27,7 +27,9 @@ struct SyncLinkTests {
         context.insert(blue)
         task.labels = [red]
         try context.save()
-        let ids = try [task.persistentModelID, red.persistentModelID, blue.persistentModelID].map { try #require(try container.syncRecordID(for: $0)) }
+        let ids = try [task.persistentModelID, red.persistentModelID, blue.persistentModelID].map {
+            try #require(try container.syncRecordID(for: $0))
+        }
         let (taskID, redID, blueID) = (ids[0], ids[1], ids[2])
 
         var entries = try container.syncLogEntries()
@@ -59,13 +61,15 @@ struct SyncLinkTests {
 
         // Two devices each adding a label converge: applying additions adds, it does not replace.
         let other = try self.container()
-        try other.applyRemoteChanges(try container.syncLogEntries().flatMap { entry in
-            entry.changes.map { change in
-                change.kind == .delete
-                    ? RemoteRecordChange.delete(change.entity, recordID: change.recordID, serverVersion: entry.sequence)
-                    : RemoteRecordChange.upsert(change.entity, recordID: change.recordID, serverVersion: entry.sequence, fields: change.fields, links: change.links)
-            }
-        })
+        try other.applyRemoteChanges(
+            try container.syncLogEntries().flatMap { entry in
+                entry.changes.map { change in
+                    change.kind == .delete
+                        ? RemoteRecordChange.delete(change.entity, recordID: change.recordID, serverVersion: entry.sequence)
+                        : RemoteRecordChange.upsert(
+                            change.entity, recordID: change.recordID, serverVersion: entry.sequence, fields: change.fields, links: change.links)
+                }
+            })
         let otherContext = ModelContext(other)
         let copy = try #require(try otherContext.fetch(FetchDescriptor<SyncTask>()).first)
         #expect(copy.labels.map(\.name) == ["blue"])
@@ -78,7 +82,9 @@ struct SyncLinkTests {
         #expect(addedOnOther.contains { $0.2 == [taskOwns ? greenID : taskID] && $0.3.isEmpty })
         // Back on the first device, the addition joins the link it has, without removing it.
         try container.applyRemoteChanges([
-            .upsert("SyncLabel", recordID: greenID, serverVersion: 100, fields: [SyncField(name: "name", value: SyncFieldValue(kind: .string, stored: .text("green")))]),
+            .upsert(
+                "SyncLabel", recordID: greenID, serverVersion: 100,
+                fields: [SyncField(name: "name", value: SyncFieldValue(kind: .string, stored: .text("green")))]),
             .upsert("SyncTask", recordID: taskID, serverVersion: 101, fields: [], links: [SyncLinkChange(relationship: "labels", added: [greenID])]),
         ])
         let fresh = try #require(try ModelContext(container).fetch(FetchDescriptor<SyncTask>()).first)
@@ -97,7 +103,9 @@ struct SyncLinkTests {
         context.insert(blue)
         task.labels = [red, blue]
         try context.save()
-        let ids = try [task.persistentModelID, red.persistentModelID, blue.persistentModelID].map { try #require(try container.syncRecordID(for: $0)) }
+        let ids = try [task.persistentModelID, red.persistentModelID, blue.persistentModelID].map {
+            try #require(try container.syncRecordID(for: $0))
+        }
         return (container, ids[0], ids[1], ids[2])
     }
 
@@ -105,14 +113,18 @@ struct SyncLinkTests {
     func wholeSetReplaces() throws {
         let (container, taskID, _, blueID) = try linkedTask()
         try container.applyRemoteChanges([
-            .upsert("SyncTask", recordID: taskID, serverVersion: 100, fields: [], links: [SyncLinkChange(relationship: "labels", added: [blueID], replacingExcept: [])]),
+            .upsert(
+                "SyncTask", recordID: taskID, serverVersion: 100, fields: [],
+                links: [SyncLinkChange(relationship: "labels", added: [blueID], replacingExcept: [])])
         ])
         let task = try #require(try ModelContext(container).fetch(FetchDescriptor<SyncTask>()).first)
         #expect(task.labels.map(\.name) == ["blue"])
 
         let (kept, keptTaskID, redID, _) = try linkedTask()
         try kept.applyRemoteChanges([
-            .upsert("SyncTask", recordID: keptTaskID, serverVersion: 100, fields: [], links: [SyncLinkChange(relationship: "labels", added: [], replacingExcept: [redID])]),
+            .upsert(
+                "SyncTask", recordID: keptTaskID, serverVersion: 100, fields: [],
+                links: [SyncLinkChange(relationship: "labels", added: [], replacingExcept: [redID])])
         ])
         let keptTask = try #require(try ModelContext(kept).fetch(FetchDescriptor<SyncTask>()).first)
         #expect(keptTask.labels.map(\.name) == ["red"])

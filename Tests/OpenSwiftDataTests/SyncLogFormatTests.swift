@@ -1,8 +1,9 @@
 import Foundation
-import OpenSwiftDataSyncProtocol
 import GRDB
-@testable import OpenSwiftData
+import OpenSwiftDataSyncProtocol
 import Testing
+
+@testable import OpenSwiftData
 
 /// The sync log blob written in format version 1 (stores written before issue 18's compact
 /// form): names table, change count, then per change kind, entity, record id as text, scope,
@@ -19,8 +20,18 @@ private func versionOneBlob(_ changes: [SyncChange]) -> Data {
         body.byte(change.kind.rawValue)
         body.unsigned(index(change.entity))
         body.string(change.recordID)
-        if let scope = change.scope { body.byte(1); body.string(scope) } else { body.byte(0) }
-        if let base = change.baseVersion { body.byte(1); body.signed(base) } else { body.byte(0) }
+        if let scope = change.scope {
+            body.byte(1)
+            body.string(scope)
+        } else {
+            body.byte(0)
+        }
+        if let base = change.baseVersion {
+            body.byte(1)
+            body.signed(base)
+        } else {
+            body.byte(0)
+        }
         body.unsigned(UInt64(change.fields.count))
         for field in change.fields {
             body.unsigned(index(field.name))
@@ -78,8 +89,18 @@ private func versionTwoBlob(fieldLists: [(entity: String, fields: [(String, Sync
             body.byte(0)
             body.string(change.recordID)
         }
-        if let scope = change.scope { body.byte(1); body.string(scope) } else { body.byte(0) }
-        if let base = change.baseVersion { body.byte(1); body.signed(base) } else { body.byte(0) }
+        if let scope = change.scope {
+            body.byte(1)
+            body.string(scope)
+        } else {
+            body.byte(0)
+        }
+        if let base = change.baseVersion {
+            body.byte(1)
+            body.signed(base)
+        } else {
+            body.byte(0)
+        }
         let listed = fieldLists.first { $0.entity == change.entity }.map { $0.fields.map(\.0) }
         if change.kind == .insert, listed == change.fields.map(\.name) {
             body.byte(1)
@@ -120,13 +141,17 @@ struct SyncLogFormatTests {
         let container = try ModelContainer(for: Schema(syncTestTypes), configurations: ModelConfiguration(url: url))
         try container.enableSyncCapture(SyncCaptureConfiguration(SyncProject.self, SyncTask.self, SyncUser.self, SyncLabel.self))
         let old = [
-            SyncChange(kind: .insert, entity: "SyncUser", recordID: "u1", scope: nil, baseVersion: nil, fields: [
-                SyncField(name: "handle", value: SyncFieldValue(kind: .string, stored: .text("u1"))),
-                SyncField(name: "name", value: SyncFieldValue(kind: .string, stored: .text("Ada"))),
-            ]),
-            SyncChange(kind: .update, entity: "SyncLabel", recordID: "0190A1B2-C3D4-7E5F-8A6B-7C8D9E0F1A2B", scope: "team", baseVersion: 7, fields: [
-                SyncField(name: "name", value: SyncFieldValue(kind: .string, stored: .text("urgent"))),
-            ], links: [SyncLinkChange(relationship: "tasks", added: ["0190A1B2-C3D4-7E5F-8A6B-7C8D9E0F1A2C"], removed: [])]),
+            SyncChange(
+                kind: .insert, entity: "SyncUser", recordID: "u1", scope: nil, baseVersion: nil,
+                fields: [
+                    SyncField(name: "handle", value: SyncFieldValue(kind: .string, stored: .text("u1"))),
+                    SyncField(name: "name", value: SyncFieldValue(kind: .string, stored: .text("Ada"))),
+                ]),
+            SyncChange(
+                kind: .update, entity: "SyncLabel", recordID: "0190A1B2-C3D4-7E5F-8A6B-7C8D9E0F1A2B", scope: "team", baseVersion: 7,
+                fields: [
+                    SyncField(name: "name", value: SyncFieldValue(kind: .string, stored: .text("urgent")))
+                ], links: [SyncLinkChange(relationship: "tasks", added: ["0190A1B2-C3D4-7E5F-8A6B-7C8D9E0F1A2C"], removed: [])]),
             SyncChange(kind: .delete, entity: "SyncUser", recordID: "u2", scope: nil, baseVersion: 3),
         ]
         try container.store.write { db in
@@ -151,13 +176,17 @@ struct SyncLogFormatTests {
     func versionTwoEntriesStillRead() throws {
         let uuid = "0190A1B2-C3D4-7E5F-8A6B-7C8D9E0F1A2B"
         let changes = [
-            SyncChange(kind: .insert, entity: "SyncUser", recordID: "u1", scope: "team", baseVersion: nil, fields: [
-                SyncField(name: "handle", value: SyncFieldValue(kind: .string, stored: .text("u1"))),
-                SyncField(name: "name", value: SyncFieldValue(kind: .string, stored: .null)),
-            ]),
-            SyncChange(kind: .update, entity: "SyncLabel", recordID: uuid, scope: nil, baseVersion: -4, fields: [
-                SyncField(name: "count", value: SyncFieldValue(kind: .int, stored: .integer(12))),
-            ], links: [SyncLinkChange(relationship: "tasks", added: ["a"], removed: ["b", "c"])]),
+            SyncChange(
+                kind: .insert, entity: "SyncUser", recordID: "u1", scope: "team", baseVersion: nil,
+                fields: [
+                    SyncField(name: "handle", value: SyncFieldValue(kind: .string, stored: .text("u1"))),
+                    SyncField(name: "name", value: SyncFieldValue(kind: .string, stored: .null)),
+                ]),
+            SyncChange(
+                kind: .update, entity: "SyncLabel", recordID: uuid, scope: nil, baseVersion: -4,
+                fields: [
+                    SyncField(name: "count", value: SyncFieldValue(kind: .int, stored: .integer(12)))
+                ], links: [SyncLinkChange(relationship: "tasks", added: ["a"], removed: ["b", "c"])]),
             SyncChange(kind: .delete, entity: "SyncLabel", recordID: "e621e1f8-c36c-495a-93fc-0c247a3e6e5f", scope: nil, baseVersion: 9),
         ]
         let blob = versionTwoBlob(fieldLists: [("SyncUser", [("handle", .string), ("name", .string)])], changes)
@@ -166,42 +195,57 @@ struct SyncLogFormatTests {
         #expect(SyncLogCoding.decode(blob.dropLast(3)) == nil)
     }
 
-    @Test("the compact format round-trips inserts (every field, by the entity's field list), listed updates, text and UUID record ids, scopes, base versions and links")
+    @Test(
+        "the compact format round-trips inserts (every field, by the entity's field list), listed updates, text and UUID record ids, scopes, base versions and links"
+    )
     func compactRoundTrip() throws {
         let encoder = SyncLogCoding.Encoder(capacity: 16)
-        let user = encoder.fieldList(entity: "SyncUser", names: ["handle", "name"], kindCodes: [SyncLogCoding.Encoder.code(of: .string), SyncLogCoding.Encoder.code(of: .string)])
+        let user = encoder.fieldList(
+            entity: "SyncUser", names: ["handle", "name"],
+            kindCodes: [SyncLogCoding.Encoder.code(of: .string), SyncLogCoding.Encoder.code(of: .string)])
         let label = encoder.intern("SyncLabel")
         let count = encoder.intern("count")
-        encoder.change(.insert, entity: user.entity, recordID: CapturedRecordID("u1"), scope: "team", baseVersion: nil, links: [], allFields: true, fieldCount: 2)
+        encoder.change(
+            .insert, entity: user.entity, recordID: CapturedRecordID("u1"), scope: "team", baseVersion: nil, links: [], allFields: true, fieldCount: 2
+        )
         encoder.value("u1".databaseValue)
         encoder.value(DatabaseValue.null)
         let uuid = "0190A1B2-C3D4-7E5F-8A6B-7C8D9E0F1A2B"
         let link = SyncLinkChange(relationship: "tasks", added: ["a"], removed: ["b", "c"])
-        encoder.change(.update, entity: label, recordID: CapturedRecordID(uuid), scope: nil, baseVersion: -4, links: [link], allFields: false, fieldCount: 1)
+        encoder.change(
+            .update, entity: label, recordID: CapturedRecordID(uuid), scope: nil, baseVersion: -4, links: [link], allFields: false, fieldCount: 1)
         encoder.field(name: count, kindCode: SyncLogCoding.Encoder.code(of: .int), value: 12.databaseValue)
-        encoder.change(.delete, entity: label, recordID: CapturedRecordID("e621e1f8-c36c-495a-93fc-0c247a3e6e5f"), scope: nil, baseVersion: 9, links: [], allFields: false, fieldCount: 0)
+        encoder.change(
+            .delete, entity: label, recordID: CapturedRecordID("e621e1f8-c36c-495a-93fc-0c247a3e6e5f"), scope: nil, baseVersion: 9, links: [],
+            allFields: false, fieldCount: 0)
         // UUIDs near the one before (as a save makes them) and far from it (written whole).
         let next = "0190A1B2-C3D4-7E60-8A6B-7C8D9E0F1A2C"
         let earlier = "0190A1B2-C3D4-7E5E-8A6B-7C8D9E0F1A2A"
         let far = "F190A1B2-C3D4-7E5F-8A6B-7C8D9E0F1A2B"
         for id in [next, earlier, far] {
-            encoder.change(.delete, entity: label, recordID: CapturedRecordID(id), scope: nil, baseVersion: nil, links: [], allFields: false, fieldCount: 0)
+            encoder.change(
+                .delete, entity: label, recordID: CapturedRecordID(id), scope: nil, baseVersion: nil, links: [], allFields: false, fieldCount: 0)
         }
         let blob = encoder.finish()
         #expect(blob.first == 3)
-        #expect(SyncLogCoding.decode(blob) == [
-            SyncChange(kind: .insert, entity: "SyncUser", recordID: "u1", scope: "team", baseVersion: nil, fields: [
-                SyncField(name: "handle", value: SyncFieldValue(kind: .string, stored: .text("u1"))),
-                SyncField(name: "name", value: SyncFieldValue(kind: .string, stored: .null)),
-            ]),
-            SyncChange(kind: .update, entity: "SyncLabel", recordID: uuid, scope: nil, baseVersion: -4, fields: [
-                SyncField(name: "count", value: SyncFieldValue(kind: .int, stored: .integer(12))),
-            ], links: [link]),
-            SyncChange(kind: .delete, entity: "SyncLabel", recordID: "e621e1f8-c36c-495a-93fc-0c247a3e6e5f", scope: nil, baseVersion: 9),
-            SyncChange(kind: .delete, entity: "SyncLabel", recordID: next, scope: nil, baseVersion: nil),
-            SyncChange(kind: .delete, entity: "SyncLabel", recordID: earlier, scope: nil, baseVersion: nil),
-            SyncChange(kind: .delete, entity: "SyncLabel", recordID: far, scope: nil, baseVersion: nil),
-        ])
+        #expect(
+            SyncLogCoding.decode(blob) == [
+                SyncChange(
+                    kind: .insert, entity: "SyncUser", recordID: "u1", scope: "team", baseVersion: nil,
+                    fields: [
+                        SyncField(name: "handle", value: SyncFieldValue(kind: .string, stored: .text("u1"))),
+                        SyncField(name: "name", value: SyncFieldValue(kind: .string, stored: .null)),
+                    ]),
+                SyncChange(
+                    kind: .update, entity: "SyncLabel", recordID: uuid, scope: nil, baseVersion: -4,
+                    fields: [
+                        SyncField(name: "count", value: SyncFieldValue(kind: .int, stored: .integer(12)))
+                    ], links: [link]),
+                SyncChange(kind: .delete, entity: "SyncLabel", recordID: "e621e1f8-c36c-495a-93fc-0c247a3e6e5f", scope: nil, baseVersion: 9),
+                SyncChange(kind: .delete, entity: "SyncLabel", recordID: next, scope: nil, baseVersion: nil),
+                SyncChange(kind: .delete, entity: "SyncLabel", recordID: earlier, scope: nil, baseVersion: nil),
+                SyncChange(kind: .delete, entity: "SyncLabel", recordID: far, scope: nil, baseVersion: nil),
+            ])
         // A truncated blob is refused, not misread.
         #expect(SyncLogCoding.decode(blob.dropLast(3)) == nil)
     }
@@ -213,7 +257,9 @@ struct SyncLogFormatTests {
         let encoder = SyncLogCoding.Encoder()
         let entity = encoder.intern("SyncLabel")
         for id in ids {
-            encoder.change(.delete, entity: entity, recordID: .uuid(high: id.high, low: id.low), scope: nil, baseVersion: nil, links: [], allFields: false, fieldCount: 0)
+            encoder.change(
+                .delete, entity: entity, recordID: .uuid(high: id.high, low: id.low), scope: nil, baseVersion: nil, links: [], allFields: false,
+                fieldCount: 0)
         }
         let blob = encoder.finish()
         // Flags, entity, count: 3 bytes; the id's two differences: 2 to 5 (16 written whole).
@@ -226,7 +272,9 @@ struct SyncLogFormatTests {
         let encoder = SyncLogCoding.Encoder(capacity: 16)
         let names = (0..<200).map { "field_with_a_long_name_\($0)" }
         let list = encoder.fieldList(entity: "Wide", names: names, kindCodes: names.map { _ in SyncLogCoding.Encoder.code(of: .int) })
-        encoder.change(.insert, entity: list.entity, recordID: CapturedRecordID("w1"), scope: nil, baseVersion: 1, links: [], allFields: true, fieldCount: names.count)
+        encoder.change(
+            .insert, entity: list.entity, recordID: CapturedRecordID("w1"), scope: nil, baseVersion: 1, links: [], allFields: true,
+            fieldCount: names.count)
         for index in names.indices { encoder.value(Int64(index).databaseValue) }
         let decoded = try #require(SyncLogCoding.decode(encoder.finish()))
         #expect(decoded.count == 1)

@@ -81,7 +81,9 @@ struct SyncQueueShapeTests {
         try context.save()
 
         let fresh = ModelContext(container)
-        for descriptor in [MessageQueries.syncQueue(), MessageQueries.inbox(), MessageQueries.purgeable(olderThan: 30), MessageQueries.recentFailures()] {
+        for descriptor in [
+            MessageQueries.syncQueue(), MessageQueries.inbox(), MessageQueries.purgeable(olderThan: 30), MessageQueries.recentFailures(),
+        ] {
             let plan = try fresh.explain(descriptor)
             #expect(plan.runsEntirelyInSQL, "\(plan)")
         }

@@ -1,7 +1,8 @@
 import Foundation
 import GRDB
-@testable import OpenSwiftData
 import Testing
+
+@testable import OpenSwiftData
 
 @Suite("Sync record ids")
 struct SyncRecordIDTests {
@@ -37,7 +38,9 @@ struct SyncRecordIDTests {
     func storedForm() throws {
         var generator = RandomRecordID()
         let made = generator.make()
-        for id in [made, "E621E1F8-C36C-495A-93FC-0C247A3E6E5F", "e621e1f8-c36c-495a-93fc-0c247a3e6e5f", "u42", "", "E621E1F8C36C495A93FC0C247A3E6E5F0000"] {
+        for id in [
+            made, "E621E1F8-C36C-495A-93FC-0C247A3E6E5F", "e621e1f8-c36c-495a-93fc-0c247a3e6e5f", "u42", "", "E621E1F8C36C495A93FC0C247A3E6E5F0000",
+        ] {
             let stored = SyncRecords.storedID(id)
             #expect(SyncRecords.recordID(stored: stored) == id)
         }

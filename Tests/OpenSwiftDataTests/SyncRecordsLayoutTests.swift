@@ -1,8 +1,9 @@
 import Foundation
 import GRDB
-@testable import OpenSwiftData
-import Testing
 import OpenSwiftDataTestSupport
+import Testing
+
+@testable import OpenSwiftData
 
 /// The layout of `osd_sync_records` and the upgrade of stores written before entity codes.
 @Suite("Sync records layout")
@@ -24,17 +25,20 @@ struct SyncRecordsLayoutTests {
         let queue = try DatabaseQueue(path: url.path)
         defer { try? queue.close() }
         try queue.write { db in
-            let rows = try Row.fetchAll(db, sql: """
-                SELECT e.name, r.pk, r.record_id, r.scope, r.server_version FROM osd_sync_records r \
-                JOIN osd_sync_entities e ON e.code = r.entity_code
-                """)
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT e.name, r.pk, r.record_id, r.scope, r.server_version FROM osd_sync_records r \
+                    JOIN osd_sync_entities e ON e.code = r.entity_code
+                    """)
             try db.execute(sql: "DROP TABLE osd_sync_records")
             try db.execute(sql: "DROP TABLE osd_sync_entities")
-            try db.execute(sql: """
-                CREATE TABLE osd_sync_records ("entity" TEXT NOT NULL, "pk" INTEGER NOT NULL, \
-                "record_id" \(textIDs ? "TEXT" : "ANY") NOT NULL, "scope" TEXT, "server_version" INTEGER, \
-                PRIMARY KEY ("entity", "pk")) STRICT, WITHOUT ROWID
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE osd_sync_records ("entity" TEXT NOT NULL, "pk" INTEGER NOT NULL, \
+                    "record_id" \(textIDs ? "TEXT" : "ANY") NOT NULL, "scope" TEXT, "server_version" INTEGER, \
+                    PRIMARY KEY ("entity", "pk")) STRICT, WITHOUT ROWID
+                    """)
             try db.execute(sql: "CREATE UNIQUE INDEX osd_sync_records_by_id ON osd_sync_records (\"entity\", \"record_id\")")
             for row in rows {
                 let entity: String = row[0]
@@ -45,12 +49,16 @@ struct SyncRecordsLayoutTests {
                     recordID = uuid.uuidString.databaseValue
                 }
                 let version: DatabaseValue = entity == "SyncProject" && pk == serverVersion.pk ? serverVersion.version.databaseValue : row[4]
-                try db.execute(sql: "INSERT INTO osd_sync_records VALUES (?, ?, ?, ?, ?)", arguments: [entity.databaseValue, pk.databaseValue, recordID, row[3], version])
+                try db.execute(
+                    sql: "INSERT INTO osd_sync_records VALUES (?, ?, ?, ?, ?)",
+                    arguments: [entity.databaseValue, pk.databaseValue, recordID, row[3], version])
             }
         }
     }
 
-    @Test("a store whose sync records predate entity codes is rewritten when opened: every record keeps its id, scope and server version, found both ways", arguments: [false, true])
+    @Test(
+        "a store whose sync records predate entity codes is rewritten when opened: every record keeps its id, scope and server version, found both ways",
+        arguments: [false, true])
     func upgradesRecordsBeforeEntityCodes(textIDs: Bool) throws {
         let url = syncStoreURL()
         let clock = ManualClock()
@@ -108,7 +116,9 @@ struct SyncRecordsLayoutTests {
         #expect(try reopened.persistentIdentifier(forSyncRecord: projectID.value, entity: "SyncProject") == nil)
     }
 
-    @Test("sync capture's tables are recorded as the store's own: recorded when capture is enabled, and on the first open of a store that has them unrecorded; no component can claim them")
+    @Test(
+        "sync capture's tables are recorded as the store's own: recorded when capture is enabled, and on the first open of a store that has them unrecorded; no component can claim them"
+    )
     func captureTablesAreRecorded() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("osd-capture-tables-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -118,7 +128,10 @@ struct SyncRecordsLayoutTests {
             let queue = try DatabaseQueue(path: url.path)
             defer { try? queue.close() }
             return try queue.read { db in
-                Dictionary(uniqueKeysWithValues: try Row.fetchAll(db, sql: "SELECT name, owner FROM osd_store_tables WHERE name LIKE 'osd_sync_%'").map { ($0["name"] as String, $0["owner"] as String) })
+                Dictionary(
+                    uniqueKeysWithValues: try Row.fetchAll(db, sql: "SELECT name, owner FROM osd_store_tables WHERE name LIKE 'osd_sync_%'").map {
+                        ($0["name"] as String, $0["owner"] as String)
+                    })
             }
         }
         do {

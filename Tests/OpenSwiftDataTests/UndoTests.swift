@@ -27,7 +27,7 @@ struct UndoTests {
         let fetching = ModelContext(context.container)
         fetching.undoManager = undoManager
         let note = try #require(try fetching.fetch(descriptor).first)
-        note.count = 5 // never read before this write
+        note.count = 5  // never read before this write
         try fetching.save()
         undoManager.undo()
         #expect(note.count == 1)
@@ -46,7 +46,11 @@ struct UndoTests {
         try context.save()
 
         let observed = LockedFlag()
-        withObservationTracking { _ = note.title } onChange: { observed.set() }
+        withObservationTracking {
+            _ = note.title
+        } onChange: {
+            observed.set()
+        }
         #expect(undoManager.canUndo)
         undoManager.undo()
         #expect(note.title == "draft" && note.count == 1)
@@ -137,8 +141,12 @@ struct UndoTests {
                 undoManager.registerUndo(withTarget: target) { $0.value += 1 }
             }
         }
-        increment(); increment(); increment()
-        undoManager.undo(); undoManager.undo(); undoManager.undo()
+        increment()
+        increment()
+        increment()
+        undoManager.undo()
+        undoManager.undo()
+        undoManager.undo()
         #expect(counter.value == 1, "only two levels were kept")
         #expect(!undoManager.canUndo && undoManager.canRedo)
         undoManager.redo()

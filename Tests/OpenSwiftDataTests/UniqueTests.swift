@@ -1,8 +1,9 @@
 import Foundation
 import GRDB
-import Testing
-@testable import OpenSwiftData
 import OpenSwiftDataTestSupport
+import Testing
+
+@testable import OpenSwiftData
 
 @Suite("Uniqueness and indexes")
 struct UniqueTests {
@@ -137,7 +138,9 @@ struct UniqueTests {
         let stored = try ModelContext(container).fetch(FetchDescriptor<Movement>())
         #expect(stored.map(\.amount) == [2])
         let queue = try DatabaseQueue(path: url.path)
-        let described = try queue.read { db in try db.indexes(on: "Movement").map { "\($0.isUnique ? "unique" : "index")(\($0.columns.joined(separator: ",")))" }.sorted() }
+        let described = try queue.read { db in
+            try db.indexes(on: "Movement").map { "\($0.isUnique ? "unique" : "index")(\($0.columns.joined(separator: ",")))" }.sorted()
+        }
         #expect(described == ["index(amount)", "unique(code)"])
     }
 

@@ -68,8 +68,9 @@ enum BenchmarkSuite {
             ComparisonRow("peak RSS, fetch \(all) (child process)", grdbKB: grdbMemory.peakKB, openSwiftDataKB: osdMemory.peakKB),
         ])
         let growthRatio = Double(osdMemory.growthKB) / Double(max(grdbMemory.growthKB, 1))
-        print("Peak RSS growth in each child (peak minus peak at start): GRDB +\(grouped(grdbMemory.growthKB)) KB, "
-            + "OpenSwiftData +\(grouped(osdMemory.growthKB)) KB (ratio \(String(format: "%.2f", growthRatio)))")
+        print(
+            "Peak RSS growth in each child (peak minus peak at start): GRDB +\(grouped(grdbMemory.growthKB)) KB, "
+                + "OpenSwiftData +\(grouped(osdMemory.growthKB)) KB (ratio \(String(format: "%.2f", growthRatio)))")
         print("")
         try runRelationships(in: workbench)
         print("")
@@ -78,13 +79,17 @@ enum BenchmarkSuite {
 
     /// The query table (also `osd-benchmarks --queries` on its own).
     static func runQueries(in workbench: Workbench) throws {
-        print("Queries, median of \(runsPerSide) runs (one store file of \(grouped(QueryBenchmark.itemCount)) items read by both sides; GRDB runs the same SQL written by hand):")
+        print(
+            "Queries, median of \(runsPerSide) runs (one store file of \(grouped(QueryBenchmark.itemCount)) items read by both sides; GRDB runs the same SQL written by hand):"
+        )
         printTable(try QueryBenchmark.run(in: workbench.directory))
     }
 
     /// The relationship table (also `osd-benchmarks --relationships` on its own).
     static func runRelationships(in workbench: Workbench) throws {
-        print("Relationships, median of \(runsPerSide) runs (one store file read by both sides; GRDB reads parents and children with one hand-written LEFT JOIN):")
+        print(
+            "Relationships, median of \(runsPerSide) runs (one store file read by both sides; GRDB reads parents and children with one hand-written LEFT JOIN):"
+        )
         printTable(try RelationshipBenchmark.run(in: workbench.directory))
     }
 
@@ -98,7 +103,9 @@ enum BenchmarkSuite {
             let report = try MemoryProbe.measure(contender, storeAt: url)
             try expect(report.count, recordCount, "records read by the \(contender.key) memory child")
             reports[contender.key] = report
-            print("memory  \(contender.key): peak \(grouped(report.peakKB)) KB (\(grouped(report.baselineKB)) KB at start, +\(grouped(report.growthKB)) KB to open and fetch)")
+            print(
+                "memory  \(contender.key): peak \(grouped(report.peakKB)) KB (\(grouped(report.baselineKB)) KB at start, +\(grouped(report.growthKB)) KB to open and fetch)"
+            )
         }
         guard let grdb = reports[GRDBBaseline.key], let osd = reports[OpenSwiftDataContender.key] else {
             throw BenchmarkError("a memory child did not report")
@@ -124,7 +131,9 @@ enum BenchmarkSuite {
             defer { workbench.remove(url) }
             return try contender.timeInsert(count: recordCount, at: url)
         }
-        print("insert \(grouped(recordCount)) models, one save: GRDB \(insert.grdb.formatted), OSD \(insert.osd.formatted), ratio \(String(format: "%.2f", insert.osd / insert.grdb))")
+        print(
+            "insert \(grouped(recordCount)) models, one save: GRDB \(insert.grdb.formatted), OSD \(insert.osd.formatted), ratio \(String(format: "%.2f", insert.osd / insert.grdb))"
+        )
     }
 
     private static func timeBoth(_ label: String, _ body: (any Contender.Type) throws -> Duration) throws -> (grdb: Duration, osd: Duration) {
@@ -133,7 +142,9 @@ enum BenchmarkSuite {
             for contender in contenders {
                 let elapsed = try body(contender)
                 timings[contender.key, default: Timings()].append(elapsed)
-                print("\(label.padding(toLength: 7, withPad: " ", startingAt: 0)) run \(run)/\(runsPerSide)  \(contender.key.padding(toLength: 4, withPad: " ", startingAt: 0)) \(elapsed.formatted)")
+                print(
+                    "\(label.padding(toLength: 7, withPad: " ", startingAt: 0)) run \(run)/\(runsPerSide)  \(contender.key.padding(toLength: 4, withPad: " ", startingAt: 0)) \(elapsed.formatted)"
+                )
             }
         }
         return (timings[GRDBBaseline.key]?.median ?? .zero, timings[OpenSwiftDataContender.key]?.median ?? .zero)

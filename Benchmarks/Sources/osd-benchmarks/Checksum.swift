@@ -32,7 +32,10 @@ struct Checksum: Equatable, CustomStringConvertible {
     mutating func add(_ status: Status) { add(status.rawValue) }
 
     /// Folds every field of one record, in declaration order.
-    mutating func add(serial: Int, title: String, category: String, quantity: Int, price: Double, isActive: Bool, createdAt: Date, token: UUID, note: String?, status: Status) {
+    mutating func add(
+        serial: Int, title: String, category: String, quantity: Int, price: Double, isActive: Bool, createdAt: Date, token: UUID, note: String?,
+        status: Status
+    ) {
         add(serial)
         add(title)
         add(category)

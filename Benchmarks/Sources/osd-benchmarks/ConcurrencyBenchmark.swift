@@ -108,10 +108,15 @@ enum ConcurrencyBenchmark {
         let inserts = transactions.reduce(0) { $0 + $1.changes.count }
         let sorted = latencies.sorted()
         func percentile(_ p: Double) -> Duration { sorted.isEmpty ? .zero : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
-        print(String(format: "saves: %d in %.1f s = %.0f saves/s (%.0f rows/s); save latency p50 %@, p99 %@", latencies.count, seconds, Double(latencies.count) / seconds, Double(written) / seconds, percentile(0.5).formatted, percentile(0.99).formatted))
+        print(
+            String(
+                format: "saves: %d in %.1f s = %.0f saves/s (%.0f rows/s); save latency p50 %@, p99 %@", latencies.count, seconds,
+                Double(latencies.count) / seconds, Double(written) / seconds, percentile(0.5).formatted, percentile(0.99).formatted))
         print(String(format: "reads: %d (newest 20 + count) = %.0f reads/s", reads, Double(reads) / seconds))
         let intact = rows.count == written && distinct == written && transactions.count == latencies.count && inserts == written
-        print("check: \(written) rows written, \(rows.count) stored, \(distinct) distinct, \(transactions.count) history transactions for \(latencies.count) saves, \(inserts) recorded inserts: \(intact ? "PASS" : "FAIL")")
+        print(
+            "check: \(written) rows written, \(rows.count) stored, \(distinct) distinct, \(transactions.count) history transactions for \(latencies.count) saves, \(inserts) recorded inserts: \(intact ? "PASS" : "FAIL")"
+        )
         if !intact { throw BenchmarkError("rows or history entries were lost or duplicated") }
 
         try await measureLiveQuery(container: container)
@@ -139,6 +144,9 @@ enum ConcurrencyBenchmark {
         let sorted = latencies.sorted()
         guard !sorted.isEmpty else { throw BenchmarkError("the live query yielded nothing") }
         let p50 = sorted[sorted.count / 2], p99 = sorted[min(sorted.count - 1, Int(Double(sorted.count) * 0.99))]
-        print(String(format: "live query: %d new values for %d saves; latency from save start to new value p50 %.2f ms, p99 %.2f ms", latencies.count, count, p50, p99))
+        print(
+            String(
+                format: "live query: %d new values for %d saves; latency from save start to new value p50 %.2f ms, p99 %.2f ms", latencies.count,
+                count, p50, p99))
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -57,9 +58,9 @@ enum MemoryProbe {
         let text = try launchSelf([childFlag, contender.key, url.path])
         let fields = fields(of: text)
         guard let baseline = fields["baseline_kb"].flatMap({ Int($0) }),
-              let peak = fields["peak_kb"].flatMap({ Int($0) }),
-              let count = fields["count"].flatMap({ Int($0) }),
-              let checksum = fields["checksum"]
+            let peak = fields["peak_kb"].flatMap({ Int($0) }),
+            let count = fields["count"].flatMap({ Int($0) }),
+            let checksum = fields["checksum"]
         else {
             throw BenchmarkError("memory child \(contender.key) printed an unreadable report: \(text)")
         }

@@ -71,7 +71,9 @@ enum MigrationBenchmark {
                 let migrated = try child(url, variant: variant)
                 guard migrated.count == rows else { throw BenchmarkError("the migration kept \(migrated.count) of \(rows) rows") }
                 let what = variant == "in-place" ? "add a defaulted column, rename one" : "also remove one (table rebuilt)"
-                print("| \(grouped(rows)) | \(what) | \(String(format: "%.1f ms", migrated.milliseconds)) | \(grouped(migrated.peakKB)) KB | \(grouped(baseline.peakKB)) KB |")
+                print(
+                    "| \(grouped(rows)) | \(what) | \(String(format: "%.1f ms", migrated.milliseconds)) | \(grouped(migrated.peakKB)) KB | \(grouped(baseline.peakKB)) KB |"
+                )
             }
         }
     }
@@ -99,7 +101,9 @@ enum MigrationBenchmark {
     private static func child(_ url: URL, variant: String) throws -> Report {
         let text = try MemoryProbe.launchSelf([childFlag, url.path, variant])
         let fields = MemoryProbe.fields(of: text)
-        guard let milliseconds = fields["ms"].flatMap(Double.init), let peak = fields["peak_kb"].flatMap({ Int($0) }), let count = fields["count"].flatMap({ Int($0) }) else {
+        guard let milliseconds = fields["ms"].flatMap(Double.init), let peak = fields["peak_kb"].flatMap({ Int($0) }),
+            let count = fields["count"].flatMap({ Int($0) })
+        else {
             throw BenchmarkError("migration child printed an unreadable report: \(text)")
         }
         return Report(milliseconds: milliseconds, peakKB: peak, count: count)

@@ -23,7 +23,9 @@ enum PhaseProbe {
             var baseChecksum = Checksum()
             let baseRead = clock.measure { baseChecksum = GRDBBaseline.fold(records ?? []) }
             let baseRelease = clock.measure { records = nil }
-            print("round \(round): osd fetch \(fetch) read \(read) release \(release) | grdb fetch \(baseFetch) read \(baseRead) release \(baseRelease) | same data: \(checksum == baseChecksum)")
+            print(
+                "round \(round): osd fetch \(fetch) read \(read) release \(release) | grdb fetch \(baseFetch) read \(baseRead) release \(baseRelease) | same data: \(checksum == baseChecksum)"
+            )
         }
     }
 }

@@ -62,7 +62,9 @@ enum QueryBenchmark {
                 }
                 grdb.append(handWritten.elapsed)
                 osd.append(translated.elapsed)
-                print("queries run \(run)/\(BenchmarkSuite.runsPerSide) \(query.name): GRDB \(handWritten.elapsed.formatted), OSD \(translated.elapsed.formatted) (\(handWritten.value) results)")
+                print(
+                    "queries run \(run)/\(BenchmarkSuite.runsPerSide) \(query.name): GRDB \(handWritten.elapsed.formatted), OSD \(translated.elapsed.formatted) (\(handWritten.value) results)"
+                )
             }
             rows.append(ComparisonRow(query.name, grdb: grdb.median, openSwiftData: osd.median, target: target))
         }
@@ -76,81 +78,106 @@ enum QueryBenchmark {
         let osd: (ModelContainer) throws -> Int
     }
 
-    static var queries: [Query] { [
-        Query(name: "\(grouped(lookups)) lookups by an indexed column (`sku == k`)", grdb: { pool in
-            var found = 0
-            for number in 0..<lookups {
-                let key = (number * 37) % itemCount
-                found += try pool.read { db in
-                    try Item.fetchAll(db, sql: "SELECT \(Item.columns) FROM QueryItem WHERE sku = ?", arguments: [key]).count
-                }
-            }
-            return found
-        }, osd: { container in
-            let context = ModelContext(container)
-            var found = 0
-            for number in 0..<lookups {
-                let key = (number * 37) % itemCount
-                found += try context.fetch(FetchDescriptor(predicate: #Predicate<QueryItem> { $0.sku == key })).count
-            }
-            return found
-        }),
-        Query(name: "\(grouped(windows)) × range + sort + limit 20 (`createdAt > d`, newest first)", grdb: { pool in
-            var found = 0
-            for number in 0..<windows {
-                let since = epoch.addingTimeInterval(Double((number * 97) % itemCount) * 60)
-                found += try pool.read { db in
-                    try Item.fetchAll(db, sql: "SELECT \(Item.columns) FROM QueryItem WHERE createdAt > ? ORDER BY createdAt DESC LIMIT 20",
-                                      arguments: [since.timeIntervalSinceReferenceDate]).count
-                }
-            }
-            return found
-        }, osd: { container in
-            let context = ModelContext(container)
-            var found = 0
-            for number in 0..<windows {
-                let since = epoch.addingTimeInterval(Double((number * 97) % itemCount) * 60)
-                var descriptor = FetchDescriptor(predicate: #Predicate<QueryItem> { $0.createdAt > since }, sortBy: [SortDescriptor(\.createdAt, order: .reverse)])
-                descriptor.fetchLimit = 20
-                found += try context.fetch(descriptor).count
-            }
-            return found
-        }),
-        Query(name: "\(scans) × `name.contains(s)` over 100,000 names", grdb: { pool in
-            var found = 0
-            for number in 0..<scans {
-                let needle = "item 1\(number)"
-                found += try pool.read { db in
-                    try Item.fetchAll(db, sql: "SELECT \(Item.columns) FROM QueryItem WHERE instr(name, ?) > 0", arguments: [needle]).count
-                }
-            }
-            return found
-        }, osd: { container in
-            var found = 0
-            for number in 0..<scans {
-                let needle = "item 1\(number)"
-                found += try ModelContext(container).fetch(FetchDescriptor(predicate: #Predicate<QueryItem> { $0.name.contains(needle) })).count
-            }
-            return found
-        }),
-        Query(name: "\(scans) × EXISTS over a to-many (`tags.contains { $0.label == l }`)", grdb: { pool in
-            var found = 0
-            for number in 0..<scans {
-                let label = "label \(number)"
-                found += try pool.read { db in
-                    try Item.fetchAll(db, sql: "SELECT \(Item.columns) FROM QueryItem t WHERE EXISTS (SELECT 1 FROM QueryTag s WHERE s.item = t._pk AND s.label = ?)", arguments: [label]).count
-                }
-            }
-            return found
-        }, osd: { container in
-            var found = 0
-            for number in 0..<scans {
-                let label = "label \(number)"
-                found += try ModelContext(container).fetch(FetchDescriptor(predicate: #Predicate<QueryItem> { $0.tags.contains { $0.label == label } })).count
-            }
-            return found
-        }),
-    ] }
+    static var queries: [Query] {
+        [
+            Query(
+                name: "\(grouped(lookups)) lookups by an indexed column (`sku == k`)",
+                grdb: { pool in
+                    var found = 0
+                    for number in 0..<lookups {
+                        let key = (number * 37) % itemCount
+                        found += try pool.read { db in
+                            try Item.fetchAll(db, sql: "SELECT \(Item.columns) FROM QueryItem WHERE sku = ?", arguments: [key]).count
+                        }
+                    }
+                    return found
+                },
+                osd: { container in
+                    let context = ModelContext(container)
+                    var found = 0
+                    for number in 0..<lookups {
+                        let key = (number * 37) % itemCount
+                        found += try context.fetch(FetchDescriptor(predicate: #Predicate<QueryItem> { $0.sku == key })).count
+                    }
+                    return found
+                }),
+            Query(
+                name: "\(grouped(windows)) × range + sort + limit 20 (`createdAt > d`, newest first)",
+                grdb: { pool in
+                    var found = 0
+                    for number in 0..<windows {
+                        let since = epoch.addingTimeInterval(Double((number * 97) % itemCount) * 60)
+                        found += try pool.read { db in
+                            try Item.fetchAll(
+                                db, sql: "SELECT \(Item.columns) FROM QueryItem WHERE createdAt > ? ORDER BY createdAt DESC LIMIT 20",
+                                arguments: [since.timeIntervalSinceReferenceDate]
+                            ).count
+                        }
+                    }
+                    return found
+                },
+                osd: { container in
+                    let context = ModelContext(container)
+                    var found = 0
+                    for number in 0..<windows {
+                        let since = epoch.addingTimeInterval(Double((number * 97) % itemCount) * 60)
+                        var descriptor = FetchDescriptor(
+                            predicate: #Predicate<QueryItem> { $0.createdAt > since }, sortBy: [SortDescriptor(\.createdAt, order: .reverse)])
+                        descriptor.fetchLimit = 20
+                        found += try context.fetch(descriptor).count
+                    }
+                    return found
+                }),
+            Query(
+                name: "\(scans) × `name.contains(s)` over 100,000 names",
+                grdb: { pool in
+                    var found = 0
+                    for number in 0..<scans {
+                        let needle = "item 1\(number)"
+                        found += try pool.read { db in
+                            try Item.fetchAll(db, sql: "SELECT \(Item.columns) FROM QueryItem WHERE instr(name, ?) > 0", arguments: [needle]).count
+                        }
+                    }
+                    return found
+                },
+                osd: { container in
+                    var found = 0
+                    for number in 0..<scans {
+                        let needle = "item 1\(number)"
+                        found += try ModelContext(container).fetch(FetchDescriptor(predicate: #Predicate<QueryItem> { $0.name.contains(needle) }))
+                            .count
+                    }
+                    return found
+                }),
+            Query(
+                name: "\(scans) × EXISTS over a to-many (`tags.contains { $0.label == l }`)",
+                grdb: { pool in
+                    var found = 0
+                    for number in 0..<scans {
+                        let label = "label \(number)"
+                        found += try pool.read { db in
+                            try Item.fetchAll(
+                                db,
+                                sql:
+                                    "SELECT \(Item.columns) FROM QueryItem t WHERE EXISTS (SELECT 1 FROM QueryTag s WHERE s.item = t._pk AND s.label = ?)",
+                                arguments: [label]
+                            ).count
+                        }
+                    }
+                    return found
+                },
+                osd: { container in
+                    var found = 0
+                    for number in 0..<scans {
+                        let label = "label \(number)"
+                        found += try ModelContext(container).fetch(
+                            FetchDescriptor(predicate: #Predicate<QueryItem> { $0.tags.contains { $0.label == label } })
+                        ).count
+                    }
+                    return found
+                }),
+        ]
+    }
 
     /// GRDB's side: a plain struct decoded by hand from every column.
     struct Item: FetchableRecord {
@@ -175,7 +202,8 @@ enum QueryBenchmark {
         let container = try ModelContainer(for: QueryItem.self, configurations: ModelConfiguration(url: url))
         let context = ModelContext(container)
         for number in 0..<itemCount {
-            let item = QueryItem(sku: number, name: "item \(number)", price: Double(number % 1000) / 10, createdAt: epoch.addingTimeInterval(Double(number) * 60))
+            let item = QueryItem(
+                sku: number, name: "item \(number)", price: Double(number % 1000) / 10, createdAt: epoch.addingTimeInterval(Double(number) * 60))
             context.insert(item)
             // One in 500 items carries each of the labels the EXISTS query looks for.
             item.tags = [QueryTag(label: "label \(number % 500)")]

@@ -78,14 +78,24 @@ enum RelationshipBenchmark {
             let osdDelete = try timeDelete(copyOf: deleteTemplate, in: directory, handWritten: false)
             cascade.grdb.append(grdbDelete)
             cascade.osd.append(osdDelete)
-            print("relationships run \(run)/\(BenchmarkSuite.runsPerSide): join \(join.elapsed.formatted), lazy \(osdLazy.elapsed.formatted), prefetch \(osdPrefetch.elapsed.formatted), registrars alone \(registrarsOnly.elapsed.formatted), cascade GRDB \(grdbDelete.formatted) OSD \(osdDelete.formatted)")
+            print(
+                "relationships run \(run)/\(BenchmarkSuite.runsPerSide): join \(join.elapsed.formatted), lazy \(osdLazy.elapsed.formatted), prefetch \(osdPrefetch.elapsed.formatted), registrars alone \(registrarsOnly.elapsed.formatted), cascade GRDB \(grdbDelete.formatted) OSD \(osdDelete.formatted)"
+            )
         }
         let parents = grouped(parentCount)
         return [
-            ComparisonRow("fetch \(parents) parents, read their children, lazily (vs one JOIN)", grdb: lazy.grdb.median, openSwiftData: lazy.osd.median, judged: false),
-            ComparisonRow("fetch \(parents) parents, read their children, prefetched (vs one JOIN)", grdb: prefetched.grdb.median, openSwiftData: prefetched.osd.median),
-            ComparisonRow("Observation alone: \(grouped(parentCount + expected)) ObservationRegistrar made and freed, no SQL (vs one JOIN)", grdb: registrars.grdb.median, openSwiftData: registrars.osd.median, judged: false),
-            ComparisonRow("cascade-delete \(grouped(cascadeParents)) parents with \(cascadeChildren) children each", grdb: cascade.grdb.median, openSwiftData: cascade.osd.median, judged: false),
+            ComparisonRow(
+                "fetch \(parents) parents, read their children, lazily (vs one JOIN)", grdb: lazy.grdb.median, openSwiftData: lazy.osd.median,
+                judged: false),
+            ComparisonRow(
+                "fetch \(parents) parents, read their children, prefetched (vs one JOIN)", grdb: prefetched.grdb.median,
+                openSwiftData: prefetched.osd.median),
+            ComparisonRow(
+                "Observation alone: \(grouped(parentCount + expected)) ObservationRegistrar made and freed, no SQL (vs one JOIN)",
+                grdb: registrars.grdb.median, openSwiftData: registrars.osd.median, judged: false),
+            ComparisonRow(
+                "cascade-delete \(grouped(cascadeParents)) parents with \(cascadeChildren) children each", grdb: cascade.grdb.median,
+                openSwiftData: cascade.osd.median, judged: false),
         ]
     }
 
@@ -151,10 +161,12 @@ enum RelationshipBenchmark {
     static func joinedChildCount(_ url: URL) throws -> Int {
         let pool = try DatabasePool(path: url.path)
         let parents = try pool.read { db -> [Parent] in
-            let rows = try Row.fetchCursor(db, sql: """
-                SELECT p._pk, p.name, p.rank, c.title, c.amount FROM BenchParent p
-                LEFT JOIN BenchChild c ON c.parent = p._pk ORDER BY p._pk
-                """)
+            let rows = try Row.fetchCursor(
+                db,
+                sql: """
+                    SELECT p._pk, p.name, p.rank, c.title, c.amount FROM BenchParent p
+                    LEFT JOIN BenchChild c ON c.parent = p._pk ORDER BY p._pk
+                    """)
             var parents: [Parent] = []
             while let row = try rows.next() {
                 let id: Int64 = row[0]
@@ -197,7 +209,9 @@ enum RelationshipBenchmark {
                     }
                 }
             }
-            let left = try pool.read { db in try Int.fetchOne(db, sql: "SELECT (SELECT COUNT(*) FROM BenchParent) + (SELECT COUNT(*) FROM BenchChild)") }
+            let left = try pool.read { db in
+                try Int.fetchOne(db, sql: "SELECT (SELECT COUNT(*) FROM BenchParent) + (SELECT COUNT(*) FROM BenchChild)")
+            }
             guard left == 0 else { throw BenchmarkError("hand-written cascade left \(left ?? -1) rows") }
             return elapsed
         }
@@ -208,7 +222,8 @@ enum RelationshipBenchmark {
             for parent in parents { context.delete(parent) }
             try context.save()
         }
-        let left = try ModelContext(container).fetchCount(FetchDescriptor<BenchParent>()) + ModelContext(container).fetchCount(FetchDescriptor<BenchChild>())
+        let left =
+            try ModelContext(container).fetchCount(FetchDescriptor<BenchParent>()) + ModelContext(container).fetchCount(FetchDescriptor<BenchChild>())
         guard left == 0 else { throw BenchmarkError("OpenSwiftData cascade left \(left) rows") }
         return elapsed
     }

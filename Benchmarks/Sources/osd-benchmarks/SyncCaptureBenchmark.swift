@@ -35,7 +35,9 @@ enum SyncCaptureBenchmark {
                 print("insert run \(run)/5 capture \(capture ? "on " : "off") \(elapsed.formatted)")
             }
         }
-        print("insert \(grouped(count)) models, one save: capture off \(off.median.formatted), on \(on.median.formatted), ratio \(String(format: "%.2f", on.median / off.median))")
+        print(
+            "insert \(grouped(count)) models, one save: capture off \(off.median.formatted), on \(on.median.formatted), ratio \(String(format: "%.2f", on.median / off.median))"
+        )
     }
 
     static func runApply(in workbench: Workbench) throws {
@@ -86,7 +88,9 @@ enum SyncCaptureBenchmark {
                 print("local run \(run)/3 saves of \(grouped(pageSize)) \(elapsed.formatted)")
             }
         }
-        print("apply \(grouped(count)) remote inserts in pages of \(grouped(page)): \(apply.median.formatted); local inserts in saves of \(grouped(page)): \(paged.median.formatted), ratio \(String(format: "%.2f", apply.median / paged.median)); in one save: \(single.median.formatted), ratio \(String(format: "%.2f", apply.median / single.median))")
+        print(
+            "apply \(grouped(count)) remote inserts in pages of \(grouped(page)): \(apply.median.formatted); local inserts in saves of \(grouped(page)): \(paged.median.formatted), ratio \(String(format: "%.2f", apply.median / paged.median)); in one save: \(single.median.formatted), ratio \(String(format: "%.2f", apply.median / single.median))"
+        )
     }
 
     private static func container(at url: URL, capture: Bool) throws -> ModelContainer {

@@ -16,17 +16,21 @@ import OpenSwiftDataSyncProtocol
 private func deleteRuleSchema(_ rule: SyncDeleteRule?) -> SchemaDescriptor {
     SchemaDescriptor(entities: [
         EntityDescriptor(name: "List", fields: [FieldDescriptor(name: "name", kind: .string, optional: true)]),
-        EntityDescriptor(name: "Item", fields: [
-            FieldDescriptor(name: "title", kind: .string, optional: true),
-            FieldDescriptor(name: "list", kind: .reference, optional: true, destination: "List", deleteRule: rule),
-        ]),
+        EntityDescriptor(
+            name: "Item",
+            fields: [
+                FieldDescriptor(name: "title", kind: .string, optional: true),
+                FieldDescriptor(name: "list", kind: .reference, optional: true, destination: "List", deleteRule: rule),
+            ]),
     ])
 }
 
 /// One round on a fresh database: inserts a list and `items` items (in batches of 500
 /// mutations of one item), then deletes the list, with or without the items' deletes in the
 /// same mutation. Returns the CPU milliseconds of the inserts and of the delete.
-private func deleteRuleRound(items: Int, rule: SyncDeleteRule?, reference: Bool, explicitDeletes: Bool) async throws -> (insert: Double, delete: Double) {
+private func deleteRuleRound(
+    items: Int, rule: SyncDeleteRule?, reference: Bool, explicitDeletes: Bool
+) async throws -> (insert: Double, delete: Double) {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("osd-delete-rules-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: directory) }
@@ -40,7 +44,12 @@ private func deleteRuleRound(items: Int, rule: SyncDeleteRule?, reference: Bool,
         defer { id += 1 }
         return Mutation(id: id, stamp: HLCTimestamp(milliseconds: base + UInt64(id), counter: 0), changes: changes)
     }
-    _ = try await service.push(user: "alice", request: PushRequest(clientID: "c1", mutations: [next([RecordChange(op: .insert, entity: "List", recordID: "l1", scope: scope, fields: ["name": .string("list")])])], schema: schema))
+    _ = try await service.push(
+        user: "alice",
+        request: PushRequest(
+            clientID: "c1",
+            mutations: [next([RecordChange(op: .insert, entity: "List", recordID: "l1", scope: scope, fields: ["name": .string("list")])])],
+            schema: schema))
     let insertStart = cpuMilliseconds()
     var done = 0
     while done < items {
@@ -91,7 +100,8 @@ func deleteRuleBenchmark(items: Int) async throws {
     let deleteNoRule = ms("reference, no rule", \.delete)
     let deleteCascade = ms("reference, cascade", \.delete)
     let deleteByCascade = ms("reference, cascade, list delete only", \.delete)
-    print("""
+    print(
+        """
         | delete rules, SQLite core, \(items) items, median of \(rounds) | CPU ms | ratio |
         |---|---|---|
         | insert items, no reference field (yardstick) | \(String(format: "%.1f", plain)) | 1.00 |

@@ -11,8 +11,8 @@ import HummingbirdWSClient
 import Logging
 import NIOCore
 import OpenSwiftDataServer
-import OpenSwiftDataServerSQLite
 import OpenSwiftDataServerPostgres
+import OpenSwiftDataServerSQLite
 import OpenSwiftDataSyncProtocol
 import ServiceLifecycle
 
@@ -24,7 +24,8 @@ struct BenchServer {
     let task: Task<Void, any Error>
 
     static func start(storage: any SyncStorage, logger: Logger) async throws -> BenchServer {
-        let configuration = SyncServerConfiguration(hostname: "127.0.0.1", port: 0, auth: AuthConfiguration(hmacSecret: "benchmark-secret-of-at-least-32-bytes"), maxBodySize: 64 << 20)
+        let configuration = SyncServerConfiguration(
+            hostname: "127.0.0.1", port: 0, auth: AuthConfiguration(hmacSecret: "benchmark-secret-of-at-least-32-bytes"), maxBodySize: 64 << 20)
         let server = try await SyncServer(configuration: configuration, storage: storage)
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let app = server.makeApplication(logger: logger) { continuation.yield($0) }
@@ -61,18 +62,24 @@ func benchBatch(client: String, first: Int64, count: Int) throws -> Data {
     let now = UInt64(Date().timeIntervalSince1970 * 1000)
     let mutations = (0..<count).map { offset in
         let id = first + Int64(offset)
-        return Mutation(id: id, stamp: HLCTimestamp(milliseconds: now, counter: UInt16(offset)), changes: [
-            RecordChange(op: .insert, entity: "Note", recordID: "\(client)-\(id)", scope: .user("alice"), fields: [
-                "title": .string("Note \(id) of \(client)"), "count": .int(id), "created": .date(Date().timeIntervalSinceReferenceDate),
-            ]),
-        ])
+        return Mutation(
+            id: id, stamp: HLCTimestamp(milliseconds: now, counter: UInt16(offset)),
+            changes: [
+                RecordChange(
+                    op: .insert, entity: "Note", recordID: "\(client)-\(id)", scope: .user("alice"),
+                    fields: [
+                        "title": .string("Note \(id) of \(client)"), "count": .int(id), "created": .date(Date().timeIntervalSinceReferenceDate),
+                    ])
+            ])
     }
     return try JSONEncoder.syncProtocol().encode(PushRequest(clientID: client, mutations: mutations))
 }
 
 /// Pushes `clients × batches` batches of `batchSize`, client i's k-th batch through server
 /// (i + k) mod n; returns mutations/s, latencies and CPU milliseconds.
-func pushLoad(servers: [BenchServer], token: String, clients: Int, batches: Int, batchSize: Int) async throws -> (rate: Double, latencies: [Double], wall: Double, cpu: Double) {
+func pushLoad(
+    servers: [BenchServer], token: String, clients: Int, batches: Int, batchSize: Int
+) async throws -> (rate: Double, latencies: [Double], wall: Double, cpu: Double) {
     let cpuStart = cpuMilliseconds()
     let start = ContinuousClock.now
     let latencies = try await withThrowingTaskGroup(of: [Double].self) { tasks in
@@ -125,12 +132,16 @@ func postgresBenchmark(url: String, batches: Int) async throws {
             } else {
                 let configuration = try freshSchema()
                 for _ in 0..<(topology.hasSuffix("2 servers") ? 2 : 1) {
-                    servers.append(try await BenchServer.start(storage: try await PostgresSyncStorage(configuration: configuration, logger: logger), logger: logger))
+                    servers.append(
+                        try await BenchServer.start(
+                            storage: try await PostgresSyncStorage(configuration: configuration, logger: logger), logger: logger))
                 }
             }
             let token = try await servers[0].server.verifier.mint(user: "alice")
             let result = try await pushLoad(servers: servers, token: token, clients: clients, batches: batches, batchSize: batchSize)
-            rows.append("| \(topology) | \(clients) | \(Int(result.rate)) | \(String(format: "%.0f", percentile(result.latencies, 0.5))) | \(String(format: "%.0f", percentile(result.latencies, 0.99))) | \(Int(Double(clients * batches * batchSize) / (result.cpu / 1000))) |")
+            rows.append(
+                "| \(topology) | \(clients) | \(Int(result.rate)) | \(String(format: "%.0f", percentile(result.latencies, 0.5))) | \(String(format: "%.0f", percentile(result.latencies, 0.99))) | \(Int(Double(clients * batches * batchSize) / (result.cpu / 1000))) |"
+            )
             for server in servers { try await server.stop() }
         }
     }
@@ -147,7 +158,9 @@ func postgresBenchmark(url: String, batches: Int) async throws {
     var headers = HTTPFields()
     headers[.authorization] = "Bearer \(token)"
     let socket = Task { [logger] in
-        try await WebSocketClient.connect(url: "ws://127.0.0.1:\(a.port)/v1/live", configuration: WebSocketClientConfiguration(additionalHeaders: headers), logger: logger) { inbound, _, _ in
+        try await WebSocketClient.connect(
+            url: "ws://127.0.0.1:\(a.port)/v1/live", configuration: WebSocketClientConfiguration(additionalHeaders: headers), logger: logger
+        ) { inbound, _, _ in
             for try await message in inbound.messages(maxSize: 1 << 20) {
                 if case .text(let text) = message, text.contains("\"changed\"") { messageContinuation.yield(ContinuousClock.now) }
             }
@@ -170,7 +183,8 @@ func postgresBenchmark(url: String, batches: Int) async throws {
     try await a.stop()
     try await b.stop()
 
-    print("""
+    print(
+        """
         | storage, servers | clients | mutations/s | p50 push (ms) | p99 push (ms) | mutations per CPU-second |
         |---|---|---|---|---|---|
         \(rows.joined(separator: "\n"))

@@ -52,8 +52,10 @@ func benchmark() async throws {
     defer { try? FileManager.default.removeItem(at: directory) }
     var logger = Logger(label: "osd-server-bench")
     logger.logLevel = .error
-    let configuration = SyncServerConfiguration(hostname: "127.0.0.1", port: 0, auth: AuthConfiguration(hmacSecret: "benchmark-secret-of-at-least-32-bytes"), maxBodySize: 64 << 20)
-    let server = try await SyncServer(configuration: configuration, storage: try SQLiteSyncStorage(path: directory.appendingPathComponent("bench.sqlite").path))
+    let configuration = SyncServerConfiguration(
+        hostname: "127.0.0.1", port: 0, auth: AuthConfiguration(hmacSecret: "benchmark-secret-of-at-least-32-bytes"), maxBodySize: 64 << 20)
+    let server = try await SyncServer(
+        configuration: configuration, storage: try SQLiteSyncStorage(path: directory.appendingPathComponent("bench.sqlite").path))
     let (ports, portContinuation) = AsyncStream<Int>.makeStream()
     let app = server.makeApplication(logger: logger) { portContinuation.yield($0) }
     let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: logger)
@@ -85,11 +87,15 @@ func benchmark() async throws {
         let now = UInt64(Date().timeIntervalSince1970 * 1000)
         let mutations = (0..<count).map { offset in
             let id = first + Int64(offset)
-            return Mutation(id: id, stamp: HLCTimestamp(milliseconds: now, counter: UInt16(offset)), changes: [
-                RecordChange(op: .insert, entity: "Note", recordID: "\(client)-\(id)", scope: .user("alice"), fields: [
-                    "title": .string("Note \(id) of \(client)"), "count": .int(id), "created": .date(Date().timeIntervalSinceReferenceDate),
-                ]),
-            ])
+            return Mutation(
+                id: id, stamp: HLCTimestamp(milliseconds: now, counter: UInt16(offset)),
+                changes: [
+                    RecordChange(
+                        op: .insert, entity: "Note", recordID: "\(client)-\(id)", scope: .user("alice"),
+                        fields: [
+                            "title": .string("Note \(id) of \(client)"), "count": .int(id), "created": .date(Date().timeIntervalSinceReferenceDate),
+                        ])
+                ])
         }
         return try JSONEncoder.syncProtocol().encode(PushRequest(clientID: client, mutations: mutations))
     }
@@ -168,7 +174,9 @@ func benchmark() async throws {
     var headers = HTTPFields()
     headers[.authorization] = "Bearer \(token)"
     let socket = Task {
-        try await WebSocketClient.connect(url: "ws://127.0.0.1:\(port)/v1/live", configuration: WebSocketClientConfiguration(additionalHeaders: headers), logger: logger) { inbound, _, _ in
+        try await WebSocketClient.connect(
+            url: "ws://127.0.0.1:\(port)/v1/live", configuration: WebSocketClientConfiguration(additionalHeaders: headers), logger: logger
+        ) { inbound, _, _ in
             for try await message in inbound.messages(maxSize: 1 << 20) {
                 if case .text(let text) = message, text.contains("\"changed\"") { messageContinuation.yield(ContinuousClock.now) }
             }
@@ -191,7 +199,8 @@ func benchmark() async throws {
     }
     socket.cancel()
 
-    print("""
+    print(
+        """
         | figure | value |
         |---|---|
         | push: \(clients) clients × \(batches) batches of \(batchSize) mutations | \(Int(rate)) mutations/s (\(pushed) in \(String(format: "%.2f", milliseconds(elapsed) / 1000)) s wall; \(String(format: "%.2f", pushCPU / 1000)) s CPU for the server and the clients' HTTP: \(Int(Double(pushed) / (pushCPU / 1000))) mutations per CPU-second; encoding the bodies beforehand took \(String(format: "%.2f", encodeCPU / 1000)) s CPU) |

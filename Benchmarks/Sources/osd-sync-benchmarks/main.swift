@@ -70,8 +70,10 @@ func benchmark() async throws {
     defer { try? FileManager.default.removeItem(at: directory) }
     var logger = Logger(label: "osd-sync-bench")
     logger.logLevel = .error
-    let serverConfiguration = SyncServerConfiguration(hostname: "127.0.0.1", port: 0, auth: AuthConfiguration(hmacSecret: "benchmark-secret-of-at-least-32-bytes"), maxBodySize: 64 << 20)
-    let server = try await SyncServer(configuration: serverConfiguration, storage: try SQLiteSyncStorage(path: directory.appendingPathComponent("server.sqlite").path))
+    let serverConfiguration = SyncServerConfiguration(
+        hostname: "127.0.0.1", port: 0, auth: AuthConfiguration(hmacSecret: "benchmark-secret-of-at-least-32-bytes"), maxBodySize: 64 << 20)
+    let server = try await SyncServer(
+        configuration: serverConfiguration, storage: try SQLiteSyncStorage(path: directory.appendingPathComponent("server.sqlite").path))
     let (ports, portContinuation) = AsyncStream<Int>.makeStream()
     let app = server.makeApplication(logger: logger) { portContinuation.yield($0) }
     let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: logger)
@@ -84,7 +86,8 @@ func benchmark() async throws {
     let verifier = server.verifier
 
     func device(_ name: String, user: String = "alice", batch: Int = 100) throws -> (ModelContainer, SyncEngine) {
-        let container = try ModelContainer(for: BenchNote.self, configurations: ModelConfiguration(url: directory.appendingPathComponent("\(name).sqlite")))
+        let container = try ModelContainer(
+            for: BenchNote.self, configurations: ModelConfiguration(url: directory.appendingPathComponent("\(name).sqlite")))
         var configuration = SyncConfiguration()
         configuration.sync(BenchNote.self)
         configuration.maxMutationsPerPush = batch
@@ -100,9 +103,15 @@ func benchmark() async throws {
     var id: MutationID = 1
     for start in stride(from: 0, to: records, by: 1000) {
         let changes = (start..<min(records, start + 1000)).map { index in
-            RecordChange(op: .insert, entity: "BenchNote", recordID: "r\(index)", scope: .user(seedUser), fields: ["title": .string("note \(index)"), "body": .string(String(repeating: "x", count: 64)), "rank": .int(Int64(index))])
+            RecordChange(
+                op: .insert, entity: "BenchNote", recordID: "r\(index)", scope: .user(seedUser),
+                fields: ["title": .string("note \(index)"), "body": .string(String(repeating: "x", count: 64)), "rank": .int(Int64(index))])
         }
-        _ = try await server.service.push(user: seedUser, request: PushRequest(clientID: "seeder", mutations: [Mutation(id: id, stamp: HLCTimestamp(milliseconds: 1_800_000_000_000, counter: 0), changes: changes)]))
+        _ = try await server.service.push(
+            user: seedUser,
+            request: PushRequest(
+                clientID: "seeder", mutations: [Mutation(id: id, stamp: HLCTimestamp(milliseconds: 1_800_000_000_000, counter: 0), changes: changes)])
+        )
         id += 1
     }
     let (fresh, freshEngine) = try device("fresh", user: seedUser)
@@ -110,7 +119,10 @@ func benchmark() async throws {
     try await freshEngine.syncNow()
     let initial = clock.now - initialStart
     let received = try ModelContext(fresh).fetchCount(FetchDescriptor<BenchNote>())
-    print(String(format: "initial sync: %d records in %.0f ms (%.0f records/s)", received, milliseconds(initial), Double(received) / (milliseconds(initial) / 1000)))
+    print(
+        String(
+            format: "initial sync: %d records in %.0f ms (%.0f records/s)", received, milliseconds(initial),
+            Double(received) / (milliseconds(initial) / 1000)))
 
     // 2. Steady push: one save at a time, the engine running.
     let (pusher, pushEngine) = try device("pusher")
@@ -136,7 +148,10 @@ func benchmark() async throws {
     let pushTotal = clock.now - pushStart
     let times = await acks.times
     let latencies = saved.enumerated().compactMap { index, instant in times[MutationID(index + 1)].map { milliseconds($0 - instant) } }
-    print(String(format: "steady push: %d saves in %.0f ms (%.0f saves/s); save → acknowledged p50 %.1f ms, p99 %.1f ms", saves, milliseconds(pushTotal), Double(saves) / (milliseconds(pushTotal) / 1000), percentile(latencies, 0.5), percentile(latencies, 0.99)))
+    print(
+        String(
+            format: "steady push: %d saves in %.0f ms (%.0f saves/s); save → acknowledged p50 %.1f ms, p99 %.1f ms", saves, milliseconds(pushTotal),
+            Double(saves) / (milliseconds(pushTotal) / 1000), percentile(latencies, 0.5), percentile(latencies, 0.99)))
     await pushEngine.stop()
     listener.cancel()
 
@@ -160,16 +175,22 @@ func benchmark() async throws {
         }
         propagation.append(milliseconds(clock.now - start))
     }
-    print(String(format: "propagation A save → B live query: %d rounds, p50 %.1f ms, p99 %.1f ms", rounds, percentile(propagation, 0.5), percentile(propagation, 0.99)))
+    print(
+        String(
+            format: "propagation A save → B live query: %d rounds, p50 %.1f ms, p99 %.1f ms", rounds, percentile(propagation, 0.5),
+            percentile(propagation, 0.99)))
     await aEngine.stop()
     await bEngine.stop()
 
     // 4. Memory with 100,000 pending changes (offline: nothing is pushed).
     let before = residentMB()
-    let offlineContainer = try ModelContainer(for: BenchNote.self, configurations: ModelConfiguration(url: directory.appendingPathComponent("offline.sqlite")))
+    let offlineContainer = try ModelContainer(
+        for: BenchNote.self, configurations: ModelConfiguration(url: directory.appendingPathComponent("offline.sqlite")))
     var offlineConfiguration = SyncConfiguration()
     offlineConfiguration.sync(BenchNote.self)
-    let offlineEngine = try SyncEngine(container: offlineContainer, server: URL(string: "http://127.0.0.1:1") ?? url, user: "dave", configuration: offlineConfiguration) { "none" }
+    let offlineEngine = try SyncEngine(
+        container: offlineContainer, server: URL(string: "http://127.0.0.1:1") ?? url, user: "dave", configuration: offlineConfiguration
+    ) { "none" }
     let offlineContext = ModelContext(offlineContainer)
     for start in stride(from: 0, to: 100_000, by: 1000) {
         for index in start..<(start + 1000) {
@@ -193,7 +214,10 @@ func benchmark() async throws {
     try await returningEngine.syncNow()
     let online = clock.now - onlineStart
     let left = try await returningEngine.pendingChangeCount()
-    print(String(format: "back online: %d queued saves pushed and settled by one sync in %.0f ms (%.0f saves/s), %d left pending", queued, milliseconds(online), Double(queued) / (milliseconds(online) / 1000), left))
+    print(
+        String(
+            format: "back online: %d queued saves pushed and settled by one sync in %.0f ms (%.0f saves/s), %d left pending", queued,
+            milliseconds(online), Double(queued) / (milliseconds(online) / 1000), left))
 
     await group.triggerGracefulShutdown()
     _ = await serverTask.result

@@ -19,7 +19,10 @@ struct DeletedReferences {
     /// it changed. `rows` is SQL selecting the deleted keys, with its arguments. `sparing`
     /// names, per table, the keys (a JSON array) of rows the same save deletes: their deletion
     /// is their record, so they are neither updated nor reported as updated first.
-    mutating func clear(referencesTo layout: EntityLayout, rows: String, arguments: [DatabaseValue], sparing: [String: String] = [:], captures: [any SaveCapture], db: Database) throws {
+    mutating func clear(
+        referencesTo layout: EntityLayout, rows: String, arguments: [DatabaseValue], sparing: [String: String] = [:], captures: [any SaveCapture],
+        db: Database
+    ) throws {
         let primaryKey = quoted(TableDescription.primaryKey)
         for (table, column) in referencingColumns(of: layout.name) {
             var sql = "UPDATE \(quoted(table)) SET \(quoted(column)) = NULL WHERE \(quoted(column)) IN (\(rows))"
@@ -46,7 +49,10 @@ struct DeletedReferences {
     static func storedPreservedValues(of layout: EntityLayout, row: Int64, in db: Database) throws -> [String: DatabaseValue] {
         let columns = layout.preservedColumns
         guard !columns.isEmpty else { return [:] }
-        let statement = try db.cachedStatement(sql: "SELECT \(columns.map { quoted($0.name) }.joined(separator: ", ")) FROM \(quoted(layout.name)) WHERE \(quoted(TableDescription.primaryKey)) = ?")
+        let statement = try db.cachedStatement(
+            sql:
+                "SELECT \(columns.map { quoted($0.name) }.joined(separator: ", ")) FROM \(quoted(layout.name)) WHERE \(quoted(TableDescription.primaryKey)) = ?"
+        )
         guard let values = try Row.fetchOne(statement, arguments: [row]) else { return [:] }
         return Dictionary(uniqueKeysWithValues: columns.enumerated().map { ($1.name, values[$0] as DatabaseValue) })
     }

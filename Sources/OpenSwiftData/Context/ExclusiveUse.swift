@@ -1,9 +1,10 @@
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Synchronization
 
 /// The thread using a context right now, so that a context smuggled to another thread (through
 /// `@unchecked Sendable`, say) stops with a clear message instead of corrupting its state.
@@ -30,7 +31,9 @@ final class ContextUser {
         let me = Self.currentThread
         let (exchanged, holder) = thread.compareExchange(expected: 0, desired: me, ordering: .acquiring)
         guard exchanged || holder == me else {
-            preconditionFailure("OpenSwiftData: a ModelContext was used from two threads at once. Contexts and models are not Sendable: give each actor its own context (for example with @ModelActor) and pass PersistentIdentifiers between them.")
+            preconditionFailure(
+                "OpenSwiftData: a ModelContext was used from two threads at once. Contexts and models are not Sendable: give each actor its own context (for example with @ModelActor) and pass PersistentIdentifiers between them."
+            )
         }
         depth += 1
     }

@@ -52,7 +52,10 @@ final class FetchBatchSource<Element> {
     private let release: ([Element]) -> Void
     private var current: (batch: Int, elements: [Element], loaded: [Element])?
 
-    init(identifiers: [PersistentIdentifier], batchSize: Int, load: @escaping ([PersistentIdentifier]) -> (elements: [Element], loaded: [Element]), release: @escaping ([Element]) -> Void = { _ in }) {
+    init(
+        identifiers: [PersistentIdentifier], batchSize: Int, load: @escaping ([PersistentIdentifier]) -> (elements: [Element], loaded: [Element]),
+        release: @escaping ([Element]) -> Void = { _ in }
+    ) {
         self.identifiers = identifiers
         self.batchSize = max(batchSize, 1)  // below 1: a model at a time
         self.load = load
@@ -100,7 +103,9 @@ extension ModelContext {
     /// The identifiers of the models that match a descriptor, as a collection read in batches of
     /// `batchSize` (every identifier is read at once; no model is loaded). Throws as
     /// ``fetch(_:batchSize:)`` does.
-    public func fetchIdentifiers<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, batchSize: Int) throws -> FetchResultsCollection<PersistentIdentifier> {
+    public func fetchIdentifiers<T: PersistentModel>(
+        _ descriptor: FetchDescriptor<T>, batchSize: Int
+    ) throws -> FetchResultsCollection<PersistentIdentifier> {
         let identifiers = try batchIdentifiers(descriptor)
         return FetchResultsCollection(source: FetchBatchSource(identifiers: identifiers, batchSize: batchSize, load: { ($0, []) }))
     }
@@ -109,7 +114,10 @@ extension ModelContext {
     private func batchIdentifiers<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [PersistentIdentifier] {
         let layout = try container.requireLayout(for: T.self)
         if descriptor.includePendingChanges, ([layout] + container.descendants(of: layout)).contains(where: { hasPendingChanges(entity: $0.name) }) {
-            throw SwiftDataError(.includePendingChangesWithBatchSize, "a fetch in batches of \(layout.name) cannot include the context's unsaved changes of it; save first, or set includePendingChanges to false")
+            throw SwiftDataError(
+                .includePendingChangesWithBatchSize,
+                "a fetch in batches of \(layout.name) cannot include the context's unsaved changes of it; save first, or set includePendingChanges to false"
+            )
         }
         return try fetchIdentifiers(descriptor)
     }

@@ -47,7 +47,10 @@ final class HistoryCapture: SaveCapture {
     /// A changed row: the changed properties (`changed`, sorted indexes), with the new stored
     /// values of those that have one. `columnValues` holds the values written, in the order of
     /// the changed properties that are columns.
-    func updated(_ registration: Registration, layout: EntityLayout, row: Int64, properties changed: [Int], columns: [Int], values columnValues: [DatabaseValue], in db: Database) throws {
+    func updated(
+        _ registration: Registration, layout: EntityLayout, row: Int64, properties changed: [Int], columns: [Int],
+        values columnValues: [DatabaseValue], in db: Database
+    ) throws {
         let storage = registration.storage
         var names: [String] = []
         var recorded: [DatabaseValue] = []

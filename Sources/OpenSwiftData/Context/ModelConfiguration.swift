@@ -69,7 +69,10 @@ public struct ModelConfiguration: Identifiable, Hashable, Sendable, CustomDebugS
     }
 
     /// A configuration with a name, stored in the default directory or in memory.
-    public init(_ name: String? = nil, schema: Schema? = nil, isStoredInMemoryOnly: Bool = false, allowsSave: Bool = true, groupContainer: GroupContainer = .automatic, cloudKitDatabase: CloudKitDatabase = .automatic) {
+    public init(
+        _ name: String? = nil, schema: Schema? = nil, isStoredInMemoryOnly: Bool = false, allowsSave: Bool = true,
+        groupContainer: GroupContainer = .automatic, cloudKitDatabase: CloudKitDatabase = .automatic
+    ) {
         let name = name ?? "default"
         self.name = name
         self.schema = schema
@@ -112,7 +115,8 @@ public struct ModelConfiguration: Identifiable, Hashable, Sendable, CustomDebugS
             throw SwiftDataError(.configurationFileNameTooLong, "the store file name \(fileName.prefix(40))… is longer than 255 bytes")
         }
         if name.contains("/") || name.contains("\u{0}") || fileName.contains("\u{0}") {
-            throw SwiftDataError(.configurationFileNameContainsInvalidCharacters, "the configuration name \"\(name)\" contains '/' or a NUL character")
+            throw SwiftDataError(
+                .configurationFileNameContainsInvalidCharacters, "the configuration name \"\(name)\" contains '/' or a NUL character")
         }
     }
 

@@ -62,13 +62,16 @@ public final class ModelContainer: Equatable, @unchecked Sendable {
             throw SwiftDataError(.duplicateConfiguration, "two configurations are named \"\(configuration.name)\"")
         }
         guard configurations.count == 1, let configuration = configurations.first else {
-            throw SwiftDataError(.loadIssueModelContainer, "a container with several configurations is not supported yet; use one configuration per container")
+            throw SwiftDataError(
+                .loadIssueModelContainer, "a container with several configurations is not supported yet; use one configuration per container")
         }
         try configuration.validate()
         var schema = givenSchema
         if let own = configuration.schema {
             for entity in own.entities where givenSchema.entitiesByName[entity.name] == nil {
-                throw SwiftDataError(.configurationSchemaNotFoundInContainerSchema, "the configuration's entity \(entity.name) is not in the container's schema", entity: entity.name)
+                throw SwiftDataError(
+                    .configurationSchemaNotFoundInContainerSchema, "the configuration's entity \(entity.name) is not in the container's schema",
+                    entity: entity.name)
             }
             if givenSchema.entities.isEmpty { schema = own }
         }
@@ -76,7 +79,8 @@ public final class ModelContainer: Equatable, @unchecked Sendable {
         self.schema = schema
         self.configurationList = configurations
         self.migrationPlan = migrationPlan
-        let layouts = Dictionary(schema.entities.compactMap { entity in entity.layout.map { (entity.name, $0) } }, uniquingKeysWith: { first, _ in first })
+        let layouts = Dictionary(
+            schema.entities.compactMap { entity in entity.layout.map { (entity.name, $0) } }, uniquingKeysWith: { first, _ in first })
         self.layouts = layouts
         var subclassLayouts: [String: [EntityLayout]] = [:]
         for entityLayout in layouts.values.sorted(by: { $0.name < $1.name }) {
@@ -152,10 +156,11 @@ public final class ModelContainer: Equatable, @unchecked Sendable {
         }
         let historyID = history.transaction
         didCommitSave()
-        broadcaster.publish(SaveEvent(
-            entities: Set(removed.map(\.entityName)), inserted: [], updated: [], deleted: removed,
-            author: author, historyToken: historyID.map { DefaultHistoryToken(storeIdentifier: store.identifier, transaction: $0) }
-        ))
+        broadcaster.publish(
+            SaveEvent(
+                entities: Set(removed.map(\.entityName)), inserted: [], updated: [], deleted: removed,
+                author: author, historyToken: historyID.map { DefaultHistoryToken(storeIdentifier: store.identifier, transaction: $0) }
+            ))
     }
 
     /// Containers are equal only to themselves.

@@ -41,7 +41,8 @@ extension ModelContext {
             do {
                 matches = try predicate?.evaluate(model) ?? true
             } catch {
-                throw SwiftDataError(.unsupportedPredicate, "evaluating the predicate of a \(layout.name) batch delete failed: \(error)", entity: layout.name)
+                throw SwiftDataError(
+                    .unsupportedPredicate, "evaluating the predicate of a \(layout.name) batch delete failed: \(error)", entity: layout.name)
             }
             if matches { delete(model) }
         }
@@ -70,7 +71,9 @@ extension ModelContext {
 
     /// Runs the pending batch deletions in the save's transaction and returns the identifiers of
     /// the rows they removed. Rows of models registered here are left to their own path.
-    func runBatchDeletes(_ deletes: [BatchDelete], db: Database, references: inout DeletedReferences, captures: [any SaveCapture]) throws -> [PersistentIdentifier] {
+    func runBatchDeletes(
+        _ deletes: [BatchDelete], db: Database, references: inout DeletedReferences, captures: [any SaveCapture]
+    ) throws -> [PersistentIdentifier] {
         var removed: [PersistentIdentifier] = []
         let storeIdentifier = container.store.identifier
         for batch in deletes {
@@ -95,7 +98,9 @@ extension ModelContext {
             for capture in captures { try capture.willDelete(batch.layout, rows: .selected(sql: rows, arguments: arguments), in: db) }
             // The values a tombstone keeps come back with the keys.
             let preserved = batch.layout.preservedColumns
-            let sql = "DELETE FROM \(table) WHERE \(primaryKey) IN (\(rows)) RETURNING " + ([primaryKey] + preserved.map { quoted($0.name) }).joined(separator: ", ")
+            let sql =
+                "DELETE FROM \(table) WHERE \(primaryKey) IN (\(rows)) RETURNING "
+                + ([primaryKey] + preserved.map { quoted($0.name) }).joined(separator: ", ")
             for row in try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)) {
                 let key: Int64 = row[0]
                 removed.append(PersistentIdentifier(storeIdentifier: storeIdentifier, entityName: batch.layout.name, key: .row(key)))

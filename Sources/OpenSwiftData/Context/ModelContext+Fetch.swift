@@ -60,7 +60,8 @@ extension ModelContext {
         let columns = fetchedColumns(descriptor, layout: layout)
         let names = columns?.map(\.name)
         if plan.runsInSQL {
-            let query = SelectBuilder.rows(table, columns: names, filter: plan.filter, order: plan.order ?? [], limit: descriptor.fetchLimit, offset: descriptor.fetchOffset)
+            let query = SelectBuilder.rows(
+                table, columns: names, filter: plan.filter, order: plan.order ?? [], limit: descriptor.fetchLimit, offset: descriptor.fetchOffset)
             return try materialize(T.self, layout: layout, query: query, columns: columns)
         }
         logMemoryWork(plan, descriptor, layout: layout)
@@ -68,13 +69,15 @@ extension ModelContext {
         // Without pending changes, the SQL filter is exact or a superset (a conjunction's
         // translatable part); with them, a changed model may match in memory and not in its row,
         // so the context's changed and inserted models of the entity join the candidates.
-        var candidates = try materialize(T.self, layout: layout, query: SelectBuilder.rows(table, columns: names, filter: plan.filter, order: plan.order ?? [], limit: nil, offset: nil), columns: columns)
+        var candidates = try materialize(
+            T.self, layout: layout,
+            query: SelectBuilder.rows(table, columns: names, filter: plan.filter, order: plan.order ?? [], limit: nil, offset: nil), columns: columns)
         if plan.pending {
             candidates.removeAll { $0.storageBase.state == .deleted }
             var seen = Set(candidates.map { ObjectIdentifier($0) })
             for registration in changed.all + inserted.all {
                 guard let model = registration.model as? T, registration.storage.state != .deleted,
-                      seen.insert(ObjectIdentifier(model)).inserted
+                    seen.insert(ObjectIdentifier(model)).inserted
                 else { continue }
                 candidates.append(model)
             }
@@ -83,7 +86,8 @@ extension ModelContext {
             do {
                 candidates = try candidates.filter { try predicate.evaluate($0) }
             } catch {
-                throw SwiftDataError(.unsupportedPredicate, "evaluating the predicate of a \(layout.name) fetch failed: \(error)", entity: layout.name)
+                throw SwiftDataError(
+                    .unsupportedPredicate, "evaluating the predicate of a \(layout.name) fetch failed: \(error)", entity: layout.name)
             }
         }
         if !descriptor.sortBy.isEmpty && (plan.order == nil || plan.pending) {
@@ -124,7 +128,9 @@ extension ModelContext {
 
     /// The keys (and the position in `layouts` of each key's class) of a hierarchy fetch in
     /// order, read with one SQL query, or nil when part of the fetch must run in memory.
-    private func hierarchyKeys<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, layouts: [EntityLayout], plans: [FetchPlan]) throws -> [(key: Int64, part: Int)]? {
+    private func hierarchyKeys<T: PersistentModel>(
+        _ descriptor: FetchDescriptor<T>, layouts: [EntityLayout], plans: [FetchPlan]
+    ) throws -> [(key: Int64, part: Int)]? {
         guard plans.allSatisfy(\.runsInSQL) else { return nil }
         let parts = zip(layouts, plans).map { layout, plan in (table: layout.table, filter: plan.filter, order: plan.order ?? []) }
         let query = SelectBuilder.unionKeys(parts, limit: descriptor.fetchLimit, offset: descriptor.fetchOffset)
@@ -149,7 +155,9 @@ extension ModelContext {
 
     /// A hierarchy fetch whose predicate, sort or unsaved changes need memory: each table read
     /// with what SQL filters, the rest applied to them together.
-    private func fetchHierarchyInMemory<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, layouts: [EntityLayout], plans: [FetchPlan]) throws -> [T] {
+    private func fetchHierarchyInMemory<T: PersistentModel>(
+        _ descriptor: FetchDescriptor<T>, layouts: [EntityLayout], plans: [FetchPlan]
+    ) throws -> [T] {
         var candidates: [T] = []
         var exact = true
         var pending = false
@@ -168,7 +176,7 @@ extension ModelContext {
             var seen = Set(candidates.map { ObjectIdentifier($0) })
             for registration in changed.all + inserted.all {
                 guard let model = registration.model as? T, registration.storage.state != .deleted,
-                      seen.insert(ObjectIdentifier(model)).inserted
+                    seen.insert(ObjectIdentifier(model)).inserted
                 else { continue }
                 candidates.append(model)
             }
@@ -177,7 +185,8 @@ extension ModelContext {
             do {
                 candidates = try candidates.filter { try predicate.evaluate($0) }
             } catch {
-                throw SwiftDataError(.unsupportedPredicate, "evaluating the predicate of a \(T.self) fetch failed: \(error)", entity: Schema.entityName(of: T.self))
+                throw SwiftDataError(
+                    .unsupportedPredicate, "evaluating the predicate of a \(T.self) fetch failed: \(error)", entity: Schema.entityName(of: T.self))
             }
         }
         if !descriptor.sortBy.isEmpty {
@@ -225,7 +234,8 @@ extension ModelContext {
                 return keys.map { PersistentIdentifier(storeIdentifier: storeIdentifier, entityName: layouts[$0.part].name, key: .row($0.key)) }
             }
         } else if plan.runsInSQL {
-            let query = SelectBuilder.primaryKeys(layout.table, filter: plan.filter, order: plan.order ?? [], limit: descriptor.fetchLimit, offset: descriptor.fetchOffset)
+            let query = SelectBuilder.primaryKeys(
+                layout.table, filter: plan.filter, order: plan.order ?? [], limit: descriptor.fetchLimit, offset: descriptor.fetchOffset)
             let storeIdentifier = container.store.identifier
             return try container.store.read { db in
                 try Int64.fetchAll(db, sql: query.sql, arguments: query.arguments).map {
@@ -245,7 +255,9 @@ extension ModelContext {
     /// changed stay registered, and the next save writes them. With `allowEscapingMutations`
     /// true, every visited model stays registered. A fetch that needs memory (an untranslatable
     /// predicate, a sort SQL cannot do, unsaved changes of the entity) is read whole first.
-    public func enumerate<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, batchSize: Int = 5000, allowEscapingMutations: Bool = false, block: (T) throws -> Void) throws {
+    public func enumerate<T: PersistentModel>(
+        _ descriptor: FetchDescriptor<T>, batchSize: Int = 5000, allowEscapingMutations: Bool = false, block: (T) throws -> Void
+    ) throws {
         let use = ExclusiveUse(self)
         defer { use.end() }
         let layout = try container.requireLayout(for: T.self)
@@ -260,7 +272,8 @@ extension ModelContext {
         while true {
             let size = min(batchSize, remaining ?? batchSize)
             guard size > 0 else { return }
-            let query = SelectBuilder.rows(layout.table, columns: columns?.map(\.name), filter: plan.filter, order: plan.order ?? [], limit: size, offset: offset)
+            let query = SelectBuilder.rows(
+                layout.table, columns: columns?.map(\.name), filter: plan.filter, order: plan.order ?? [], limit: size, offset: offset)
             let batch = try materialize(T.self, layout: layout, query: query, columns: columns)
             prefetch(descriptor.relationshipKeyPathsForPrefetching, of: batch, layout: layout)
             for model in batch { try block(model) }
@@ -283,7 +296,7 @@ extension ModelContext {
             let storage = model.storageBase
             let entity = entity ?? storage.entityName
             guard storage.state == .registered, !storage.hasChanges, let row = storage.primaryKey,
-                  identityMap[entity]?[row]?.storage === storage
+                identityMap[entity]?[row]?.storage === storage
             else { continue }
             identityMap[entity]?[row] = nil
             storage.releaseLoadedRelationships()

@@ -79,7 +79,7 @@ extension ModelContext {
         // `primaryKey`, not `rowKey`: the relationships of a model being deleted are loaded to
         // apply its delete rules.
         guard let relationship = property.relationship, let key = storage.primaryKey, storage.state != .removed,
-              let destination = container.layout(named: relationship.destinationName)
+            let destination = container.layout(named: relationship.destinationName)
         else { return [] }
         let query: SelectQuery
         switch relationship.storage {
@@ -111,7 +111,8 @@ extension ModelContext {
                 do {
                     var refs = try materializeRefs(destination, query: query)
                     for subclass in subclasses {
-                        refs += try materializeRefs(subclass, query: SelectBuilder.rows(subclass.table, joinedThrough: table, fromSource: isSource, key: key))
+                        refs += try materializeRefs(
+                            subclass, query: SelectBuilder.rows(subclass.table, joinedThrough: table, fromSource: isSource, key: key))
                     }
                     // In primary-key order over the tables, as prefetching gives them.
                     return refs.sorted { ($0.base.primaryKey ?? 0) < ($1.base.primaryKey ?? 0) }
@@ -233,7 +234,9 @@ extension ModelContext {
             // Only loaded sides need updating (the store clears foreign keys itself), unless the
             // inverse is a required to-one: then every related model is loaded, so that
             // validation refuses the save instead of the store leaving it without a model.
-            let related = requiresInverse(property, of: registration.storage) ? currentRefs(registration.storage, property) : loadedRefs(registration.storage, property)
+            let related =
+                requiresInverse(property, of: registration.storage)
+                ? currentRefs(registration.storage, property) : loadedRefs(registration.storage, property)
             for ref in related where !members.contains(ObjectIdentifier(ref.storage)) {
                 let target = ref.base
                 guard let inverse = registration.storage.inverse(of: property, on: target) else { continue }
@@ -267,8 +270,8 @@ extension ModelContext {
     /// Whether the inverse of a relationship is a non-optional to-one.
     private func requiresInverse(_ property: PropertyLayout, of storage: AnyModelStorage) -> Bool {
         guard let relationship = property.relationship, let index = relationship.inverseIndex, !relationship.inverseIsToMany,
-              let destination = container.layout(named: relationship.destinationName), index < destination.properties.count,
-              let inverse = destination.properties[index].relationship
+            let destination = container.layout(named: relationship.destinationName), index < destination.properties.count,
+            let inverse = destination.properties[index].relationship
         else { return false }
         return !inverse.isOptional
     }
@@ -302,9 +305,10 @@ extension ModelContext {
             guard storage.state == .inserted || storage.state == .registered, let layout = storage.layout else { continue }
             for property in layout.relationships {
                 guard let relationship = property.relationship,
-                      storage.state == .inserted || storage.changedProperties.contains(property.index)
+                    storage.state == .inserted || storage.changedProperties.contains(property.index)
                 else { continue }
-                for ref in loadedRefs(storage, property) where ref.base.context !== self && ref.base.state != .unregistered && ref.base.state != .removed {
+                for ref in loadedRefs(storage, property)
+                where ref.base.context !== self && ref.base.state != .unregistered && ref.base.state != .removed {
                     throw SwiftDataError(
                         .modelValidationFailure,
                         "\(layout.name).\(property.name) holds a \(relationship.destinationName) that belongs to another context; pass its persistentModelID and load it with model(for:) here",
@@ -319,16 +323,24 @@ extension ModelContext {
                     case .fault, .notLoaded: missing = false
                     }
                     if missing {
-                        throw SwiftDataError(.modelValidationFailure, "\(layout.name).\(property.name) is not optional but holds no \(relationship.destinationName)", entity: layout.name, property: property.name)
+                        throw SwiftDataError(
+                            .modelValidationFailure, "\(layout.name).\(property.name) is not optional but holds no \(relationship.destinationName)",
+                            entity: layout.name, property: property.name)
                     }
                 }
                 if relationship.isToMany && (relationship.minimumModelCount > 0 || relationship.maximumModelCount > 0) {
                     let count = (storage.relatedMany(property) ?? []).filter { $0.base.state != .deleted }.count
                     if relationship.minimumModelCount > 0 && count < relationship.minimumModelCount {
-                        throw SwiftDataError(.modelValidationFailure, "\(layout.name).\(property.name) holds \(count) models, fewer than its minimumModelCount of \(relationship.minimumModelCount)", entity: layout.name, property: property.name)
+                        throw SwiftDataError(
+                            .modelValidationFailure,
+                            "\(layout.name).\(property.name) holds \(count) models, fewer than its minimumModelCount of \(relationship.minimumModelCount)",
+                            entity: layout.name, property: property.name)
                     }
                     if relationship.maximumModelCount > 0 && count > relationship.maximumModelCount {
-                        throw SwiftDataError(.modelValidationFailure, "\(layout.name).\(property.name) holds \(count) models, more than its maximumModelCount of \(relationship.maximumModelCount)", entity: layout.name, property: property.name)
+                        throw SwiftDataError(
+                            .modelValidationFailure,
+                            "\(layout.name).\(property.name) holds \(count) models, more than its maximumModelCount of \(relationship.maximumModelCount)",
+                            entity: layout.name, property: property.name)
                     }
                 }
             }

@@ -38,7 +38,8 @@ extension ModelContext {
         guard let relationship = property.relationship, let destination = container.layout(named: relationship.destinationName) else { return }
         do {
             if relationship.isToMany || relationship.storage != .foreignKey {
-                try prefetchCollections(property, relationship, of: storages, destination: destination, wholeTable: wholeTable, includingDeleted: includingDeleted)
+                try prefetchCollections(
+                    property, relationship, of: storages, destination: destination, wholeTable: wholeTable, includingDeleted: includingDeleted)
             } else {
                 try prefetchTargets(property, of: storages, destination: destination)
             }
@@ -64,7 +65,10 @@ extension ModelContext {
     /// To-many relationships and to-one relationships stored on the other side: loads the related
     /// rows of every model whose side is not loaded yet, and fills each model's slot. With
     /// `includingDeleted`, models marked for deletion (whose rows still exist) count too.
-    private func prefetchCollections(_ property: PropertyLayout, _ relationship: RelationshipLayout, of storages: [AnyModelStorage], destination: EntityLayout, wholeTable: Bool, includingDeleted: Bool) throws {
+    private func prefetchCollections(
+        _ property: PropertyLayout, _ relationship: RelationshipLayout, of storages: [AnyModelStorage], destination: EntityLayout, wholeTable: Bool,
+        includingDeleted: Bool
+    ) throws {
         // The key a model's row has in the store.
         func key(_ storage: AnyModelStorage) -> Int64? {
             guard includingDeleted else { return storage.rowKey }
@@ -89,13 +93,16 @@ extension ModelContext {
             return
         case .inverseForeignKey:
             guard let inverseName = relationship.inverseName,
-                  let inverse = destination.properties.first(where: { $0.name == inverseName })
+                let inverse = destination.properties.first(where: { $0.name == inverseName })
             else { return }
             // Each related model's owner is read as the model is made, while it is in the cache.
             // The destination's subclasses inherit the foreign key, in tables of their own.
             let ownerKeys = scans ? "" : keys()
             for table in [destination] + container.descendants(of: destination) {
-                let query = scans ? SelectBuilder.rows(table.table, referencing: inverseName) : SelectBuilder.rows(table.table, groupedBy: inverseName, in: ownerKeys)
+                let query =
+                    scans
+                    ? SelectBuilder.rows(table.table, referencing: inverseName)
+                    : SelectBuilder.rows(table.table, groupedBy: inverseName, in: ownerKeys)
                 try materializeRows(layout: table, query: query) { registration in
                     let owner: Int64?
                     switch registration.storage.toOneSlot(inverse) {

@@ -72,7 +72,9 @@ extension ModelContext {
     /// Writes the pending changes in one transaction and returns the row of each insertion (and
     /// whether it updated an existing row), the rows batch deletions removed, and the number of
     /// the history transaction.
-    private func write(_ work: SaveWork, to store: SQLiteStore) throws -> (keys: [(row: Int64, upserted: Bool)], batchRemoved: [PersistentIdentifier], historyID: Int64?) {
+    private func write(
+        _ work: SaveWork, to store: SQLiteStore
+    ) throws -> (keys: [(row: Int64, upserted: Bool)], batchRemoved: [PersistentIdentifier], historyID: Int64?) {
         let (deletions, updates, insertions) = (work.deletions, work.updates, work.insertions)
         let author = self.author
         // The history log's capture, and sync capture's when the container has it on (none
@@ -110,7 +112,9 @@ extension ModelContext {
             }
             let sparing = Dictionary(uniqueKeysWithValues: deleted.map { ($0.layout.name, jsonKeyArray($0.rows)) })
             for (layout, rows) in deleted {
-                try references.clear(referencesTo: layout, rows: "SELECT value FROM json_each(?)", arguments: [jsonKeyArray(rows).databaseValue], sparing: sparing, captures: captures, db: db)
+                try references.clear(
+                    referencesTo: layout, rows: "SELECT value FROM json_each(?)", arguments: [jsonKeyArray(rows).databaseValue], sparing: sparing,
+                    captures: captures, db: db)
             }
             for ((layout, rows), values) in zip(deleted, tombstones) {
                 for capture in captures { try capture.willDelete(layout, rows: .keys(rows), in: db) }
@@ -132,22 +136,29 @@ extension ModelContext {
             for registration in insertions {
                 let storage = registration.storage
                 guard let layout = storage.layout else {
-                    throw SwiftDataError(.loadIssueModelContainer, "\(type(of: registration.model)) cannot be stored; see the container's schema errors")
+                    throw SwiftDataError(
+                        .loadIssueModelContainer, "\(type(of: registration.model)) cannot be stored; see the container's schema errors")
                 }
                 guard container.layout(named: layout.name) === layout else {
-                    throw SwiftDataError(.loadIssueModelContainer, "\(layout.name) is not part of the container's schema; add it to the types the container is created with", entity: layout.name)
+                    throw SwiftDataError(
+                        .loadIssueModelContainer,
+                        "\(layout.name) is not part of the container's schema; add it to the types the container is created with", entity: layout.name
+                    )
                 }
                 let table = writer(for: layout)
                 let values = try layout.columns.map { try encode(storage, $0, layout) }
                 let pending = layout.columns.indices.filter { column in
                     guard values[column].isNull, layout.columns[column].relationship != nil,
-                          case .loaded(_?) = storage.toOneSlot(layout.columns[column]) else { return false }
+                        case .loaded(_?) = storage.toOneSlot(layout.columns[column])
+                    else { return false }
                     return true
                 }
                 if !pending.isEmpty { fixups.append((registration, pending)) }
                 let conflicts = try run(layout) { try table.conflictingRows(values) }
                 if conflicts.count > 1 {
-                    throw SwiftDataError(.modelValidationFailure, "an inserted \(layout.name) matches \(conflicts.count) different existing rows on its unique properties", entity: layout.name)
+                    throw SwiftDataError(
+                        .modelValidationFailure,
+                        "an inserted \(layout.name) matches \(conflicts.count) different existing rows on its unique properties", entity: layout.name)
                 }
                 journaledKeys.append((storage, storage.primaryKey))
                 if let existing = conflicts.first {
@@ -196,7 +207,8 @@ extension ModelContext {
             for registration in updates {
                 let storage = registration.storage
                 guard let layout = storage.layout, let row = storage.primaryKey,
-                      upsertedRows[layout.name]?.contains(row) != true else { continue }
+                    upsertedRows[layout.name]?.contains(row) != true
+                else { continue }
                 let changed = storage.changedProperties.sorted()
                 let changedColumns = changed.compactMap { layout.properties[$0].columnIndex }
                 let values = try changedColumns.map { try encode(storage, layout.columns[$0], layout) }
@@ -213,7 +225,9 @@ extension ModelContext {
     }
 
     /// Brings the in-memory state in line with the committed store and posts `didSave`.
-    private func finishSave(_ work: SaveWork, in store: SQLiteStore, keys: [(row: Int64, upserted: Bool)], batchRemoved: [PersistentIdentifier], historyID: Int64?) {
+    private func finishSave(
+        _ work: SaveWork, in store: SQLiteStore, keys: [(row: Int64, upserted: Bool)], batchRemoved: [PersistentIdentifier], historyID: Int64?
+    ) {
         let (deletions, updates, insertions) = (work.deletions, work.updates, work.insertions)
         if undoManager != nil {
             registerUndo(
@@ -268,10 +282,11 @@ extension ModelContext {
         let all = insertedIDs + updatedIDs + deletedIDs
         let historyToken = historyID.map { DefaultHistoryToken(storeIdentifier: store.identifier, transaction: $0) }
         lastSaveHistoryToken = historyToken
-        container.broadcaster.publish(SaveEvent(
-            entities: Set(all.map(\.entityName)), inserted: insertedIDs, updated: updatedIDs, deleted: deletedIDs,
-            author: author, historyToken: historyToken
-        ))
+        container.broadcaster.publish(
+            SaveEvent(
+                entities: Set(all.map(\.entityName)), inserted: insertedIDs, updated: updatedIDs, deleted: deletedIDs,
+                author: author, historyToken: historyToken
+            ))
         NotificationCenter.default.post(
             name: ModelContext.didSave, object: self,
             userInfo: [
@@ -285,14 +300,16 @@ extension ModelContext {
     /// Rewrites the join-table rows of the many-to-many relationships that inserted and changed
     /// models hold, from the side that owns each join table.
     /// An upserted insertion took over an existing row, whose links are replaced too.
-    private func writeJoinRows(insertions: [Registration], updates: [Registration], upserted: Set<ObjectIdentifier>, db: Database, captures: [any SaveCapture]) throws {
+    private func writeJoinRows(
+        insertions: [Registration], updates: [Registration], upserted: Set<ObjectIdentifier>, db: Database, captures: [any SaveCapture]
+    ) throws {
         for registration in insertions + updates {
             let storage = registration.storage
             guard let layout = storage.layout, let row = storage.primaryKey, !layout.relationships.isEmpty else { continue }
             for property in layout.relationships {
                 guard case let .joinTable(table, _, writes)? = property.relationship?.storage, writes,
-                      storage.state == .inserted || storage.changedProperties.contains(property.index),
-                      case let .loaded(refs) = storage.toManySlot(property)
+                    storage.state == .inserted || storage.changedProperties.contains(property.index),
+                    case let .loaded(refs) = storage.toManySlot(property)
                 else { continue }
                 let source = quoted(JoinTableDescription.sourceColumn)
                 let target = quoted(JoinTableDescription.targetColumn)
@@ -303,7 +320,9 @@ extension ModelContext {
                 var old: [Int64]?
                 if rewrites {
                     if captured {
-                        old = try Int64.fetchAll(db.cachedStatement(sql: "SELECT \(target) FROM \(quoted(table.name)) WHERE \(source) = ? ORDER BY \(target)"), arguments: [row])
+                        old = try Int64.fetchAll(
+                            db.cachedStatement(sql: "SELECT \(target) FROM \(quoted(table.name)) WHERE \(source) = ? ORDER BY \(target)"),
+                            arguments: [row])
                     }
                     try db.cachedStatement(sql: "DELETE FROM \(quoted(table.name)) WHERE \(source) = ?").execute(arguments: [row])
                 }
@@ -331,7 +350,8 @@ extension ModelContext {
         do {
             return try values.withSlot(property.index) { try property.codec.encodeSlot($0) }
         } catch {
-            throw SwiftDataError(.valueEncodingFailure, "\(layout.name).\(property.name) cannot be stored: \(error)", entity: layout.name, property: property.name)
+            throw SwiftDataError(
+                .valueEncodingFailure, "\(layout.name).\(property.name) cannot be stored: \(error)", entity: layout.name, property: property.name)
         }
     }
 
@@ -340,7 +360,8 @@ extension ModelContext {
         do {
             return try body()
         } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
-            throw SwiftDataError(.modelValidationFailure, "saving \(layout.name) violates a constraint: \(error.message ?? "\(error)")", entity: layout.name)
+            throw SwiftDataError(
+                .modelValidationFailure, "saving \(layout.name) violates a constraint: \(error.message ?? "\(error)")", entity: layout.name)
         }
     }
 

@@ -77,8 +77,9 @@ extension ModelContext {
     private func restore(_ registration: Registration, indices: [Int], from source: ValueBuffer) -> UndoStep.Entry? {
         let storage = registration.storage
         guard storage.context === self, storage.state == .registered || storage.state == .inserted,
-              let layout = storage.layout, let replaced = storage.values?.copyValues(),
-              let values = storage.writableValues() else { return nil }
+            let layout = storage.layout, let replaced = storage.values?.copyValues(),
+            let values = storage.writableValues()
+        else { return nil }
         let witnesses = layout.slots.witnesses
         var restored: [Int] = []
         for index in indices where index < witnesses.count && source.isInitialized(index) {

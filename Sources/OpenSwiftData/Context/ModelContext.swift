@@ -211,7 +211,8 @@ public final class ModelContext: Equatable {
             return registration.model
         }
         if persistentModelID.isTemporary,
-           let registration = inserted.all.first(where: { $0.storage.ensureIdentifier() == persistentModelID }) {
+            let registration = inserted.all.first(where: { $0.storage.ensureIdentifier() == persistentModelID })
+        {
             return registration.model
         }
         if let layout = container.layout(named: persistentModelID.entityName) {

@@ -83,6 +83,7 @@ extension ModelActor {
     /// The model with an identifier, loaded in the actor's context, or nil when it does not
     /// exist or is of another type.
     public subscript<T: PersistentModel>(id: PersistentIdentifier, as type: T.Type) -> T? {
-        modelContext.registeredModel(for: id) ?? (try? modelContext.fetch(FetchDescriptor<T>(predicate: #Predicate { $0.persistentModelID == id })).first)
+        modelContext.registeredModel(for: id)
+            ?? (try? modelContext.fetch(FetchDescriptor<T>(predicate: #Predicate { $0.persistentModelID == id })).first)
     }
 }

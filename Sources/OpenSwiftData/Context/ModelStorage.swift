@@ -144,7 +144,8 @@ class AnyModelStorage: ManagedBuffer<StorageHeader, UInt64>, RowIdentified, Slot
     @inlinable @inline(__always)
     final func slotAddress(at index: Int, type: ObjectIdentifier) -> UnsafeRawPointer? {
         guard let layout = withUnsafeMutablePointerToHeader({ $0.pointee.layout }),
-              index >= 0, index < layout.slotCount else { return nil }
+            index >= 0, index < layout.slotCount
+        else { return nil }
         let slot = layout.slotInfo[index]
         let flagsOffset = layout.flagsOffset
         return withUnsafeMutablePointerToElements { elements -> UnsafeRawPointer? in
@@ -189,7 +190,7 @@ class AnyModelStorage: ManagedBuffer<StorageHeader, UInt64>, RowIdentified, Slot
     final func setSlotOfAnyModel<Value>(at index: Int, to newValue: Value) -> Bool {
         guard !isPlaceholder else { return true }
         guard let layout, index >= 0, index < layout.slotCount, layout.slotInfo[index].type == ObjectIdentifier(Value.self),
-              let values = writableValues()
+            let values = writableValues()
         else { return false }
         values.store(index, newValue)
         noteChange(index)
@@ -440,7 +441,9 @@ final class ModelStorage<Model: PersistentModel>: AnyModelStorage, BackingData, 
     var persistentModelID: PersistentIdentifier? {
         get {
             // The shared stand-in is never mutated: it has no identity of its own.
-            if isPlaceholder { return PersistentIdentifier(storeIdentifier: nil, entityName: Schema.entityName(of: Model.self), key: .temporary(UUID())) }
+            if isPlaceholder {
+                return PersistentIdentifier(storeIdentifier: nil, entityName: Schema.entityName(of: Model.self), key: .temporary(UUID()))
+            }
             return ensureIdentifier()
         }
         set {

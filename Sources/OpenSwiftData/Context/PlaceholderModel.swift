@@ -1,3 +1,5 @@
+import Observation
+
 /// What ``ModelContext/model(for:)`` returns for an identifier of an entity the container does
 /// not know: a model with no properties.
 final class PlaceholderModel: PersistentModel {
@@ -15,5 +17,3 @@ final class PlaceholderModel: PersistentModel {
 
     static var schemaMetadata: [Schema.PropertyMetadata] { [] }
 }
-
-import Observation

@@ -159,13 +159,15 @@ struct RowReader {
                     case (.optionalString, SQLITE_NULL):
                         slot.initializeMemory(as: String?.self, to: nil)
                     case (.date, SQLITE_FLOAT), (.date, SQLITE_INTEGER):
-                        slot.initializeMemory(as: Date.self, to: Date(timeIntervalSinceReferenceDate: sqlite3_column_double(sqliteStatement, position)))
+                        slot.initializeMemory(
+                            as: Date.self, to: Date(timeIntervalSinceReferenceDate: sqlite3_column_double(sqliteStatement, position)))
                     case (.optionalDate, SQLITE_FLOAT), (.optionalDate, SQLITE_INTEGER):
-                        slot.initializeMemory(as: Date?.self, to: Date(timeIntervalSinceReferenceDate: sqlite3_column_double(sqliteStatement, position)))
+                        slot.initializeMemory(
+                            as: Date?.self, to: Date(timeIntervalSinceReferenceDate: sqlite3_column_double(sqliteStatement, position)))
                     case (.optionalDate, SQLITE_NULL):
                         slot.initializeMemory(as: Date?.self, to: nil)
                     case (.uuid, SQLITE_BLOB) where Self.readUUID(sqliteStatement, position, into: slot, optional: false),
-                         (.optionalUUID, SQLITE_BLOB) where Self.readUUID(sqliteStatement, position, into: slot, optional: true):
+                        (.optionalUUID, SQLITE_BLOB) where Self.readUUID(sqliteStatement, position, into: slot, optional: true):
                         break
                     case (.optionalUUID, SQLITE_NULL):
                         slot.initializeMemory(as: UUID?.self, to: nil)
@@ -195,9 +197,13 @@ struct RowReader {
                 try buffer.withSlot(property.index) { slot in try property.codec.readIntoSlot(sqliteStatement, CInt(failed + 1), slot) }
                 buffer.markInitialized(property.index)
             } catch {
-                throw SwiftDataError(.valueDecodingFailure, "\(layout.name).\(property.name) of row \(primaryKey): \(error)", entity: layout.name, property: property.name)
+                throw SwiftDataError(
+                    .valueDecodingFailure, "\(layout.name).\(property.name) of row \(primaryKey): \(error)", entity: layout.name,
+                    property: property.name)
             }
-            throw SwiftDataError(.valueDecodingFailure, "\(layout.name).\(property.name) of row \(primaryKey) could not be read", entity: layout.name, property: property.name)
+            throw SwiftDataError(
+                .valueDecodingFailure, "\(layout.name).\(property.name) of row \(primaryKey) could not be read", entity: layout.name,
+                property: property.name)
         }
         for (slot, value) in initialValues { buffer.storeBoxed(slot, value) }
     }

@@ -31,14 +31,18 @@ protocol SaveCapture: AnyObject {
     func upserted(_ registration: Registration, layout: EntityLayout, row: Int64, values: [DatabaseValue], in db: Database) throws
     /// A changed row: `properties` the changed properties (sorted indexes), `columns` those of
     /// them that are columns, and `values` the values written to those columns.
-    func updated(_ registration: Registration, layout: EntityLayout, row: Int64, properties: [Int], columns: [Int], values: [DatabaseValue], in db: Database) throws
+    func updated(
+        _ registration: Registration, layout: EntityLayout, row: Int64, properties: [Int], columns: [Int], values: [DatabaseValue], in db: Database)
+        throws
     /// Whether the capture records the additions and removals of this many-to-many
     /// relationship (the save then reads the links a row had before rewriting them).
     func capturesLinks(_ relationship: PropertyLayout, of layout: EntityLayout) -> Bool
     /// The links of a many-to-many relationship that the save rewrote for one row: `old` the
     /// related keys before (nil when not read: a new row, or no capture asked for them), `new`
     /// after.
-    func linksChanged(_ registration: Registration, layout: EntityLayout, relationship: PropertyLayout, row: Int64, old: [Int64]?, new: [Int64], in db: Database) throws
+    func linksChanged(
+        _ registration: Registration, layout: EntityLayout, relationship: PropertyLayout, row: Int64, old: [Int64]?, new: [Int64], in db: Database)
+        throws
     /// The save's last step in its transaction: the capture writes what it collected.
     func finish(author: String?, in db: Database) throws
 }
@@ -58,7 +62,9 @@ extension SaveCapture {
     func referenceCleared(table: String, column: String, row: Int64) {}
     func foreignKeysFixed(_ registration: Registration, layout: EntityLayout, columns: [Int], values: [DatabaseValue]) {}
     func capturesLinks(_ relationship: PropertyLayout, of layout: EntityLayout) -> Bool { false }
-    func linksChanged(_ registration: Registration, layout: EntityLayout, relationship: PropertyLayout, row: Int64, old: [Int64]?, new: [Int64], in db: Database) throws {}
+    func linksChanged(
+        _ registration: Registration, layout: EntityLayout, relationship: PropertyLayout, row: Int64, old: [Int64]?, new: [Int64], in db: Database
+    ) throws {}
 }
 
 /// Makes a capture for each save while it is on. A component of the core (sync capture)

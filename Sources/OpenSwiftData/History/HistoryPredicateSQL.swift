@@ -25,7 +25,9 @@ protocol HistorySQLConvertible {
 /// Translates the predicate of a history descriptor: the SQL condition of its top-level
 /// conjuncts that translate, and whether that is the whole predicate.
 enum HistoryPredicateTranslator {
-    static func translate(_ predicate: Predicate<DefaultHistoryTransaction>, scope: inout HistorySQLScope) -> (condition: (sql: String, arguments: [DatabaseValue])?, isComplete: Bool) {
+    static func translate(
+        _ predicate: Predicate<DefaultHistoryTransaction>, scope: inout HistorySQLScope
+    ) -> (condition: (sql: String, arguments: [DatabaseValue])?, isComplete: Bool) {
         var conjuncts: [any PredicateExpression<Bool>] = []
         collectConjuncts(predicate.expression, into: &conjuncts)
         var sql: [String] = []
@@ -33,7 +35,8 @@ enum HistoryPredicateTranslator {
         var complete = true
         for conjunct in conjuncts {
             guard let node = conjunct as? any HistorySQLConvertible,
-                  case let .condition(text, values)? = node.historySQL(&scope) else {
+                case let .condition(text, values)? = node.historySQL(&scope)
+            else {
                 complete = false
                 continue
             }
@@ -155,7 +158,8 @@ extension PredicateExpressions.NotEqual: HistorySQLConvertible {
 extension PredicateExpressions.Comparison: HistorySQLConvertible {
     func historySQL(_ scope: inout HistorySQLScope) -> HistorySQLTerm? {
         HistoryPredicateTranslator.compare(
-            (lhs as? any HistorySQLConvertible)?.historySQL(&scope), op.sqlSymbol, (rhs as? any HistorySQLConvertible)?.historySQL(&scope), scope: &scope)
+            (lhs as? any HistorySQLConvertible)?.historySQL(&scope), op.sqlSymbol, (rhs as? any HistorySQLConvertible)?.historySQL(&scope),
+            scope: &scope)
     }
 }
 
@@ -182,7 +186,8 @@ extension PredicateExpressions.Negation: HistorySQLConvertible {
 extension HistoryPredicateTranslator {
     static func combine(_ lhs: Any, _ op: String, _ rhs: Any, scope: inout HistorySQLScope) -> HistorySQLTerm? {
         guard case let .condition(left, leftArguments)? = (lhs as? any HistorySQLConvertible)?.historySQL(&scope),
-              case let .condition(right, rightArguments)? = (rhs as? any HistorySQLConvertible)?.historySQL(&scope) else { return nil }
+            case let .condition(right, rightArguments)? = (rhs as? any HistorySQLConvertible)?.historySQL(&scope)
+        else { return nil }
         return .condition("(\(left)) \(op) (\(right))", leftArguments + rightArguments)
     }
 }

@@ -35,7 +35,8 @@ enum InsertedValues {
             var changed = false
             for position in records.indices where records[position].kind == .insert && records[position].names.isEmpty {
                 guard let entity = filled[records[position].entity],
-                      let values = entity.rows[records[position].primaryKey] else { continue }
+                    let values = entity.rows[records[position].primaryKey]
+                else { continue }
                 records[position].names = entity.names
                 records[position].values = values
                 changed = true
@@ -53,7 +54,8 @@ enum InsertedValues {
         let columns = layout.columns
         let selected = ([primaryKey] + columns.map { quoted($0.name) }).joined(separator: ", ")
         var rows: [Int64: [DatabaseValue]] = [:]
-        let cursor = try Row.fetchCursor(db, sql: "SELECT \(selected) FROM \(quoted(layout.name)) WHERE \(primaryKey) IN (SELECT value FROM json_each(?))", arguments: [keyArray])
+        let cursor = try Row.fetchCursor(
+            db, sql: "SELECT \(selected) FROM \(quoted(layout.name)) WHERE \(primaryKey) IN (SELECT value FROM json_each(?))", arguments: [keyArray])
         while let row = try cursor.next() {
             let key: Int64 = row[0]
             rows[key] = columns.indices.map { row[$0 + 1] as DatabaseValue }

@@ -28,7 +28,9 @@ extension ModelContext {
     /// The matching transactions, in order and within the limit. With `fillsInserts`, the
     /// insertions of the transactions returned carry their rows' values (see
     /// ``InsertedValues``); `deleteHistory`, which needs only their numbers, skips that.
-    private func fetchHistory(_ descriptor: HistoryDescriptor<DefaultHistoryTransaction>, checksExpiry: Bool, fillsInserts: Bool = true) throws -> [DefaultHistoryTransaction] {
+    private func fetchHistory(
+        _ descriptor: HistoryDescriptor<DefaultHistoryTransaction>, checksExpiry: Bool, fillsInserts: Bool = true
+    ) throws -> [DefaultHistoryTransaction] {
         try container.store.read { db -> [DefaultHistoryTransaction] in
             let (condition, isComplete) = try historyCondition(descriptor.predicate, db: db, checksExpiry: checksExpiry)
             let limit = descriptor.fetchLimit > 0 && isComplete && descriptor.sortBy.isEmpty ? Int(clamping: descriptor.fetchLimit) : nil
@@ -85,7 +87,8 @@ extension ModelContext {
 
     private func defaultDescriptor<T: HistoryTransaction>(_ descriptor: HistoryDescriptor<T>) throws -> HistoryDescriptor<DefaultHistoryTransaction> {
         guard let own = descriptor as? HistoryDescriptor<DefaultHistoryTransaction> else {
-            throw SwiftDataError(.invalidTransactionFetchRequest, "history of \(T.self) is not available; use HistoryDescriptor<DefaultHistoryTransaction>")
+            throw SwiftDataError(
+                .invalidTransactionFetchRequest, "history of \(T.self) is not available; use HistoryDescriptor<DefaultHistoryTransaction>")
         }
         return own
     }
@@ -97,7 +100,9 @@ extension ModelContext {
     /// transactions, or one of another store (this store's transactions cannot be placed after
     /// it), has expired. `deleteHistory` passes `checksExpiry: false`: trimming up to an old
     /// token is harmless.
-    private func historyCondition(_ predicate: Predicate<DefaultHistoryTransaction>?, db: Database, checksExpiry: Bool = true) throws -> (condition: (sql: String, arguments: [DatabaseValue])?, isComplete: Bool) {
+    private func historyCondition(
+        _ predicate: Predicate<DefaultHistoryTransaction>?, db: Database, checksExpiry: Bool = true
+    ) throws -> (condition: (sql: String, arguments: [DatabaseValue])?, isComplete: Bool) {
         guard let predicate else { return (nil, true) }
         let deletedThrough = try HistoryLog.exists(in: db) ? HistoryLog.deletedThrough(in: db) : 0
         let store = container.store.identifier
@@ -107,7 +112,10 @@ extension ModelContext {
                     throw SwiftDataError(.historyTokenExpired, "the history token \(token.tokenValue ?? [:]) belongs to another store, not \(store)")
                 }
                 if transaction < deletedThrough {
-                    throw SwiftDataError(.historyTokenExpired, "the history token \(token.tokenValue ?? [:]) is older than the oldest transaction kept (transactions up to \(deletedThrough) were deleted)")
+                    throw SwiftDataError(
+                        .historyTokenExpired,
+                        "the history token \(token.tokenValue ?? [:]) is older than the oldest transaction kept (transactions up to \(deletedThrough) were deleted)"
+                    )
                 }
             }
         }
@@ -123,7 +131,9 @@ extension ModelContext {
         for (index, record) in entry.records.enumerated() {
             // Changes of entities the current schema no longer has cannot be typed.
             guard let layout = container.layout(named: record.entity) else { continue }
-            changes.append(try Self.change(layout.modelType, record: record, layout: layout, transaction: entry.id, index: Int64(index), store: store, decoder: decoder))
+            changes.append(
+                try Self.change(
+                    layout.modelType, record: record, layout: layout, transaction: entry.id, index: Int64(index), store: store, decoder: decoder))
         }
         return DefaultHistoryTransaction(
             id: entry.id, timestamp: entry.timestamp, changes: changes,
@@ -132,25 +142,36 @@ extension ModelContext {
         )
     }
 
-    private static func change<Model: PersistentModel>(_ type: Model.Type, record: HistoryRecord, layout: EntityLayout, transaction: Int64, index: Int64, store: String, decoder: TombstoneDecoder) throws -> HistoryChange {
+    private static func change<Model: PersistentModel>(
+        _ type: Model.Type, record: HistoryRecord, layout: EntityLayout, transaction: Int64, index: Int64, store: String, decoder: TombstoneDecoder
+    ) throws -> HistoryChange {
         let identifier = PersistentIdentifier(storeIdentifier: store, entityName: layout.name, key: .row(record.primaryKey))
         switch record.kind {
         case .insert:
-            return .insert(DefaultHistoryInsert<Model>(changedPersistentIdentifier: identifier, changeIdentifier: index, transactionIdentifier: transaction, record: record))
+            return .insert(
+                DefaultHistoryInsert<Model>(
+                    changedPersistentIdentifier: identifier, changeIdentifier: index, transactionIdentifier: transaction, record: record))
         case .update:
             let keyPaths = record.properties.compactMap { property in
                 layout.properties.first { $0.name == property.name }.flatMap { sendableKeyPath($0.keyPath, of: Model.self) }
             }
-            return .update(DefaultHistoryUpdate<Model>(changedPersistentIdentifier: identifier, changeIdentifier: index, transactionIdentifier: transaction, updatedAttributes: keyPaths, record: record))
+            return .update(
+                DefaultHistoryUpdate<Model>(
+                    changedPersistentIdentifier: identifier, changeIdentifier: index, transactionIdentifier: transaction, updatedAttributes: keyPaths,
+                    record: record))
         case .delete:
             var elements: [HistoryTombstone<Model>.Element] = []
             for (name, value) in record.properties {
                 guard let value, let property = layout.properties.first(where: { $0.name == name }),
-                      let keyPath = sendableKeyPath(property.keyPath, of: Model.self),
-                      let decoded = try decoder.decode(value, as: property) else { continue }
+                    let keyPath = sendableKeyPath(property.keyPath, of: Model.self),
+                    let decoded = try decoder.decode(value, as: property)
+                else { continue }
                 elements.append((keyPath, decoded))
             }
-            return .delete(DefaultHistoryDelete<Model>(changedPersistentIdentifier: identifier, changeIdentifier: index, transactionIdentifier: transaction, tombstone: HistoryTombstone(elements: elements), record: record))
+            return .delete(
+                DefaultHistoryDelete<Model>(
+                    changedPersistentIdentifier: identifier, changeIdentifier: index, transactionIdentifier: transaction,
+                    tombstone: HistoryTombstone(elements: elements), record: record))
         }
     }
 

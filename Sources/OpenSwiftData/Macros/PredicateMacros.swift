@@ -24,7 +24,9 @@ public macro Predicate<each Input: PersistentModel>(_ body: (repeat each Input) 
 
 /// An expression over models, written as SwiftData code writes it; see ``Predicate(_:)``.
 @freestanding(expression)
-public macro Expression<each Input: PersistentModel, Output>(_ body: (repeat each Input) -> Output) -> Foundation.Expression<repeat each Input, Output> =
+public macro Expression<each Input: PersistentModel, Output>(
+    _ body: (repeat each Input) -> Output
+) -> Foundation.Expression<repeat each Input, Output> =
     #externalMacro(module: "OpenSwiftDataMacros", type: "PredicateExpressionMacro")
 
 /// `Foundation.Predicate`, under a name the code ``Predicate(_:)`` generates can use where a

@@ -18,7 +18,9 @@ enum MigrationRunner {
         var metadata = try StoreFile.metadata(at: path)
         guard let stored = metadata["schemaVersion"].flatMap(Schema.Version.init(parsing:)) else { return }
         if stored > target.version {
-            throw SwiftDataError(.backwardMigration, "the store at \(path) was written by schema version \(stored), newer than this app's \(target.version); it was not changed")
+            throw SwiftDataError(
+                .backwardMigration,
+                "the store at \(path) was written by schema version \(stored), newer than this app's \(target.version); it was not changed")
         }
         var current = stored
         while current < target.version {
@@ -27,13 +29,18 @@ enum MigrationRunner {
                 return
             }
             guard stage.toVersion.versionIdentifier > current else {
-                throw SwiftDataError(.loadIssueModelContainer, "the migration plan has a stage from \(current) to \(stage.toVersion.versionIdentifier), which does not move forward")
+                throw SwiftDataError(
+                    .loadIssueModelContainer,
+                    "the migration plan has a stage from \(current) to \(stage.toVersion.versionIdentifier), which does not move forward")
             }
             // The store must hold the stage's starting version's tables: a store recorded as
             // version X with other tables would be migrated from the wrong starting point.
             let expected = try Schema(versionedSchema: stage.fromVersion).storeLayout().fingerprint
             guard metadata["layout"] == expected else {
-                throw SwiftDataError(.incompatibleSchema, "the store at \(path) records version \(current), but its tables are not those of that version in the migration plan; it was not changed")
+                throw SwiftDataError(
+                    .incompatibleSchema,
+                    "the store at \(path) records version \(current), but its tables are not those of that version in the migration plan; it was not changed"
+                )
             }
             try run(stage, at: path, configuration: configuration)
             metadata = try StoreFile.metadata(at: path)
@@ -122,7 +129,9 @@ extension ModelContainer {
     /// ```swift
     /// let container = try ModelContainer(for: Trip.self, Visit.self)
     /// ```
-    public convenience init(for forTypes: any PersistentModel.Type..., migrationPlan: (any SchemaMigrationPlan.Type)? = nil, configurations: ModelConfiguration...) throws {
+    public convenience init(
+        for forTypes: any PersistentModel.Type..., migrationPlan: (any SchemaMigrationPlan.Type)? = nil, configurations: ModelConfiguration...
+    ) throws {
         try self.init(for: Schema(forTypes), migrationPlan: migrationPlan, configurations: configurations)
     }
 
@@ -136,7 +145,9 @@ extension ModelContainer {
     ///     configurations: ModelConfiguration(url: storeURL)
     /// )
     /// ```
-    public convenience init(for givenSchema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)? = nil, configurations: ModelConfiguration...) throws {
+    public convenience init(
+        for givenSchema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)? = nil, configurations: ModelConfiguration...
+    ) throws {
         try self.init(for: givenSchema, migrationPlan: migrationPlan, configurations: configurations)
     }
 
@@ -146,7 +157,7 @@ extension ModelContainer {
         guard let plan else { return schema }
         let types = Set(schema.entities.compactMap { $0.layout.map { ObjectIdentifier($0.modelType) } })
         guard let match = plan.schemas.last(where: { Set($0.models.map { ObjectIdentifier($0) }) == types }),
-              match.versionIdentifier != schema.version
+            match.versionIdentifier != schema.version
         else { return schema }
         return Schema(versionedSchema: match)
     }
@@ -158,10 +169,13 @@ extension ModelContainer {
     /// Throws a ``SwiftDataError`` (never traps) when a model type cannot be stored, when the
     /// file is not a store or is corrupt, or when the store was created with a different schema
     /// that no stage migrates from; the file is then left untouched.
-    public convenience init(for givenSchema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)? = nil, configurations: [ModelConfiguration]) throws {
+    public convenience init(
+        for givenSchema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)? = nil, configurations: [ModelConfiguration]
+    ) throws {
         let givenSchema = Self.versioned(givenSchema, by: migrationPlan)
         if let migrationPlan, let configuration = configurations.first, configurations.count == 1,
-           !configuration.isStoredInMemoryOnly, configuration.allowsSave {
+            !configuration.isStoredInMemoryOnly, configuration.allowsSave
+        {
             try MigrationRunner.run(migrationPlan, at: configuration.url, target: givenSchema, configuration: configuration)
         }
         try self.init(opening: givenSchema, migrationPlan: migrationPlan, configurations: configurations)

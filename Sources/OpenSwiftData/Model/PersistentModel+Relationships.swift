@@ -93,7 +93,9 @@ extension PersistentModel {
 
     /// Writes a to-many relationship of a `Codable` model type (used by the code `@Model`
     /// generates).
-    public func _$setValue<Value: RelationshipCollection & Encodable>(at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>, to newValue: Value) {
+    public func _$setValue<Value: RelationshipCollection & Encodable>(
+        at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>, to newValue: Value
+    ) {
         func collection<C: RelationshipCollection>(_ key: KeyPath<Self, C>, _ value: C) { _$setValue(at: index, forKey: key, to: value) }
         collection(key(), newValue)
     }
@@ -154,29 +156,39 @@ extension PersistentModel {
 /// updated when it is next used (inserted, read or written through).
 extension PersistentModel {
     /// Writes a non-optional to-one relationship from an initializer.
-    public static func _$initializeValue<Value: PersistentModel>(_ data: inout any BackingData<Self>, at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>, to newValue: Value) {
+    public static func _$initializeValue<Value: PersistentModel>(
+        _ data: inout any BackingData<Self>, at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>, to newValue: Value
+    ) {
         guard _$prepareBackingData(&data) else { return }
         guard let (storage, property) = relationship(of: data, at: index) else { return data.setValue(forKey: key(), to: newValue) }
         storage.initializeRelationship(property, ToOneSlot.loaded(RelatedRef(newValue)))
     }
 
     /// Writes an optional to-one relationship from an initializer.
-    public static func _$initializeValue<Value: PersistentModel>(_ data: inout any BackingData<Self>, at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value?>, to newValue: Value?) {
+    public static func _$initializeValue<Value: PersistentModel>(
+        _ data: inout any BackingData<Self>, at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value?>, to newValue: Value?
+    ) {
         guard _$prepareBackingData(&data) else { return }
         guard let (storage, property) = relationship(of: data, at: index) else { return data.setValue(forKey: key(), to: newValue) }
         storage.initializeRelationship(property, ToOneSlot.loaded(newValue.map(RelatedRef.init)))
     }
 
     /// Writes a to-many relationship from an initializer.
-    public static func _$initializeValue<Value: RelationshipCollection>(_ data: inout any BackingData<Self>, at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>, to newValue: Value) {
+    public static func _$initializeValue<Value: RelationshipCollection>(
+        _ data: inout any BackingData<Self>, at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>, to newValue: Value
+    ) {
         guard _$prepareBackingData(&data) else { return }
         guard let (storage, property) = relationship(of: data, at: index) else { return data.setValue(forKey: key(), to: newValue) }
         storage.initializeRelationship(property, ToManySlot.loaded(RelatedRef.list(newValue)))
     }
 
     /// Writes a to-many relationship of a `Codable` model type from an initializer.
-    public static func _$initializeValue<Value: RelationshipCollection & Encodable>(_ data: inout any BackingData<Self>, at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>, to newValue: Value) {
-        func collection<C: RelationshipCollection>(_ key: KeyPath<Self, C>, _ value: C) { _$initializeValue(&data, at: index, forKey: key, to: value) }
+    public static func _$initializeValue<Value: RelationshipCollection & Encodable>(
+        _ data: inout any BackingData<Self>, at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>, to newValue: Value
+    ) {
+        func collection<C: RelationshipCollection>(_ key: KeyPath<Self, C>, _ value: C) {
+            _$initializeValue(&data, at: index, forKey: key, to: value)
+        }
         collection(key(), newValue)
     }
 

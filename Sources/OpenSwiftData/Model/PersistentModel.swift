@@ -114,7 +114,9 @@ extension PersistentModel {
     /// `@Model` generates, where `self` cannot be named yet): makes `data` real storage first
     /// (see ``_$prepareBackingData(_:)``).
     @inlinable
-    public static func _$initializeValue<Value: Encodable>(_ data: inout any BackingData<Self>, at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>, to newValue: Value) {
+    public static func _$initializeValue<Value: Encodable>(
+        _ data: inout any BackingData<Self>, at index: Int, forKey key: @autoclosure () -> KeyPath<Self, Value>, to newValue: Value
+    ) {
         guard _$prepareBackingData(&data) else { return }
         // The exact type checked first, so the downcast cannot be wrong.
         if ObjectIdentifier(type(of: data)) == ObjectIdentifier(ModelStorage<Self>.self) {
@@ -142,7 +144,9 @@ extension PersistentModel {
     /// persisted properties). A fetched model's storage holds every `let` (fetches always read
     /// their columns); a model whose row has vanished gets the declared default or empty value,
     /// as its other properties do.
-    public static func _$constantValue<Root: PersistentModel, Value>(_ data: any BackingData<Root>, at index: Int, forKey key: KeyPath<Self, Value>) -> Value {
+    public static func _$constantValue<Root: PersistentModel, Value>(
+        _ data: any BackingData<Root>, at index: Int, forKey key: KeyPath<Self, Value>
+    ) -> Value {
         if let storage = (data as AnyObject) as? AnyModelStorage {
             let position = storage.position(of: index, declaredIn: ObjectIdentifier(Self.self))
             if let address = storage.slotAddress(at: position, type: ObjectIdentifier(Value.self)) {
@@ -151,7 +155,8 @@ extension PersistentModel {
                 return value
             }
             if let layout = storage.layout, position >= 0, position < layout.properties.count,
-               let value = layout.properties[position].fallbackValue as? Value {
+                let value = layout.properties[position].fallbackValue as? Value
+            {
                 return value
             }
             if let value = storage.extras?.looseValues[key] as? Value { return value }
@@ -217,7 +222,9 @@ extension PersistentModel {
         }
         // A superclass's property of a subclass instance (whose storage is the subclass's).
         if let storage = (data as AnyObject) as? AnyModelStorage,
-           let address = storage.slotAddress(at: storage.position(of: index, declaredIn: ObjectIdentifier(Self.self)), type: ObjectIdentifier(Value.self)) {
+            let address = storage.slotAddress(
+                at: storage.position(of: index, declaredIn: ObjectIdentifier(Self.self)), type: ObjectIdentifier(Value.self))
+        {
             let value = address.load(as: Value.self)
             _fixLifetime(data)
             return value
@@ -240,7 +247,8 @@ extension PersistentModel {
         }
         // A superclass's property of a subclass instance (whose storage is the subclass's).
         if let storage = (data as AnyObject) as? AnyModelStorage,
-           storage.setSlotOfAnyModel(at: storage.position(of: index, declaredIn: ObjectIdentifier(Self.self)), to: newValue) {
+            storage.setSlotOfAnyModel(at: storage.position(of: index, declaredIn: ObjectIdentifier(Self.self)), to: newValue)
+        {
             return
         }
         data.setValue(forKey: key(), to: newValue)

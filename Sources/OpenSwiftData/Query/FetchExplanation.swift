@@ -50,7 +50,9 @@ extension ModelContext {
         if plans.allSatisfy(\.runsInSQL) {
             let parts = zip(layouts, plans).map { layout, plan in (table: layout.table, filter: plan.filter, order: plan.order ?? []) }
             let query = SelectBuilder.unionKeys(parts, limit: descriptor.fetchLimit, offset: descriptor.fetchOffset)
-            return FetchExplanation(sql: query.sql, argumentCount: query.sql.filter { $0 == "?" }.count, predicateInMemory: [], sortsInMemory: false, mergesPendingChanges: false)
+            return FetchExplanation(
+                sql: query.sql, argumentCount: query.sql.filter { $0 == "?" }.count, predicateInMemory: [], sortsInMemory: false,
+                mergesPendingChanges: false)
         }
         let root = explanation(of: plans[0], descriptor, layout: layout)
         var untranslated: [String] = []
@@ -62,8 +64,10 @@ extension ModelContext {
     }
 
     func explanation<T: PersistentModel>(of plan: FetchPlan, _ descriptor: FetchDescriptor<T>, layout: EntityLayout) -> FetchExplanation {
-        let query = plan.runsInSQL
-            ? SelectBuilder.rows(layout.table, filter: plan.filter, order: plan.order ?? [], limit: descriptor.fetchLimit, offset: descriptor.fetchOffset)
+        let query =
+            plan.runsInSQL
+            ? SelectBuilder.rows(
+                layout.table, filter: plan.filter, order: plan.order ?? [], limit: descriptor.fetchLimit, offset: descriptor.fetchOffset)
             : SelectBuilder.rows(layout.table, filter: plan.filter, order: plan.order ?? [], limit: nil, offset: nil)
         return FetchExplanation(
             sql: query.sql,

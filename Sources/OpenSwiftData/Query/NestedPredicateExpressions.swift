@@ -52,7 +52,9 @@ extension PredicateExpressions {
     }
 
     /// Builds `expression.evaluate(input)`; what OpenSwiftData's `#Predicate` expands it to.
-    public static func build_evaluate<Input, Output>(_ expression: Expression<Input.Output, Output>, _ input: Input) -> NestedExpressionEvaluate<Input, Output> {
+    public static func build_evaluate<Input, Output>(
+        _ expression: Expression<Input.Output, Output>, _ input: Input
+    ) -> NestedExpressionEvaluate<Input, Output> {
         NestedExpressionEvaluate(expression: expression, input: input)
     }
 }
@@ -63,24 +65,28 @@ extension PredicateExpressions.NestedExpressionEvaluate: Sendable where Input: S
 extension PredicateExpressions.NestedPredicateEvaluate: Codable where Input: Codable {
     /// Not supported: a nested `Predicate` is not `Codable`.
     public func encode(to encoder: any Encoder) throws {
-        throw EncodingError.invalidValue(self, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "a predicate nested with evaluate(_:) cannot be encoded"))
+        throw EncodingError.invalidValue(
+            self, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "a predicate nested with evaluate(_:) cannot be encoded"))
     }
 
     /// Not supported: a nested `Predicate` is not `Codable`.
     public init(from decoder: any Decoder) throws {
-        throw DecodingError.dataCorrupted(DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "a predicate nested with evaluate(_:) cannot be decoded"))
+        throw DecodingError.dataCorrupted(
+            DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "a predicate nested with evaluate(_:) cannot be decoded"))
     }
 }
 
 extension PredicateExpressions.NestedExpressionEvaluate: Codable where Input: Codable {
     /// Not supported: a nested `Expression` is not `Codable`.
     public func encode(to encoder: any Encoder) throws {
-        throw EncodingError.invalidValue(self, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "an expression nested with evaluate(_:) cannot be encoded"))
+        throw EncodingError.invalidValue(
+            self, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "an expression nested with evaluate(_:) cannot be encoded"))
     }
 
     /// Not supported: a nested `Expression` is not `Codable`.
     public init(from decoder: any Decoder) throws {
-        throw DecodingError.dataCorrupted(DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "an expression nested with evaluate(_:) cannot be decoded"))
+        throw DecodingError.dataCorrupted(
+            DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "an expression nested with evaluate(_:) cannot be decoded"))
     }
 }
 

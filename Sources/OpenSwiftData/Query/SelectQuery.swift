@@ -32,7 +32,9 @@ enum SelectBuilder {
     /// `SELECT _pk, columns… FROM table [joins] [WHERE …] ORDER BY … LIMIT … OFFSET …`; ties are
     /// broken by the primary key so that paging is stable. `columns` selects a subset (in that
     /// order) instead of every column.
-    static func rows(_ table: TableDescription, columns: [String]? = nil, filter: PredicateSQL? = nil, order: [OrderTerm], limit: Int?, offset: Int?) -> SelectQuery {
+    static func rows(
+        _ table: TableDescription, columns: [String]? = nil, filter: PredicateSQL? = nil, order: [OrderTerm], limit: Int?, offset: Int?
+    ) -> SelectQuery {
         let selected = columns.map { ([TableDescription.primaryKey] + $0).map(quoted).joined(separator: ", ") } ?? selectColumns(table)
         return select(selected, from: table, filter: filter, order: order, limit: limit, offset: offset)
     }
@@ -50,7 +52,9 @@ enum SelectBuilder {
         select(quoted(TableDescription.primaryKey), from: table, filter: filter, order: order, limit: limit, offset: offset)
     }
 
-    private static func select(_ columns: String, from table: TableDescription, filter: PredicateSQL?, order: [OrderTerm], limit: Int?, offset: Int?) -> SelectQuery {
+    private static func select(
+        _ columns: String, from table: TableDescription, filter: PredicateSQL?, order: [OrderTerm], limit: Int?, offset: Int?
+    ) -> SelectQuery {
         // Sorting through to-one relationships joins their tables; with joins or a filter, the
         // entity's table is aliased `t` and its own columns qualified.
         let qualify = filter != nil || order.contains { !$0.hops.isEmpty }
@@ -91,7 +95,9 @@ enum SelectBuilder {
                 let alias = term.hops.isEmpty ? "t" : aliases[term.hops] ?? "t"
                 return ", \(alias).\(quoted(term.column)) AS o\(index)"
             }.joined()
-            var sql = "SELECT t.\(quoted(TableDescription.primaryKey)) AS k, \(position) AS c\(sortColumns) FROM \(quoted(part.table.name)) AS t" + (part.filter?.joins ?? "") + joinSQL
+            var sql =
+                "SELECT t.\(quoted(TableDescription.primaryKey)) AS k, \(position) AS c\(sortColumns) FROM \(quoted(part.table.name)) AS t"
+                + (part.filter?.joins ?? "") + joinSQL
             if let condition = part.filter?.condition {
                 sql += " WHERE " + condition.sql
                 arguments += condition.arguments.map { $0 as DatabaseValueConvertible }
@@ -118,7 +124,8 @@ enum SelectBuilder {
                 let alias = "j\(aliases.count)"
                 let previous = length == 0 ? "t" : aliases[Array(term.hops[..<length])] ?? "t"
                 let hop = term.hops[length]
-                joinSQL += " LEFT JOIN \(quoted(hop.table)) AS \(alias) ON \(alias).\(quoted(TableDescription.primaryKey)) = \(previous).\(quoted(hop.foreignKey))"
+                joinSQL +=
+                    " LEFT JOIN \(quoted(hop.table)) AS \(alias) ON \(alias).\(quoted(TableDescription.primaryKey)) = \(previous).\(quoted(hop.foreignKey))"
                 aliases[path] = alias
             }
         }
@@ -139,7 +146,8 @@ enum SelectBuilder {
     /// order (one query, one argument, however many keys).
     static func rows(_ table: TableDescription, column: String, in keys: String) -> SelectQuery {
         SelectQuery(
-            sql: "SELECT \(selectColumns(table)) FROM \(quoted(table.name)) WHERE \(quoted(column)) IN (SELECT value FROM json_each(?)) ORDER BY \(quoted(TableDescription.primaryKey))",
+            sql:
+                "SELECT \(selectColumns(table)) FROM \(quoted(table.name)) WHERE \(quoted(column)) IN (SELECT value FROM json_each(?)) ORDER BY \(quoted(TableDescription.primaryKey))",
             arguments: [keys]
         )
     }
@@ -149,7 +157,8 @@ enum SelectBuilder {
     /// so SQLite sorts nothing (ordering all of them by primary key would sort every row).
     static func rows(_ table: TableDescription, groupedBy column: String, in keys: String) -> SelectQuery {
         SelectQuery(
-            sql: "SELECT \(selectColumns(table)) FROM \(quoted(table.name)) WHERE \(quoted(column)) IN (SELECT value FROM json_each(?)) ORDER BY \(quoted(column)), \(quoted(TableDescription.primaryKey))",
+            sql:
+                "SELECT \(selectColumns(table)) FROM \(quoted(table.name)) WHERE \(quoted(column)) IN (SELECT value FROM json_each(?)) ORDER BY \(quoted(column)), \(quoted(TableDescription.primaryKey))",
             arguments: [keys]
         )
     }
@@ -158,7 +167,8 @@ enum SelectBuilder {
     /// pass over the table, no index lookups): the related rows of a whole table's models.
     static func rows(_ table: TableDescription, referencing column: String) -> SelectQuery {
         SelectQuery(
-            sql: "SELECT \(selectColumns(table)) FROM \(quoted(table.name)) WHERE \(quoted(column)) IS NOT NULL ORDER BY \(quoted(TableDescription.primaryKey))",
+            sql:
+                "SELECT \(selectColumns(table)) FROM \(quoted(table.name)) WHERE \(quoted(column)) IS NOT NULL ORDER BY \(quoted(TableDescription.primaryKey))",
             arguments: []
         )
     }
@@ -175,7 +185,8 @@ enum SelectBuilder {
     /// row), in primary-key order.
     static func rows(_ table: TableDescription, whereColumn column: String, equals key: Int64) -> SelectQuery {
         SelectQuery(
-            sql: "SELECT \(selectColumns(table)) FROM \(quoted(table.name)) WHERE \(quoted(column)) = ? ORDER BY \(quoted(TableDescription.primaryKey))",
+            sql:
+                "SELECT \(selectColumns(table)) FROM \(quoted(table.name)) WHERE \(quoted(column)) = ? ORDER BY \(quoted(TableDescription.primaryKey))",
             arguments: [key]
         )
     }
@@ -188,7 +199,8 @@ enum SelectBuilder {
         let far = quoted(fromSource ? JoinTableDescription.targetColumn : JoinTableDescription.sourceColumn)
         let primaryKey = quoted(TableDescription.primaryKey)
         return SelectQuery(
-            sql: "SELECT \(columns) FROM \(quoted(table.name)) AS t JOIN \(quoted(join.name)) AS j ON j.\(far) = t.\(primaryKey) WHERE j.\(near) = ? ORDER BY t.\(primaryKey)",
+            sql:
+                "SELECT \(columns) FROM \(quoted(table.name)) AS t JOIN \(quoted(join.name)) AS j ON j.\(far) = t.\(primaryKey) WHERE j.\(near) = ? ORDER BY t.\(primaryKey)",
             arguments: [key]
         )
     }

@@ -52,7 +52,7 @@ extension EntityLayout {
         let components = KeyPathComponents.of(keyPath)
         guard let last = components.last, let collation = StringCollation.suffixComponents.first(where: { $0.0 == last })?.1 else { return nil }
         guard components.count > 2, var term = orderTerm(components: Array(components.dropLast()), ascending: ascending),
-              term.hops.isEmpty == false
+            term.hops.isEmpty == false
         else { return .some(nil) }
         term.collation = collation
         return .some(term)
@@ -76,15 +76,15 @@ extension EntityLayout {
         var hops: [OrderTerm.Hop] = []
         for component in components.dropLast() {
             guard let property = layout.properties.first(where: { KeyPathComponents.of($0.keyPath) == [component] }),
-                  let relationship = property.relationship, !relationship.isToMany, relationship.storage == .foreignKey,
-                  let destination = try? EntityLayout.of(relationship.destinationType)
+                let relationship = property.relationship, !relationship.isToMany, relationship.storage == .foreignKey,
+                let destination = try? EntityLayout.of(relationship.destinationType)
             else { return nil }
             hops.append(OrderTerm.Hop(foreignKey: property.name, table: destination.name))
             layout = destination
         }
         guard let last = components.last,
-              let property = layout.properties.first(where: { KeyPathComponents.of($0.keyPath) == [last] }),
-              property.columnIndex != nil, property.relationship == nil, property.codec.sortsLikeSwift
+            let property = layout.properties.first(where: { KeyPathComponents.of($0.keyPath) == [last] }),
+            property.columnIndex != nil, property.relationship == nil, property.codec.sortsLikeSwift
         else { return nil }
         return OrderTerm(hops: hops, column: property.name, ascending: ascending)
     }

@@ -97,9 +97,12 @@ extension PredicateExpressions.StringLocalizedStandardContains: Codable where Ro
 extension PredicateExpressions.StringCaseInsensitiveCompare: Codable where Root: Codable, Other: Codable {}
 extension PredicateExpressions.StringLocalizedCompare: Codable where Root: Codable, Other: Codable {}
 
-extension PredicateExpressions.StringLocalizedStandardContains: StandardPredicateExpression where Root: StandardPredicateExpression, Other: StandardPredicateExpression {}
-extension PredicateExpressions.StringCaseInsensitiveCompare: StandardPredicateExpression where Root: StandardPredicateExpression, Other: StandardPredicateExpression {}
-extension PredicateExpressions.StringLocalizedCompare: StandardPredicateExpression where Root: StandardPredicateExpression, Other: StandardPredicateExpression {}
+extension PredicateExpressions.StringLocalizedStandardContains: StandardPredicateExpression
+where Root: StandardPredicateExpression, Other: StandardPredicateExpression {}
+extension PredicateExpressions.StringCaseInsensitiveCompare: StandardPredicateExpression
+where Root: StandardPredicateExpression, Other: StandardPredicateExpression {}
+extension PredicateExpressions.StringLocalizedCompare: StandardPredicateExpression
+where Root: StandardPredicateExpression, Other: StandardPredicateExpression {}
 #endif
 
 extension PredicateExpressions {
@@ -133,4 +136,5 @@ extension PredicateExpressions {
 
 extension PredicateExpressions.StringHasSuffix: Sendable where Root: Sendable, Other: Sendable {}
 extension PredicateExpressions.StringHasSuffix: Codable where Root: Codable, Other: Codable {}
-extension PredicateExpressions.StringHasSuffix: StandardPredicateExpression where Root: StandardPredicateExpression, Other: StandardPredicateExpression {}
+extension PredicateExpressions.StringHasSuffix: StandardPredicateExpression
+where Root: StandardPredicateExpression, Other: StandardPredicateExpression {}

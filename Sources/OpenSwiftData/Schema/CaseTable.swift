@@ -57,11 +57,13 @@ final class CaseTable: Sendable {
         case SQLITE_TEXT:
             guard let text = sqlite3_column_text(statement, index) else { return false }
             let count = Int(sqlite3_column_bytes(statement, index))
-            start = texts.first { entry in
-                entry.text.count == count && entry.text.withUnsafeBufferPointer { stored in
-                    stored.baseAddress.map { memcmp($0, text, count) == 0 } ?? (count == 0)
-                }
-            }?.start
+            start =
+                texts.first { entry in
+                    entry.text.count == count
+                        && entry.text.withUnsafeBufferPointer { stored in
+                            stored.baseAddress.map { memcmp($0, text, count) == 0 } ?? (count == 0)
+                        }
+                }?.start
         case SQLITE_INTEGER:
             let value = sqlite3_column_int64(statement, index)
             start = integers.first { $0.value == value }?.start

@@ -53,7 +53,8 @@ extension Schema {
         let superclasses = Set(entities.compactMap(\.superentityName))
         let tables = try entities.map { entity -> TableDescription in
             guard let layout = entity.layout else {
-                throw SwiftDataError(.loadIssueModelContainer, "entity \(entity.name) has no model type; build the schema from @Model classes", entity: entity.name)
+                throw SwiftDataError(
+                    .loadIssueModelContainer, "entity \(entity.name) has no model type; build the schema from @Model classes", entity: entity.name)
             }
             let table = layout.table
             guard table.columns.contains(where: { $0.references.map(superclasses.contains) == true }) else { return table }
@@ -79,7 +80,8 @@ extension Schema {
         }
         let names = tables.map(\.name) + joinTables.keys
         if let clash = Dictionary(grouping: names, by: { $0.lowercased() }).first(where: { $0.value.count > 1 }) {
-            throw SwiftDataError(.loadIssueModelContainer, "two tables of the schema would be named \(clash.value[0]); rename the entity or the relationship")
+            throw SwiftDataError(
+                .loadIssueModelContainer, "two tables of the schema would be named \(clash.value[0]); rename the entity or the relationship")
         }
         return StoreLayout(tables: tables, joinTables: joinTables.values.sorted { $0.name < $1.name })
     }

@@ -1,9 +1,10 @@
+import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Foundation
 
 /// Everything the context and the store need to know about one persisted property, resolved
 /// once per model type from its `schemaMetadata`. A class, so that the per-row loops that walk
@@ -29,7 +30,10 @@ final class PropertyLayout: @unchecked Sendable {
     /// afterwards (its key path is not writable).
     let isConstant: Bool
 
-    init(name: String, index: Int, keyPath: AnyKeyPath, codec: ValueCodec, schemaProperty: any SchemaProperty, relationship: RelationshipLayout?, defaultValue: Any?, columnIndex: Int?, isConstant: Bool = false) {
+    init(
+        name: String, index: Int, keyPath: AnyKeyPath, codec: ValueCodec, schemaProperty: any SchemaProperty, relationship: RelationshipLayout?,
+        defaultValue: Any?, columnIndex: Int?, isConstant: Bool = false
+    ) {
         self.name = name
         self.index = index
         self.keyPath = keyPath
@@ -118,14 +122,18 @@ final class EntityLayout: @unchecked Sendable {
         if let superLayout {
             let rerooted = modelType._$inheritedKeyPaths
             guard rerooted.count == superLayout.properties.count else {
-                throw SwiftDataError(.loadIssueModelContainer, "\(name) inherits from \(superLayout.name), but its inherited properties do not match the superclass's (\(rerooted.count) key paths for \(superLayout.properties.count) properties); is the superclass a @Model class?", entity: name)
+                throw SwiftDataError(
+                    .loadIssueModelContainer,
+                    "\(name) inherits from \(superLayout.name), but its inherited properties do not match the superclass's (\(rerooted.count) key paths for \(superLayout.properties.count) properties); is the superclass a @Model class?",
+                    entity: name)
             }
             for (inherited, keyPath) in zip(superLayout.properties, rerooted) {
-                properties.append(PropertyLayout(
-                    name: inherited.name, index: inherited.index, keyPath: keyPath, codec: inherited.codec,
-                    schemaProperty: inherited.schemaProperty, relationship: inherited.relationship,
-                    defaultValue: inherited.defaultValue, columnIndex: inherited.columnIndex, isConstant: inherited.isConstant
-                ))
+                properties.append(
+                    PropertyLayout(
+                        name: inherited.name, index: inherited.index, keyPath: keyPath, codec: inherited.codec,
+                        schemaProperty: inherited.schemaProperty, relationship: inherited.relationship,
+                        defaultValue: inherited.defaultValue, columnIndex: inherited.columnIndex, isConstant: inherited.isConstant
+                    ))
             }
             columnCount = superLayout.columns.count
         }
@@ -137,36 +145,49 @@ final class EntityLayout: @unchecked Sendable {
         for (position, metadata) in modelType.schemaMetadata.enumerated() {
             let index = base + position
             if inheritedNames.contains(metadata.name) {
-                throw SwiftDataError(.loadIssueModelContainer, "\(name).\(metadata.name) has the name of a property \(name) inherits", entity: name, property: metadata.name)
+                throw SwiftDataError(
+                    .loadIssueModelContainer, "\(name).\(metadata.name) has the name of a property \(name) inherits", entity: name,
+                    property: metadata.name)
             }
             let valueType = type(of: metadata.keypath).valueType
             if Self.reservedNames.contains(metadata.name.lowercased()) {
-                throw SwiftDataError(.loadIssueModelContainer, "\(name).\(metadata.name) uses a name reserved for the store's own columns", entity: name, property: metadata.name)
+                throw SwiftDataError(
+                    .loadIssueModelContainer, "\(name).\(metadata.name) uses a name reserved for the store's own columns", entity: name,
+                    property: metadata.name)
             }
             let isConstant = !Self.isWritable(metadata.keypath, of: modelType)
             if let shape = RelationshipShape(valueType) {
                 if isConstant {
-                    throw SwiftDataError(.loadIssueModelContainer, "\(name).\(metadata.name) is a relationship declared with 'let'; a relationship changes with its inverse, so declare it with 'var'", entity: name, property: metadata.name)
+                    throw SwiftDataError(
+                        .loadIssueModelContainer,
+                        "\(name).\(metadata.name) is a relationship declared with 'let'; a relationship changes with its inverse, so declare it with 'var'",
+                        entity: name, property: metadata.name)
                 }
                 let relationship = try RelationshipLayout(
                     entity: name, property: metadata, shape: shape,
                     declared: metadata.metadata as? Schema.Relationship, modelType: modelType
                 )
                 let hasColumn = relationship.storage == .foreignKey
-                properties.append(PropertyLayout(
-                    name: metadata.name, index: index, keyPath: metadata.keypath,
-                    codec: hasColumn ? .foreignKey() : .unstoredRelationship(toMany: shape.isToMany),
-                    schemaProperty: relationship.description, relationship: relationship, defaultValue: nil,
-                    columnIndex: hasColumn ? columnCount : nil
-                ))
+                properties.append(
+                    PropertyLayout(
+                        name: metadata.name, index: index, keyPath: metadata.keypath,
+                        codec: hasColumn ? .foreignKey() : .unstoredRelationship(toMany: shape.isToMany),
+                        schemaProperty: relationship.description, relationship: relationship, defaultValue: nil,
+                        columnIndex: hasColumn ? columnCount : nil
+                    ))
                 if hasColumn { columnCount += 1 }
                 continue
             }
             if metadata.metadata is Schema.Relationship {
-                throw SwiftDataError(.loadIssueModelContainer, "\(name).\(metadata.name) is marked @Relationship but its type \(valueType) is not a model, an optional model or an array of models", entity: name, property: metadata.name)
+                throw SwiftDataError(
+                    .loadIssueModelContainer,
+                    "\(name).\(metadata.name) is marked @Relationship but its type \(valueType) is not a model, an optional model or an array of models",
+                    entity: name, property: metadata.name)
             }
             guard let codec = ValueCodec.make(for: valueType) else {
-                throw SwiftDataError(.loadIssueModelContainer, "\(name).\(metadata.name) has type \(valueType), which cannot be stored", entity: name, property: metadata.name)
+                throw SwiftDataError(
+                    .loadIssueModelContainer, "\(name).\(metadata.name) has type \(valueType), which cannot be stored", entity: name,
+                    property: metadata.name)
             }
             let declared = metadata.metadata as? Schema.Attribute ?? Schema.Attribute()
             let attribute = declared.completed(name: metadata.name, valueType: valueType, defaultValue: metadata.defaultValue)
@@ -177,11 +198,12 @@ final class EntityLayout: @unchecked Sendable {
                 columnIndex = columnCount
                 columnCount += 1
             }
-            properties.append(PropertyLayout(
-                name: metadata.name, index: index, keyPath: metadata.keypath, codec: codec,
-                schemaProperty: attribute, relationship: nil, defaultValue: metadata.defaultValue, columnIndex: columnIndex,
-                isConstant: isConstant
-            ))
+            properties.append(
+                PropertyLayout(
+                    name: metadata.name, index: index, keyPath: metadata.keypath, codec: codec,
+                    schemaProperty: attribute, relationship: nil, defaultValue: metadata.defaultValue, columnIndex: columnIndex,
+                    isConstant: isConstant
+                ))
         }
         self.properties = properties
         self.columns = properties.filter { $0.columnIndex != nil }
@@ -207,7 +229,8 @@ final class EntityLayout: @unchecked Sendable {
             try groups.filter { !$0.isEmpty }.map { group in
                 try group.map { keyPath in
                     let inherited = superLayout.flatMap { $0.propertyIndex(of: keyPath) }
-                    guard let index = properties.firstIndex(where: { $0.keyPath == keyPath }) ?? inherited, properties[index].columnIndex != nil else {
+                    guard let index = properties.firstIndex(where: { $0.keyPath == keyPath }) ?? inherited, properties[index].columnIndex != nil
+                    else {
                         throw SwiftDataError(.unsupportedKeyPath, "a \(what) of \(name) names a key path that is not a stored property", entity: name)
                     }
                     return index
@@ -217,7 +240,8 @@ final class EntityLayout: @unchecked Sendable {
         var unique = try resolve(modelType._$uniquenessConstraints, "#Unique constraint")
         for property in properties where property.schemaProperty.isUnique {
             guard property.columnIndex != nil else {
-                throw SwiftDataError(.loadIssueModelContainer, "\(name).\(property.name) cannot be both .unique and .ephemeral", entity: name, property: property.name)
+                throw SwiftDataError(
+                    .loadIssueModelContainer, "\(name).\(property.name) cannot be both .unique and .ephemeral", entity: name, property: property.name)
             }
             unique.insert([property.index], at: 0)
         }
@@ -300,7 +324,9 @@ final class EntityLayout: @unchecked Sendable {
         }
         if builders[key, default: []].contains(where: { pthread_equal($0, thread) != 0 }) {
             registryLock.unlock()
-            throw SwiftDataError(.loadIssueModelContainer, "the layout of \(type) is asked for while it is being built (a property default that constructs a model)", entity: Schema.entityName(of: type))
+            throw SwiftDataError(
+                .loadIssueModelContainer, "the layout of \(type) is asked for while it is being built (a property default that constructs a model)",
+                entity: Schema.entityName(of: type))
         }
         builders[key, default: []].append(thread)
         registryLock.unlock()

@@ -90,7 +90,9 @@ final class RelationshipLayout: @unchecked Sendable {
         let declared = declared ?? Schema.Relationship()
         let destinationName = Schema.entityName(of: shape.destination)
         if shape.isToMany && declared.isUnique {
-            throw SwiftDataError(.loadIssueModelContainer, "\(entity).\(property.name) is a to-many relationship and cannot be .unique", entity: entity, property: property.name)
+            throw SwiftDataError(
+                .loadIssueModelContainer, "\(entity).\(property.name) is a to-many relationship and cannot be .unique", entity: entity,
+                property: property.name)
         }
         // The destination's properties as its layout orders them: inherited ones first (under
         // key paths rooted at it), then its own.
@@ -110,11 +112,14 @@ final class RelationshipLayout: @unchecked Sendable {
         case (true, false?):
             storage = .inverseForeignKey
         case (true, nil):
-            storage = .joinTable(JoinTableDescription(name: "\(entity)_\(property.name)", sourceTable: entity, targetTable: destinationName), isSource: true, writes: true)
+            storage = .joinTable(
+                JoinTableDescription(name: "\(entity)_\(property.name)", sourceTable: entity, targetTable: destinationName), isSource: true,
+                writes: true)
         case (true, true?):
             let ownerEntity = owns ? entity : destinationName
             let ownerProperty = owns ? property.name : (inverse.map { destinationMetadata[$0].name } ?? property.name)
-            let table = JoinTableDescription(name: "\(ownerEntity)_\(ownerProperty)", sourceTable: ownerEntity, targetTable: owns ? destinationName : entity)
+            let table = JoinTableDescription(
+                name: "\(ownerEntity)_\(ownerProperty)", sourceTable: ownerEntity, targetTable: owns ? destinationName : entity)
             storage = .joinTable(table, isSource: owns, writes: owns)
         }
 
@@ -157,13 +162,19 @@ final class RelationshipLayout: @unchecked Sendable {
         }
         if let declaredInverse = declared.inverseKeyPath {
             guard let index = candidates.firstIndex(where: { $0.keypath == declaredInverse }), pointsBack(candidates[index]) else {
-                throw SwiftDataError(.loadIssueModelContainer, "the inverse of \(entity).\(property.name) is not a relationship of \(Schema.entityName(of: shape.destination)) that points back at \(entity)", entity: entity, property: property.name)
+                throw SwiftDataError(
+                    .loadIssueModelContainer,
+                    "the inverse of \(entity).\(property.name) is not a relationship of \(Schema.entityName(of: shape.destination)) that points back at \(entity)",
+                    entity: entity, property: property.name)
             }
             return index
         }
         if let index = candidates.firstIndex(where: { ($0.metadata as? Schema.Relationship)?.inverseKeyPath == property.keypath }) {
             guard pointsBack(candidates[index]) else {
-                throw SwiftDataError(.loadIssueModelContainer, "\(Schema.entityName(of: shape.destination)).\(candidates[index].name) names \(entity).\(property.name) as its inverse but does not point at \(entity)", entity: entity, property: property.name)
+                throw SwiftDataError(
+                    .loadIssueModelContainer,
+                    "\(Schema.entityName(of: shape.destination)).\(candidates[index].name) names \(entity).\(property.name) as its inverse but does not point at \(entity)",
+                    entity: entity, property: property.name)
             }
             return index
         }
@@ -209,7 +220,8 @@ final class RelationshipLayout: @unchecked Sendable {
         let renamed = inherited.indices.map { index in
             let metadata = inherited[index]
             guard index < rerooted.count else { return metadata }
-            return Schema.PropertyMetadata(name: metadata.name, keypath: rerooted[index], defaultValue: metadata.defaultValue, metadata: metadata.metadata)
+            return Schema.PropertyMetadata(
+                name: metadata.name, keypath: rerooted[index], defaultValue: metadata.defaultValue, metadata: metadata.metadata)
         }
         return renamed + type.schemaMetadata
     }

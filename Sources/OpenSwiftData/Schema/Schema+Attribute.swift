@@ -58,7 +58,10 @@ extension Schema {
         }
 
         /// Creates a complete attribute description.
-        public init(name: String, originalName: String? = nil, options: [Option] = [], valueType: any Any.Type, defaultValue: Any? = nil, hashModifier: String? = nil) {
+        public init(
+            name: String, originalName: String? = nil, options: [Option] = [], valueType: any Any.Type, defaultValue: Any? = nil,
+            hashModifier: String? = nil
+        ) {
             self.name = name
             self.declaredOriginalName = originalName
             self.originalName = originalName ?? name
@@ -102,7 +105,9 @@ extension Schema {
         }
 
         func completed(name: String, valueType: any Any.Type, defaultValue: Any?) -> Attribute {
-            Attribute(name: name, originalName: declaredOriginalName, options: options, valueType: valueType, defaultValue: defaultValue, hashModifier: hashModifier)
+            Attribute(
+                name: name, originalName: declaredOriginalName, options: options, valueType: valueType, defaultValue: defaultValue,
+                hashModifier: hashModifier)
         }
     }
 }

@@ -49,7 +49,9 @@ extension Schema {
             throw SwiftDataError(.unknownSchema, "\(url.path) is not a schema written by Schema.save(to:): \(error)")
         }
         guard document.format == SchemaDocument.currentFormat else {
-            throw SwiftDataError(.unknownSchema, "\(url.path) is a schema document of format \(document.format); this version reads format \(SchemaDocument.currentFormat)")
+            throw SwiftDataError(
+                .unknownSchema,
+                "\(url.path) is a schema document of format \(document.format); this version reads format \(SchemaDocument.currentFormat)")
         }
         return try document.schema()
     }
@@ -142,7 +144,9 @@ struct SchemaDocument: Codable {
     func schema() throws -> Schema {
         func type(_ name: String, _ description: String, of property: String, in entity: String) throws -> any Any.Type {
             guard let type = _typeByName(name) else {
-                throw SwiftDataError(.unknownSchema, "\(entity).\(property) has the type \(description), which this process does not have", entity: entity, property: property)
+                throw SwiftDataError(
+                    .unknownSchema, "\(entity).\(property) has the type \(description), which this process does not have", entity: entity,
+                    property: property)
             }
             return type
         }

@@ -57,7 +57,10 @@ extension Schema {
 
         /// An entity read back from a saved schema (``Schema/load(from:)``): no model type
         /// behind it; its superentity is named, and linked by the schema.
-        init(loadedName name: String, superentityName: String?, properties: [any SchemaProperty], uniquenessConstraints: [[String]], indices: [[String]]) {
+        init(
+            loadedName name: String, superentityName: String?, properties: [any SchemaProperty], uniquenessConstraints: [[String]],
+            indices: [[String]]
+        ) {
             self.name = name
             self.layout = nil
             self.properties = properties
@@ -101,8 +104,9 @@ extension Schema {
 
         /// Equal when the names and attributes are equal.
         public static func == (lhs: Entity, rhs: Entity) -> Bool {
-            lhs === rhs || (lhs.name == rhs.name && lhs.attributes == rhs.attributes && lhs.relationships == rhs.relationships
-                && lhs.uniquenessConstraints == rhs.uniquenessConstraints && lhs.indices == rhs.indices)
+            lhs === rhs
+                || (lhs.name == rhs.name && lhs.attributes == rhs.attributes && lhs.relationships == rhs.relationships
+                    && lhs.uniquenessConstraints == rhs.uniquenessConstraints && lhs.indices == rhs.indices)
         }
 
         /// Hashes the name.

@@ -106,7 +106,7 @@ extension Optional: OptionalCodecProvider {
     static func makeOptionalCodec() -> ValueCodec? {
         // `T??` has no column form: NULL could not tell the two nils apart.
         guard !(Wrapped.self is any OptionalCodecProvider.Type), SlotWitness.fits(Wrapped?.self),
-              let wrapped = TypedCodec<Wrapped>.make()
+            let wrapped = TypedCodec<Wrapped>.make()
         else { return nil }
         return ValueCodec(wrapped.optional(), isOptional: true, emptyValue: .some(nil))
     }
@@ -242,20 +242,24 @@ struct TypedCodec<T> {
         // A stored value of a known case is copied in as bytes by the row reader: `read`, generic
         // code that is not specialized, looks `Optional<R>`'s metadata up for every row.
         return TypedCodec<R>(
-            columnType: raw.columnType, kind: raw.kind, storageName: "\(R.self)(raw: \(raw.storageName))", sortsLikeSwift: false, isJSONScalar: raw.isJSONScalar,
+            columnType: raw.columnType, kind: raw.kind, storageName: "\(R.self)(raw: \(raw.storageName))", sortsLikeSwift: false,
+            isJSONScalar: raw.isJSONScalar,
             encode: { value in try encodeRaw(value.rawValue) }, read: read, cases: CaseTable.make(R.self, encode: encodeRaw)
         )
     }
 
     private static func json<C: Codable>(_ type: C.Type) -> TypedCodec<C> {
-        TypedCodec<C>(columnType: .text, kind: .json, storageName: "JSON(\(C.self))", sortsLikeSwift: false, isJSONScalar: false, encode: { value in
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            let data = try encoder.encode(value)
-            return (String(data: data, encoding: .utf8) ?? "").databaseValue
-        }, read: { statement, index in
-            try JSONDecoder().decode(C.self, from: Data(try SQLiteColumn.text(statement, index).utf8))
-        })
+        TypedCodec<C>(
+            columnType: .text, kind: .json, storageName: "JSON(\(C.self))", sortsLikeSwift: false, isJSONScalar: false,
+            encode: { value in
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys]
+                let data = try encoder.encode(value)
+                return (String(data: data, encoding: .utf8) ?? "").databaseValue
+            },
+            read: { statement, index in
+                try JSONDecoder().decode(C.self, from: Data(try SQLiteColumn.text(statement, index).utf8))
+            })
     }
 }
 
@@ -267,9 +271,11 @@ enum ScalarCodecs {
         let codec: Any?
         switch type {
         case is Bool.Type:
-            codec = TypedCodec<Bool>(columnType: .integer, kind: .bool, storageName: "Bool", encode: { $0.databaseValue }, read: { statement, index in
-                try SQLiteColumn.int64(statement, index) != 0
-            })
+            codec = TypedCodec<Bool>(
+                columnType: .integer, kind: .bool, storageName: "Bool", encode: { $0.databaseValue },
+                read: { statement, index in
+                    try SQLiteColumn.int64(statement, index) != 0
+                })
         case is Int.Type: codec = integer(Int.self)
         case is Int8.Type: codec = integer(Int8.self)
         case is Int16.Type: codec = integer(Int16.self)
@@ -281,41 +287,57 @@ enum ScalarCodecs {
         case is UInt32.Type: codec = integer(UInt32.self)
         case is UInt64.Type: codec = integer(UInt64.self)
         case is Double.Type:
-            codec = TypedCodec<Double>(columnType: .real, kind: .double, storageName: "Double", encode: { $0.databaseValue }, read: SQLiteColumn.double)
+            codec = TypedCodec<Double>(
+                columnType: .real, kind: .double, storageName: "Double", encode: { $0.databaseValue }, read: SQLiteColumn.double)
         case is Float.Type:
-            codec = TypedCodec<Float>(columnType: .real, kind: .double, storageName: "Float", isJSONScalar: false, encode: { Double($0).databaseValue }, read: { statement, index in
-                Float(try SQLiteColumn.double(statement, index))
-            })
+            codec = TypedCodec<Float>(
+                columnType: .real, kind: .double, storageName: "Float", isJSONScalar: false, encode: { Double($0).databaseValue },
+                read: { statement, index in
+                    Float(try SQLiteColumn.double(statement, index))
+                })
         case is String.Type:
-            codec = TypedCodec<String>(columnType: .text, kind: .string, storageName: "String", encode: { string in
-                // SQLite's C API ends text at a NUL byte: refuse rather than truncate.
-                if string.utf8.contains(0) { throw ValueCodecError("the string contains a NUL character, which SQLite text cannot hold") }
-                return string.databaseValue
-            }, read: SQLiteColumn.text)
+            codec = TypedCodec<String>(
+                columnType: .text, kind: .string, storageName: "String",
+                encode: { string in
+                    // SQLite's C API ends text at a NUL byte: refuse rather than truncate.
+                    if string.utf8.contains(0) { throw ValueCodecError("the string contains a NUL character, which SQLite text cannot hold") }
+                    return string.databaseValue
+                }, read: SQLiteColumn.text)
         case is Data.Type:
-            codec = TypedCodec<Data>(columnType: .blob, kind: .data, storageName: "Data", sortsLikeSwift: false, isJSONScalar: false, encode: { $0.databaseValue }, read: SQLiteColumn.blob)
+            codec = TypedCodec<Data>(
+                columnType: .blob, kind: .data, storageName: "Data", sortsLikeSwift: false, isJSONScalar: false, encode: { $0.databaseValue },
+                read: SQLiteColumn.blob)
         case is Date.Type:
-            codec = TypedCodec<Date>(columnType: .real, kind: .date, storageName: "Date", encode: { $0.timeIntervalSinceReferenceDate.databaseValue }, read: { statement, index in
-                Date(timeIntervalSinceReferenceDate: try SQLiteColumn.double(statement, index))
-            })
+            codec = TypedCodec<Date>(
+                columnType: .real, kind: .date, storageName: "Date", encode: { $0.timeIntervalSinceReferenceDate.databaseValue },
+                read: { statement, index in
+                    Date(timeIntervalSinceReferenceDate: try SQLiteColumn.double(statement, index))
+                })
         case is UUID.Type:
-            codec = TypedCodec<UUID>(columnType: .blob, kind: .uuid, storageName: "UUID", sortsLikeSwift: false, isJSONScalar: false, encode: { uuid in
-                withUnsafeBytes(of: uuid.uuid) { Data($0) }.databaseValue
-            }, read: SQLiteColumn.uuid)
+            codec = TypedCodec<UUID>(
+                columnType: .blob, kind: .uuid, storageName: "UUID", sortsLikeSwift: false, isJSONScalar: false,
+                encode: { uuid in
+                    withUnsafeBytes(of: uuid.uuid) { Data($0) }.databaseValue
+                }, read: SQLiteColumn.uuid)
         case is URL.Type:
-            codec = TypedCodec<URL>(columnType: .text, kind: .url, storageName: "URL", sortsLikeSwift: false, encode: { $0.absoluteString.databaseValue }, read: { statement, index in
-                let text = try SQLiteColumn.text(statement, index)
-                guard let url = URL(string: text) else { throw ValueCodecError("stored text \"\(text.prefix(80))\" is not a URL") }
-                return url
-            })
+            codec = TypedCodec<URL>(
+                columnType: .text, kind: .url, storageName: "URL", sortsLikeSwift: false, encode: { $0.absoluteString.databaseValue },
+                read: { statement, index in
+                    let text = try SQLiteColumn.text(statement, index)
+                    guard let url = URL(string: text) else { throw ValueCodecError("stored text \"\(text.prefix(80))\" is not a URL") }
+                    return url
+                })
         case is Decimal.Type:
-            codec = TypedCodec<Decimal>(columnType: .text, kind: .decimal, storageName: "Decimal", sortsLikeSwift: false, isJSONScalar: false, encode: { $0.description.databaseValue }, read: { statement, index in
-                let text = try SQLiteColumn.text(statement, index)
-                guard let decimal = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else {
-                    throw ValueCodecError("stored text \"\(text.prefix(80))\" is not a decimal number")
-                }
-                return decimal
-            })
+            codec = TypedCodec<Decimal>(
+                columnType: .text, kind: .decimal, storageName: "Decimal", sortsLikeSwift: false, isJSONScalar: false,
+                encode: { $0.description.databaseValue },
+                read: { statement, index in
+                    let text = try SQLiteColumn.text(statement, index)
+                    guard let decimal = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else {
+                        throw ValueCodecError("stored text \"\(text.prefix(80))\" is not a decimal number")
+                    }
+                    return decimal
+                })
         default:
             codec = nil
         }
@@ -323,16 +345,19 @@ enum ScalarCodecs {
     }
 
     static func integer<I: FixedWidthInteger>(_ type: I.Type) -> TypedCodec<I> {
-        TypedCodec<I>(columnType: .integer, kind: .integer, storageName: "\(I.self)", encode: { value in
-            guard let signed = Int64(exactly: value) else {
-                throw ValueCodecError("\(value) is larger than the largest storable integer (\(Int64.max))")
-            }
-            return signed.databaseValue
-        }, read: { statement, index in
-            let stored = try SQLiteColumn.int64(statement, index)
-            guard let value = I(exactly: stored) else { throw ValueCodecError("stored integer \(stored) does not fit in \(I.self)") }
-            return value
-        })
+        TypedCodec<I>(
+            columnType: .integer, kind: .integer, storageName: "\(I.self)",
+            encode: { value in
+                guard let signed = Int64(exactly: value) else {
+                    throw ValueCodecError("\(value) is larger than the largest storable integer (\(Int64.max))")
+                }
+                return signed.databaseValue
+            },
+            read: { statement, index in
+                let stored = try SQLiteColumn.int64(statement, index)
+                guard let value = I(exactly: stored) else { throw ValueCodecError("stored integer \(stored) does not fit in \(I.self)") }
+                return value
+            })
     }
 
 }

@@ -73,7 +73,8 @@ enum HistoryLog {
     @discardableResult
     static func append(_ changes: HistoryCoding.Encoder, author: String?, timestamp: Date = Date(), in db: Database) throws -> Int64? {
         guard changes.count > 0 else { return nil }
-        let statement = try db.cachedStatement(sql: "INSERT INTO \(quoted(table)) (timestamp, author, bundle, process, changes) VALUES (?, ?, ?, ?, ?)")
+        let statement = try db.cachedStatement(
+            sql: "INSERT INTO \(quoted(table)) (timestamp, author, bundle, process, changes) VALUES (?, ?, ?, ?, ?)")
         try statement.execute(arguments: [timestamp.timeIntervalSince1970, author, bundle, process, changes.finish()])
         return db.lastInsertedRowID
     }
@@ -89,7 +90,8 @@ enum HistoryLog {
     /// Records the table's largest key as used, unless the sequence already knows the entity.
     static func seedPrimaryKeySequence(of entity: String, in db: Database) throws {
         try db.execute(
-            sql: "INSERT OR IGNORE INTO \(quoted(sequenceTable)) (entity, largest) SELECT ?, COALESCE(MAX(\(quoted(TableDescription.primaryKey))), 0) FROM \(quoted(entity))",
+            sql:
+                "INSERT OR IGNORE INTO \(quoted(sequenceTable)) (entity, largest) SELECT ?, COALESCE(MAX(\(quoted(TableDescription.primaryKey))), 0) FROM \(quoted(entity))",
             arguments: [entity]
         )
     }
@@ -97,7 +99,8 @@ enum HistoryLog {
     /// Records the largest primary key given to a row of `entity`.
     static func recordLargestPrimaryKey(_ key: Int64, of entity: String, in db: Database) throws {
         try db.execute(
-            sql: "INSERT INTO \(quoted(sequenceTable)) (entity, largest) VALUES (?, ?) ON CONFLICT (entity) DO UPDATE SET largest = MAX(largest, excluded.largest)",
+            sql:
+                "INSERT INTO \(quoted(sequenceTable)) (entity, largest) VALUES (?, ?) ON CONFLICT (entity) DO UPDATE SET largest = MAX(largest, excluded.largest)",
             arguments: [entity, key]
         )
     }
@@ -118,7 +121,8 @@ enum HistoryLog {
             guard let records = HistoryCoding.decode(blob) else {
                 throw SwiftDataError(.storeFailure, "history transaction \(id) is corrupt and cannot be read")
             }
-            return HistoryEntry(id: id, timestamp: Date(timeIntervalSince1970: row[1]), author: row[2], bundle: row[3], process: row[4], records: records)
+            return HistoryEntry(
+                id: id, timestamp: Date(timeIntervalSince1970: row[1]), author: row[2], bundle: row[3], process: row[4], records: records)
         }
     }
 
@@ -130,7 +134,9 @@ enum HistoryLog {
     }
 
     /// A query of the log's rows, in transaction order.
-    private static func select(_ columns: String, where condition: (sql: String, arguments: [DatabaseValue])?, limit: Int?) -> (String, StatementArguments) {
+    private static func select(
+        _ columns: String, where condition: (sql: String, arguments: [DatabaseValue])?, limit: Int?
+    ) -> (String, StatementArguments) {
         var sql = "SELECT \(columns) FROM \(quoted(table))"
         if let condition { sql += " WHERE " + condition.sql }
         sql += " ORDER BY id"
@@ -157,7 +163,8 @@ enum HistoryLog {
 
     /// The largest transaction number `deleteHistory` removed (0 when none was).
     static func deletedThrough(in db: Database) throws -> Int64 {
-        let value = try String.fetchOne(db, sql: "SELECT value FROM \(quoted(SQLiteStore.metadataTable)) WHERE key = ?", arguments: [deletedThroughKey])
+        let value = try String.fetchOne(
+            db, sql: "SELECT value FROM \(quoted(SQLiteStore.metadataTable)) WHERE key = ?", arguments: [deletedThroughKey])
         return value.flatMap { Int64($0) } ?? 0
     }
 }
@@ -196,7 +203,9 @@ enum HistoryCoding {
 
         /// Appends one change; `values` holds a value per name (NULL at `valueless` positions,
         /// which are recorded as having no value).
-        func append(_ kind: HistoryRecord.Kind, entity: String, primaryKey: Int64, names recordNames: [String], values: [DatabaseValue], valueless: [Int] = []) {
+        func append(
+            _ kind: HistoryRecord.Kind, entity: String, primaryKey: Int64, names recordNames: [String], values: [DatabaseValue], valueless: [Int] = []
+        ) {
             count += 1
             body.byte(kind.rawValue)
             if lastEntityIndex < 0 || entity != lastEntity {
@@ -253,8 +262,9 @@ enum HistoryCoding {
         records.reserveCapacity(count)
         for _ in 0..<count {
             guard let kind = reader.byte().flatMap(HistoryRecord.Kind.init(rawValue:)),
-                  let entity = name(reader.count()), let key = reader.signed(),
-                  let propertyCount = reader.count() else { return nil }
+                let entity = name(reader.count()), let key = reader.signed(),
+                let propertyCount = reader.count()
+            else { return nil }
             var record = HistoryRecord(kind: kind, entity: entity, primaryKey: key, names: [], values: [])
             record.names.reserveCapacity(propertyCount)
             record.values.reserveCapacity(propertyCount)

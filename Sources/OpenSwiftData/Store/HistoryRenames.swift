@@ -25,11 +25,14 @@ struct HistoryRenames: Codable, Equatable {
     /// without any. An unreadable record is a typed error (`storeFailure`), never skipped:
     /// reading older entries under the wrong names, or writing over the record, would lose them.
     static func all(in db: Database) throws -> [HistoryRenames] {
-        guard let json = try String.fetchOne(db, sql: "SELECT value FROM \(quoted(SQLiteStore.metadataTable)) WHERE key = ?", arguments: [metadataKey]) else { return [] }
+        guard
+            let json = try String.fetchOne(db, sql: "SELECT value FROM \(quoted(SQLiteStore.metadataTable)) WHERE key = ?", arguments: [metadataKey])
+        else { return [] }
         do {
             return try JSONDecoder().decode([HistoryRenames].self, from: Data(json.utf8))
         } catch {
-            throw SwiftDataError(.storeFailure, "the store's record of renamed entities and properties (metadata \(metadataKey)) cannot be read: \(error)")
+            throw SwiftDataError(
+                .storeFailure, "the store's record of renamed entities and properties (metadata \(metadataKey)) cannot be read: \(error)")
         }
     }
 
@@ -37,10 +40,12 @@ struct HistoryRenames: Codable, Equatable {
     func append(in db: Database) throws {
         var renames = self
         let logged = try HistoryLog.exists(in: db) && db.tableExists("sqlite_sequence")
-        renames.through = logged ? try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = ?", arguments: [HistoryLog.table]) ?? 0 : 0
+        renames.through =
+            logged ? try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = ?", arguments: [HistoryLog.table]) ?? 0 : 0
         let all = try Self.all(in: db) + [renames]
         let json = String(decoding: try JSONEncoder().encode(all), as: UTF8.self)
-        try db.execute(sql: "INSERT OR REPLACE INTO \(quoted(SQLiteStore.metadataTable)) (key, value) VALUES (?, ?)", arguments: [Self.metadataKey, json])
+        try db.execute(
+            sql: "INSERT OR REPLACE INTO \(quoted(SQLiteStore.metadataTable)) (key, value) VALUES (?, ?)", arguments: [Self.metadataKey, json])
     }
 
     /// Renames the entity and property names of the records of entries written before each

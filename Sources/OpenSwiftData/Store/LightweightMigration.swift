@@ -49,7 +49,8 @@ struct LightweightMigration {
     /// and listed in ``deferredColumns``, for `didMigrate` to fill; the stage then checks every
     /// row and makes the column `NOT NULL` before it commits.
     static func plan(in db: Database, to layout: StoreLayout, metadataTable: String, deferringRequired: Bool = false) throws -> LightweightMigration {
-        let existingTables = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND substr(name, 1, 7) <> 'sqlite_'"))
+        let existingTables = Set(
+            try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND substr(name, 1, 7) <> 'sqlite_'"))
         var steps: [Step] = []
         var rewrites = false
         let wanted = Set(layout.tables.map(\.name) + layout.joinTables.map(\.name) + [metadataTable]).union(HistoryLog.tables)
@@ -65,14 +66,20 @@ struct LightweightMigration {
         var sourceOf: [String: String] = [:]  // table -> existing table its rows are read from
         for table in layout.tables where !existingTables.contains(table.name) {
             guard let original = table.originalName, existingTables.contains(original), !wanted.contains(original),
-                  created[original] == StoreTableRegistry.Owner.entity, !sourceOf.values.contains(original) else { continue }
+                created[original] == StoreTableRegistry.Owner.entity, !sourceOf.values.contains(original)
+            else { continue }
             sourceOf[table.name] = original
-            steps.append(Step(sql: "ALTER TABLE \(quoted(original)) RENAME TO \(quoted(table.name))", purpose: "rename the entity \(original) to \(table.name)"))
+            steps.append(
+                Step(
+                    sql: "ALTER TABLE \(quoted(original)) RENAME TO \(quoted(table.name))", purpose: "rename the entity \(original) to \(table.name)")
+            )
             if existingTables.contains(HistoryLog.sequenceTable) {
-                steps.append(Step(
-                    sql: "UPDATE \(quoted(HistoryLog.sequenceTable)) SET entity = \(literal(table.name.databaseValue)) WHERE entity = \(literal(original.databaseValue))",
-                    purpose: "carry the primary-key sequence of \(original) over to \(table.name)"
-                ))
+                steps.append(
+                    Step(
+                        sql:
+                            "UPDATE \(quoted(HistoryLog.sequenceTable)) SET entity = \(literal(table.name.databaseValue)) WHERE entity = \(literal(original.databaseValue))",
+                        purpose: "carry the primary-key sequence of \(original) over to \(table.name)"
+                    ))
             }
         }
         let renamed = Dictionary(sourceOf.map { ($0.value, $0.key) }, uniquingKeysWith: { first, _ in first })
@@ -89,24 +96,39 @@ struct LightweightMigration {
         for table in existingTables.sorted() where !wanted.contains(table) && renamed[table] == nil && followsSchema(table) {
             // Targets under their new names: an entity renamed renames its join tables too.
             let references = try Row.fetchAll(db, sql: "SELECT \"table\", \"from\" FROM pragma_foreign_key_list(?)", arguments: [table])
-            let targets = Set(references.map { row -> String in
-                let target: String = row["table"]
-                return renamed[target] ?? target
-            })
+            let targets = Set(
+                references.map { row -> String in
+                    let target: String = row["table"]
+                    return renamed[target] ?? target
+                })
             let checkedSides = Set(references.map { row -> String in row["from"] })
-            let isJoinTable = Set(try String.fetchAll(db, sql: "SELECT name FROM pragma_table_info(?)", arguments: [table])) == [JoinTableDescription.sourceColumn, JoinTableDescription.targetColumn]
+            let isJoinTable =
+                Set(try String.fetchAll(db, sql: "SELECT name FROM pragma_table_info(?)", arguments: [table])) == [
+                    JoinTableDescription.sourceColumn, JoinTableDescription.targetColumn,
+                ]
             let successor = !targets.isEmpty ? layout.joinTables.first(where: { Set([$0.sourceTable, $0.targetTable]) == targets }) : nil
-            let hierarchySuccessor = checkedSides.count < 2 ? newJoinTables.first(where: { targets.isSubset(of: [$0.sourceTable, $0.targetTable]) }) : nil
+            let hierarchySuccessor =
+                checkedSides.count < 2 ? newJoinTables.first(where: { targets.isSubset(of: [$0.sourceTable, $0.targetTable]) }) : nil
             if isJoinTable, let successor = successor ?? hierarchySuccessor,
-               try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(quoted(table)))") == true {
-                throw SwiftDataError(.incompatibleSchema, "the relationship stored in \(table) now lives in \(successor.name) (a relationship or its entity renamed, or its inverse changed); a lightweight migration would lose its links, so the store was not changed", entity: successor.sourceTable)
+                try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(quoted(table)))") == true
+            {
+                throw SwiftDataError(
+                    .incompatibleSchema,
+                    "the relationship stored in \(table) now lives in \(successor.name) (a relationship or its entity renamed, or its inverse changed); a lightweight migration would lose its links, so the store was not changed",
+                    entity: successor.sourceTable)
             }
-            steps.append(Step(sql: "DROP TABLE \(quoted(table))", purpose: "remove the table \(table), whose entity or relationship is no longer in the schema"))
+            steps.append(
+                Step(
+                    sql: "DROP TABLE \(quoted(table))", purpose: "remove the table \(table), whose entity or relationship is no longer in the schema")
+            )
         }
 
         // A table the store did not create is never changed, even under an entity's name.
         for name in layout.tables.map(\.name) + layout.joinTables.map(\.name) where existingTables.contains(name) && !followsSchema(name) {
-            throw SwiftDataError(.incompatibleSchema, "the store file holds a table named \(name) that the store did not create (the app's own, or another component's), and the schema now names an entity or relationship \(name); the store was not changed", entity: name)
+            throw SwiftDataError(
+                .incompatibleSchema,
+                "the store file holds a table named \(name) that the store did not create (the app's own, or another component's), and the schema now names an entity or relationship \(name); the store was not changed",
+                entity: name)
         }
 
         for table in layout.tables {
@@ -191,7 +213,8 @@ struct LightweightMigration {
         for column in table.columns {
             guard let original = column.originalName, original != column.name, existingByName[original] != nil else { continue }
             if let other = claimed[original] {
-                throw refusal(entity, column.name, "it and \(other) both declare originalName \"\(original)\"; one stored column cannot become two properties")
+                throw refusal(
+                    entity, column.name, "it and \(other) both declare originalName \"\(original)\"; one stored column cannot become two properties")
             }
             claimed[original] = column.name
             sources[column.name] = original
@@ -211,7 +234,10 @@ struct LightweightMigration {
             guard let sourceName = sources[column.name], let source = existingByName[sourceName] else {
                 if !column.isNullable && column.defaultValue == nil {
                     guard deferringRequired else {
-                        throw refusal(entity, column.name, "the property was added as non-optional without a default value, so existing rows would have no value for it; make it optional, give it a default, or fill it in a custom stage's didMigrate")
+                        throw refusal(
+                            entity, column.name,
+                            "the property was added as non-optional without a default value, so existing rows would have no value for it; make it optional, give it a default, or fill it in a custom stage's didMigrate"
+                        )
                     }
                     deferred.insert(column.name)
                     additions.append(column.nullable)
@@ -229,12 +255,18 @@ struct LightweightMigration {
                 if existingByName[column.name] != nil { needsRebuild = true }
             }
             if source.type != column.type {
-                throw refusal(entity, column.name, "its stored type changed from \(source.type) to \(column.type), which a lightweight migration cannot convert; add a property of the new type and copy the values in a custom stage's didMigrate")
+                throw refusal(
+                    entity, column.name,
+                    "its stored type changed from \(source.type) to \(column.type), which a lightweight migration cannot convert; add a property of the new type and copy the values in a custom stage's didMigrate"
+                )
             }
             if source.isNullable && !column.isNullable {
                 if try holdsNil(sourceName) {
                     guard deferringRequired else {
-                        throw refusal(entity, column.name, "it became non-optional, and some rows hold nil; give them a value first (in an earlier version), or in a custom stage's willMigrate or didMigrate")
+                        throw refusal(
+                            entity, column.name,
+                            "it became non-optional, and some rows hold nil; give them a value first (in an earlier version), or in a custom stage's willMigrate or didMigrate"
+                        )
                     }
                     // Stays nullable until didMigrate has filled it.
                     deferred.insert(column.name)
@@ -247,7 +279,10 @@ struct LightweightMigration {
                 // A relationship added, removed or pointed at another entity over stored values
                 // would reinterpret them as other rows' keys.
                 if try holdsValues(sourceName) {
-                    throw refusal(entity, column.name, "it now \(column.references.map { "references \($0)" } ?? "is not a relationship") where the store has \(references[sourceName].map { "a reference to \($0)" } ?? "plain values"), and rows hold values")
+                    throw refusal(
+                        entity, column.name,
+                        "it now \(column.references.map { "references \($0)" } ?? "is not a relationship") where the store has \(references[sourceName].map { "a reference to \($0)" } ?? "plain values"), and rows hold values"
+                    )
                 }
                 needsRebuild = true
             }
@@ -258,12 +293,17 @@ struct LightweightMigration {
 
         guard needsRebuild else {
             var steps = renames.map {
-                Step(sql: "ALTER TABLE \(quoted(entity)) RENAME COLUMN \(quoted($0.from)) TO \(quoted($0.to))", purpose: "rename \(entity).\($0.from) to \($0.to)")
+                Step(
+                    sql: "ALTER TABLE \(quoted(entity)) RENAME COLUMN \(quoted($0.from)) TO \(quoted($0.to))",
+                    purpose: "rename \(entity).\($0.from) to \($0.to)")
             }
             for column in additions {
                 // A non-optional column reaches here only with a default (checked above).
                 let value = column.defaultValue.flatMap { $0.isNull ? nil : literal($0) }
-                steps.append(Step(sql: "ALTER TABLE \(quoted(entity)) ADD COLUMN \(column.definition(defaultLiteral: value))", purpose: "add \(entity).\(column.name)"))
+                steps.append(
+                    Step(
+                        sql: "ALTER TABLE \(quoted(entity)) ADD COLUMN \(column.definition(defaultLiteral: value))",
+                        purpose: "add \(entity).\(column.name)"))
             }
             return (steps, false, columnRenames, deferred)
         }
@@ -276,13 +316,18 @@ struct LightweightMigration {
         guard let create = definition.createStatements.first else { return ([], false, [:], []) }
         let primaryKey = quoted(TableDescription.primaryKey)
         let targets = [primaryKey] + table.columns.map { quoted($0.name) }
-        let values = [primaryKey] + table.columns.map { column -> String in
-            if let source = sources[column.name] { return quoted(source) }
-            return column.defaultValue.map(literal) ?? "NULL"
-        }
+        let values =
+            [primaryKey]
+            + table.columns.map { column -> String in
+                if let source = sources[column.name] { return quoted(source) }
+                return column.defaultValue.map(literal) ?? "NULL"
+            }
         let steps = [
             Step(sql: create, purpose: "rebuild \(entity) with its new columns"),
-            Step(sql: "INSERT INTO \(quoted(temporary)) (\(targets.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM \(quoted(entity))", purpose: "copy the rows of \(entity)", copy: (entity, temporary)),
+            Step(
+                sql:
+                    "INSERT INTO \(quoted(temporary)) (\(targets.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM \(quoted(entity))",
+                purpose: "copy the rows of \(entity)", copy: (entity, temporary)),
             Step(sql: "DROP TABLE \(quoted(entity))", purpose: "replace \(entity)"),
             Step(sql: "ALTER TABLE \(quoted(temporary)) RENAME TO \(quoted(entity))", purpose: "replace \(entity)"),
         ]
@@ -295,9 +340,12 @@ struct LightweightMigration {
         let expected = table.createStatements.dropFirst().map { statement in
             (name: indexName(in: statement), sql: statement.replacingOccurrences(of: "CREATE INDEX IF NOT EXISTS", with: "CREATE INDEX"))
         }
-        let existing = rebuilt ? [] : try Row.fetchAll(
-            db, sql: "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND name LIKE 'osd_%'", arguments: [source]
-        ).map { (name: $0["name"] as String? ?? "", sql: $0["sql"] as String? ?? "") }
+        let existing =
+            rebuilt
+            ? []
+            : try Row.fetchAll(
+                db, sql: "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND name LIKE 'osd_%'", arguments: [source]
+            ).map { (name: $0["name"] as String? ?? "", sql: $0["sql"] as String? ?? "") }
         // Compared by name and definition: constraints are numbered, so one added before another
         // renames the latter.
         func key(_ name: String, _ sql: String) -> String { name + "|" + sql.replacingOccurrences(of: " IF NOT EXISTS", with: "") }
@@ -308,14 +356,17 @@ struct LightweightMigration {
         }
         let existingKeys = Set(existing.map { key($0.name, $0.sql) })
         for index in expected where !existingKeys.contains(key(index.name, index.sql)) {
-            steps.append(Step(sql: index.sql, purpose: "add the index or uniqueness constraint \(index.name) of \(table.name) (existing rows may violate it)"))
+            steps.append(
+                Step(sql: index.sql, purpose: "add the index or uniqueness constraint \(index.name) of \(table.name) (existing rows may violate it)"))
         }
         return steps
     }
 
     /// The quoted index name of a `CREATE [UNIQUE] INDEX [IF NOT EXISTS] "name" ON …` statement.
     private static func indexName(in statement: String) -> String {
-        guard let start = statement.firstIndex(of: "\""), let end = statement[statement.index(after: start)...].range(of: "\" ON ") else { return statement }
+        guard let start = statement.firstIndex(of: "\""), let end = statement[statement.index(after: start)...].range(of: "\" ON ") else {
+            return statement
+        }
         return String(statement[statement.index(after: start)..<end.lowerBound]).replacingOccurrences(of: "\"\"", with: "\"")
     }
 
@@ -334,7 +385,9 @@ struct LightweightMigration {
 
     /// Runs `INSERT … SELECT … FROM source` in batches of rows after the last copied primary
     /// key, reporting progress after each.
-    private func copyInBatches(_ sql: String, from source: String, into destination: String, in db: Database, progress: (@Sendable (MigrationProgress) -> Void)?) throws {
+    private func copyInBatches(
+        _ sql: String, from source: String, into destination: String, in db: Database, progress: (@Sendable (MigrationProgress) -> Void)?
+    ) throws {
         let primaryKey = quoted(TableDescription.primaryKey)
         let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(quoted(source))") ?? 0
         let statement = try db.makeStatement(sql: sql + " WHERE \(primaryKey) > ? ORDER BY \(primaryKey) LIMIT \(Self.copyBatch)")
@@ -354,7 +407,9 @@ struct LightweightMigration {
     }
 
     private static func refusal(_ entity: String, _ property: String, _ why: String) -> SwiftDataError {
-        SwiftDataError(.incompatibleSchema, "the tables cannot be migrated to \(entity).\(property) by inference: \(why). The store was not changed.", entity: entity, property: property)
+        SwiftDataError(
+            .incompatibleSchema, "the tables cannot be migrated to \(entity).\(property) by inference: \(why). The store was not changed.",
+            entity: entity, property: property)
     }
 
     /// Runs the plan in one transaction on `db` (which has foreign keys off), checks the foreign
@@ -374,7 +429,10 @@ struct LightweightMigration {
             }
             let violations = try Row.fetchAll(db, sql: "PRAGMA foreign_key_check")
             if let first = violations.first {
-                throw SwiftDataError(.incompatibleSchema, "after the migration, \(violations.count) row(s) of \(first["table"] as String? ?? "?") point at rows that do not exist. The store was not changed.")
+                throw SwiftDataError(
+                    .incompatibleSchema,
+                    "after the migration, \(violations.count) row(s) of \(first["table"] as String? ?? "?") point at rows that do not exist. The store was not changed."
+                )
             }
             for (key, value) in metadata {
                 try db.execute(sql: "INSERT OR REPLACE INTO \(quoted(metadataTable)) (key, value) VALUES (?, ?)", arguments: [key, value])

@@ -38,24 +38,27 @@ enum SQLFunctions {
 
     /// Registers the functions on a connection.
     static func register(in db: Database) {
-        db.add(function: DatabaseFunction(fold, argumentCount: 1, pure: true) { values in
-            guard let text = String.fromDatabaseValue(values[0]) else { return nil }
-            return searchFolded(text)
-        })
-        db.add(function: DatabaseFunction(compare, argumentCount: 3, pure: true) { values in
-            guard let lhs = String.fromDatabaseValue(values[0]), let rhs = String.fromDatabaseValue(values[1]),
-                  let mode = Int.fromDatabaseValue(values[2]).flatMap(ComparisonMode.init(rawValue:))
-            else { return nil }
-            switch mode {
-            case .caseInsensitive: return lhs.caseInsensitiveCompare(rhs).rawValue
-            case .localized: return lhs.localizedCompare(rhs).rawValue
-            }
-        })
+        db.add(
+            function: DatabaseFunction(fold, argumentCount: 1, pure: true) { values in
+                guard let text = String.fromDatabaseValue(values[0]) else { return nil }
+                return searchFolded(text)
+            })
+        db.add(
+            function: DatabaseFunction(compare, argumentCount: 3, pure: true) { values in
+                guard let lhs = String.fromDatabaseValue(values[0]), let rhs = String.fromDatabaseValue(values[1]),
+                    let mode = Int.fromDatabaseValue(values[2]).flatMap(ComparisonMode.init(rawValue:))
+                else { return nil }
+                switch mode {
+                case .caseInsensitive: return lhs.caseInsensitiveCompare(rhs).rawValue
+                case .localized: return lhs.localizedCompare(rhs).rawValue
+                }
+            })
         // The orders of localized string sorts, with the functions the in-memory sort uses.
         db.add(collation: DatabaseCollation(StringCollation.localizedStandard) { StringCollation.compare($0, $1, standard: true) })
         db.add(collation: DatabaseCollation(StringCollation.localized) { StringCollation.compare($0, $1, standard: false) })
-        db.add(function: DatabaseFunction(characterCount, argumentCount: 1, pure: true) { values in
-            String.fromDatabaseValue(values[0])?.count
-        })
+        db.add(
+            function: DatabaseFunction(characterCount, argumentCount: 1, pure: true) { values in
+                String.fromDatabaseValue(values[0])?.count
+            })
     }
 }

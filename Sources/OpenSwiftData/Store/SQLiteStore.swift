@@ -22,7 +22,8 @@ final class SQLiteStore: Sendable {
     static let metadataTable = "osd_metadata"
     static let formatVersion = "1"
 
-    private init(writer: any DatabaseWriter, identifier: String, layout: StoreLayout, isReadOnly: Bool, deferredColumns: [String: Set<String>] = [:]) {
+    private init(writer: any DatabaseWriter, identifier: String, layout: StoreLayout, isReadOnly: Bool, deferredColumns: [String: Set<String>] = [:])
+    {
         self.writer = writer
         self.identifier = identifier
         self.layout = layout
@@ -35,7 +36,9 @@ final class SQLiteStore: Sendable {
     /// An existing file is first inspected through a read-only connection; if it is not an
     /// SQLite database, is corrupt, was not created by OpenSwiftData, or was created with another
     /// layout, a ``SwiftDataError`` is thrown and the file is left byte for byte as it was.
-    static func open(at url: URL?, layout: StoreLayout, schemaVersion: Schema.Version, readOnly: Bool, migration options: MigrationOptions = MigrationOptions()) throws -> SQLiteStore {
+    static func open(
+        at url: URL?, layout: StoreLayout, schemaVersion: Schema.Version, readOnly: Bool, migration options: MigrationOptions = MigrationOptions()
+    ) throws -> SQLiteStore {
         guard let url else {
             let queue = try wrap("opening an in-memory store") { try DatabaseQueue(configuration: configuration(readOnly: false)) }
             let identifier = UUID().uuidString
@@ -57,7 +60,8 @@ final class SQLiteStore: Sendable {
                 path: path, expecting: layout, version: schemaVersion, readOnly: readOnly, deferringRequired: options.defersRequiredColumns
             )
         } else if readOnly {
-            throw SwiftDataError(.loadIssueModelContainer, "no store exists at \(path), and the configuration does not allow saving, so none can be created")
+            throw SwiftDataError(
+                .loadIssueModelContainer, "no store exists at \(path), and the configuration does not allow saving, so none can be created")
         } else {
             try wrap("creating the directory for \(path)") {
                 try fileManager.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
@@ -73,7 +77,9 @@ final class SQLiteStore: Sendable {
                 // Same tables, newer version (a stage that changed only data): record it.
                 try wrap("recording the schema version of \(path)") {
                     try pool.write { db in
-                        try db.execute(sql: "INSERT OR REPLACE INTO \(quoted(metadataTable)) (key, value) VALUES ('schemaVersion', ?)", arguments: [schemaVersion.description])
+                        try db.execute(
+                            sql: "INSERT OR REPLACE INTO \(quoted(metadataTable)) (key, value) VALUES ('schemaVersion', ?)",
+                            arguments: [schemaVersion.description])
                     }
                 }
             }
@@ -112,7 +118,9 @@ final class SQLiteStore: Sendable {
 
     /// Reads an existing file through a read-only connection and checks that it is a store of
     /// this layout. Returns the store identifier.
-    private static func inspect(path: String, expecting layout: StoreLayout, version: Schema.Version, readOnly: Bool, deferringRequired: Bool) throws -> (identifier: String, migration: LightweightMigration?, storedVersion: String?) {
+    private static func inspect(
+        path: String, expecting layout: StoreLayout, version: Schema.Version, readOnly: Bool, deferringRequired: Bool
+    ) throws -> (identifier: String, migration: LightweightMigration?, storedVersion: String?) {
         var configuration = Configuration()
         configuration.readonly = true
         let queue: DatabaseQueue
@@ -128,7 +136,8 @@ final class SQLiteStore: Sendable {
                 let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'")
                 guard tables.contains(metadataTable) else {
                     if tables.isEmpty { return [:] }
-                    throw SwiftDataError(.notAStore, "\(path) is an SQLite database that OpenSwiftData did not create (it has no \(metadataTable) table)")
+                    throw SwiftDataError(
+                        .notAStore, "\(path) is an SQLite database that OpenSwiftData did not create (it has no \(metadataTable) table)")
                 }
                 let rows = try Row.fetchAll(db, sql: "SELECT key, value FROM \(quoted(metadataTable))")
                 return Dictionary(rows.map { ($0["key"] as String? ?? "", $0["value"] as String? ?? "") }, uniquingKeysWith: { $1 })
@@ -145,11 +154,16 @@ final class SQLiteStore: Sendable {
             throw SwiftDataError(.notAStore, "\(path) has an incomplete \(metadataTable) table")
         }
         if let recorded = metadata["schemaVersion"].flatMap(Schema.Version.init(parsing:)), recorded > version {
-            throw SwiftDataError(.backwardMigration, "the store at \(path) was written by schema version \(recorded), newer than this app's \(version); it was not changed")
+            throw SwiftDataError(
+                .backwardMigration,
+                "the store at \(path) was written by schema version \(recorded), newer than this app's \(version); it was not changed")
         }
         guard stored != layout.fingerprint else { return (identifier, nil, metadata["schemaVersion"]) }
         if readOnly {
-            throw SwiftDataError(.incompatibleSchema, "the store at \(path) was created with a different schema, and a read-only store cannot be migrated:\n" + difference(stored: stored, expected: layout.fingerprint))
+            throw SwiftDataError(
+                .incompatibleSchema,
+                "the store at \(path) was created with a different schema, and a read-only store cannot be migrated:\n"
+                    + difference(stored: stored, expected: layout.fingerprint))
         }
         // Planned on the read-only connection: a change that cannot be inferred is refused
         // before anything is opened for writing.
@@ -159,7 +173,9 @@ final class SQLiteStore: Sendable {
                 try LightweightMigration.plan(in: db, to: layout, metadataTable: metadataTable, deferringRequired: deferringRequired)
             }
         } catch let error as SwiftDataError {
-            throw SwiftDataError(.incompatibleSchema, error.detail + "\nSchema differences:\n" + difference(stored: stored, expected: layout.fingerprint), entity: error.entityName, property: error.propertyName)
+            throw SwiftDataError(
+                .incompatibleSchema, error.detail + "\nSchema differences:\n" + difference(stored: stored, expected: layout.fingerprint),
+                entity: error.entityName, property: error.propertyName)
         }
         return (identifier, migration, metadata["schemaVersion"])
     }
@@ -168,14 +184,17 @@ final class SQLiteStore: Sendable {
     /// ``LightweightMigration``). A migration that rewrites tables first copies the store to
     /// `<path>-backup` (SQLite's online backup), removed once the migration has committed.
     /// Returns the columns left nullable for a custom stage to fill.
-    private static func migrate(_ pool: DatabasePool, at path: String, to layout: StoreLayout, version: Schema.Version, options: MigrationOptions) throws -> [String: Set<String>] {
+    private static func migrate(
+        _ pool: DatabasePool, at path: String, to layout: StoreLayout, version: Schema.Version, options: MigrationOptions
+    ) throws -> [String: Set<String>] {
         try wrap("migrating \(path)") {
             try pool.writeWithoutTransaction { db in
                 // Rebuilding a table must not fire ON DELETE actions; the foreign keys are
                 // checked before the commit instead.
                 try db.execute(sql: "PRAGMA foreign_keys = OFF")
                 defer { try? db.execute(sql: "PRAGMA foreign_keys = ON") }
-                let migration = try LightweightMigration.plan(in: db, to: layout, metadataTable: metadataTable, deferringRequired: options.defersRequiredColumns)
+                let migration = try LightweightMigration.plan(
+                    in: db, to: layout, metadataTable: metadataTable, deferringRequired: options.defersRequiredColumns)
                 let backup = path + "-backup"
                 let backsUp = migration.rewritesTables && options.backsUpBeforeRebuilding
                 if backsUp {
@@ -184,11 +203,13 @@ final class SQLiteStore: Sendable {
                     try copy.writeWithoutTransaction { destination in try db.backup(to: destination) }
                     try copy.close()
                 }
-                try migration.run(in: db, metadata: [
-                    "layout": layout.fingerprint,
-                    "layoutHash": layout.hash,
-                    "schemaVersion": version.description,
-                ], metadataTable: metadataTable, progress: options.progress)
+                try migration.run(
+                    in: db,
+                    metadata: [
+                        "layout": layout.fingerprint,
+                        "layoutHash": layout.hash,
+                        "schemaVersion": version.description,
+                    ], metadataTable: metadataTable, progress: options.progress)
                 if backsUp && !options.keepsBackup { StoreFile.removeDatabase(at: backup) }
                 return migration.deferredColumns
             }

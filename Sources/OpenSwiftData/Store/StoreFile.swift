@@ -27,7 +27,8 @@ enum StoreFile {
             try queue.write { db in
                 for (key, value) in entries {
                     if let value {
-                        try db.execute(sql: "INSERT OR REPLACE INTO \(quoted(SQLiteStore.metadataTable)) (key, value) VALUES (?, ?)", arguments: [key, value])
+                        try db.execute(
+                            sql: "INSERT OR REPLACE INTO \(quoted(SQLiteStore.metadataTable)) (key, value) VALUES (?, ?)", arguments: [key, value])
                     } else {
                         try db.execute(sql: "DELETE FROM \(quoted(SQLiteStore.metadataTable)) WHERE key = ?", arguments: [key])
                     }
@@ -58,14 +59,18 @@ enum StoreFile {
     /// was interrupted, or when the stage is running in this process.
     static func recoverInterruptedStage(at path: String, readOnly: Bool) throws {
         guard !activeLock.withLock({ activeStages.contains(path) }),
-              (try? metadata(at: path))?[stageMarkerKey] != nil
+            (try? metadata(at: path))?[stageMarkerKey] != nil
         else { return }
         let backup = path + stageBackupSuffix
         if readOnly {
-            throw SwiftDataError(.loadIssueModelContainer, "the store at \(path) was left in the middle of a migration stage; open it once with allowsSave so that it can be put back")
+            throw SwiftDataError(
+                .loadIssueModelContainer,
+                "the store at \(path) was left in the middle of a migration stage; open it once with allowsSave so that it can be put back")
         }
         guard FileManager.default.fileExists(atPath: backup) else {
-            throw SwiftDataError(.loadIssueModelContainer, "the store at \(path) was left in the middle of a migration stage and its copy \(backup) is missing; restore the store from a backup")
+            throw SwiftDataError(
+                .loadIssueModelContainer,
+                "the store at \(path) was left in the middle of a migration stage and its copy \(backup) is missing; restore the store from a backup")
         }
         try copy(from: backup, to: path)
         removeDatabase(at: backup)

@@ -44,7 +44,8 @@ enum StoreTableRegistry {
     static func tables(in db: Database, layoutFingerprint: String?) throws -> [String: String] {
         if try exists(in: db) {
             let rows = try Row.fetchAll(db, sql: "SELECT name, owner FROM \(quoted(table))")
-            return Dictionary(rows.map { ($0["name"] as String? ?? "", $0["owner"] as String? ?? Owner.store) }, uniquingKeysWith: { first, _ in first })
+            return Dictionary(
+                rows.map { ($0["name"] as String? ?? "", $0["owner"] as String? ?? Owner.store) }, uniquingKeysWith: { first, _ in first })
         }
         var tables: [String: String] = [:]
         for (name, owner) in Self.tables(namedBy: layoutFingerprint ?? "") { tables[name] = owner }
@@ -118,14 +119,17 @@ extension ModelContainer {
     package func createComponentTables(_ tables: [StoreComponentTable], owner: String) throws {
         let reserved = StoreTableRegistry.storeTables.union(store.layout.tables.map(\.name)).union(store.layout.joinTables.map(\.name))
         if let clash = tables.first(where: { reserved.contains($0.name) }) {
-            throw SwiftDataError(.storeFailure, "the table \(clash.name) that \(owner) keeps in the store has the name of one of the store's own tables")
+            throw SwiftDataError(
+                .storeFailure, "the table \(clash.name) that \(owner) keeps in the store has the name of one of the store's own tables")
         }
         try store.write { db in
             try db.execute(sql: StoreTableRegistry.createStatement)
             // A table recorded under another owner (a capture's, another component's) is theirs.
             let recorded = try StoreTableRegistry.tables(in: db, layoutFingerprint: nil)
             if let clash = tables.first(where: { recorded[$0.name].map { $0 != owner } ?? false }) {
-                throw SwiftDataError(.storeFailure, "the table \(clash.name) that \(owner) keeps in the store is already kept by \(recorded[clash.name] ?? "another owner")")
+                throw SwiftDataError(
+                    .storeFailure,
+                    "the table \(clash.name) that \(owner) keeps in the store is already kept by \(recorded[clash.name] ?? "another owner")")
             }
             for table in tables {
                 for statement in table.createStatements { try db.execute(sql: statement) }

@@ -34,7 +34,8 @@ struct TableDescription: Hashable, Sendable {
     /// A canonical one-line description; two stores whose tables describe the same are
     /// interchangeable.
     var fingerprint: String {
-        let cols = columns.map { "\($0.name) \($0.type)\($0.isNullable ? "" : " NOT NULL")\($0.references.map { " -> \($0)" } ?? "")" }.joined(separator: ", ")
+        let cols = columns.map { "\($0.name) \($0.type)\($0.isNullable ? "" : " NOT NULL")\($0.references.map { " -> \($0)" } ?? "")" }.joined(
+            separator: ", ")
         let uniques = uniqueConstraints.map { "unique(\($0.joined(separator: ",")))" }.joined(separator: " ")
         let idx = indexes.map { "index(\($0.joined(separator: ",")))" }.joined(separator: " ")
         return "table \(name)(\(cols)) \(uniques) \(idx)"

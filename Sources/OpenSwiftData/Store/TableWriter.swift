@@ -75,7 +75,8 @@ final class TableWriter {
             let clauses = constraints.map { columns in
                 "(" + columns.map { "\(quoted(table.columns[$0].name)) = ?" }.joined(separator: " AND ") + ")"
             }
-            statement = try makeStatement("SELECT \(quoted(TableDescription.primaryKey)) FROM \(quoted(table.name)) WHERE " + clauses.joined(separator: " OR "))
+            statement = try makeStatement(
+                "SELECT \(quoted(TableDescription.primaryKey)) FROM \(quoted(table.name)) WHERE " + clauses.joined(separator: " OR "))
             conflictStatements[key] = statement
         }
         reset(statement)

@@ -25,12 +25,14 @@ enum ModelPropertyWriter {
     }
 
     /// Adds and removes related models of a to-many relationship.
-    static func editLinks(_ model: any PersistentModel, _ keyPath: AnyKeyPath, adding: [any PersistentModel], removing: [any PersistentModel]) -> Bool {
+    static func editLinks(_ model: any PersistentModel, _ keyPath: AnyKeyPath, adding: [any PersistentModel], removing: [any PersistentModel]) -> Bool
+    {
         func open<M: PersistentModel>(_ model: M) -> Bool {
             func typed<V>(_ type: V.Type) -> Bool {
                 guard let keyPath = keyPath as? ReferenceWritableKeyPath<M, V>,
-                      let collection = model[keyPath: keyPath] as? any RelationshipCollection,
-                      let edited = edit(collection, adding: adding, removing: removing) as? V else { return false }
+                    let collection = model[keyPath: keyPath] as? any RelationshipCollection,
+                    let edited = edit(collection, adding: adding, removing: removing) as? V
+                else { return false }
                 model[keyPath: keyPath] = edited
                 return true
             }

@@ -33,7 +33,9 @@ extension ModelContainer {
     /// every record a cascade deleted, so a local cascade would only reach records the server
     /// keeps, through a reference only a pending local edit made.
     @discardableResult
-    package func applyRemoteChanges(_ batch: [RemoteRecordChange], localCascades: Bool = true, alsoWriting: ((Database) throws -> Void)?) throws -> RemoteApplyResult {
+    package func applyRemoteChanges(
+        _ batch: [RemoteRecordChange], localCascades: Bool = true, alsoWriting: ((Database) throws -> Void)?
+    ) throws -> RemoteApplyResult {
         guard let state = syncCapture else { throw SyncCaptureError.notEnabled }
         let context = ModelContext(self)
         context.author = state.engineAuthor
@@ -228,7 +230,8 @@ struct RemoteApply {
                 throw SyncCaptureError.wrongKind(entity: change.entity, property: field.name, expected: kind, got: field.value.kind)
             }
             guard field.value.storedFormFitsKind else {
-                throw SyncCaptureError.undecodableValue(entity: change.entity, property: field.name, reason: "its stored form \(field.value.stored) is not one a \(kind) column holds")
+                throw SyncCaptureError.undecodableValue(
+                    entity: change.entity, property: field.name, reason: "its stored form \(field.value.stored) is not one a \(kind) column holds")
             }
             if let target = plan.fieldTargets[position] {
                 guard case let .text(recordID) = field.value.stored else {
@@ -276,7 +279,8 @@ struct RemoteApply {
             // Either side of a many-to-many relationship (the log names the side that writes the
             // join table; setting the other side keeps the inverse all the same).
             guard let property = properties[link.relationship], case .joinTable? = property.relationship?.storage,
-                  let target = property.relationship?.destinationName, state.plan(target) != nil else {
+                let target = property.relationship?.destinationName, state.plan(target) != nil
+            else {
                 throw SyncCaptureError.unknownProperty(entity: change.entity, property: link.relationship)
             }
             prepared.links.append((property, target, link.added, link.removed, link.replacingExcept))
@@ -310,8 +314,9 @@ struct RemoteApply {
             let decoder = StoredValueDecoder(db: db)
             for index in prepared.indices where !prepared[index].attributes.isEmpty {
                 let staged = ModelPropertyWriter.makeStorage(prepared[index].plan.layout)
-                try decoder.decode(prepared[index].change.fields, at: prepared[index].attributeFields, as: prepared[index].attributes,
-                                   into: staged, entity: prepared[index].change.entity)
+                try decoder.decode(
+                    prepared[index].change.fields, at: prepared[index].attributeFields, as: prepared[index].attributes,
+                    into: staged, entity: prepared[index].change.entity)
                 prepared[index].staged = staged
             }
         }
@@ -326,7 +331,8 @@ struct RemoteApply {
         guard deleted.isEmpty || !deleted.contains(key) else { return nil }
         if let known = models[key.entity]?[key.recordID] { return known }
         guard let row = rows[key.entity]?[key.recordID], let layout = context.container.layout(named: key.entity),
-              let loaded = try context.load(layout: layout, primaryKey: row) else { return nil }
+            let loaded = try context.load(layout: layout, primaryKey: row)
+        else { return nil }
         models[key.entity, default: [:]][key.recordID] = loaded
         return loaded
     }
@@ -400,11 +406,15 @@ struct RemoteApply {
             if let id = reference.recordID {
                 target = try member(reference.target, recordID: id)
                 if target == nil {
-                    work.pendingAdded.append(SyncRecords.PendingReference(entity: change.entity, recordID: change.recordID, property: reference.property.name, targetEntity: reference.target, targetRecordID: id))
+                    work.pendingAdded.append(
+                        SyncRecords.PendingReference(
+                            entity: change.entity, recordID: change.recordID, property: reference.property.name, targetEntity: reference.target,
+                            targetRecordID: id))
                 }
             }
             guard ModelPropertyWriter.set(model, reference.property.keyPath, to: target) else {
-                throw SyncCaptureError.undecodableValue(entity: change.entity, property: reference.property.name, reason: "the relationship requires a related record")
+                throw SyncCaptureError.undecodableValue(
+                    entity: change.entity, property: reference.property.name, reason: "the relationship requires a related record")
             }
         }
         for link in item.links {
@@ -414,11 +424,17 @@ struct RemoteApply {
                 if let target = try member(link.target, recordID: id) {
                     adding.append(target)
                 } else {
-                    work.pendingAdded.append(SyncRecords.PendingReference(entity: change.entity, recordID: change.recordID, property: link.property.name, targetEntity: link.target, targetRecordID: id))
+                    work.pendingAdded.append(
+                        SyncRecords.PendingReference(
+                            entity: change.entity, recordID: change.recordID, property: link.property.name, targetEntity: link.target,
+                            targetRecordID: id))
                 }
             }
             for id in link.removed {
-                work.pendingResolved.append(SyncRecords.PendingReference(entity: change.entity, recordID: change.recordID, property: link.property.name, targetEntity: link.target, targetRecordID: id))
+                work.pendingResolved.append(
+                    SyncRecords.PendingReference(
+                        entity: change.entity, recordID: change.recordID, property: link.property.name, targetEntity: link.target, targetRecordID: id)
+                )
                 if let target = try member(link.target, recordID: id) { removing.append(target) }
             }
             if let kept = link.replacingExcept {
@@ -433,7 +449,9 @@ struct RemoteApply {
                 if !rows.isEmpty {
                     try context.container.store.read { db in
                         for linkedRow in rows {
-                            guard let recordID = try SyncRecords.record(entity: linkedRow.entity, row: linkedRow.row, in: db)?.recordID else { continue }
+                            guard let recordID = try SyncRecords.record(entity: linkedRow.entity, row: linkedRow.row, in: db)?.recordID else {
+                                continue
+                            }
                             if !keep.contains(recordID) { removing.append(linkedRow.model) }
                         }
                     }
@@ -462,7 +480,8 @@ struct RemoteApply {
             let storage = model.storageBase
             for property in item.plan.layout.relationships {
                 guard let relationship = property.relationship, !relationship.isToMany, relationship.isOptional,
-                      let target = storage.relatedOne(property), deletedStorages.contains(ObjectIdentifier(target.storage)) else { continue }
+                    let target = storage.relatedOne(property), deletedStorages.contains(ObjectIdentifier(target.storage))
+                else { continue }
                 guard ModelPropertyWriter.set(model, property.keyPath, to: nil) else {
                     throw SyncCaptureError.undecodableValue(entity: key.entity, property: property.name, reason: "the relationship cannot be cleared")
                 }
@@ -501,9 +520,11 @@ struct RemoteApply {
                 let targets = relationship.isToMany ? (storage.relatedMany(property) ?? []) : (storage.relatedOne(property).map { [$0] } ?? [])
                 for target in targets where !deletedStorages.contains(ObjectIdentifier(target.storage)) {
                     guard let inverse = storage.inverse(of: property, on: target.base), let back = inverse.relationship,
-                          !back.isToMany, back.isOptional else { continue }
+                        !back.isToMany, back.isOptional
+                    else { continue }
                     guard ModelPropertyWriter.set(target.model, inverse.keyPath, to: nil) else {
-                        throw SyncCaptureError.undecodableValue(entity: target.base.entityName, property: inverse.name, reason: "the relationship cannot be cleared")
+                        throw SyncCaptureError.undecodableValue(
+                            entity: target.base.entityName, property: inverse.name, reason: "the relationship cannot be cleared")
                     }
                 }
             }
@@ -533,12 +554,18 @@ struct RemoteApply {
         }
         for reference in pending {
             // Already linked or replaced by this batch's own value of the property.
-            if work.pendingCleared.contains(where: { $0.entity == reference.entity && $0.recordID == reference.recordID && $0.property == reference.property }) { continue }
+            if work.pendingCleared.contains(where: {
+                $0.entity == reference.entity && $0.recordID == reference.recordID && $0.property == reference.property
+            }) {
+                continue
+            }
             work.pendingResolved.append(reference)
             guard let source = try model(RecordKey(entity: reference.entity, recordID: reference.recordID)),
-                  let target = try member(reference.targetEntity, recordID: reference.targetRecordID),
-                  let property = properties(ofEntity: reference.entity)?[reference.property] else { continue }
-            let linked = property.relationship?.isToMany == true
+                let target = try member(reference.targetEntity, recordID: reference.targetRecordID),
+                let property = properties(ofEntity: reference.entity)?[reference.property]
+            else { continue }
+            let linked =
+                property.relationship?.isToMany == true
                 ? ModelPropertyWriter.editLinks(source, property.keyPath, adding: [target], removing: [])
                 : ModelPropertyWriter.set(source, property.keyPath, to: target)
             if linked { result.resolvedReferences += 1 }

@@ -30,7 +30,10 @@ package struct RemoteRecordChange: Sendable, Hashable {
     public var links: [SyncLinkChange]
 
     /// A change.
-    public init(kind: Kind, entity: String, recordID: String, serverVersion: Int64, scope: String? = nil, fields: [SyncField] = [], links: [SyncLinkChange] = []) {
+    public init(
+        kind: Kind, entity: String, recordID: String, serverVersion: Int64, scope: String? = nil, fields: [SyncField] = [],
+        links: [SyncLinkChange] = []
+    ) {
         self.kind = kind
         self.entity = entity
         self.recordID = recordID
@@ -41,8 +44,11 @@ package struct RemoteRecordChange: Sendable, Hashable {
     }
 
     /// An insert or update.
-    public static func upsert(_ entity: String, recordID: String, serverVersion: Int64, scope: String? = nil, fields: [SyncField], links: [SyncLinkChange] = []) -> RemoteRecordChange {
-        RemoteRecordChange(kind: .upsert, entity: entity, recordID: recordID, serverVersion: serverVersion, scope: scope, fields: fields, links: links)
+    public static func upsert(
+        _ entity: String, recordID: String, serverVersion: Int64, scope: String? = nil, fields: [SyncField], links: [SyncLinkChange] = []
+    ) -> RemoteRecordChange {
+        RemoteRecordChange(
+            kind: .upsert, entity: entity, recordID: recordID, serverVersion: serverVersion, scope: scope, fields: fields, links: links)
     }
 
     /// A deletion.

@@ -42,7 +42,8 @@ final class StoredValueDecoder {
             try TableWriter.bind(fields[position].value.stored.databaseValue, at: offset + 1, in: statement)
         }
         guard sqlite3_step(sqlite) == SQLITE_ROW else {
-            throw SwiftDataError(.storeFailure, "decoding remote values of \(entity): \(String(cString: sqlite3_errmsg(db.sqliteConnection)))", entity: entity)
+            throw SwiftDataError(
+                .storeFailure, "decoding remote values of \(entity): \(String(cString: sqlite3_errmsg(db.sqliteConnection)))", entity: entity)
         }
         defer { sqlite3_reset(sqlite) }
         let layout = buffer.slotLayout
@@ -57,7 +58,8 @@ final class StoredValueDecoder {
                 // for it; the flag byte says whether a value is there (destroyed before a
                 // second write, set only once the read succeeded).
                 guard index >= 0, index < slots.count, property.codec.slot.type == slots.witnesses[index].type else {
-                    throw SyncCaptureError.undecodableValue(entity: entity, property: property.name, reason: "the property has no value slot of its type")
+                    throw SyncCaptureError.undecodableValue(
+                        entity: entity, property: property.name, reason: "the property has no value slot of its type")
                 }
                 let slot = base + slots.offsets[index]
                 let flag = base + slots.flagsOffset + index

@@ -34,11 +34,14 @@ package enum SyncCaptureError: DescriptiveError, Sendable, Hashable, CustomStrin
         case let .unknownEntity(entity): return "\(entity) is not a synced entity of this container"
         case let .unknownProperty(entity, property): return "\(entity) has no synced property \(property)"
         case let .wrongKind(entity, property, expected, got): return "\(entity).\(property) holds \(expected) values, not \(got)"
-        case let .recordIDChanged(entity, recordID): return "\(entity) record \(recordID): its unique attribute is its sync record id and cannot change after insert"
-        case let .recordIDMismatch(entity, recordID, uniqueValue): return "\(entity) record \(recordID) carries unique value \(uniqueValue); a record's id is its unique value"
+        case let .recordIDChanged(entity, recordID):
+            return "\(entity) record \(recordID): its unique attribute is its sync record id and cannot change after insert"
+        case let .recordIDMismatch(entity, recordID, uniqueValue):
+            return "\(entity) record \(recordID) carries unique value \(uniqueValue); a record's id is its unique value"
         case let .undecodableValue(entity, property, reason): return "\(entity).\(property) cannot take the value: \(reason)"
         case let .duplicateSyncName(entity, name, properties):
-            return "\(entity) cannot sync: its properties \(properties.joined(separator: " and ")) would both sync as \(name) (a property renamed with originalName: syncs under its original name); give the new property another name"
+            return
+                "\(entity) cannot sync: its properties \(properties.joined(separator: " and ")) would both sync as \(name) (a property renamed with originalName: syncs under its original name); give the new property another name"
         case .notEnabled: return "sync capture is not enabled on this container"
         case let .corruptLogEntry(sequence): return "sync log entry \(sequence) is corrupt and cannot be read"
         }

@@ -26,7 +26,7 @@ final class SyncCaptureState: Sendable {
             }
             do {
                 plans[entity.name] = try SyncEntityPlan(layout: layout, scope: entity.scope, synced: names)
-            } catch where lenient {
+            } catch  where lenient {
                 continue
             }
         }

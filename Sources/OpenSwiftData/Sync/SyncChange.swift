@@ -30,7 +30,9 @@ package struct SyncChange: Sendable, Hashable {
     public var links: [SyncLinkChange]
 
     /// A change.
-    public init(kind: Kind, entity: String, recordID: String, scope: String?, baseVersion: Int64?, fields: [SyncField] = [], links: [SyncLinkChange] = []) {
+    public init(
+        kind: Kind, entity: String, recordID: String, scope: String?, baseVersion: Int64?, fields: [SyncField] = [], links: [SyncLinkChange] = []
+    ) {
         self.kind = kind
         self.entity = entity
         self.recordID = recordID

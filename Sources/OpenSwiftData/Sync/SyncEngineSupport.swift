@@ -1,6 +1,6 @@
 import Foundation
-import OpenSwiftDataSyncProtocol
 import GRDB
+import OpenSwiftDataSyncProtocol
 
 // What the sync engine (the OpenSwiftDataSync module) needs from the store beyond capture and
 // apply: its own statements in a store transaction, the shape of the synced entities, and the
@@ -47,10 +47,11 @@ extension ModelContainer {
             if let relationship = plan.layout.columns[column].relationship, let inverse = relationship.inverseName {
                 rule = layout(named: relationship.destinationName)?.relationships.first { $0.name == inverse }?.relationship?.deleteRule
             }
-            fields.append(SyncEntityField(
-                name: plan.fieldNames[position], kind: plan.fieldKinds[position], destination: plan.fieldTargets[position],
-                optional: plan.layout.columns[column].codec.isOptional, destinationDeleteRule: rule
-            ))
+            fields.append(
+                SyncEntityField(
+                    name: plan.fieldNames[position], kind: plan.fieldKinds[position], destination: plan.fieldTargets[position],
+                    optional: plan.layout.columns[column].codec.isOptional, destinationDeleteRule: rule
+                ))
         }
         return SyncEntityShape(
             name: entity, fields: fields,
@@ -101,10 +102,13 @@ extension ModelContainer {
         guard try SyncRecords.exist(in: db) else { return [] }
         // record_id holds UUID ids as 16 bytes and others as text (SyncRecords.storedID):
         // decoded here, and ordered after decoding.
-        return try Row.fetchAll(db, sql: """
-            SELECT e.name, r.record_id, r.scope FROM \(quoted(SyncRecords.table)) r \
-            JOIN \(quoted(SyncRecords.entitiesTable)) e ON e.code = r.entity_code
-            """).compactMap { row -> SyncRecordEntry? in
+        return try Row.fetchAll(
+            db,
+            sql: """
+                SELECT e.name, r.record_id, r.scope FROM \(quoted(SyncRecords.table)) r \
+                JOIN \(quoted(SyncRecords.entitiesTable)) e ON e.code = r.entity_code
+                """
+        ).compactMap { row -> SyncRecordEntry? in
             guard let recordID = SyncRecords.recordID(stored: row[1]) else { return nil }
             return SyncRecordEntry(entity: row[0], recordID: recordID, scope: row[2])
         }.sorted { ($0.entity, $0.recordID) < ($1.entity, $1.recordID) }

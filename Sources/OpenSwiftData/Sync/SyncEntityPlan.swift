@@ -46,7 +46,8 @@ final class SyncEntityPlan: @unchecked Sendable {
                 throw SyncCaptureError.unsupportedIdentity(entity: layout.name, reason: "its #Unique constraint spans \(constraint.count) properties")
             }
             guard let kind = SyncValueKind(codec: layout.columns[column].codec), kind != .reference, kind != .json else {
-                throw SyncCaptureError.unsupportedIdentity(entity: layout.name, reason: "its unique attribute \(layout.columns[column].name) has no canonical text form")
+                throw SyncCaptureError.unsupportedIdentity(
+                    entity: layout.name, reason: "its unique attribute \(layout.columns[column].name) has no canonical text form")
             }
             recordIDColumn = column
             recordIDKind = kind
@@ -86,7 +87,8 @@ final class SyncEntityPlan: @unchecked Sendable {
         self.fieldOfColumn = fieldOfColumn
         links = layout.relationships.filter { property in
             guard case let .joinTable(_, _, writes)? = property.relationship?.storage, writes,
-                  let destination = property.relationship?.destinationName else { return false }
+                let destination = property.relationship?.destinationName
+            else { return false }
             return synced.contains(destination)
         }
     }

@@ -1,6 +1,6 @@
 import Foundation
-import OpenSwiftDataSyncProtocol
 import GRDB
+import OpenSwiftDataSyncProtocol
 
 extension SyncValueKind {
     /// The kind of a stored property's codec, or nil for properties that do not sync as a value

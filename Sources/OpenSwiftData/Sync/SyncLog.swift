@@ -18,14 +18,15 @@ enum SyncLog {
     static let entitiesKey = "syncEntities"
     static let stampKey = "hlc"
 
-    static let createStatements = [
-        """
-        CREATE TABLE IF NOT EXISTS \(quoted(table)) ("seq" INTEGER PRIMARY KEY AUTOINCREMENT, \
-        "stamp" INTEGER NOT NULL, "author" TEXT, "timestamp" REAL NOT NULL, "changes" BLOB NOT NULL) STRICT
-        """,
-        "CREATE TABLE IF NOT EXISTS \(quoted(stateTable)) (\"key\" TEXT PRIMARY KEY NOT NULL, \"value\" INTEGER NOT NULL) STRICT",
-        "CREATE TABLE IF NOT EXISTS \(quoted(consumersTable)) (\"name\" TEXT PRIMARY KEY NOT NULL, \"cursor\" INTEGER NOT NULL) STRICT",
-    ] + SyncRecords.createStatements
+    static let createStatements =
+        [
+            """
+            CREATE TABLE IF NOT EXISTS \(quoted(table)) ("seq" INTEGER PRIMARY KEY AUTOINCREMENT, \
+            "stamp" INTEGER NOT NULL, "author" TEXT, "timestamp" REAL NOT NULL, "changes" BLOB NOT NULL) STRICT
+            """,
+            "CREATE TABLE IF NOT EXISTS \(quoted(stateTable)) (\"key\" TEXT PRIMARY KEY NOT NULL, \"value\" INTEGER NOT NULL) STRICT",
+            "CREATE TABLE IF NOT EXISTS \(quoted(consumersTable)) (\"name\" TEXT PRIMARY KEY NOT NULL, \"cursor\" INTEGER NOT NULL) STRICT",
+        ] + SyncRecords.createStatements
 
     /// Every table of sync capture, which migrations keep.
     static let tables: Set<String> = [table, stateTable, consumersTable, SyncRecords.table, SyncRecords.entitiesTable, SyncRecords.pendingTable]
@@ -34,7 +35,9 @@ enum SyncLog {
 
     /// The synced entities the store records, or nil when capture was never enabled.
     static func recordedEntities(in db: Database) throws -> [String]? {
-        guard let value = try String.fetchOne(db, sql: "SELECT value FROM \(quoted(SQLiteStore.metadataTable)) WHERE key = ?", arguments: [entitiesKey]) else { return nil }
+        guard
+            let value = try String.fetchOne(db, sql: "SELECT value FROM \(quoted(SQLiteStore.metadataTable)) WHERE key = ?", arguments: [entitiesKey])
+        else { return nil }
         return value.split(separator: "\n").map(String.init)
     }
 
@@ -88,8 +91,10 @@ enum SyncLog {
     }
 
     static func setLastStamp(_ stamp: UInt64, in db: Database) throws {
-        try db.cachedStatement(sql: "INSERT INTO \(quoted(stateTable)) (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = MAX(value, excluded.value)")
-            .execute(arguments: [stampKey, Int64(bitPattern: stamp)])
+        try db.cachedStatement(
+            sql: "INSERT INTO \(quoted(stateTable)) (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = MAX(value, excluded.value)"
+        )
+        .execute(arguments: [stampKey, Int64(bitPattern: stamp)])
     }
 
     /// Takes the next stamp (one per save) and persists it in the same transaction.
@@ -119,11 +124,12 @@ enum SyncLog {
         // Safety: SQLITE_STATIC (nil destructor) lets SQLite read the bytes without copying them
         // until the bindings are cleared (the `defer` above, before `blob` can be freed); it
         // reads them only while `execute()` steps the statement, within this call.
-        let code = if let base = blob.baseAddress, !blob.isEmpty {
-            sqlite3_bind_blob64(sqlite, 4, base, sqlite3_uint64(blob.count), nil)
-        } else {
-            sqlite3_bind_zeroblob(sqlite, 4, 0)
-        }
+        let code =
+            if let base = blob.baseAddress, !blob.isEmpty {
+                sqlite3_bind_blob64(sqlite, 4, base, sqlite3_uint64(blob.count), nil)
+            } else {
+                sqlite3_bind_zeroblob(sqlite, 4, 0)
+            }
         guard code == SQLITE_OK else {
             throw DatabaseError(resultCode: ResultCode(rawValue: code), message: "binding the sync log entry")
         }
@@ -139,7 +145,9 @@ enum SyncLog {
             let sequence: Int64 = row[0]
             let blob: Data = row[4]
             guard let changes = SyncLogCoding.decode(blob) else { throw SyncCaptureError.corruptLogEntry(sequence: sequence) }
-            return SyncLogEntry(sequence: sequence, stamp: UInt64(bitPattern: row[1]), author: row[2], timestamp: Date(timeIntervalSince1970: row[3]), changes: changes)
+            return SyncLogEntry(
+                sequence: sequence, stamp: UInt64(bitPattern: row[1]), author: row[2], timestamp: Date(timeIntervalSince1970: row[3]),
+                changes: changes)
         }
     }
 

@@ -1,6 +1,6 @@
 import Foundation
-import OpenSwiftDataSyncProtocol
 import GRDB
+import OpenSwiftDataSyncProtocol
 
 /// The binary form of a sync log entry's changes, with integers as variable-length numbers.
 ///
@@ -119,8 +119,10 @@ enum SyncLogCoding {
         /// Starts a change, links (their relationship names declared or not) included. With
         /// `allFields`, what follows are one ``value(_:)`` per field of the entity's field list;
         /// otherwise `fieldCount` calls of ``field(name:kindCode:value:)``.
-        func change(_ kind: SyncChange.Kind, entity: Int, recordID: CapturedRecordID, scope: String?, baseVersion: Int64?,
-                    links: [SyncLinkChange], allFields: Bool, fieldCount: Int) {
+        func change(
+            _ kind: SyncChange.Kind, entity: Int, recordID: CapturedRecordID, scope: String?, baseVersion: Int64?,
+            links: [SyncLinkChange], allFields: Bool, fieldCount: Int
+        ) {
             changeCount += 1
             var flags = kind.rawValue & Flag.kindMask
             var delta: (high: UInt64, low: UInt64)?
@@ -283,7 +285,8 @@ enum SyncLogCoding {
                 fields.reserveCapacity(fieldCount)
                 for _ in 0..<fieldCount {
                     guard let field = name(reader.count()), let fieldKind = fieldKindOf(reader.byte()),
-                          let value = reader.value(), let stored = value else { return nil }
+                        let value = reader.value(), let stored = value
+                    else { return nil }
                     fields.append(SyncField(name: field, value: SyncFieldValue(kind: fieldKind, stored: SyncStoredValue(stored))))
                 }
             case .all?:
@@ -320,8 +323,9 @@ enum SyncLogCoding {
         for _ in 0..<count {
             if version == 3 {
                 guard let flags = reader.byte(), let kind = SyncChange.Kind(rawValue: flags & Flag.kindMask),
-                      let entityIndex = reader.count(), let entity = name(entityIndex),
-                      let recordID = readRecordID(IDTag(rawValue: (flags & Flag.idMask) >> Flag.idShift)) else { return nil }
+                    let entityIndex = reader.count(), let entity = name(entityIndex),
+                    let recordID = readRecordID(IDTag(rawValue: (flags & Flag.idMask) >> Flag.idShift))
+                else { return nil }
                 var scope: String?
                 if flags & Flag.scope != 0 {
                     guard let text = reader.string() else { return nil }
@@ -338,11 +342,13 @@ enum SyncLogCoding {
                     links = read
                 }
                 guard let fields = readFields(flags & Flag.allFields != 0 ? .all : .listed, entity: entityIndex) else { return nil }
-                changes.append(SyncChange(kind: kind, entity: entity, recordID: recordID, scope: scope, baseVersion: baseVersion, fields: fields, links: links))
+                changes.append(
+                    SyncChange(kind: kind, entity: entity, recordID: recordID, scope: scope, baseVersion: baseVersion, fields: fields, links: links))
                 continue
             }
             guard let kind = reader.byte().flatMap(SyncChange.Kind.init(rawValue:)), let entityIndex = reader.count(),
-                  let entity = name(entityIndex) else { return nil }
+                let entity = name(entityIndex)
+            else { return nil }
             let recordID: String
             if version == 1 {
                 guard let text = reader.string() else { return nil }
@@ -363,7 +369,8 @@ enum SyncLogCoding {
             }
             let tag: FieldsTag? = version == 1 ? .listed : reader.byte().flatMap(FieldsTag.init(rawValue:))
             guard let fields = readFields(tag, entity: entityIndex), let links = readLinks() else { return nil }
-            changes.append(SyncChange(kind: kind, entity: entity, recordID: recordID, scope: scope, baseVersion: baseVersion, fields: fields, links: links))
+            changes.append(
+                SyncChange(kind: kind, entity: entity, recordID: recordID, scope: scope, baseVersion: baseVersion, fields: fields, links: links))
         }
         return reader.isAtEnd ? changes : nil
     }

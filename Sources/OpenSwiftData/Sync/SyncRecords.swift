@@ -84,7 +84,8 @@ enum SyncRecords {
         try db.execute(sql: "ALTER TABLE \(quoted(table)) RENAME TO \(quoted(old))")
         for statement in createStatements { try db.execute(sql: statement) }
         var codes: [String: Int64] = [:]
-        let insert = try db.makeStatement(sql: "INSERT INTO \(quoted(table)) (entity_code, pk, record_id, scope, server_version) VALUES (?, ?, ?, ?, ?)")
+        let insert = try db.makeStatement(
+            sql: "INSERT INTO \(quoted(table)) (entity_code, pk, record_id, scope, server_version) VALUES (?, ?, ?, ?, ?)")
         let rows = try Row.fetchCursor(db, sql: "SELECT entity, pk, record_id, scope, server_version FROM \(quoted(old)) ORDER BY entity, pk")
         while let row = try rows.next() {
             let entity: String = row[0]
@@ -96,7 +97,9 @@ enum SyncRecords {
                 code = try entityCode(entity, in: db)
                 codes[entity] = code
             }
-            try insert.execute(arguments: [code.databaseValue, row[1] as DatabaseValue, storedID(recordID), row[3] as DatabaseValue, row[4] as DatabaseValue])
+            try insert.execute(arguments: [
+                code.databaseValue, row[1] as DatabaseValue, storedID(recordID), row[3] as DatabaseValue, row[4] as DatabaseValue,
+            ])
         }
         try db.execute(sql: "DROP TABLE \(quoted(old))")
     }
@@ -163,9 +166,11 @@ enum SyncRecords {
     }
 
     static func record(entity: String, row: Int64, in db: Database) throws -> Record? {
-        let statement = try db.cachedStatement(sql: "SELECT record_id, scope, server_version FROM \(quoted(table)) WHERE entity_code = \(codeOfEntity) AND pk = ?")
+        let statement = try db.cachedStatement(
+            sql: "SELECT record_id, scope, server_version FROM \(quoted(table)) WHERE entity_code = \(codeOfEntity) AND pk = ?")
         guard let found = try Row.fetchOne(statement, arguments: [entity, row]),
-              let recordID = recordID(stored: found[0]) else { return nil }
+            let recordID = recordID(stored: found[0])
+        else { return nil }
         return Record(recordID: recordID, scope: found[1], serverVersion: found[2])
     }
 
@@ -186,7 +191,8 @@ enum SyncRecords {
         for start in stride(from: 0, to: recordIDs.count, by: chunk) {
             let ids = recordIDs[start..<min(start + chunk, recordIDs.count)]
             let marks = Array(repeating: "?", count: ids.count).joined(separator: ", ")
-            let statement = try db.cachedStatement(sql: "SELECT record_id, pk FROM \(quoted(table)) WHERE entity_code = \(codeOfEntity) AND record_id IN (\(marks))")
+            let statement = try db.cachedStatement(
+                sql: "SELECT record_id, pk FROM \(quoted(table)) WHERE entity_code = \(codeOfEntity) AND record_id IN (\(marks))")
             let sqlite = statement.sqliteStatement
             // A cached statement may have been stepped by its last user: bindings need a reset.
             sqlite3_reset(sqlite)
@@ -201,7 +207,8 @@ enum SyncRecords {
                 let code = sqlite3_step(sqlite)
                 if code == SQLITE_DONE { break }
                 guard code == SQLITE_ROW else {
-                    throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: statement.sql)
+                    throw DatabaseError(
+                        resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: statement.sql)
                 }
                 guard let id = recordID(column: 0, of: sqlite) else { continue }
                 if found[id] == nil { found[id] = sqlite3_column_int64(sqlite, 1) }
@@ -255,17 +262,22 @@ enum SyncRecords {
     }
 
     static func setScope(_ scope: String?, entity: String, row: Int64, in db: Database) throws {
-        try db.cachedStatement(sql: "UPDATE \(quoted(table)) SET scope = ? WHERE entity_code = \(codeOfEntity) AND pk = ?").execute(arguments: [scope, entity, row])
+        try db.cachedStatement(sql: "UPDATE \(quoted(table)) SET scope = ? WHERE entity_code = \(codeOfEntity) AND pk = ?").execute(arguments: [
+            scope, entity, row,
+        ])
     }
 
     static func setServerVersion(_ version: Int64, entity: String, row: Int64, in db: Database) throws {
-        try db.cachedStatement(sql: "UPDATE \(quoted(table)) SET server_version = ? WHERE entity_code = \(codeOfEntity) AND pk = ?").execute(arguments: [version, entity, row])
+        try db.cachedStatement(sql: "UPDATE \(quoted(table)) SET server_version = ? WHERE entity_code = \(codeOfEntity) AND pk = ?").execute(
+            arguments: [version, entity, row])
     }
 
     static func setServerVersion(_ version: Int64, scope: String??, entity: String, recordID: String, in db: Database) throws {
         if case let .some(scope) = scope {
-            try db.cachedStatement(sql: "UPDATE \(quoted(table)) SET server_version = ?, scope = ? WHERE entity_code = \(codeOfEntity) AND record_id = ?")
-                .execute(arguments: [version.databaseValue, scope.databaseValue, entity.databaseValue, storedID(recordID)])
+            try db.cachedStatement(
+                sql: "UPDATE \(quoted(table)) SET server_version = ?, scope = ? WHERE entity_code = \(codeOfEntity) AND record_id = ?"
+            )
+            .execute(arguments: [version.databaseValue, scope.databaseValue, entity.databaseValue, storedID(recordID)])
         } else {
             try db.cachedStatement(sql: "UPDATE \(quoted(table)) SET server_version = ? WHERE entity_code = \(codeOfEntity) AND record_id = ?")
                 .execute(arguments: [version.databaseValue, entity.databaseValue, storedID(recordID)])
@@ -284,8 +296,10 @@ enum SyncRecords {
     }
 
     static func addPending(_ reference: PendingReference, in db: Database) throws {
-        try db.cachedStatement(sql: "INSERT OR IGNORE INTO \(quoted(pendingTable)) (entity, record_id, property, target_entity, target_record_id) VALUES (?, ?, ?, ?, ?)")
-            .execute(arguments: [reference.entity, reference.recordID, reference.property, reference.targetEntity, reference.targetRecordID])
+        try db.cachedStatement(
+            sql: "INSERT OR IGNORE INTO \(quoted(pendingTable)) (entity, record_id, property, target_entity, target_record_id) VALUES (?, ?, ?, ?, ?)"
+        )
+        .execute(arguments: [reference.entity, reference.recordID, reference.property, reference.targetEntity, reference.targetRecordID])
     }
 
     /// Forgets the pending references of one property of one record (its value was set again).
@@ -295,25 +309,33 @@ enum SyncRecords {
     }
 
     static func removePending(_ reference: PendingReference, in db: Database) throws {
-        try db.cachedStatement(sql: "DELETE FROM \(quoted(pendingTable)) WHERE entity = ? AND record_id = ? AND property = ? AND target_record_id = ?")
-            .execute(arguments: [reference.entity, reference.recordID, reference.property, reference.targetRecordID])
+        try db.cachedStatement(
+            sql: "DELETE FROM \(quoted(pendingTable)) WHERE entity = ? AND record_id = ? AND property = ? AND target_record_id = ?"
+        )
+        .execute(arguments: [reference.entity, reference.recordID, reference.property, reference.targetRecordID])
     }
 
     /// Forgets every pending reference from or to a record (it was deleted).
     static func removePending(involving entity: String, recordID: String, in db: Database) throws {
-        try db.cachedStatement(sql: "DELETE FROM \(quoted(pendingTable)) WHERE (entity = ? AND record_id = ?) OR (target_entity = ? AND target_record_id = ?)")
-            .execute(arguments: [entity, recordID, entity, recordID])
+        try db.cachedStatement(
+            sql: "DELETE FROM \(quoted(pendingTable)) WHERE (entity = ? AND record_id = ?) OR (target_entity = ? AND target_record_id = ?)"
+        )
+        .execute(arguments: [entity, recordID, entity, recordID])
     }
 
     /// The pending references that point at one of the given records of `entity`.
     static func pending(to entity: String, recordIDs: [String], in db: Database) throws -> [PendingReference] {
         guard !recordIDs.isEmpty, try db.tableExists(pendingTable),
-              try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(quoted(pendingTable)))") == true else { return [] }
+            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(quoted(pendingTable)))") == true
+        else { return [] }
         let json = String(data: (try? JSONEncoder().encode(recordIDs)) ?? Data("[]".utf8), encoding: .utf8) ?? "[]"
-        return try Row.fetchAll(db, sql: """
-            SELECT entity, record_id, property, target_entity, target_record_id FROM \(quoted(pendingTable)) \
-            WHERE target_entity = ? AND target_record_id IN (SELECT value FROM json_each(?)) ORDER BY entity, record_id, property
-            """, arguments: [entity, json]).map { row in
+        return try Row.fetchAll(
+            db,
+            sql: """
+                SELECT entity, record_id, property, target_entity, target_record_id FROM \(quoted(pendingTable)) \
+                WHERE target_entity = ? AND target_record_id IN (SELECT value FROM json_each(?)) ORDER BY entity, record_id, property
+                """, arguments: [entity, json]
+        ).map { row in
             PendingReference(entity: row[0], recordID: row[1], property: row[2], targetEntity: row[3], targetRecordID: row[4])
         }
     }

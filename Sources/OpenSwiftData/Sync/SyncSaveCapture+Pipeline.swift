@@ -43,7 +43,9 @@ extension SyncSaveCapture: SaveCapture {
         try upserted(registration, plan: plan, row: row, values: values, in: db)
     }
 
-    func updated(_ registration: Registration, layout: EntityLayout, row: Int64, properties: [Int], columns: [Int], values: [DatabaseValue], in db: Database) throws {
+    func updated(
+        _ registration: Registration, layout: EntityLayout, row: Int64, properties: [Int], columns: [Int], values: [DatabaseValue], in db: Database
+    ) throws {
         guard let plan = plan(of: layout) else { return }
         try updated(registration, plan: plan, row: row, columns: columns, values: values, in: db)
     }
@@ -52,7 +54,9 @@ extension SyncSaveCapture: SaveCapture {
         plan(of: layout)?.links.contains { $0 === relationship } ?? false
     }
 
-    func linksChanged(_ registration: Registration, layout: EntityLayout, relationship: PropertyLayout, row: Int64, old: [Int64]?, new: [Int64], in db: Database) throws {
+    func linksChanged(
+        _ registration: Registration, layout: EntityLayout, relationship: PropertyLayout, row: Int64, old: [Int64]?, new: [Int64], in db: Database
+    ) throws {
         guard let plan = plan(of: layout), plan.links.contains(where: { $0 === relationship }) else { return }
         try linksChanged(registration, plan: plan, relationship: relationship, row: row, old: old, new: new, in: db)
     }

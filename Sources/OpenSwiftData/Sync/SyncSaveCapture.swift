@@ -130,8 +130,10 @@ final class SyncSaveCapture {
     /// Encodes a change whose fields hold no reference: `fields` nil for every field (`values`
     /// the row's values in column order), else the positions of the listed fields (`values`
     /// theirs, in that order).
-    private func encode(_ kind: SyncChange.Kind, plan: SyncEntityPlan, recordID: CapturedRecordID, scope: String?, baseVersion: Int64?,
-                        fields: [Int]?, values: [DatabaseValue]) {
+    private func encode(
+        _ kind: SyncChange.Kind, plan: SyncEntityPlan, recordID: CapturedRecordID, scope: String?, baseVersion: Int64?,
+        fields: [Int]?, values: [DatabaseValue]
+    ) {
         // The plan of the last change and its encoder, without copying its interned names (a
         // bulk insert encodes one entity's rows one after the other).
         let encoder: SyncLogCoding.Encoder
@@ -141,7 +143,9 @@ final class SyncSaveCapture {
             encoder = logEncoder(for: plan).encoder
         }
         let count = fields?.count ?? plan.fieldColumns.count
-        encoder.change(kind, entity: lastInterned.entity, recordID: recordID, scope: scope, baseVersion: baseVersion, links: [], allFields: fields == nil, fieldCount: count)
+        encoder.change(
+            kind, entity: lastInterned.entity, recordID: recordID, scope: scope, baseVersion: baseVersion, links: [], allFields: fields == nil,
+            fieldCount: count)
         guard count > 0 else { return }
         values.withUnsafeBufferPointer { values in
             if let fields {
@@ -176,7 +180,8 @@ final class SyncSaveCapture {
         var recordID: String?
         if let column = plan.recordIDColumn {
             let name = plan.layout.columns[column].name
-            let value = try DatabaseValue.fetchOne(db, sql: "SELECT \(quoted(name)) FROM \(quoted(plan.layout.name)) WHERE \(quoted(TableDescription.primaryKey)) = ?", arguments: [row])
+            let value = try DatabaseValue.fetchOne(
+                db, sql: "SELECT \(quoted(name)) FROM \(quoted(plan.layout.name)) WHERE \(quoted(TableDescription.primaryKey)) = ?", arguments: [row])
             recordID = value.flatMap { SyncStoredValue($0).canonicalRecordID(kind: plan.recordIDKind) }
         }
         let id = recordID.map(CapturedRecordID.init) ?? newRecordID()
@@ -195,7 +200,10 @@ final class SyncSaveCapture {
         for entity in members {
             guard let member = state.plan(entity) else { continue }
             if let known = try SyncRecords.record(entity: entity, row: row, in: db) { return known }
-            let exists = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(quoted(entity)) WHERE \(quoted(TableDescription.primaryKey)) = ?)", arguments: [row]) ?? false
+            let exists =
+                try Bool.fetchOne(
+                    db, sql: "SELECT EXISTS (SELECT 1 FROM \(quoted(entity)) WHERE \(quoted(TableDescription.primaryKey)) = ?)", arguments: [row])
+                ?? false
             if exists { return try ensureRecord(member, row: row, in: db) }
         }
         return try ensureRecord(plan, row: row, in: db)
@@ -211,8 +219,11 @@ final class SyncSaveCapture {
     /// save, values bound through SQLite's C API as `TableWriter` does for the rows): one
     /// statement per record cost more than the B-tree work it does. Every read of
     /// `osd_sync_records` in the save's transaction comes after `flushRecords`.
-    private func insertRecord(_ plan: SyncEntityPlan, row: Int64, recordID: CapturedRecordID, scope: String?, serverVersion: Int64?, in db: Database) throws {
-        pendingRecords.append(PendingRecord(entityCode: try entityCode(plan, in: db), row: row, recordID: recordID, scope: scope, serverVersion: serverVersion))
+    private func insertRecord(
+        _ plan: SyncEntityPlan, row: Int64, recordID: CapturedRecordID, scope: String?, serverVersion: Int64?, in db: Database
+    ) throws {
+        pendingRecords.append(
+            PendingRecord(entityCode: try entityCode(plan, in: db), row: row, recordID: recordID, scope: scope, serverVersion: serverVersion))
         if pendingRecords.count == Self.recordBatch { try flushRecords(in: db) }
     }
 
@@ -238,7 +249,8 @@ final class SyncSaveCapture {
         guard !pendingRecords.isEmpty else { return }
         defer { pendingRecords.removeAll(keepingCapacity: true) }
         if pendingRecords.count == Self.recordBatch, let code = pendingRecords.first?.entityCode,
-           pendingRecords.allSatisfy({ $0.entityCode == code && $0.scope == nil && $0.serverVersion == nil }) {
+            pendingRecords.allSatisfy({ $0.entityCode == code && $0.scope == nil && $0.serverVersion == nil })
+        {
             // The common batch (new rows of one entity, no scope rule, no server version): the
             // code is bound once for every row and the NULLs are the columns' own, two values
             // a row instead of five (each binding takes the connection's mutex).
@@ -266,7 +278,8 @@ final class SyncSaveCapture {
                 statement = prepared
             } else {
                 let rows = Array(repeating: "(?, ?, ?, ?, ?)", count: Self.recordBatch).joined(separator: ", ")
-                statement = try preparedForCBindings("INSERT INTO \(quoted(SyncRecords.table)) (entity_code, pk, record_id, scope, server_version) VALUES \(rows)", in: db)
+                statement = try preparedForCBindings(
+                    "INSERT INTO \(quoted(SyncRecords.table)) (entity_code, pk, record_id, scope, server_version) VALUES \(rows)", in: db)
                 batchInsert = statement
             }
             sqlite3_reset(statement.sqliteStatement)
@@ -280,7 +293,8 @@ final class SyncSaveCapture {
         if let prepared = recordInsert {
             statement = prepared
         } else {
-            statement = try preparedForCBindings("INSERT INTO \(quoted(SyncRecords.table)) (entity_code, pk, record_id, scope, server_version) VALUES (?, ?, ?, ?, ?)", in: db)
+            statement = try preparedForCBindings(
+                "INSERT INTO \(quoted(SyncRecords.table)) (entity_code, pk, record_id, scope, server_version) VALUES (?, ?, ?, ?, ?)", in: db)
             recordInsert = statement
         }
         for record in pendingRecords {
@@ -378,11 +392,16 @@ final class SyncSaveCapture {
         if let version = apply?.versionsOfNew[key] { try SyncRecords.setServerVersion(version, entity: plan.layout.name, row: row, in: db) }
         guard logs else { return }
         if encodesNow(.update, plan: plan) {
-            encode(.update, plan: plan, recordID: CapturedRecordID(record.recordID), scope: scope, baseVersion: record.serverVersion, fields: nil, values: values)
+            encode(
+                .update, plan: plan, recordID: CapturedRecordID(record.recordID), scope: scope, baseVersion: record.serverVersion, fields: nil,
+                values: values)
             return
         }
         changeOfStorage[key] = changes.count
-        changes.append(Captured(kind: .update, plan: plan, recordID: CapturedRecordID(record.recordID), scope: scope, baseVersion: record.serverVersion, fields: nil, values: values))
+        changes.append(
+            Captured(
+                kind: .update, plan: plan, recordID: CapturedRecordID(record.recordID), scope: scope, baseVersion: record.serverVersion, fields: nil,
+                values: values))
     }
 
     /// A changed row: `columns` are the changed column indexes, `values` their new values.
@@ -406,11 +425,16 @@ final class SyncSaveCapture {
             fieldValues.append(value)
         }
         if encodesNow(.update, plan: plan) {
-            encode(.update, plan: plan, recordID: CapturedRecordID(record.recordID), scope: scope, baseVersion: record.serverVersion, fields: fields, values: fieldValues)
+            encode(
+                .update, plan: plan, recordID: CapturedRecordID(record.recordID), scope: scope, baseVersion: record.serverVersion, fields: fields,
+                values: fieldValues)
             return
         }
         changeOfStorage[key] = changes.count
-        changes.append(Captured(kind: .update, plan: plan, recordID: CapturedRecordID(record.recordID), scope: scope, baseVersion: record.serverVersion, fields: fields, values: fieldValues))
+        changes.append(
+            Captured(
+                kind: .update, plan: plan, recordID: CapturedRecordID(record.recordID), scope: scope, baseVersion: record.serverVersion,
+                fields: fields, values: fieldValues))
     }
 
     /// A deleted row (called before the row goes): its record goes with it. A row that never
@@ -440,7 +464,9 @@ final class SyncSaveCapture {
         let entity = plan.layout.name
         let code = try entityCode(plan, in: db)
         if logs {
-            let rows = try Row.fetchAll(db, sql: "SELECT record_id, scope, server_version FROM \(quoted(SyncRecords.table)) WHERE entity_code = ? ORDER BY pk", arguments: [code])
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT record_id, scope, server_version FROM \(quoted(SyncRecords.table)) WHERE entity_code = ? ORDER BY pk",
+                arguments: [code])
             for row in rows {
                 guard let recordID = SyncRecords.recordID(stored: row[0]) else { continue }
                 logDeletion(plan: plan, recordID: CapturedRecordID(recordID), scope: row[1], baseVersion: row[2])
@@ -452,7 +478,9 @@ final class SyncSaveCapture {
 
     /// The links of a many-to-many relationship that a save rewrote for one row: `old` the
     /// related keys before (nil for a new row), `new` after.
-    func linksChanged(_ registration: Registration, plan: SyncEntityPlan, relationship: PropertyLayout, row: Int64, old: [Int64]?, new: [Int64], in db: Database) throws {
+    func linksChanged(
+        _ registration: Registration, plan: SyncEntityPlan, relationship: PropertyLayout, row: Int64, old: [Int64]?, new: [Int64], in db: Database
+    ) throws {
         guard logs, let destination = relationship.relationship?.destinationName, let target = state.plan(destination) else { return }
         let oldSet = Set(old ?? [])
         let newSet = Set(new)
@@ -473,7 +501,10 @@ final class SyncSaveCapture {
         let record = try ensureRecord(plan, row: row, in: db)
         let scope = apply?.scopes[key] ?? plan.scope?(registration.model)
         changeOfStorage[key] = changes.count
-        changes.append(Captured(kind: .update, plan: plan, recordID: CapturedRecordID(record.recordID), scope: scope, baseVersion: record.serverVersion, fields: [], values: [], links: [link]))
+        changes.append(
+            Captured(
+                kind: .update, plan: plan, recordID: CapturedRecordID(record.recordID), scope: scope, baseVersion: record.serverVersion, fields: [],
+                values: [], links: [link]))
     }
 
     /// Appends the save's log entry (when it has changes to log) and runs an apply's own work;
@@ -493,14 +524,16 @@ final class SyncSaveCapture {
             let (encoder, names) = logEncoder(for: plan)
             let allFields = changes[position].fields == nil
             let count = changes[position].fields?.count ?? plan.fieldColumns.count
-            encoder.change(changes[position].kind, entity: names.entity, recordID: changes[position].recordID, scope: changes[position].scope,
-                           baseVersion: changes[position].baseVersion, links: changes[position].links, allFields: allFields, fieldCount: count)
+            encoder.change(
+                changes[position].kind, entity: names.entity, recordID: changes[position].recordID, scope: changes[position].scope,
+                baseVersion: changes[position].baseVersion, links: changes[position].links, allFields: allFields, fieldCount: count)
             for index in 0..<count {
                 let field = allFields ? index : changes[position].fields?[index] ?? index
                 var value = changes[position].value(at: index)
                 // References travel as the target's record id.
                 if plan.hasReferences, let target = plan.fieldTargets[field], case let .int64(key) = value.storage,
-                   let targetPlan = state.plan(target) {
+                    let targetPlan = state.plan(target)
+                {
                     value = try memberRecord(targetPlan, row: key, in: db).recordID.databaseValue
                 }
                 if allFields {

@@ -2,6 +2,7 @@ import Foundation
 import JWTKit
 import Logging
 import OpenSwiftDataSyncProtocol
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -33,7 +34,8 @@ public struct AuthConfiguration: Sendable {
 
     /// Makes a configuration; at least one key source is needed to accept any token.
     public init(
-        hmacSecret: String? = nil, jwksJSON: String? = nil, jwksURL: URL? = nil, clockSkew: TimeInterval = 60, issuer: String? = nil, audience: String? = nil,
+        hmacSecret: String? = nil, jwksJSON: String? = nil, jwksURL: URL? = nil, clockSkew: TimeInterval = 60, issuer: String? = nil,
+        audience: String? = nil,
         jwksRefreshInterval: TimeInterval = 3600, jwksMinimumRefetchInterval: TimeInterval = 10
     ) {
         self.hmacSecret = hmacSecret
@@ -73,14 +75,17 @@ struct JWKSKeys: Sendable {
     static func load(_ documents: [String]) async throws -> JWKSKeys {
         var keys: [Any] = []
         for json in documents {
-            guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any], let documentKeys = object["keys"] as? [Any] else {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any], let documentKeys = object["keys"] as? [Any]
+            else {
                 throw SyncServiceError(500, .internalError, "the JWKS is not a JSON object with a keys array")
             }
             keys += documentKeys
         }
         var result = JWKSKeys()
         for key in keys {
-            guard let data = try? JSONSerialization.data(withJSONObject: key), let jwk = try? JWK(json: String(decoding: data, as: UTF8.self)), let kid = jwk.keyIdentifier else { continue }
+            guard let data = try? JSONSerialization.data(withJSONObject: key), let jwk = try? JWK(json: String(decoding: data, as: UTF8.self)),
+                let kid = jwk.keyIdentifier
+            else { continue }
             if let use = (key as? [String: Any])?["use"] as? String, use != "sig" { continue }
             let algorithms: [String]
             if let declared = jwk.algorithm {
@@ -122,7 +127,10 @@ actor JWKSSource {
     private let minimumRefetchInterval: TimeInterval
     private let logger = Logger(label: "osd-server.jwks")
 
-    init(keys: JWKSKeys, fixed: String?, url: URL?, clock: @escaping @Sendable () -> Date, refreshInterval: TimeInterval, minimumRefetchInterval: TimeInterval) {
+    init(
+        keys: JWKSKeys, fixed: String?, url: URL?, clock: @escaping @Sendable () -> Date, refreshInterval: TimeInterval,
+        minimumRefetchInterval: TimeInterval
+    ) {
         self.keys = keys
         self.fixed = fixed
         self.url = url
@@ -244,12 +252,16 @@ public final class TokenVerifier: Sendable {
             throw Self.refused("is unsigned (alg none), which is never accepted")
         } else if algorithm == "HS256" {
             guard let hmacKeys else {
-                throw Self.refused("says alg HS256, which is accepted only with the server's shared secret, and this server has none (it verifies tokens through its JWKS)")
+                throw Self.refused(
+                    "says alg HS256, which is accepted only with the server's shared secret, and this server has none (it verifies tokens through its JWKS)"
+                )
             }
             keys = hmacKeys
         } else if asymmetricAlgorithms.contains(algorithm) {
             guard let jwks else {
-                throw Self.refused("says alg \(algorithm), which is accepted only through a JWKS, and this server has none (it verifies HS256 tokens with its secret)")
+                throw Self.refused(
+                    "says alg \(algorithm), which is accepted only through a JWKS, and this server has none (it verifies HS256 tokens with its secret)"
+                )
             }
             guard let entry = await jwks.keys(for: algorithm, kid: header.kid) else {
                 throw Self.refused("says alg \(algorithm), and no key of the server's JWKS takes that algorithm")
@@ -263,7 +275,9 @@ public final class TokenVerifier: Sendable {
             }
             keys = entry.keys
         } else {
-            throw Self.refused("says alg \(Self.quoted(algorithm)), which is not accepted: HS256 with the shared secret, or RS256/384/512, PS256/384/512, ES256/384/512, EdDSA through the JWKS")
+            throw Self.refused(
+                "says alg \(Self.quoted(algorithm)), which is not accepted: HS256 with the shared secret, or RS256/384/512, PS256/384/512, ES256/384/512, EdDSA through the JWKS"
+            )
         }
         let payload: SyncTokenPayload
         do {
@@ -340,6 +354,8 @@ public final class TokenVerifier: Sendable {
             throw SyncServiceError(500, .internalError, "minting a token needs the HS256 secret")
         }
         let now = clock()
-        return try await hmacKeys.sign(SyncTokenPayload(sub: SubjectClaim(value: user), exp: ExpirationClaim(value: now.addingTimeInterval(lifetime)), iat: IssuedAtClaim(value: now)))
+        return try await hmacKeys.sign(
+            SyncTokenPayload(
+                sub: SubjectClaim(value: user), exp: ExpirationClaim(value: now.addingTimeInterval(lifetime)), iat: IssuedAtClaim(value: now)))
     }
 }

@@ -39,7 +39,8 @@ package struct DeleteRuleGraph: Sendable {
                 guard let destination = field.destination else { continue }
                 fields[entity.name, default: [:]][field.name] = (destination, field.deleteRule)
                 if let rule = field.deleteRule, rule != .noAction {
-                    rules[destination, default: []].append(ReferenceRule(entity: entity.name, field: field.name, destination: destination, rule: rule))
+                    rules[destination, default: []].append(
+                        ReferenceRule(entity: entity.name, field: field.name, destination: destination, rule: rule))
                 }
             }
         }
@@ -86,7 +87,10 @@ package struct DeleteRuleGraph: Sendable {
         for rules in rules.values {
             for rule in rules where rule.rule == .cascade && rule.entity == record.entity {
                 if case .reference(let target)? = record.fields[rule.field]?.value,
-                   deleted.contains(RecordKey(entity: rule.destination, recordID: target)) { return true }
+                    deleted.contains(RecordKey(entity: rule.destination, recordID: target))
+                {
+                    return true
+                }
             }
         }
         return false
@@ -94,7 +98,9 @@ package struct DeleteRuleGraph: Sendable {
 
     /// One round of `referrers(of:loaded:fetch:)`: adds the new records to `found` and
     /// returns the next frontier (the records reached by cascade, not expanded before).
-    private func round(_ records: [StoredRecord], frontier: Set<RecordKey>, found: inout [StoredRecord], known: inout Set<RecordKey>, expanded: inout Set<RecordKey>) -> [RecordKey] {
+    private func round(
+        _ records: [StoredRecord], frontier: Set<RecordKey>, found: inout [StoredRecord], known: inout Set<RecordKey>, expanded: inout Set<RecordKey>
+    ) -> [RecordKey] {
         var next: [RecordKey] = []
         for record in records where !record.deleted {
             if known.insert(record.key).inserted { found.append(record) }
@@ -107,7 +113,9 @@ package struct DeleteRuleGraph: Sendable {
     /// referrers of `roots`, then (through cascades) theirs, until none is new (a cycle ends
     /// there too). `fetch` runs a round's queries against the storage, inside the push's
     /// transaction; records already `loaded` are not returned again.
-    package func referrers(of roots: Set<RecordKey>, loaded: Set<RecordKey>, fetch: ([ReferrerQuery]) throws -> [StoredRecord]) throws -> [StoredRecord] {
+    package func referrers(
+        of roots: Set<RecordKey>, loaded: Set<RecordKey>, fetch: ([ReferrerQuery]) throws -> [StoredRecord]
+    ) throws -> [StoredRecord] {
         var found: [StoredRecord] = []
         var known = loaded
         var expanded = roots
@@ -119,7 +127,9 @@ package struct DeleteRuleGraph: Sendable {
     }
 
     /// `referrers(of:loaded:fetch:)` for a storage whose queries are asynchronous.
-    package func referrers(of roots: Set<RecordKey>, loaded: Set<RecordKey>, fetch: ([ReferrerQuery]) async throws -> [StoredRecord]) async throws -> [StoredRecord] {
+    package func referrers(
+        of roots: Set<RecordKey>, loaded: Set<RecordKey>, fetch: ([ReferrerQuery]) async throws -> [StoredRecord]
+    ) async throws -> [StoredRecord] {
         var found: [StoredRecord] = []
         var known = loaded
         var expanded = roots

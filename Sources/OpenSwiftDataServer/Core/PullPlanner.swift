@@ -22,7 +22,8 @@ struct PullPlanner: Sendable {
 
     func decide(_ context: PullContext) throws -> Decision {
         if let owner = context.clientOwner, owner != user {
-            throw SyncServiceError(403, .clientIDOwnedByAnotherUser, "client id \(clientID.debugDescription) belongs to another user; take a new client id")
+            throw SyncServiceError(
+                403, .clientIDOwnedByAnotherUser, "client id \(clientID.debugDescription) belongs to another user; take a new client id")
         }
         var reset: ResetReason? = epochReset ? .epochChanged : nil
         let fresh = PullCursor(epoch: epoch, seq: context.head, scopes: [], snapshot: nil, mark: context.marks[context.head])
@@ -61,14 +62,17 @@ struct PullPlanner: Sendable {
             let known = Set(state.scopes)
             let new = granted.filter { !known.contains($0) }.sorted()
             if !new.isEmpty {
-                state.snapshot = PullCursor.Snapshot(scopes: new, after: nil, from: context.head, through: context.head, pagesDone: false, received: 0, total: 0)
+                state.snapshot = PullCursor.Snapshot(
+                    scopes: new, after: nil, from: context.head, through: context.head, pagesDone: false, received: 0, total: 0)
             }
         }
         let read: PullRead
         if let snapshot = state.snapshot, !snapshot.pagesDone {
             read = .snapshot(scopes: snapshot.scopes, after: snapshot.after, limit: limit, count: snapshot.after == nil && snapshot.received == 0)
         } else {
-            read = .log(after: state.seq, scopes: state.scopes, tailScopes: state.snapshot?.scopes ?? [], tailFrom: state.snapshot?.from ?? state.seq, limit: limit)
+            read = .log(
+                after: state.seq, scopes: state.scopes, tailScopes: state.snapshot?.scopes ?? [], tailFrom: state.snapshot?.from ?? state.seq,
+                limit: limit)
         }
         return Decision(cursor: state, revoked: revoked.sorted(), reset: reset, read: read)
     }
@@ -86,9 +90,14 @@ struct PullPlanner: Sendable {
         switch page.read {
         case .snapshot:
             changes = page.records.map { record in
-                PulledChange(version: record.version, op: .insert, entity: record.entity, recordID: record.recordID, scope: record.scope, fields: record.values, links: record.presentLinks.mapValues { LinkChange(added: $0) })
+                PulledChange(
+                    version: record.version, op: .insert, entity: record.entity, recordID: record.recordID, scope: record.scope,
+                    fields: record.values, links: record.presentLinks.mapValues { LinkChange(added: $0) })
             }
-            var snapshot = state.snapshot ?? PullCursor.Snapshot(scopes: [], after: nil, from: page.context.head, through: page.context.head, pagesDone: true, received: 0, total: 0)
+            var snapshot =
+                state.snapshot
+                ?? PullCursor.Snapshot(
+                    scopes: [], after: nil, from: page.context.head, through: page.context.head, pagesDone: true, received: 0, total: 0)
             if let total = page.total { snapshot.total = total }
             snapshot.received += changes.count
             snapshot.through = page.context.head
@@ -118,7 +127,10 @@ struct PullPlanner: Sendable {
         // granted at the push and lost before downloading it (seed 9243): `revoked` names only
         // scopes the cursor held.
         let cursorScopes = consistent ? state.scopes : nil
-        let response = PullResponse(changes: changes, cursor: "", hasMore: hasMore, consistent: consistent, lastMutationID: page.context.lastMutationID, reset: decision.reset, revokedScopes: decision.revoked, progress: progress, serverStamp: page.context.clock, snapshotScopes: snapshotScopes, cursorScopes: cursorScopes)
+        let response = PullResponse(
+            changes: changes, cursor: "", hasMore: hasMore, consistent: consistent, lastMutationID: page.context.lastMutationID,
+            reset: decision.reset, revokedScopes: decision.revoked, progress: progress, serverStamp: page.context.clock,
+            snapshotScopes: snapshotScopes, cursorScopes: cursorScopes)
         return (response, state)
     }
 }

@@ -57,7 +57,8 @@ extension PushEvaluator {
             for rule in rules {
                 for key in candidates where key.entity == rule.entity {
                     guard let referrer = working.records[key], !referrer.deleted,
-                          referrer.fields[rule.field]?.value == .reference(deleted.recordID) else { continue }
+                        referrer.fields[rule.field]?.value == .reference(deleted.recordID)
+                    else { continue }
                     switch rule.rule {
                     case .deny:
                         working.denied.append(DeniedDelete(root: root.key, deleted: deleted, referrer: key, field: rule.field))
@@ -79,9 +80,14 @@ extension PushEvaluator {
     func checkDeniedDeletes(_ working: Working) throws {
         for denied in working.denied {
             guard let referrer = working.records[denied.referrer], !referrer.deleted,
-                  referrer.fields[denied.field]?.value == .reference(denied.deleted.recordID) else { continue }
+                referrer.fields[denied.field]?.value == .reference(denied.deleted.recordID)
+            else { continue }
             let named = access(referrer.scope, working).canRead ? "\(denied.referrer)" : "a record in a scope you may not read"
-            throw Rejection(reason: .validation, message: "\(denied.deleted) cannot be deleted: \(named) refers to it through \(denied.field.debugDescription), whose delete rule is deny", keys: [denied.root])
+            throw Rejection(
+                reason: .validation,
+                message:
+                    "\(denied.deleted) cannot be deleted: \(named) refers to it through \(denied.field.debugDescription), whose delete rule is deny",
+                keys: [denied.root])
         }
     }
 
@@ -89,7 +95,8 @@ extension PushEvaluator {
     private func nullify(_ field: SyncName, of referrer: StoredRecord, stamp: HLCTimestamp, working: inout Working) {
         var record = referrer
         let old = record.fields[field]
-        record.fields[field] = StoredField(value: .null, kind: old?.kind ?? .reference, stamp: max(old?.stamp ?? stamp, stamp), client: request.clientID)
+        record.fields[field] = StoredField(
+            value: .null, kind: old?.kind ?? .reference, stamp: max(old?.stamp ?? stamp, stamp), client: request.clientID)
         working.head += 1
         record.version = working.head
         working.set(record, for: record.key)
@@ -108,7 +115,11 @@ extension PushEvaluator {
             guard let record = working.records[target], record.deleted else { continue }
             switch reference.rule {
             case .cascade?:
-                throw Rejection(reason: .recordDeleted, message: "\(key): \(name.debugDescription) refers to \(target), which was deleted at version \(record.version) (its delete rule cascades to the records that refer to it)", keys: [key])
+                throw Rejection(
+                    reason: .recordDeleted,
+                    message:
+                        "\(key): \(name.debugDescription) refers to \(target), which was deleted at version \(record.version) (its delete rule cascades to the records that refer to it)",
+                    keys: [key])
             case .nullify?:
                 result[name] = .null
             case .deny?, .noAction?, nil:

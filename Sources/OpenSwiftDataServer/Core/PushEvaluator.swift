@@ -100,15 +100,21 @@ struct PushEvaluator: Sendable {
 
     func evaluate(_ snapshot: PushSnapshot) throws -> PushPlan {
         if let client = snapshot.client, client.user != user {
-            throw SyncServiceError(403, .clientIDOwnedByAnotherUser, "client id \(request.clientID.debugDescription) belongs to another user; take a new client id")
+            throw SyncServiceError(
+                403, .clientIDOwnedByAnotherUser, "client id \(request.clientID.debugDescription) belongs to another user; take a new client id")
         }
         let last = snapshot.client?.lastMutationID ?? 0
         var clock = HybridLogicalClock(last: snapshot.clock, maximumDrift: configuration.maximumClockDrift)
         guard let first = request.mutations.first else {
-            return PushPlan(response: PushResponse(lastMutationID: last, results: [], serverStamp: snapshot.clock), client: nil, results: [], records: [], changes: [], newScopes: [], clock: snapshot.clock, head: snapshot.head, now: now, readers: [], changedScopes: [])
+            return PushPlan(
+                response: PushResponse(lastMutationID: last, results: [], serverStamp: snapshot.clock), client: nil, results: [], records: [],
+                changes: [], newScopes: [], clock: snapshot.clock, head: snapshot.head, now: now, readers: [], changedScopes: [])
         }
         if first.id > last + 1 {
-            throw SyncServiceError(409, .mutationGap, "the first mutation id is \(first.id) but the last one processed for this client is \(last); send from \(last + 1)", lastMutationID: last)
+            throw SyncServiceError(
+                409, .mutationGap,
+                "the first mutation id is \(first.id) but the last one processed for this client is \(last); send from \(last + 1)",
+                lastMutationID: last)
         }
         var results: [MutationResult] = []
         var newResults: [StoredResult] = []
@@ -163,7 +169,8 @@ struct PushEvaluator: Sendable {
                     let access = ScopeAccessLevel.of(user, to: record.scope, record: working.scopes[record.scope])
                     return access.canRead ? record.state : nil
                 }
-                result = MutationResult(id: mutation.id, status: .rejected, reason: rejection.reason, message: rejection.message, serverRecords: states)
+                result = MutationResult(
+                    id: mutation.id, status: .rejected, reason: rejection.reason, message: rejection.message, serverRecords: states)
                 rejected += 1
             }
             results.append(result)
@@ -171,7 +178,8 @@ struct PushEvaluator: Sendable {
             lastHash = hash
         }
         let newLast = max(last, request.mutations.last?.id ?? last)
-        let client: ClientRecord? = newResults.isEmpty && request.schema == nil
+        let client: ClientRecord? =
+            newResults.isEmpty && request.schema == nil
             ? nil
             : ClientRecord(clientID: request.clientID, user: user, lastMutationID: newLast, lastHash: lastHash, schema: schema)
         var readers: Set<String> = []
@@ -196,11 +204,17 @@ struct PushEvaluator: Sendable {
     }
 
     private func forked(_ id: MutationID, _ last: MutationID) -> SyncServiceError {
-        SyncServiceError(409, .clientForked, "mutation \(id) was processed before with other content (the last processed is \(last)): this device's client id was used elsewhere or restored from a backup; take a new client id", lastMutationID: last)
+        SyncServiceError(
+            409, .clientForked,
+            "mutation \(id) was processed before with other content (the last processed is \(last)): this device's client id was used elsewhere or restored from a backup; take a new client id",
+            lastMutationID: last)
     }
 
     private func answerGone(_ id: MutationID, _ last: MutationID) -> SyncServiceError {
-        SyncServiceError(409, .clientForked, "mutation \(id) was processed before and its answer was acknowledged and dropped (the last processed is \(last)): this client's state is older than what it acknowledged (restored from a backup?); take a new client id", lastMutationID: last)
+        SyncServiceError(
+            409, .clientForked,
+            "mutation \(id) was processed before and its answer was acknowledged and dropped (the last processed is \(last)): this client's state is older than what it acknowledged (restored from a backup?); take a new client id",
+            lastMutationID: last)
     }
 
     // MARK: One change
@@ -214,7 +228,9 @@ struct PushEvaluator: Sendable {
         working.claim(ScopeRecord(scope: scope, owner: user))
     }
 
-    private func apply(_ change: RecordChange, stamp: HLCTimestamp, schema: SchemaDescriptor?, to working: inout Working, snapshot: PushSnapshot) throws {
+    private func apply(
+        _ change: RecordChange, stamp: HLCTimestamp, schema: SchemaDescriptor?, to working: inout Working, snapshot: PushSnapshot
+    ) throws {
         let key = RecordKey(entity: change.entity, recordID: change.recordID)
         let clientID = request.clientID
         let existing = working.records[key]
@@ -224,10 +240,14 @@ struct PushEvaluator: Sendable {
         }
         if let entitySchema {
             for name in change.fields.keys where !entitySchema.fields.contains(where: { $0.name == name }) {
-                throw Rejection(reason: .validation, message: "\(key): field \(name.debugDescription) is not in the client's schema of \(change.entity)", keys: [key])
+                throw Rejection(
+                    reason: .validation, message: "\(key): field \(name.debugDescription) is not in the client's schema of \(change.entity)",
+                    keys: [key])
             }
             for name in change.links.keys where !entitySchema.links.contains(where: { $0.name == name }) {
-                throw Rejection(reason: .validation, message: "\(key): relationship \(name.debugDescription) is not in the client's schema of \(change.entity)", keys: [key])
+                throw Rejection(
+                    reason: .validation, message: "\(key): relationship \(name.debugDescription) is not in the client's schema of \(change.entity)",
+                    keys: [key])
             }
             for (name, value) in change.fields where value == .null {
                 if let field = entitySchema.fields.first(where: { $0.name == name }), !field.optional {
@@ -263,7 +283,9 @@ struct PushEvaluator: Sendable {
                 for target in linkChange.added { links[name, default: [:]][target] = StoredLink(present: true, stamp: stamp, client: clientID) }
             }
             working.head += 1
-            let record = StoredRecord(entity: change.entity, recordID: change.recordID, scope: change.scope, version: working.head, deleted: false, fields: fields, stamp: stamp, writer: clientID, links: links)
+            let record = StoredRecord(
+                entity: change.entity, recordID: change.recordID, scope: change.scope, version: working.head, deleted: false, fields: fields,
+                stamp: stamp, writer: clientID, links: links)
             working.set(record, for: key)
             log(.insert, record, fields: record.values, links: insertLinks(record), working: &working)
         case .update:
@@ -275,7 +297,11 @@ struct PushEvaluator: Sendable {
                 throw Rejection(reason: .scopeNotGranted, message: "\(key): its scope is not granted to you", keys: [])
             }
             if existing.deleted {
-                throw Rejection(reason: .recordDeleted, message: "\(key) was deleted at version \(existing.version)\(change.baseVersion.map { ", after the version \($0) this update is based on" } ?? "")", keys: [key])
+                throw Rejection(
+                    reason: .recordDeleted,
+                    message:
+                        "\(key) was deleted at version \(existing.version)\(change.baseVersion.map { ", after the version \($0) this update is based on" } ?? "")",
+                    keys: [key])
             }
             if change.scope != existing.scope, !access(change.scope, working).canWrite {
                 throw Rejection(reason: .scopeNotGranted, message: "\(key): scope \(change.scope) is not granted to you", keys: [key])
@@ -291,18 +317,25 @@ struct PushEvaluator: Sendable {
             if existing.deleted { return }
             let policy = policy(for: change.entity, schema: schema)
             if let resolver = configuration.resolvers[change.entity] {
-                if case .refuse(let message) = resolver(ResolverInput(serverRecord: existing.state, change: change, stamp: stamp, clientID: clientID)) {
+                if case .refuse(let message) = resolver(ResolverInput(serverRecord: existing.state, change: change, stamp: stamp, clientID: clientID))
+                {
                     throw Rejection(reason: .resolverRefused, message: "\(key): \(message)", keys: [key])
                 }
             } else if policy == .rejectStale, isStale(existing, change: change, snapshot: snapshot) {
-                throw Rejection(reason: .stale, message: "\(key) changed through another client after version \(change.baseVersion ?? 0); it is at version \(existing.version)", keys: [key])
+                throw Rejection(
+                    reason: .stale,
+                    message: "\(key) changed through another client after version \(change.baseVersion ?? 0); it is at version \(existing.version)",
+                    keys: [key])
             }
             tombstone(existing, stamp: stamp, working: &working)
             try enforceDeleteRules(deleting: existing, stamp: stamp, working: &working)
         }
     }
 
-    private func update(_ existing: StoredRecord, with change: RecordChange, stamp: HLCTimestamp, schema entitySchema: EntityDescriptor?, working: inout Working, snapshot: PushSnapshot) throws {
+    private func update(
+        _ existing: StoredRecord, with change: RecordChange, stamp: HLCTimestamp, schema entitySchema: EntityDescriptor?, working: inout Working,
+        snapshot: PushSnapshot
+    ) throws {
         let key = existing.key
         let clientID = request.clientID
         try checkKinds(change, record: existing, schema: entitySchema, key: key)
@@ -340,7 +373,11 @@ struct PushEvaluator: Sendable {
                 unconditional = true
             case .rejectStale:
                 if isStale(existing, change: change, snapshot: snapshot) {
-                    throw Rejection(reason: .stale, message: "\(key) changed through another client after version \(change.baseVersion ?? 0); it is at version \(existing.version)", keys: [key])
+                    throw Rejection(
+                        reason: .stale,
+                        message:
+                            "\(key) changed through another client after version \(change.baseVersion ?? 0); it is at version \(existing.version)",
+                        keys: [key])
                 }
                 unconditional = true
             }
@@ -411,7 +448,9 @@ struct PushEvaluator: Sendable {
         // break only where that marker changes.
         let txn = working.currentTxn ?? seq
         working.currentTxn = txn
-        let change = PulledChange(version: seq, op: op, entity: record.entity, recordID: record.recordID, scope: record.scope, fields: fields, links: links, clientID: request.clientID, mutationID: working.currentMutation)
+        let change = PulledChange(
+            version: seq, op: op, entity: record.entity, recordID: record.recordID, scope: record.scope, fields: fields, links: links,
+            clientID: request.clientID, mutationID: working.currentMutation)
         working.changes.append(LogEntry(seq: seq, txn: txn, change: change, createdAt: now))
     }
 
@@ -420,7 +459,9 @@ struct PushEvaluator: Sendable {
             guard let kind = value.kind else { continue }
             let expected = (record?.deleted == false ? record?.fields[name]?.kind : nil) ?? schemaKind(schema, name)
             if let expected, expected != kind {
-                throw Rejection(reason: .wrongValueType, message: "\(key): field \(name.debugDescription) holds \(expected.rawValue) values, not \(kind.rawValue)", keys: [key])
+                throw Rejection(
+                    reason: .wrongValueType,
+                    message: "\(key): field \(name.debugDescription) holds \(expected.rawValue) values, not \(kind.rawValue)", keys: [key])
             }
         }
     }

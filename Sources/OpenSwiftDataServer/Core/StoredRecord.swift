@@ -85,7 +85,10 @@ package struct StoredRecord: Hashable, Sendable {
     package var links: [SyncName: [RecordID: StoredLink]]
 
     /// Makes a stored record.
-    package init(entity: SyncName, recordID: RecordID, scope: ScopeID, version: ServerVersion, deleted: Bool, fields: [SyncName: StoredField], stamp: HLCTimestamp, writer: ClientID, links: [SyncName: [RecordID: StoredLink]] = [:]) {
+    package init(
+        entity: SyncName, recordID: RecordID, scope: ScopeID, version: ServerVersion, deleted: Bool, fields: [SyncName: StoredField],
+        stamp: HLCTimestamp, writer: ClientID, links: [SyncName: [RecordID: StoredLink]] = [:]
+    ) {
         self.entity = entity
         self.recordID = recordID
         self.scope = scope
@@ -115,7 +118,9 @@ package struct StoredRecord: Hashable, Sendable {
 
     /// The record as the protocol shows it.
     package var state: RecordState {
-        RecordState(entity: entity, recordID: recordID, scope: scope, version: version, deleted: deleted, fields: deleted ? [:] : values, links: deleted ? [:] : presentLinks)
+        RecordState(
+            entity: entity, recordID: recordID, scope: scope, version: version, deleted: deleted, fields: deleted ? [:] : values,
+            links: deleted ? [:] : presentLinks)
     }
 }
 

@@ -26,9 +26,13 @@ public final class SyncService: Sendable {
     ///   - now: The time source of the core: every "now" the semantics need comes from it, so
     ///     that tests and simulations drive time.
     ///   - observer: Where the service reports commits and push counts.
-    public init(storage: any SyncStorage, configuration: SyncServiceConfiguration = SyncServiceConfiguration(), now: @escaping @Sendable () -> Date = { Date() }, observer: SyncObserver = SyncObserver()) async throws {
+    public init(
+        storage: any SyncStorage, configuration: SyncServiceConfiguration = SyncServiceConfiguration(),
+        now: @escaping @Sendable () -> Date = { Date() }, observer: SyncObserver = SyncObserver()
+    ) async throws {
         guard let backend = storage as? any SyncStorageBackend else {
-            throw SyncServiceError(500, .internalError, "\(type(of: storage)) is not a storage of this package: use SQLiteSyncStorage or PostgresSyncStorage")
+            throw SyncServiceError(
+                500, .internalError, "\(type(of: storage)) is not a storage of this package: use SQLiteSyncStorage or PostgresSyncStorage")
         }
         let metadata = try await backend.metadata()
         self.backend = backend
@@ -55,7 +59,8 @@ public final class SyncService: Sendable {
         // pulls, learns of the restore, and resends what this database lacks.
         let cursor = try request.cursor.map { try cursors.decode($0) }
         if let cursor, cursor.epoch != epoch {
-            throw SyncServiceError(409, .staleEpoch, "the push was made against another epoch of this server's database (restored since); pull, then push again")
+            throw SyncServiceError(
+                409, .staleEpoch, "the push was made against another epoch of this server's database (restored since); pull, then push again")
         }
         var hashes: [MutationID: String] = [:]
         var keys: Set<RecordKey> = []
@@ -79,14 +84,18 @@ public final class SyncService: Sendable {
             }
         }
         let evaluator = PushEvaluator(user: user, request: request, hashes: hashes, configuration: configuration, now: nowMilliseconds)
-        let load = PushLoad(clientID: request.clientID, mutationIDs: request.mutations.map(\.id), keys: keys, scopes: scopes, historyAfter: history, deleteRules: DeleteRuleLoad(request), markAt: cursor?.seq)
+        let load = PushLoad(
+            clientID: request.clientID, mutationIDs: request.mutations.map(\.id), keys: keys, scopes: scopes, historyAfter: history,
+            deleteRules: DeleteRuleLoad(request), markAt: cursor?.seq)
         let plan = try await backend.push(load) { snapshot in
             // A restore from a copy that kept its epoch has no epoch fence: the cursor's
             // position tells the other history, by the rule a pull uses (`PullCursor.standing`):
             // past the head, or another change at its position (seed 2458: a push held past
             // such a restore applied what the client had been told was rejected).
             if let cursor, cursor.standing(head: snapshot.head, horizon: snapshot.horizon, marks: snapshot.marks) == .otherHistory {
-                throw SyncServiceError(409, .staleEpoch, "the push was made against another history of this server's database (restored from a copy since); pull, then push again")
+                throw SyncServiceError(
+                    409, .staleEpoch,
+                    "the push was made against another history of this server's database (restored from a copy since); pull, then push again")
             }
             return try evaluator.evaluate(snapshot)
         }
@@ -121,7 +130,8 @@ public final class SyncService: Sendable {
             throw SyncServiceError.malformed("clientID must be 1 to 256 bytes")
         }
         guard request.mutations.count <= configuration.maxMutationsPerPush else {
-            throw SyncServiceError(413, .batchTooLarge, "the push holds \(request.mutations.count) mutations; the limit is \(configuration.maxMutationsPerPush)")
+            throw SyncServiceError(
+                413, .batchTooLarge, "the push holds \(request.mutations.count) mutations; the limit is \(configuration.maxMutationsPerPush)")
         }
         let changes = request.mutations.reduce(0) { $0 + $1.changes.count }
         guard changes <= configuration.maxChangesPerPush else {
@@ -135,7 +145,8 @@ public final class SyncService: Sendable {
             }
             for change in mutation.changes {
                 guard change.scope.isWellFormed else {
-                    throw SyncServiceError.malformed("mutation \(mutation.id): scope \(change.scope.rawValue.debugDescription) is not of the form kind:id")
+                    throw SyncServiceError.malformed(
+                        "mutation \(mutation.id): scope \(change.scope.rawValue.debugDescription) is not of the form kind:id")
                 }
                 guard !change.entity.isEmpty, !change.recordID.isEmpty, change.recordID.utf8.count <= 1024, change.entity.utf8.count <= 256 else {
                     throw SyncServiceError.malformed("mutation \(mutation.id): entity and recordID must be non-empty (at most 256 and 1024 bytes)")

@@ -9,7 +9,9 @@ public struct SyncServiceError: Error, Sendable, CustomStringConvertible {
     public var statusCode: Int
 
     /// Makes an error.
-    public init(_ status: Int, _ code: SyncErrorCode, _ message: String, lastMutationID: MutationID? = nil, supportedVersions: [ProtocolVersion]? = nil) {
+    public init(
+        _ status: Int, _ code: SyncErrorCode, _ message: String, lastMutationID: MutationID? = nil, supportedVersions: [ProtocolVersion]? = nil
+    ) {
         self.statusCode = status
         self.error = SyncError(code, message, supportedVersions: supportedVersions, lastMutationID: lastMutationID)
     }
@@ -20,7 +22,10 @@ public struct SyncServiceError: Error, Sendable, CustomStringConvertible {
     static func malformed(_ message: String) -> SyncServiceError { SyncServiceError(400, .malformedRequest, message) }
 
     static func unsupportedVersion(_ version: ProtocolVersion) -> SyncServiceError {
-        SyncServiceError(400, .unsupportedProtocolVersion, "protocol version \(version.rawValue) is not supported; this server speaks \(ProtocolVersion.supported.map { "\($0.rawValue)" }.joined(separator: ", "))", supportedVersions: ProtocolVersion.supported)
+        SyncServiceError(
+            400, .unsupportedProtocolVersion,
+            "protocol version \(version.rawValue) is not supported; this server speaks \(ProtocolVersion.supported.map { "\($0.rawValue)" }.joined(separator: ", "))",
+            supportedVersions: ProtocolVersion.supported)
     }
 
     static func forbidden(_ message: String) -> SyncServiceError { SyncServiceError(403, .forbidden, message) }

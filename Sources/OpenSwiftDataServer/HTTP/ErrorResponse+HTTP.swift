@@ -87,7 +87,10 @@ enum JSONBody {
             return try decoder.decode(T.self, from: data)
         } catch let error as DecodingError {
             if case .dataCorrupted(let context) = error, context.codingPath.last?.stringValue == "op" {
-                throw SyncServiceError(400, .unknownOperation, "unknown operation at \(path(context.codingPath)); the operations are \(RecordOperation.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw SyncServiceError(
+                    400, .unknownOperation,
+                    "unknown operation at \(path(context.codingPath)); the operations are \(RecordOperation.allCases.map(\.rawValue).joined(separator: ", "))"
+                )
             }
             throw SyncServiceError.malformed(describe(error))
         }

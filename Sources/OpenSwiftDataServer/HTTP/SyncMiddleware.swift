@@ -1,8 +1,8 @@
 import Foundation
-import OpenSwiftDataSyncProtocol
 import HTTPTypes
 import Hummingbird
 import Logging
+import OpenSwiftDataSyncProtocol
 
 /// Around every sync request: turns every error into an `ErrorResponse` JSON answer, adds
 /// the request id (`x-request-id`), logs one structured line, and counts the request. A `503`
@@ -34,12 +34,13 @@ struct SyncMiddleware<Context: RequestContext>: RouterMiddleware {
         let elapsed = ContinuousClock.now - start
         let route = context.endpointPath ?? "unmatched"
         metrics.request(route: route, method: request.method.rawValue, status: response.status.code)
-        context.logger.info("request", metadata: [
-            "method": "\(request.method.rawValue)", "path": "\(request.uri.path)", "route": "\(route)",
-            "status": "\(response.status.code)", "ms": "\(Double(elapsed.components.attoseconds / 1_000_000_000_000) / 1000 + Double(elapsed.components.seconds) * 1000)",
-        ])
+        context.logger.info(
+            "request",
+            metadata: [
+                "method": "\(request.method.rawValue)", "path": "\(request.uri.path)", "route": "\(route)",
+                "status": "\(response.status.code)",
+                "ms": "\(Double(elapsed.components.attoseconds / 1_000_000_000_000) / 1000 + Double(elapsed.components.seconds) * 1000)",
+            ])
         return response
     }
 }
-
-

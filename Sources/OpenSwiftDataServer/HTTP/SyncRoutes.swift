@@ -47,11 +47,15 @@ struct SyncRoutes: Sendable {
         let metrics = metrics
         router.get("/health") { _, _ in JSONBody.response(["status": "ok"]) }
         router.get("/ready") { _, _ in
-            guard await service.storage.isReady() else { throw SyncServiceError(503, .unavailable, "the database cannot serve: it cannot be reached, read or written") }
+            guard await service.storage.isReady() else {
+                throw SyncServiceError(503, .unavailable, "the database cannot serve: it cannot be reached, read or written")
+            }
             return JSONBody.response(["status": "ready"])
         }
         router.get("/metrics") { _, _ in
-            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: ResponseBody(byteBuffer: ByteBuffer(string: metrics.render())))
+            Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                body: ResponseBody(byteBuffer: ByteBuffer(string: metrics.render())))
         }
     }
 
@@ -59,7 +63,9 @@ struct SyncRoutes: Sendable {
     /// pull (the scopes routes, the live channel): optional there, the current version when
     /// absent; a version the server does not speak is `400 unsupportedProtocolVersion`.
     static func checkQueryVersion(_ request: Request) throws {
-        guard let text = URLComponents(string: request.uri.description)?.queryItems?.first(where: { $0.name == "protocolVersion" })?.value else { return }
+        guard let text = URLComponents(string: request.uri.description)?.queryItems?.first(where: { $0.name == "protocolVersion" })?.value else {
+            return
+        }
         guard let number = Int(text) else {
             throw SyncServiceError.malformed("protocolVersion must be an integer, not \(text.debugDescription)")
         }

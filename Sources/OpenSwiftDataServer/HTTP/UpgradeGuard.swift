@@ -41,11 +41,14 @@ extension HTTPServerBuilder {
     /// HTTP/1.1 with WebSocket upgrades through `webSocketRouter`, where a request with an
     /// `Upgrade` header that is not a complete WebSocket handshake is served as plain HTTP
     /// (see ``GuardedUpgradeChannel``).
-    static func guardedWebSocketUpgrade<WSRouter: HTTPResponderBuilder>(webSocketRouter: WSRouter, configuration: HTTP1WebSocketUpgradeChannel.Configuration) -> HTTPServerBuilder
+    static func guardedWebSocketUpgrade<WSRouter: HTTPResponderBuilder>(
+        webSocketRouter: WSRouter, configuration: HTTP1WebSocketUpgradeChannel.Configuration
+    ) -> HTTPServerBuilder
     where WSRouter.Responder.Context: WebSocketRequestContext {
         let responder = webSocketRouter.buildResponder()
         return HTTPServerBuilder { httpResponder in
-            GuardedUpgradeChannel(base: HTTP1WebSocketUpgradeChannel(responder: httpResponder, webSocketResponder: responder, configuration: configuration))
+            GuardedUpgradeChannel(
+                base: HTTP1WebSocketUpgradeChannel(responder: httpResponder, webSocketResponder: responder, configuration: configuration))
         }
     }
 }
@@ -128,7 +131,9 @@ final class UpgradeGuardHandler: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         let refusal = SyncServiceError.malformed("the request is not valid HTTP/1.1: \(error)")
-        let body = (try? JSONEncoder.syncProtocol().encode(ErrorResponse(error: refusal.error))) ?? Data(#"{"error":{"code":"malformedRequest","message":"bad request"}}"#.utf8)
+        let body =
+            (try? JSONEncoder.syncProtocol().encode(ErrorResponse(error: refusal.error)))
+            ?? Data(#"{"error":{"code":"malformedRequest","message":"bad request"}}"#.utf8)
         let headers = HTTPHeaders([
             ("content-type", "application/json"), ("content-length", "\(body.count)"), ("connection", "close"),
             ("x-request-id", RequestID().description),
@@ -166,7 +171,9 @@ final class UpgradeGuardHandler: ChannelDuplexHandler, RemovableChannelHandler {
             return "a WebSocket handshake needs Sec-WebSocket-Version: 13"
         }
         // NIO's upgrade handler cannot take a body with the handshake (it drops the request).
-        guard !head.headers.contains(name: "transfer-encoding"), head.headers["content-length"].allSatisfy({ $0.trimmingCharacters(in: .whitespaces) == "0" }) else {
+        guard !head.headers.contains(name: "transfer-encoding"),
+            head.headers["content-length"].allSatisfy({ $0.trimmingCharacters(in: .whitespaces) == "0" })
+        else {
             return "a WebSocket handshake has no body"
         }
         return nil

@@ -39,7 +39,8 @@ struct LiveRoute: Sendable {
                 let refusal = error as? SyncServiceError ?? SyncServiceError(401, .unauthorized, "the bearer token could not be checked")
                 await Self.refuse(refusal, context: context)
                 metrics.request(route: "/v1/live", method: "GET", status: refusal.statusCode)
-                context.logger.info("request", metadata: ["method": "GET", "path": "\(request.uri.path)", "route": "/v1/live", "status": "\(refusal.statusCode)"])
+                context.logger.info(
+                    "request", metadata: ["method": "GET", "path": "\(request.uri.path)", "route": "/v1/live", "status": "\(refusal.statusCode)"])
                 return .dontUpgrade
             }
             metrics.request(route: "/v1/live", method: "GET", status: 101)
@@ -82,7 +83,9 @@ struct LiveRoute: Sendable {
     /// handler on the connection that swallows what the WebSocket library writes next (its bare
     /// `400`); the library then closes the connection.
     static func refuse(_ refusal: SyncServiceError, context: some SyncRequestContext) async {
-        let body = (try? JSONEncoder.syncProtocol().encode(ErrorResponse(error: refusal.error))) ?? Data(#"{"error":{"code":"unauthorized","message":"unauthorized"}}"#.utf8)
+        let body =
+            (try? JSONEncoder.syncProtocol().encode(ErrorResponse(error: refusal.error)))
+            ?? Data(#"{"error":{"code":"unauthorized","message":"unauthorized"}}"#.utf8)
         let headers = HTTPHeaders([
             ("content-type", "application/json"), ("content-length", "\(body.count)"), ("connection", "close"), ("x-request-id", context.id),
         ])

@@ -19,7 +19,10 @@ public final class ServerMetrics: Sendable {
     package init() {
         let registry = PrometheusCollectorRegistry()
         var factory = PrometheusMetricsFactory(registry: registry)
-        let buckets: [Duration] = [.milliseconds(1), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5)]
+        let buckets: [Duration] = [
+            .milliseconds(1), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
+            .milliseconds(500), .seconds(1), .seconds(2.5),
+        ]
         factory.defaultDurationHistogramBuckets = buckets
         self.registry = registry
         self.factory = factory
@@ -33,7 +36,8 @@ public final class ServerMetrics: Sendable {
 
     /// Counts one HTTP request by route and status.
     package func request(route: String, method: String, status: Int) {
-        Counter(label: "osd_http_requests_total", dimensions: [("route", route), ("method", method), ("status", "\(status)")], factory: factory).increment()
+        Counter(label: "osd_http_requests_total", dimensions: [("route", route), ("method", method), ("status", "\(status)")], factory: factory)
+            .increment()
     }
 
     /// Counts one push's mutations.

@@ -197,7 +197,9 @@ struct StoredJSONScanner {
         guard JSONBytes.isNumber(bytes, range) else { throw Mismatch() }
         // JSON numbers are ASCII; `Double(_:)` reads the same grammar (and more, such as
         // "inf", which `numberRange` never hands it).
-        guard let value = Double(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self)), value.isFinite else { throw Mismatch() }
+        guard let value = Double(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self)), value.isFinite else {
+            throw Mismatch()
+        }
         return value
     }
 
@@ -430,7 +432,8 @@ struct StoredJSONScanner {
             } while try nextMember()
         }
         guard let op, let entity, let recordID, let scope else { throw Mismatch() }
-        return RecordChange(op: op, entity: entity, recordID: recordID, scope: scope, baseVersion: baseVersion, fields: fields ?? [:], links: links ?? [:])
+        return RecordChange(
+            op: op, entity: entity, recordID: recordID, scope: scope, baseVersion: baseVersion, fields: fields ?? [:], links: links ?? [:])
     }
 
     private mutating func mutation() throws -> Mutation {

@@ -95,7 +95,10 @@ package struct PushLoad: Sendable {
     package var markAt: ServerVersion?
 
     /// Makes a load request.
-    package init(clientID: ClientID, mutationIDs: [MutationID], keys: Set<RecordKey>, scopes: Set<ScopeID>, historyAfter: [RecordKey: ServerVersion], deleteRules: DeleteRuleLoad = DeleteRuleLoad(schema: nil), markAt: ServerVersion? = nil) {
+    package init(
+        clientID: ClientID, mutationIDs: [MutationID], keys: Set<RecordKey>, scopes: Set<ScopeID>, historyAfter: [RecordKey: ServerVersion],
+        deleteRules: DeleteRuleLoad = DeleteRuleLoad(schema: nil), markAt: ServerVersion? = nil
+    ) {
         self.markAt = markAt
         self.clientID = clientID
         self.mutationIDs = mutationIDs
@@ -129,7 +132,11 @@ package struct PushSnapshot: Sendable {
     package var marks: [ServerVersion: Int64]
 
     /// Makes a snapshot.
-    package init(client: ClientRecord?, results: [MutationID: StoredResult], records: [RecordKey: StoredRecord], scopes: [ScopeID: ScopeRecord], history: [RecordKey: [(version: ServerVersion, client: ClientID?)]], head: ServerVersion, horizon: ServerVersion, clock: HLCTimestamp, marks: [ServerVersion: Int64] = [:]) {
+    package init(
+        client: ClientRecord?, results: [MutationID: StoredResult], records: [RecordKey: StoredRecord], scopes: [ScopeID: ScopeRecord],
+        history: [RecordKey: [(version: ServerVersion, client: ClientID?)]], head: ServerVersion, horizon: ServerVersion, clock: HLCTimestamp,
+        marks: [ServerVersion: Int64] = [:]
+    ) {
         self.marks = marks
         self.client = client
         self.results = results
@@ -174,7 +181,10 @@ package struct PushPlan: Sendable {
     package var resultsAcknowledgedBelow: MutationID?
 
     /// Makes a plan.
-    package init(response: PushResponse, client: ClientRecord?, results: [StoredResult], records: [StoredRecord], changes: [LogEntry], newScopes: [ScopeRecord], clock: HLCTimestamp, head: ServerVersion, now: Int64, readers: Set<String>, changedScopes: Set<ScopeID>) {
+    package init(
+        response: PushResponse, client: ClientRecord?, results: [StoredResult], records: [StoredRecord], changes: [LogEntry],
+        newScopes: [ScopeRecord], clock: HLCTimestamp, head: ServerVersion, now: Int64, readers: Set<String>, changedScopes: Set<ScopeID>
+    ) {
         self.response = response
         self.client = client
         self.results = results
@@ -210,7 +220,10 @@ package struct PullContext: Sendable {
     package var marks: [ServerVersion: Int64]
 
     /// Makes a context.
-    package init(head: ServerVersion, horizon: ServerVersion, grants: [ScopeID: ScopeRole], clientOwner: String?, lastMutationID: MutationID, clock: HLCTimestamp, marks: [ServerVersion: Int64] = [:]) {
+    package init(
+        head: ServerVersion, horizon: ServerVersion, grants: [ScopeID: ScopeRole], clientOwner: String?, lastMutationID: MutationID,
+        clock: HLCTimestamp, marks: [ServerVersion: Int64] = [:]
+    ) {
         self.marks = marks
         self.head = head
         self.horizon = horizon
@@ -268,7 +281,10 @@ package struct PullPage: Sendable {
     package var hasMore: Bool
 
     /// Makes a page.
-    package init(context: PullContext, read: PullRead, records: [StoredRecord] = [], total: Int? = nil, changes: [PulledChange] = [], end: ServerVersion, hasMore: Bool) {
+    package init(
+        context: PullContext, read: PullRead, records: [StoredRecord] = [], total: Int? = nil, changes: [PulledChange] = [], end: ServerVersion,
+        hasMore: Bool
+    ) {
         self.context = context
         self.read = read
         self.records = records

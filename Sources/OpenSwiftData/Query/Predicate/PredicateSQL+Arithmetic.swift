@@ -40,7 +40,9 @@ extension PredicateExpressions.FloatDivision: SQLTranslatable {
             throw Untranslatable("a division by a value that may be zero")
         }
         // Multiplying by 1.0 keeps the division in floating point whatever SQLite holds.
-        return .value("((\(try translator.operand(left, against: right)) * 1.0) / \(try translator.operand(right, against: left)))", translator.form(of: left, right))
+        return .value(
+            "((\(try translator.operand(left, against: right)) * 1.0) / \(try translator.operand(right, against: left)))",
+            translator.form(of: left, right))
     }
 }
 

@@ -102,7 +102,9 @@ extension PredicateExpressions.SequenceMaximum: SQLTranslatable {
 
 extension PredicateTranslator {
     /// `(SELECT min(value) FROM json_each(…))`: NULL for an empty array, as Swift's is nil.
-    func aggregate(_ function: String, of elements: any PredicateExpression, node: some SQLTranslatable, collectionType: Any.Type, elementType: Any.Type) throws -> SQLFragment {
+    func aggregate(
+        _ function: String, of elements: any PredicateExpression, node: some SQLTranslatable, collectionType: Any.Type, elementType: Any.Type
+    ) throws -> SQLFragment {
         let collection = try translate(elements)
         if collection.isConstant { return try node.folded() }
         guard case .value = collection else { throw Untranslatable("\(function) over models") }
@@ -120,8 +122,8 @@ extension PredicateExpressions.CollectionIndexSubscript: SQLTranslatable {
         let index = try translator.translate(index)
         if collection.isConstant && index.isConstant { return try folded() }
         guard case .value(_, .stored) = collection, Wrapped.Output.self is any CollectionKeyPaths.Type,
-              translator.isJSONCollection(Wrapped.Output.self),
-              Index.Output.self == Int.self
+            translator.isJSONCollection(Wrapped.Output.self),
+            Index.Output.self == Int.self
         else { throw Untranslatable("subscript of \(Wrapped.Output.self) has no SQL form") }
         // Out of range, Swift traps; SQL yields NULL and the row does not match.
         // A negative index is an error for json_extract: guard it (Swift traps; no match here).

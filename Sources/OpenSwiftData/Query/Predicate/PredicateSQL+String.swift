@@ -102,7 +102,9 @@ extension PredicateExpressions.StringLocalizedCompare: SQLTranslatable {
 
 extension PredicateTranslator {
     /// `osd_compare(a, b, mode)`: a `ComparisonResult` raw value computed by Foundation.
-    func compare(_ lhs: any PredicateExpression, _ rhs: any PredicateExpression, node: some SQLTranslatable, mode: SQLFunctions.ComparisonMode) throws -> SQLFragment {
+    func compare(
+        _ lhs: any PredicateExpression, _ rhs: any PredicateExpression, node: some SQLTranslatable, mode: SQLFunctions.ComparisonMode
+    ) throws -> SQLFragment {
         let left = try translate(lhs)
         let right = try translate(rhs)
         if left.isConstant && right.isConstant { return try node.folded() }

@@ -174,7 +174,8 @@ extension PredicateExpressions.OptionalFlatMap: SQLTranslatable {
             return .value("(CASE WHEN \(test) IS NULL THEN NULL ELSE \(text) END)", form)
         case let .row(row):
             if propagatesNull(row.key) { return result }
-            return .row(RowReference(layout: row.layout, key: "(CASE WHEN \(test) IS NULL THEN NULL ELSE \(row.key) END)", alias: nil, scope: row.scope))
+            return .row(
+                RowReference(layout: row.layout, key: "(CASE WHEN \(test) IS NULL THEN NULL ELSE \(row.key) END)", alias: nil, scope: row.scope))
         case .rows, .range:
             throw Untranslatable("an optional chain to a collection")
         }
@@ -218,7 +219,8 @@ extension PredicateExpressions.Conditional: SQLTranslatable {
         let no = try translator.translate(falseBranch)
         if case .row = yes { throw Untranslatable("a conditional choosing between models") }
         if case .row = no { throw Untranslatable("a conditional choosing between models") }
-        let text: SQLText = "(CASE WHEN \(try translator.condition(condition)) THEN \(try translator.operand(yes, against: no)) ELSE \(try translator.operand(no, against: yes)) END)"
+        let text: SQLText =
+            "(CASE WHEN \(try translator.condition(condition)) THEN \(try translator.operand(yes, against: no)) ELSE \(try translator.operand(no, against: yes)) END)"
         return .value(text, translator.form(of: yes, no))
     }
 }

@@ -206,7 +206,7 @@ final class PredicateTranslator {
     func requireNumeric(_ type: Any.Type) throws {
         // `Float` is stored as a `Double`, and arithmetic in double precision rounds differently.
         guard let codec = codec(for: type), codec.columnType == .integer || codec.columnType == .real,
-              type != Bool.self, type != Bool?.self, type != Float.self, type != Float?.self, codec.sortsLikeSwift
+            type != Bool.self, type != Bool?.self, type != Float.self, type != Float?.self, codec.sortsLikeSwift
         else { throw Untranslatable("\(type) is not a number stored as one") }
     }
 
@@ -235,7 +235,8 @@ final class PredicateTranslator {
 
     /// Whether values of `type` are stored as JSON arrays or objects SQL can iterate.
     func isJSONCollection(_ type: Any.Type) -> Bool {
-        codec(for: type)?.isJSONCoded == true && (type is any Collection.Type || (type as? any _OptionalType.Type)?._wrappedType is any Collection.Type)
+        codec(for: type)?.isJSONCoded == true
+            && (type is any Collection.Type || (type as? any _OptionalType.Type)?._wrappedType is any Collection.Type)
     }
 
     // MARK: Rows and joins
@@ -295,14 +296,17 @@ final class PredicateTranslator {
             switch relationship.storage {
             case .inverseForeignKey:
                 guard let inverse = relationship.inverseName else { throw Untranslatable("\(property.name) has no inverse column") }
-                return Subquery(scope: scope, from: "\(quoted(destination.name)) AS \(alias)",
-                                conditions: ["\(raw: alias).\(raw: quoted(inverse)) = \(owner.key)"], element: element)
+                return Subquery(
+                    scope: scope, from: "\(quoted(destination.name)) AS \(alias)",
+                    conditions: ["\(raw: alias).\(raw: quoted(inverse)) = \(owner.key)"], element: element)
             case let .joinTable(table, isSource, _):
                 let link = newAlias("l")
                 let near = quoted(isSource ? JoinTableDescription.sourceColumn : JoinTableDescription.targetColumn)
                 let far = quoted(isSource ? JoinTableDescription.targetColumn : JoinTableDescription.sourceColumn)
-                return Subquery(scope: scope, from: "\(quoted(table.name)) AS \(link) JOIN \(quoted(destination.name)) AS \(alias) ON \(alias).\(primaryKey) = \(link).\(far)",
-                                conditions: ["\(raw: link).\(raw: near) = \(owner.key)"], element: element)
+                return Subquery(
+                    scope: scope,
+                    from: "\(quoted(table.name)) AS \(link) JOIN \(quoted(destination.name)) AS \(alias) ON \(alias).\(primaryKey) = \(link).\(far)",
+                    conditions: ["\(raw: link).\(raw: near) = \(owner.key)"], element: element)
             case .foreignKey:
                 scopes.removeLast()
                 throw Untranslatable("\(property.name) is not a to-many relationship")
@@ -311,9 +315,10 @@ final class PredicateTranslator {
             scopes.append(Scope())
             let alias = newAlias("e")
             // The array's own arguments are bound in the FROM clause, which comes first.
-            return Subquery(scope: scopes.count - 1, from: "json_each(\(array.sql)) AS \(alias)",
-                            conditions: array.arguments.isEmpty ? [] : [SQLText(sql: "", arguments: array.arguments)],
-                            element: .value("\(raw: alias).value", .jsonElement))
+            return Subquery(
+                scope: scopes.count - 1, from: "json_each(\(array.sql)) AS \(alias)",
+                conditions: array.arguments.isEmpty ? [] : [SQLText(sql: "", arguments: array.arguments)],
+                element: .value("\(raw: alias).value", .jsonElement))
         case let .filtered(base, variable, test):
             var subquery = try open(base)
             do {
