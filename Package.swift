@@ -232,8 +232,8 @@ let package = Package(
             ],
             path: "Benchmarks/Sources/osd-sync-benchmarks"
         ),
-        // What the test targets share: a temporary directory and a manual clock.
-        .target(name: "OpenSwiftDataTestSupport", path: "Tests/OpenSwiftDataTestSupport"),
+        // What the test targets share: a temporary directory, a manual clock, seeded generators.
+        .target(name: "OpenSwiftDataTestSupport", dependencies: ["OpenSwiftDataSyncProtocol"], path: "Tests/OpenSwiftDataTestSupport"),
         .testTarget(
             name: "OpenSwiftDataServerTests",
             dependencies: [
@@ -299,7 +299,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OpenSwiftDataSyncProtocolTests",
-            dependencies: ["OpenSwiftDataSyncProtocol"]
+            dependencies: ["OpenSwiftDataSyncProtocol", "OpenSwiftDataTestSupport"]
         ),
         .testTarget(
             name: "OpenSwiftDataMacrosTests",

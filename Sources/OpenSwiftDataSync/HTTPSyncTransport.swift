@@ -54,7 +54,16 @@ public final class HTTPSyncTransport: SyncTransport {
     /// Pushes a batch.
     public func push(_ request: PushRequest) async throws -> PushResponse {
         let body: Data
-        do { body = try JSONEncoder.syncProtocol().encode(request) } catch {
+        do {
+            if request.schema == nil {
+                // The protocol's writer: the bytes `JSONEncoder` would write, without its boxes.
+                var writer = SyncJSONWriter(capacity: 256 + request.mutations.count * 256)
+                try writer.pushRequest(request)
+                body = writer.data
+            } else {
+                body = try JSONEncoder.syncProtocol().encode(request)
+            }
+        } catch {
             throw SyncTransportError.malformedResponse("cannot encode the request: \(error)")
         }
         return try decode(PushResponse.self, from: try await send(.POST, SyncEndpoint.push, body: body), path: SyncEndpoint.push)
@@ -68,7 +77,7 @@ public final class HTTPSyncTransport: SyncTransport {
         let body = try await send(.GET, path, body: nil)
         // The page reader first (a first download is mostly decoding); `JSONDecoder` for
         // anything it does not accept, to name the fault.
-        if let page = PullPageReader.read(body) { return page }
+        if let page = SyncJSONReader.pullResponse(body) { return page }
         return try decode(PullResponse.self, from: body, path: SyncEndpoint.pull)
     }
 

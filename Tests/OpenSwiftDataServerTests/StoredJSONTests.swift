@@ -1,5 +1,6 @@
 import Foundation
 import OpenSwiftDataSyncProtocol
+import OpenSwiftDataTestSupport
 import Testing
 
 @testable import OpenSwiftDataServer
@@ -42,14 +43,9 @@ import Testing
         let fields = Self.fields()
         let data = try JSONEncoder.syncProtocol().encode(fields)
         #expect(Self.same(try StoredJSON.fields(data), fields))
-        // Without the kinds the fast path leaves to `SyncValue` (decimal), the fast path reads it.
-        let common = fields.filter { $0.value.kind != .decimal }
-        let commonData = try JSONEncoder.syncProtocol().encode(common)
-        let fast = try commonData.withUnsafeBytes { bytes in
-            var scanner = StoredJSONScanner(bytes: bytes)
-            return try scanner.storedFields()
-        }
-        #expect(Self.same(fast, common))
+        // The protocol's reader takes every kind, decimals included.
+        let fast = try #require(SyncJSONReader.read(data, { try $0.storedFields() }))
+        #expect(Self.same(fast, fields))
     }
 
     @Test func fieldsWrittenByHandReadTheSameBothWays() throws {
@@ -106,5 +102,26 @@ import Testing
             #expect(throws: StoredDataError.self, "\(text)") { try StoredJSON.fields(Data(text.utf8)) }
         }
         #expect(throws: StoredDataError.self) { try StoredJSON.payload(Data(#"{"f":{}}"#.utf8)) }
+    }
+
+    @Test func storedColumnsAreWrittenAsJSONEncoderWritesThem() throws {
+        func written(_ write: (inout SyncJSONWriter) throws -> Void) rethrows -> String {
+            var writer = SyncJSONWriter()
+            try write(&writer)
+            return String(decoding: writer.bytes, as: UTF8.self)
+        }
+        func encoded(_ value: some Encodable) throws -> String { String(decoding: try JSONEncoder.syncProtocol().encode(value), as: UTF8.self) }
+        var generator = ProtocolMessageGenerator(seed: 3)
+        for _ in 0..<300 {
+            var fields: [SyncName: StoredField] = [:]
+            for (name, value) in generator.fields() {
+                fields[name] = StoredField(
+                    value: value, kind: generator.pick([nil, value.kind, .string]), stamp: generator.stamp(), client: generator.text())
+            }
+            #expect(try written { try $0.storedFields(fields) } == encoded(fields))
+            let values = generator.fields()
+            let links = generator.links()
+            #expect(try written { try $0.changePayload(fields: values, links: links) } == encoded(ChangePayload(fields: values, links: links)))
+        }
     }
 }

@@ -54,11 +54,7 @@ enum JSONBody {
     /// Decodes a push: the common form (a supported version, no schema) read by hand, anything
     /// else through ``decode(_:from:)``'s `JSONDecoder` path and its error messages.
     static func decode(_ type: PushRequest.Type, from buffer: ByteBuffer) throws -> PushRequest {
-        let fast: PushRequest? = buffer.withUnsafeReadableBytes { bytes in
-            var scanner = StoredJSONScanner(bytes: bytes)
-            return try? scanner.pushRequest()
-        }
-        if let fast { return fast }
+        if let fast = buffer.withUnsafeReadableBytes({ SyncJSONReader.pushRequest($0) }) { return fast }
         return try decode(PushRequest.self, generic: buffer)
     }
 

@@ -1,6 +1,6 @@
-/// The two pieces of JSON's grammar that the hand-written readers of protocol JSON share: the
-/// server's reader of its stored columns (`StoredJSONScanner`) and the engine's reader of pull
-/// pages (`PullPageReader`). Each reader falls back to `JSONDecoder` when these say no.
+/// The two pieces of JSON's grammar that ``SyncJSONReader`` leaves to functions of their own:
+/// unescaping a string and checking a number's text. The reader's callers fall back to
+/// `JSONDecoder` when these say no.
 ///
 /// Safety: both functions read `bytes` only at indices inside `range`, which the caller takes
 /// from `0..<bytes.count` of a buffer that outlives the call.

@@ -1,30 +1,33 @@
 import Foundation
-import OpenSwiftDataSyncProtocol
 
-/// Writes protocol messages and the SQLite storage's JSON columns by hand, byte for byte as
-/// `JSONEncoder.syncProtocol()` writes them (sorted keys, no whitespace, slashes unescaped,
-/// doubles as their shortest text without a trailing `.0`, optionals left out when nil).
+/// Writes protocol messages by hand, byte for byte as `JSONEncoder.syncProtocol()` writes them
+/// (sorted keys, no whitespace, slashes unescaped, doubles as their shortest text without a
+/// trailing `.0`, optionals left out when nil): the engine's push requests, the server's
+/// answers, and (through extensions of the server's) its stored columns.
 ///
 /// Byte identity matters for the mutation hashes (a replay is recognised by the hash of the
 /// mutation's encoding, and stores hold hashes made by `JSONEncoder`); `SyncJSONWriterTests`
 /// compares every writer here with `JSONEncoder` on the same values, so a change to a
 /// protocol type's `Codable` shows up there.
-struct SyncJSONWriter {
+package struct SyncJSONWriter {
     /// The bytes written so far.
-    private(set) var bytes: [UInt8] = []
+    package private(set) var bytes: [UInt8] = []
 
-    init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
+    /// A writer whose buffer has room for `capacity` bytes.
+    package init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
 
     /// The bytes written, as `Data`.
-    var data: Data { Data(bytes) }
+    package var data: Data { Data(bytes) }
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
-    mutating func raw(_ text: StaticString) {
+    /// Bytes written as they are.
+    package mutating func raw(_ text: StaticString) {
         text.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
 
-    private mutating func byte(_ ascii: Unicode.Scalar) {
+    /// One ASCII byte.
+    package mutating func byte(_ ascii: Unicode.Scalar) {
         bytes.append(UInt8(ascii: ascii))
     }
 
@@ -32,7 +35,7 @@ struct SyncJSONWriter {
 
     /// A JSON string: `"` and `\` escaped, control characters as `\b \f \n \r \t` or `\u00xx`,
     /// everything else (slashes, non-ASCII) as its UTF-8 bytes.
-    mutating func string(_ text: String) {
+    package mutating func string(_ text: String) {
         byte("\"")
         for byte in text.utf8 {
             switch byte {
@@ -53,21 +56,24 @@ struct SyncJSONWriter {
         byte("\"")
     }
 
-    mutating func int(_ value: Int64) {
+    /// An integer.
+    package mutating func int(_ value: Int64) {
         bytes.append(contentsOf: String(value).utf8)
     }
 
-    mutating func int(_ value: Int) {
+    /// An integer.
+    package mutating func int(_ value: Int) {
         bytes.append(contentsOf: String(value).utf8)
     }
 
-    mutating func bool(_ value: Bool) {
+    /// `true` or `false`.
+    package mutating func bool(_ value: Bool) {
         if value { raw("true") } else { raw("false") }
     }
 
     /// A finite double: its shortest round-tripping text, without a trailing `.0` (`1`,
     /// `0.1`, `1e-07`, `-0`). Throws for a non-finite one, as `JSONEncoder` does.
-    mutating func double(_ value: Double) throws {
+    package mutating func double(_ value: Double) throws {
         guard value.isFinite else {
             throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: [], debugDescription: "\(value) is not a JSON number"))
         }
@@ -76,19 +82,22 @@ struct SyncJSONWriter {
         bytes.append(contentsOf: text.utf8)
     }
 
-    mutating func stamp(_ stamp: HLCTimestamp) {
+    /// A ``HLCTimestamp``: its decimal digits in a string.
+    package mutating func stamp(_ stamp: HLCTimestamp) {
         byte("\"")
         bytes.append(contentsOf: String(stamp.rawValue).utf8)
         byte("\"")
     }
 
-    private mutating func key(_ name: StaticString) {
+    /// An object's key (ASCII without escapes) and its colon.
+    package mutating func key(_ name: StaticString) {
         byte("\"")
         raw(name)
         raw("\":")
     }
 
-    private mutating func stringArray(_ values: [String]) {
+    /// An array of strings.
+    package mutating func stringArray(_ values: [String]) {
         byte("[")
         for (index, value) in values.enumerated() {
             if index > 0 { byte(",") }
@@ -99,7 +108,7 @@ struct SyncJSONWriter {
 
     /// A dictionary with string keys, in the keys' sorted order (`JSONEncoder`'s
     /// `.sortedKeys` order is `String`'s `<`).
-    private mutating func object<Value>(_ dictionary: [String: Value], _ value: (inout SyncJSONWriter, Value) throws -> Void) rethrows {
+    package mutating func object<Value>(_ dictionary: [String: Value], _ value: (inout SyncJSONWriter, Value) throws -> Void) rethrows {
         byte("{")
         if dictionary.count == 1, let only = dictionary.first {
             string(only.key)
@@ -120,7 +129,7 @@ struct SyncJSONWriter {
     // MARK: Protocol values
 
     /// A ``SyncValue``: `null` or `{"t": kind, "v": value}`.
-    mutating func syncValue(_ value: SyncValue) throws {
+    package mutating func syncValue(_ value: SyncValue) throws {
         guard let kind = value.kind else {
             raw("null")
             return
@@ -148,11 +157,13 @@ struct SyncJSONWriter {
         byte("}")
     }
 
-    private mutating func values(_ fields: [SyncName: SyncValue]) throws {
+    /// Values by field name.
+    package mutating func values(_ fields: [SyncName: SyncValue]) throws {
         try object(fields) { writer, value in try writer.syncValue(value) }
     }
 
-    private mutating func linkChange(_ change: LinkChange) {
+    /// A ``LinkChange``.
+    package mutating func linkChange(_ change: LinkChange) {
         raw("{\"added\":")
         stringArray(change.added)
         raw(",\"removed\":")
@@ -160,12 +171,13 @@ struct SyncJSONWriter {
         byte("}")
     }
 
-    private mutating func linkChanges(_ links: [SyncName: LinkChange]) {
+    /// Link changes by relationship name.
+    package mutating func linkChanges(_ links: [SyncName: LinkChange]) {
         object(links) { writer, change in writer.linkChange(change) }
     }
 
     /// A ``RecordChange`` (fields and links left out when empty, as its `encode(to:)` does).
-    mutating func recordChange(_ change: RecordChange) throws {
+    package mutating func recordChange(_ change: RecordChange) throws {
         byte("{")
         if let base = change.baseVersion {
             key("baseVersion")
@@ -192,7 +204,7 @@ struct SyncJSONWriter {
     }
 
     /// A ``Mutation``.
-    mutating func mutation(_ mutation: Mutation) throws {
+    package mutating func mutation(_ mutation: Mutation) throws {
         raw("{\"changes\":[")
         for (index, change) in mutation.changes.enumerated() {
             if index > 0 { byte(",") }
@@ -206,7 +218,7 @@ struct SyncJSONWriter {
     }
 
     /// A ``RecordState``.
-    mutating func recordState(_ state: RecordState) throws {
+    package mutating func recordState(_ state: RecordState) throws {
         raw("{\"deleted\":")
         bool(state.deleted)
         raw(",\"entity\":")
@@ -224,8 +236,31 @@ struct SyncJSONWriter {
         byte("}")
     }
 
+    /// A ``PushRequest`` without a schema (the engine sends a schema rarely, through
+    /// `JSONEncoder`): throws for one with a schema.
+    package mutating func pushRequest(_ request: PushRequest) throws {
+        guard request.schema == nil else {
+            throw EncodingError.invalidValue(
+                request, EncodingError.Context(codingPath: [], debugDescription: "a push request with a schema is written by JSONEncoder"))
+        }
+        raw("{\"clientID\":")
+        string(request.clientID)
+        if let cursor = request.cursor {
+            raw(",\"cursor\":")
+            string(cursor)
+        }
+        raw(",\"mutations\":[")
+        for (index, mutation) in request.mutations.enumerated() {
+            if index > 0 { byte(",") }
+            try self.mutation(mutation)
+        }
+        raw("],\"protocolVersion\":")
+        int(request.protocolVersion.rawValue)
+        byte("}")
+    }
+
     /// A ``MutationResult``.
-    mutating func mutationResult(_ result: MutationResult) throws {
+    package mutating func mutationResult(_ result: MutationResult) throws {
         raw("{\"id\":")
         int(result.id)
         if let message = result.message {
@@ -250,7 +285,7 @@ struct SyncJSONWriter {
     }
 
     /// A ``PushResponse``.
-    mutating func pushResponse(_ response: PushResponse) throws {
+    package mutating func pushResponse(_ response: PushResponse) throws {
         raw("{\"lastMutationID\":")
         int(response.lastMutationID)
         raw(",\"protocolVersion\":")
@@ -266,7 +301,7 @@ struct SyncJSONWriter {
     }
 
     /// A ``PulledChange``.
-    mutating func pulledChange(_ change: PulledChange) throws {
+    package mutating func pulledChange(_ change: PulledChange) throws {
         byte("{")
         if let client = change.clientID {
             key("clientID")
@@ -295,7 +330,7 @@ struct SyncJSONWriter {
     }
 
     /// A ``PullResponse``.
-    mutating func pullResponse(_ response: PullResponse) throws {
+    package mutating func pullResponse(_ response: PullResponse) throws {
         raw("{\"changes\":[")
         for (index, change) in response.changes.enumerated() {
             if index > 0 { byte(",") }
@@ -334,35 +369,6 @@ struct SyncJSONWriter {
             raw(",\"snapshotScopes\":")
             stringArray(scopes.map(\.rawValue))
         }
-        byte("}")
-    }
-
-    // MARK: Stored columns
-
-    /// `[SyncName: StoredField]` as `{"name": {"c": client, "k": kind, "s": stamp, "v": value}}`
-    /// (the kind left out when nil), the form of `StoredField`'s `Codable`.
-    mutating func storedFields(_ fields: [SyncName: StoredField]) throws {
-        try object(fields) { writer, field in
-            writer.raw("{\"c\":")
-            writer.string(field.client)
-            if let kind = field.kind {
-                writer.raw(",\"k\":")
-                writer.string(kind.rawValue)
-            }
-            writer.raw(",\"s\":")
-            writer.stamp(field.stamp)
-            writer.raw(",\"v\":")
-            try writer.syncValue(field.value)
-            writer.byte("}")
-        }
-    }
-
-    /// A ``ChangePayload`` as `{"f": {name: value}, "l": {name: {"added": [...], "removed": [...]}}}`.
-    mutating func changePayload(fields: [SyncName: SyncValue], links: [SyncName: LinkChange]) throws {
-        raw("{\"f\":")
-        try values(fields)
-        raw(",\"l\":")
-        linkChanges(links)
         byte("}")
     }
 }

@@ -1,0 +1,152 @@
+import Foundation
+import OpenSwiftDataSyncProtocol
+import OpenSwiftDataTestSupport
+import Testing
+
+/// The hand-written reader gives what `JSONDecoder` gives for every message it takes, and
+/// leaves everything else to `JSONDecoder`.
+@Suite struct SyncJSONReaderTests {
+    static let page = PullResponse(
+        changes: [
+            PulledChange(
+                version: 7, op: .insert, entity: "Note", recordID: "n\u{e9}\"1\\", scope: .user("alice"),
+                fields: [
+                    "title": .string("line\nbreak \u{1F600} \u{7} tab\t"),
+                    "count": .int(-42),
+                    "big": .int(Int64.max),
+                    "ratio": .double(0.1),
+                    "whole": .double(3),
+                    "nan": .double(.nan),
+                    "inf": .double(-.infinity),
+                    "when": .date(786_297_600.5),
+                    "on": .bool(true),
+                    "blob": .data(Data([0, 1, 2, 255])),
+                    "id": .uuid(UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F") ?? UUID()),
+                    "price": .decimal("12.50"),
+                    "site": .url("https://example.com/a?b=c"),
+                    "meta": .json("{\"a\":[1,2]}"),
+                    "folder": .reference("f1"),
+                    "none": .null,
+                ], links: ["tags": LinkChange(added: ["t1", "t2"], removed: ["t3"])], clientID: "c-1", mutationID: 3),
+            PulledChange(version: 8, op: .delete, entity: "Note", recordID: "n2", scope: "team:x"),
+        ],
+        cursor: "abc.def", hasMore: true, consistent: false, lastMutationID: 12, reset: .historyCompacted,
+        revokedScopes: ["team:y"], progress: PullProgress(received: 2, total: 9), serverStamp: HLCTimestamp(rawValue: 123_456_789),
+        snapshotScopes: ["team:z"], cursorScopes: ["team:x", "user:alice"])
+
+    @Test("pull pages: reads what JSONEncoder writes exactly as JSONDecoder does, every value kind and escape included")
+    func pullPageMatchesJSONDecoder() throws {
+        for sorted in [true, false] {
+            let encoder = JSONEncoder()
+            if sorted { encoder.outputFormatting = [.sortedKeys, .prettyPrinted] }
+            let data = try encoder.encode(Self.page)
+            let expected = try JSONDecoder().decode(PullResponse.self, from: data)
+            let read = try #require(SyncJSONReader.pullResponse(data))
+            // NaN is not equal to itself: compare the encodings.
+            #expect(try JSONEncoder.syncProtocol().encode(read) == JSONEncoder.syncProtocol().encode(expected))
+            #expect(read.changes[0].recordID == "n\u{e9}\"1\\")
+            #expect(read.changes[0].fields["title"] == .string("line\nbreak \u{1F600} \u{7} tab\t"))
+            #expect(read.changes[0].fields["big"] == .int(Int64.max))
+        }
+        let escaped = Data(
+            #"{"changes":[],"consistent":true,"cursor":"\u00e9\ud83d\ude00","hasMore":false,"lastMutationID":0,"protocolVersion":1,"revokedScopes":[],"serverStamp":"1"}"#
+                .utf8)
+        #expect(SyncJSONReader.pullResponse(escaped)?.cursor == "\u{e9}\u{1F600}")
+    }
+
+    @Test("pull pages: anything unexpected is left to JSONDecoder: wrong types, bad numbers, truncation, invalid UTF-8, unknown kinds")
+    func pullPageRefusesWhatItDoesNotExpect() throws {
+        let good =
+            #"{"changes":[{"entity":"Note","fields":{"n":{"t":"int","v":1}},"links":{},"op":"insert","recordID":"r","scope":"user:a","version":1}],"consistent":true,"cursor":"c","hasMore":false,"lastMutationID":0,"protocolVersion":1,"revokedScopes":[],"serverStamp":"5"}"#
+        #expect(SyncJSONReader.pullResponse(Data(good.utf8)) != nil)
+        let bad = [
+            good.replacingOccurrences(of: #"{"t":"int","v":1}"#, with: #"{"t":"int","v":1.5}"#),
+            good.replacingOccurrences(of: #"{"t":"int","v":1}"#, with: #"{"t":"int","v":"1"}"#),
+            good.replacingOccurrences(of: #"{"t":"int","v":1}"#, with: #"{"t":"money","v":1}"#),
+            good.replacingOccurrences(of: #""version":1"#, with: #""version":01"#),
+            good.replacingOccurrences(of: #""serverStamp":"5""#, with: #""serverStamp":5"#),
+            good.replacingOccurrences(of: #""op":"insert""#, with: #""op":"upsert""#),
+            good.replacingOccurrences(of: #""recordID":"r","#, with: ""),
+            String(good.dropLast()),
+            good + "x",
+        ]
+        for text in bad {
+            #expect(SyncJSONReader.pullResponse(Data(text.utf8)) == nil, "\(text)")
+        }
+        var invalid = Data(good.utf8)
+        invalid[invalid.firstIndex(of: UInt8(ascii: "r")) ?? 0] = 0xFF
+        #expect(SyncJSONReader.pullResponse(invalid) == nil)
+    }
+
+    @Test("pull pages: unknown keys a newer server adds are skipped, at every level")
+    func pullPageSkipsUnknownKeys() throws {
+        let page =
+            #"{"future":{"a":[1,2.5,null,true,"x"]},"changes":[{"entity":"Note","extra":[{}],"fields":{},"links":{},"op":"delete","recordID":"r","scope":"user:a","version":1}],"consistent":true,"cursor":"c","hasMore":false,"lastMutationID":0,"progress":{"received":1,"total":2,"rate":0.5},"protocolVersion":1,"revokedScopes":[],"serverStamp":"5"}"#
+        let read = try #require(SyncJSONReader.pullResponse(Data(page.utf8)))
+        #expect(read.changes.map(\.recordID) == ["r"])
+        // A value before its kind (an encoder without sorted keys) reads the same.
+        let values = page.replacingOccurrences(
+            of: #""fields":{}"#, with: #""fields":{"n":{"v":1.5,"t":"double"},"d":{"v":"12.50","t":"decimal"},"b":{"t":"bool","v":true}}"#)
+        let fields = try #require(SyncJSONReader.pullResponse(Data(values.utf8))).changes[0].fields
+        #expect(fields == ["n": .double(1.5), "d": .decimal("12.50"), "b": .bool(true)])
+        #expect(read.progress == PullProgress(received: 1, total: 2))
+    }
+
+    /// The encodings of two values, which compare NaN equal to NaN.
+    static func sameEncoding(_ a: some Encodable, _ b: some Encodable) throws -> Bool {
+        try JSONEncoder.syncProtocol().encode(a) == JSONEncoder.syncProtocol().encode(b)
+    }
+
+    @Test("round trip: generated pushes and pull pages, written by the writer, read back as JSONDecoder reads them")
+    func roundTrip() throws {
+        var generator = ProtocolMessageGenerator(seed: 41)
+        for _ in 0..<300 {
+            let request = generator.pushRequest()
+            var writer = SyncJSONWriter()
+            try writer.pushRequest(request)
+            let pushBytes = writer.data
+            let pushRead = try #require(pushBytes.withUnsafeBytes { SyncJSONReader.pushRequest($0) })
+            #expect(try Self.sameEncoding(pushRead, JSONDecoder().decode(PushRequest.self, from: pushBytes)))
+            #expect(try Self.sameEncoding(pushRead, request))
+
+            let page = generator.pullResponse()
+            writer = SyncJSONWriter()
+            try writer.pullResponse(page)
+            let pageRead = try #require(SyncJSONReader.pullResponse(writer.data))
+            #expect(try Self.sameEncoding(pageRead, JSONDecoder().decode(PullResponse.self, from: writer.data)))
+            #expect(try Self.sameEncoding(pageRead, page))
+        }
+    }
+
+    @Test("push requests: other input is either read as JSONDecoder reads it or left to it")
+    func pushRequestOtherInput() throws {
+        let change = #"{"op":"insert","entity":"Note","recordID":"n1","scope":"user:alice","fields":{"n":{"t":"int","v":NUMBER}}}"#
+        func body(_ number: String, extra: String = "", version: String = "1") -> String {
+            #"{"protocolVersion":"# + version + #","clientID":"c1""# + extra + #","mutations":[{"id":1,"stamp":"5","changes":["#
+                + change.replacingOccurrences(of: "NUMBER", with: number) + "]}]}"
+        }
+        let bodies = [
+            body("01"), body("-01"), body(".5"), body("1."), body("+1"), body("1e2"), body("1.0"), body("-0"), body("99999999999999999999"),
+            body("7"), body("7", extra: #","schema":null"#), body("7", extra: #","unknown":1"#), body("7", extra: #","clientID":"c2""#),
+            body("7", version: "99"),
+            body("7").replacingOccurrences(of: #""op":"insert""#, with: #""op":"upsert""#),
+            body("7").replacingOccurrences(of: #""stamp":"5""#, with: #""stamp":"+5""#),
+            body("7").replacingOccurrences(of: "user:alice", with: #"user:\u00e9\ud83c\udf89"#),
+            body("7").replacingOccurrences(of: "user:alice", with: #"user:\ud83c"#),
+            body("7").replacingOccurrences(of: #""n":{"t":"int","v":7}"#, with: #""n":{"t":"double","v":1e2},"m":null,"d":{"t":"date","v":-0.5e-3}"#),
+            body("7").replacingOccurrences(of: #"{"t":"int","v":7}"#, with: #"{"t":"decimal","v":"12.50"}"#),
+            body("7").replacingOccurrences(of: #"{"t":"int","v":7}"#, with: #"{"t":"decimal","v":"twelve"}"#),
+            body("7") + " x", " " + body("7") + "\n",
+        ]
+        var read = 0
+        for text in bodies {
+            let data = Data(text.utf8)
+            guard let fast = data.withUnsafeBytes({ SyncJSONReader.pushRequest($0) }) else { continue }
+            read += 1
+            let expected = try JSONDecoder().decode(PushRequest.self, from: data)
+            #expect(try Self.sameEncoding(fast, expected), "\(text)")
+        }
+        // The common forms (a plain integer, whitespace, escapes, a decimal) are read by hand.
+        #expect(read >= 6)
+    }
+}
