@@ -17,30 +17,28 @@ struct RowReader {
         let kind: Kind
     }
 
-    /// The scalar types read inline, by their codec's storage name.
+    /// The scalar types read inline, by the Swift type of their codec's slot.
     private enum Kind {
         case int, optionalInt, double, optionalDouble, bool, optionalBool
         case string, optionalString, date, optionalDate, uuid, optionalUUID, cases, codec
         /// A to-one relationship's foreign key, read into a ``ToOneSlot/fault(_:)``.
         case reference
 
-        init(storageName: String) {
-            switch storageName {
-            case "Int": self = .int
-            case "Int?": self = .optionalInt
-            case "Double": self = .double
-            case "Double?": self = .optionalDouble
-            case "Bool": self = .bool
-            case "Bool?": self = .optionalBool
-            case "String": self = .string
-            case "String?": self = .optionalString
-            case "Date": self = .date
-            case "Date?": self = .optionalDate
-            case "UUID": self = .uuid
-            case "UUID?": self = .optionalUUID
-            case ValueCodec.foreignKeyStorageName: self = .reference
-            default: self = .codec
+        init(codec: ValueCodec) {
+            if codec.cases != nil {
+                self = .cases
+                return
             }
+            if codec.kind == .foreignKey, codec.slot.type == ToOneSlot.self {
+                self = .reference
+                return
+            }
+            let inline: [(type: Any.Type, kind: Kind)] = [
+                (Int.self, .int), (Int?.self, .optionalInt), (Double.self, .double), (Double?.self, .optionalDouble),
+                (Bool.self, .bool), (Bool?.self, .optionalBool), (String.self, .string), (String?.self, .optionalString),
+                (Date.self, .date), (Date?.self, .optionalDate), (UUID.self, .uuid), (UUID?.self, .optionalUUID),
+            ]
+            self = inline.first { $0.type == codec.slot.type }?.kind ?? .codec
         }
     }
 
@@ -73,7 +71,7 @@ struct RowReader {
         reads = columns.map { property in
             ColumnRead(
                 slotOffset: slots.offsets[property.index], flagOffset: slots.flagsOffset + property.index,
-                kind: property.codec.cases == nil ? Kind(storageName: property.codec.storageName) : .cases
+                kind: Kind(codec: property.codec)
             )
         }
         codecReads = columns.map(\.codec.readIntoSlot)
