@@ -110,6 +110,9 @@ public actor SyncEngine {
             if case let .unsupportedIdentity(entity, reason) = error { throw SyncEngineError.unsupportedModel(entity: entity, reason: reason) }
             if case let .unknownEntity(entity) = error { throw SyncEngineError.modelNotInSchema(entity) }
             if case let .duplicateSyncName(entity, _, _) = error { throw SyncEngineError.unsupportedModel(entity: entity, reason: error.description) }
+            if case let .sharedInverseDeleteRules(entity, _, _) = error {
+                throw SyncEngineError.unsupportedModel(entity: entity, reason: error.description)
+            }
             throw SyncEngineError.store(error.description)
         }
         var shapes: [String: SyncEntityShape] = [:]
