@@ -243,6 +243,24 @@ struct SharedInverseTests {
         #expect(inShoes.count == 6)
     }
 
+    @Test("a live query over one collection wakes when another context moves an item into it")
+    @MainActor
+    func liveQuery() async throws {
+        let container = try ModelContainer(for: Box.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let writer = ModelContext(container)
+        let box = filledBox(in: writer)
+        try writer.save()
+        let context = ModelContext(container)
+        var crowded = context.liveResults(FetchDescriptor<Box>(predicate: #Predicate { $0.back.count > 3 })).makeAsyncIterator()
+        #expect(try await crowded.next(isolation: #isolation)?.isEmpty == true)
+        let f1 = try #require(box.front.first { $0.name == "f1" })
+        box.back.append(f1)
+        try writer.save()
+        let woken = try await crowded.next(isolation: #isolation)
+        #expect(woken?.map(\.label) == ["shoes"])
+        #expect(woken.map { names($0[0].back) } == ["b1", "b2", "b3", "f1"])
+    }
+
     @Test("undo puts a moved item back in the collection it left")
     func undoMove() throws {
         let container = try ModelContainer(for: Box.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
