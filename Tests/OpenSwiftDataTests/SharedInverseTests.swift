@@ -84,6 +84,53 @@ enum BoxesV1 {
     }
 }
 
+/// A crate of goods, some of them a subclass, before and after a second collection shares the
+/// inverse `Good.crate`.
+enum CratesV1 {
+    @Model final class Crate {
+        var label: String
+        @Relationship(inverse: \Good.crate) var inside: [Good] = []
+        init(label: String) { self.label = label }
+    }
+
+    @Model class Good {
+        var name: String
+        var crate: Crate?
+        init(name: String) { self.name = name }
+    }
+
+    @Model final class Fragile: Good {
+        var padding: Int
+        init(name: String, padding: Int) {
+            self.padding = padding
+            super.init(name: name)
+        }
+    }
+}
+
+enum CratesV2 {
+    @Model final class Crate {
+        var label: String
+        @Relationship(inverse: \Good.crate) var inside: [Good] = []
+        @Relationship(inverse: \Good.crate) var onTop: [Good] = []
+        init(label: String) { self.label = label }
+    }
+
+    @Model class Good {
+        var name: String
+        var crate: Crate?
+        init(name: String) { self.name = name }
+    }
+
+    @Model final class Fragile: Good {
+        var padding: Int
+        init(name: String, padding: Int) {
+            self.padding = padding
+            super.init(name: name)
+        }
+    }
+}
+
 @Suite("Collections sharing one inverse keep their own members")
 struct SharedInverseTests {
     private func names(_ items: [Item]) -> [String] { items.map(\.name).sorted() }
@@ -326,6 +373,34 @@ struct SharedInverseTests {
         let fresh = try #require(try ModelContext(container).fetch(FetchDescriptor<Box>()).first)
         #expect(names(fresh.front) == ["f1", "f2"])
         #expect(names(fresh.back) == ["loose"])
+    }
+
+    @Test("the migration fills the first collection with the subclass's models too")
+    func lightweightMigrationWithSubclass() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let url = directory.file("crates.store")
+        do {
+            let container = try ModelContainer(for: CratesV1.Crate.self, CratesV1.Fragile.self, configurations: ModelConfiguration(url: url))
+            let context = ModelContext(container)
+            let crate = CratesV1.Crate(label: "move")
+            context.insert(crate)
+            crate.inside = [CratesV1.Good(name: "books"), CratesV1.Fragile(name: "vase", padding: 3)]
+            try context.save()
+        }
+        let container = try ModelContainer(for: CratesV2.Crate.self, CratesV2.Fragile.self, configurations: ModelConfiguration(url: url))
+        let context = ModelContext(container)
+        let crate = try #require(try context.fetch(FetchDescriptor<CratesV2.Crate>()).first)
+        #expect(crate.inside.map(\.name).sorted() == ["books", "vase"])
+        #expect(crate.onTop.isEmpty)
+        let vase = try #require(crate.inside.first { $0 is CratesV2.Fragile })
+        crate.onTop.append(vase)
+        try context.save()
+        let reader = ModelContext(container)
+        let fresh = try #require(try reader.fetch(FetchDescriptor<CratesV2.Crate>()).first)
+        #expect(fresh.inside.map(\.name) == ["books"])
+        #expect(fresh.onTop.map(\.name) == ["vase"])
+        #expect(fresh.onTop.first?.crate === fresh)
     }
 
     @Test("sync captures each collection's members as links, and another store applies them to the same collections")

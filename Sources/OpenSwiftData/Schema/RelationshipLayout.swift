@@ -51,6 +51,8 @@ struct JoinTableDescription: Hashable, Sendable {
     struct Seed: Hashable, Sendable {
         let table: String
         let column: String
+        /// The tables of `table`'s subclasses, which inherit the column.
+        var subclassTables: [String] = []
     }
 
     static let sourceColumn = "source"
