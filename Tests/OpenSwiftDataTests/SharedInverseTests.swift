@@ -40,6 +40,21 @@ final class Sock {
     init(colour: String) { self.colour = colour }
 }
 
+/// A to-one that names one of the collections sharing it: setting it from the spoon's side puts
+/// the spoon in that collection.
+@Model
+final class Tray {
+    @Relationship(inverse: \Spoon.tray) var clean: [Spoon] = []
+    var dirty: [Spoon] = []
+    init() {}
+}
+
+@Model
+final class Spoon {
+    @Relationship(inverse: \Tray.dirty) var tray: Tray?
+    init() {}
+}
+
 /// Two collections sharing a to-many inverse: a board added from the pin's side could be in
 /// either, so the model is refused.
 @Model
@@ -244,6 +259,25 @@ struct SharedInverseTests {
         #expect(names(boxes[1].back) == ["b1"])
         let loose = try reader.fetch(FetchDescriptor<Item>(predicate: #Predicate { $0.box == nil }))
         #expect(loose.map(\.name) == ["b3"])
+    }
+
+    @Test("a to-one that names one of the collections with inverse: puts a model set from its side in that one")
+    func namedFirstCollection() throws {
+        let container = try ModelContainer(for: Tray.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        let tray = Tray()
+        context.insert(tray)
+        let spoon = Spoon()
+        context.insert(spoon)
+        spoon.tray = tray
+        #expect(tray.dirty.count == 1 && tray.clean.isEmpty)
+        tray.clean.append(spoon)
+        #expect(tray.dirty.isEmpty && tray.clean.count == 1)
+        #expect(spoon.tray === tray)
+        try context.save()
+        let reader = ModelContext(container)
+        let fresh = try #require(try reader.fetch(FetchDescriptor<Tray>()).first)
+        #expect(fresh.clean.count == 1 && fresh.dirty.isEmpty)
     }
 
     @Test("each collection's delete rule applies to its own members, and a deleted item leaves its collection")
