@@ -110,6 +110,13 @@ public actor SyncEngine {
             if case let .unsupportedIdentity(entity, reason) = error { throw SyncEngineError.unsupportedModel(entity: entity, reason: reason) }
             if case let .unknownEntity(entity) = error { throw SyncEngineError.modelNotInSchema(entity) }
             if case let .duplicateSyncName(entity, _, _) = error { throw SyncEngineError.unsupportedModel(entity: entity, reason: error.description) }
+            if case let .sharedInverseDeleteRules(entity, property, collections) = error {
+                throw SyncEngineError.unsupportedModel(
+                    entity: entity,
+                    reason:
+                        "\(entity).\(property) is the inverse of \(collections.joined(separator: " and ")), whose delete rules differ; give them the same delete rule"
+                )
+            }
             throw SyncEngineError.store(error.description)
         }
         var shapes: [String: SyncEntityShape] = [:]

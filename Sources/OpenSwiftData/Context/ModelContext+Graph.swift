@@ -239,11 +239,12 @@ extension ModelContext {
                 ? currentRefs(registration.storage, property) : loadedRefs(registration.storage, property)
             for ref in related where !members.contains(ObjectIdentifier(ref.storage)) {
                 let target = ref.base
-                guard let inverse = registration.storage.inverse(of: property, on: target) else { continue }
-                if inverse.relationship?.isToMany == true {
-                    if case .loaded = target.toManySlot(inverse) { target.removeFromMany(inverse, owner) }
-                } else if target.relatedOne(inverse)?.storage === registration.storage {
-                    target.writeSlot(inverse, ToOneSlot.loaded(nil), change: true)
+                for inverse in registration.storage.inverses(of: property, on: target) {
+                    if inverse.relationship?.isToMany == true {
+                        if case .loaded = target.toManySlot(inverse) { target.removeFromMany(inverse, owner) }
+                    } else if target.relatedOne(inverse)?.storage === registration.storage {
+                        target.writeSlot(inverse, ToOneSlot.loaded(nil), change: true)
+                    }
                 }
             }
         }

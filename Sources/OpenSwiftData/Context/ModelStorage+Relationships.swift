@@ -84,6 +84,22 @@ extension AnyModelStorage {
         return layout.properties[index]
     }
 
+    /// The properties of `related` that may hold this storage's model as the inverse of
+    /// `property`: its inverse, or, for a to-one relationship that several collections of
+    /// `related`'s entity share as their inverse, every one of them.
+    final func inverses(of property: PropertyLayout, on related: AnyModelStorage) -> [PropertyLayout] {
+        guard let shared = property.relationship?.sharingCollections, !shared.isEmpty, let layout = related.layout else {
+            return inverse(of: property, on: related).map { [$0] } ?? []
+        }
+        return shared.filter { $0 < layout.properties.count }.map { layout.properties[$0] }
+    }
+
+    /// The other collections of `storage`'s entity that share `property`'s to-one inverse.
+    final func collections(sharingInverseWith property: PropertyLayout, on storage: AnyModelStorage) -> [PropertyLayout] {
+        guard let shared = property.relationship?.collectionsSharingInverse, !shared.isEmpty, let layout = storage.layout else { return [] }
+        return shared.filter { $0 != property.index && $0 < layout.properties.count }.map { layout.properties[$0] }
+    }
+
     // MARK: Releasing
 
     /// Turns the loaded relationships of a model whose context is going away back into faults.
@@ -180,11 +196,23 @@ extension AnyModelStorage {
             return
         }
         let previous = target.relatedOne(inverse)
-        guard previous?.storage !== owner.storage else { return }
+        // A collection sharing its inverse with others: the model leaves whichever of them held it.
+        let sharing = collections(sharingInverseWith: property, on: self)
+        guard previous?.storage !== owner.storage else {
+            for other in sharing where storedMany(other)?.contains(where: { $0.storage === target }) == true {
+                removeFromMany(other, related)
+                owner.model._$notifyObservers(ofChangeTo: other.keyPath)
+            }
+            return
+        }
         if let previous {
             let previousBase = previous.base
             if property.relationship?.isToMany == true {
                 previousBase.removeFromMany(property, related)
+                for other in collections(sharingInverseWith: property, on: previousBase) {
+                    previousBase.removeFromMany(other, related)
+                    previous.model._$notifyObservers(ofChangeTo: other.keyPath)
+                }
             } else if previousBase.relatedOne(property)?.storage === target {
                 previousBase.writeSlot(property, ToOneSlot.loaded(nil), change: true)
             }
@@ -197,13 +225,14 @@ extension AnyModelStorage {
     /// Removes `owner` from `related`'s inverse of `property`.
     private func unlinkInverse(_ property: PropertyLayout, of related: RelatedRef, from owner: RelatedRef, inverseIsToMany: Bool) {
         let target = related.base
-        guard let inverse = inverse(of: property, on: target) else { return }
-        if inverseIsToMany {
-            target.removeFromMany(inverse, owner)
-        } else if target.relatedOne(inverse)?.storage === owner.storage {
-            target.writeSlot(inverse, ToOneSlot.loaded(nil), change: true)
+        for inverse in inverses(of: property, on: target) {
+            if inverseIsToMany {
+                target.removeFromMany(inverse, owner)
+            } else if target.relatedOne(inverse)?.storage === owner.storage {
+                target.writeSlot(inverse, ToOneSlot.loaded(nil), change: true)
+            }
+            related.model._$notifyObservers(ofChangeTo: inverse.keyPath)
         }
-        related.model._$notifyObservers(ofChangeTo: inverse.keyPath)
     }
 
     /// Adds a model to a to-many relationship, in place, without touching inverses.

@@ -75,6 +75,9 @@ extension Schema {
                 guard var table = property.relationship?.joinTable else { continue }
                 table.sourceSpansHierarchy = superclasses.contains(table.sourceTable)
                 table.targetSpansHierarchy = superclasses.contains(table.targetTable)
+                if let seed = table.seed, superclasses.contains(seed.table) {
+                    table.seed?.subclassTables = descendants(of: seed.table)
+                }
                 joinTables[table.name] = table
             }
         }
@@ -84,5 +87,18 @@ extension Schema {
                 .loadIssueModelContainer, "two tables of the schema would be named \(clash.value[0]); rename the entity or the relationship")
         }
         return StoreLayout(tables: tables, joinTables: joinTables.values.sorted { $0.name < $1.name })
+    }
+
+    /// The names of an entity's subclasses, at every depth.
+    private func descendants(of entity: String) -> [String] {
+        let parent = Dictionary(entities.map { ($0.name, $0.superentityName) }, uniquingKeysWith: { first, _ in first })
+        return entities.map(\.name).filter { name in
+            var current = parent[name] ?? nil
+            while let ancestor = current {
+                if ancestor == entity { return true }
+                current = parent[ancestor] ?? nil
+            }
+            return false
+        }
     }
 }

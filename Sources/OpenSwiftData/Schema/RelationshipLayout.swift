@@ -42,6 +42,19 @@ struct JoinTableDescription: Hashable, Sendable {
     /// The same for `target`.
     var targetSpansHierarchy = false
 
+    /// For the first of several collections that share one to-one inverse: the foreign-key
+    /// column its links are filled from when a lightweight migration creates its table (a store
+    /// written while the collections were read through that column). Not part of the fingerprint.
+    var seed: Seed? = nil
+
+    /// A table's foreign-key column (see ``seed``).
+    struct Seed: Hashable, Sendable {
+        let table: String
+        let column: String
+        /// The tables of `table`'s subclasses, which inherit the column.
+        var subclassTables: [String] = []
+    }
+
     static let sourceColumn = "source"
     static let targetColumn = "target"
 
@@ -80,6 +93,14 @@ final class RelationshipLayout: @unchecked Sendable {
     let inverseIndex: Int?
     let inverseName: String?
     let inverseIsToMany: Bool
+    /// For a to-one relationship that several to-many relationships of its destination name as
+    /// their inverse (`Box.front` and `Box.back` both naming `Item.box`): their positions in the
+    /// destination's layout, in declaration order. Empty otherwise.
+    let sharingCollections: [Int]
+    /// For a to-many relationship that shares its to-one inverse with other to-many relationships
+    /// of its entity: the positions of all of them (itself included) in its own entity's layout,
+    /// in declaration order. Empty otherwise.
+    let collectionsSharingInverse: [Int]
     let storage: Storage
     let description: Schema.Relationship
 
@@ -103,12 +124,46 @@ final class RelationshipLayout: @unchecked Sendable {
         let ownKey = "\(entity).\(property.name)"
         let inverseKey = inverse.map { "\(destinationName).\(destinationMetadata[$0].name)" }
         let owns = inverseKey.map { ownKey <= $0 } ?? true
+        let ownMetadata = Self.allMetadata(of: modelType)
+        // Relationships that share one inverse: each to-many keeps its own members.
+        var sharingCollections: [Int] = []
+        var collectionsSharingInverse: [Int] = []
+        if let inverse {
+            if shape.isToMany {
+                let sharing = SharedInverse.members(naming: destinationMetadata[inverse], among: ownMetadata)
+                if sharing.count > 1 {
+                    try SharedInverse.check(
+                        sharing.map { ownMetadata[$0] }, entity: entity, inverse: destinationMetadata[inverse], inverseEntity: destinationName)
+                    collectionsSharingInverse = sharing
+                }
+            } else {
+                let sharing = SharedInverse.members(naming: property, among: destinationMetadata)
+                if sharing.count > 1 {
+                    try SharedInverse.check(
+                        sharing.map { destinationMetadata[$0] }, entity: destinationName, inverse: property, inverseEntity: entity)
+                    sharingCollections = sharing
+                }
+            }
+        }
         let storage: Storage
         switch (shape.isToMany, inverseShape?.isToMany) {
         case (false, nil), (false, true?):
             storage = .foreignKey
         case (false, false?):
             storage = owns ? .foreignKey : .inverseForeignKey
+        case (true, false?) where !collectionsSharingInverse.isEmpty:
+            // One of several collections naming one to-one inverse: the inverse's foreign key says
+            // which model holds a member, not which of the collections it is in, so each
+            // collection has a join table of its own.
+            storage = .joinTable(
+                JoinTableDescription(
+                    name: "\(entity)_\(property.name)", sourceTable: entity, targetTable: destinationName,
+                    seed: inverse.flatMap { index in
+                        let primary = SharedInverse.primary(of: destinationMetadata[index], among: ownMetadata, sharing: collectionsSharingInverse)
+                        guard primary.map({ ownMetadata[$0].keypath == property.keypath }) == true else { return nil }
+                        return JoinTableDescription.Seed(table: destinationName, column: destinationMetadata[index].name)
+                    }),
+                isSource: true, writes: true)
         case (true, false?):
             storage = .inverseForeignKey
         case (true, nil):
@@ -133,6 +188,8 @@ final class RelationshipLayout: @unchecked Sendable {
         self.inverseIndex = inverse
         self.inverseName = inverse.map { destinationMetadata[$0].name }
         self.inverseIsToMany = inverseShape?.isToMany ?? false
+        self.sharingCollections = sharingCollections
+        self.collectionsSharingInverse = collectionsSharingInverse
         self.storage = storage
         self.description = Schema.Relationship(
             name: property.name, declaredOriginalName: declared.declaredOriginalName, keypath: property.keypath,

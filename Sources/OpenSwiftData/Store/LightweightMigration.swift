@@ -154,6 +154,7 @@ struct LightweightMigration {
         for join in layout.joinTables {
             guard existingTables.contains(join.name) else {
                 steps += join.createStatements.map { Step(sql: $0, purpose: "add the relationship table \(join.name)") }
+                steps += try seedSteps(for: join, existingTables: existingTables, sourceOf: sourceOf, in: db)
                 continue
             }
             // A side whose class gained (or lost) subclasses holds keys of several tables (or of
@@ -371,6 +372,38 @@ struct LightweightMigration {
     }
 
     /// A stored value as an SQL literal, for DDL (where arguments cannot be bound).
+    /// Fills the new join table of the first of several collections that share one to-one
+    /// inverse from that inverse's foreign-key column (in the inverse's table and its
+    /// subclasses'), where the store already has the column: the store was written while the
+    /// collections were read through the column (before they shared their inverse, or while they
+    /// shared their members), and every model the column relates is then in that collection, so
+    /// nothing the app could reach is lost.
+    private static func seedSteps(
+        for join: JoinTableDescription, existingTables: Set<String>, sourceOf: [String: String], in db: Database
+    ) throws -> [Step] {
+        guard let seed = join.seed else { return [] }
+        let key = quoted(TableDescription.primaryKey)
+        let column = quoted(seed.column)
+        // A key of a subclass's row cannot be checked against the source table: only keys of its
+        // own rows are taken unless the side spans the hierarchy.
+        let owners = join.sourceSpansHierarchy ? "" : " AND \(column) IN (SELECT \(key) FROM \(quoted(join.sourceTable)))"
+        var steps: [Step] = []
+        for table in [seed.table] + seed.subclassTables {
+            let existing = sourceOf[table] ?? table
+            guard existingTables.contains(existing),
+                try String.fetchAll(db, sql: "SELECT name FROM pragma_table_info(?)", arguments: [existing]).contains(seed.column)
+            else { continue }
+            steps.append(
+                Step(
+                    sql: """
+                        INSERT OR IGNORE INTO \(quoted(join.name)) (\(quoted(JoinTableDescription.sourceColumn)), \(quoted(JoinTableDescription.targetColumn))) \
+                        SELECT \(column), \(key) FROM \(quoted(table)) WHERE \(column) IS NOT NULL\(owners)
+                        """,
+                    purpose: "fill the relationship table \(join.name) from \(table).\(seed.column), which held its members"))
+        }
+        return steps
+    }
+
     static func literal(_ value: DatabaseValue) -> String {
         switch value.storage {
         case .null: return "NULL"

@@ -21,6 +21,10 @@ package enum SyncCaptureError: DescriptiveError, Sendable, Hashable, CustomStrin
     /// Two synced properties of an entity would sync under one name: a property renamed with
     /// `originalName:` syncs under its original name, which another property now has.
     case duplicateSyncName(entity: String, name: String, properties: [String])
+    /// A synced to-one relationship is the inverse of several collections of its destination
+    /// whose delete rules differ: a synced reference carries one delete rule, and which
+    /// collection holds a model is not part of the reference.
+    case sharedInverseDeleteRules(entity: String, property: String, collections: [String])
     /// Sync capture is not enabled on this container.
     case notEnabled
     /// A sync log entry cannot be read.
@@ -42,6 +46,9 @@ package enum SyncCaptureError: DescriptiveError, Sendable, Hashable, CustomStrin
         case let .duplicateSyncName(entity, name, properties):
             return
                 "\(entity) cannot sync: its properties \(properties.joined(separator: " and ")) would both sync as \(name) (a property renamed with originalName: syncs under its original name); give the new property another name"
+        case let .sharedInverseDeleteRules(entity, property, collections):
+            return
+                "\(entity) cannot sync: \(entity).\(property) is the inverse of \(collections.joined(separator: " and ")), whose delete rules differ; a synced reference has one delete rule, so give those relationships the same delete rule"
         case .notEnabled: return "sync capture is not enabled on this container"
         case let .corruptLogEntry(sequence): return "sync log entry \(sequence) is corrupt and cannot be read"
         }

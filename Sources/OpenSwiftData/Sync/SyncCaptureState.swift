@@ -25,6 +25,7 @@ final class SyncCaptureState: Sendable {
                 throw SyncCaptureError.unknownEntity(entity.name)
             }
             do {
+                try SyncEntityPlan.checkSharedInverses(of: layout, container: container, synced: names)
                 plans[entity.name] = try SyncEntityPlan(layout: layout, scope: entity.scope, synced: names)
             } catch  where lenient {
                 continue

@@ -93,6 +93,24 @@ final class SyncEntityPlan: @unchecked Sendable {
         }
     }
 
+    /// Refuses a synced to-one relationship that several collections of its (synced)
+    /// destination share as their inverse with different delete rules. The collections
+    /// themselves sync as links, each with its own members; the reference carries one delete
+    /// rule, which the server applies to it whichever collection holds the model.
+    static func checkSharedInverses(of layout: EntityLayout, container: ModelContainer, synced: Set<String>) throws {
+        for property in layout.relationships {
+            guard let relationship = property.relationship, !relationship.sharingCollections.isEmpty, synced.contains(relationship.destinationName),
+                let destination = container.layout(named: relationship.destinationName)
+            else { continue }
+            let collections = relationship.sharingCollections.filter { $0 < destination.properties.count }.map { destination.properties[$0] }
+            let rules = collections.compactMap { $0.relationship?.deleteRule }
+            if let first = rules.first, rules.contains(where: { $0 != first }) {
+                throw SyncCaptureError.sharedInverseDeleteRules(
+                    entity: layout.name, property: property.name, collections: collections.map { "\(destination.name).\($0.name)" })
+            }
+        }
+    }
+
     /// The synced property named `name`: a column field or a link relationship.
     func property(named name: String) -> PropertyLayout? {
         layout.properties.first { $0.name == name }
