@@ -29,6 +29,8 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
     let origin = UUID().uuidString
     let channel: String
     private let shared: Shared
+    /// The transactions' connections, closed together when an outage is noticed.
+    let inFlight = InFlightConnections()
 
     struct State {
         var closed = false
@@ -115,9 +117,10 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         let logger = logger
         let answered = try? await Self.within(.milliseconds(configuration.connectTimeoutMilliseconds)) {
             try await client.withConnection { connection in
-                try await connection.query("SELECT 1", logger: logger).collect().count == 1
+                try await connection.checkedQuery("SELECT 1", logger: logger).collect().count == 1
             }
         }
+        if answered != true { inFlight.closeAll() }
         return answered == true
     }
 
@@ -149,72 +152,103 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
     /// Runs `body` in a transaction on a pooled connection: commits when it returns, rolls
     /// back when it throws, and rethrows its error as it is (a ``SyncServiceError`` from a
     /// decision stays one).
+    ///
+    /// With a `leaseTimeout`, a connection that the pool has not handed out by then is
+    /// `503 unavailable`: PostgresNIO's pool has no such bound (a request waits while it
+    /// retries connecting, up to its circuit breaker's minute). The wait for the lease is
+    /// cancelled; once the connection is handed out, the transaction runs to its end, or to
+    /// `503 unavailable` if the connection closes under it (``TransactionStatements``).
     static func transaction<T: Sendable>(
-        _ client: PostgresClient, begin: PostgresQuery = "BEGIN", logger: Logger, _ body: (PostgresConnection) async throws -> T
+        _ client: PostgresClient, begin: PostgresQuery = "BEGIN", inFlight: InFlightConnections = InFlightConnections(),
+        leaseTimeout: Duration? = nil, logger: Logger, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
-        try await client.withConnection { connection in
-            try await connection.query(begin, logger: logger)
-            let value: T
-            do {
-                value = try await body(connection)
-            } catch {
-                _ = try? await connection.query("ROLLBACK", logger: logger)
-                throw error
+        let statements = TransactionStatements()
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask {
+                try await client.withConnection { connection in
+                    statements.connection = connection
+                    inFlight.register(connection)
+                    defer { inFlight.unregister(connection) }
+                    return try await TransactionStatements.$current.withValue(statements) {
+                        try await connection.checkedQuery(begin, logger: logger)
+                        let value: T
+                        do {
+                            value = try await body(connection)
+                        } catch {
+                            _ = try? await connection.checkedQuery("ROLLBACK", logger: logger)
+                            throw error
+                        }
+                        try await connection.checkedQuery("COMMIT", logger: logger)
+                        return value
+                    }
+                }
             }
-            try await connection.query("COMMIT", logger: logger)
-            return value
+            // The watcher: the lease within its timeout, then the connection until the end.
+            group.addTask {
+                if let leaseTimeout {
+                    try await Task.sleep(for: leaseTimeout)
+                    guard statements.connection != nil else {
+                        throw SyncServiceError(503, .unavailable, "the database cannot be reached: no connection within \(leaseTimeout)")
+                    }
+                }
+                while true {
+                    try await Task.sleep(for: .milliseconds(250))
+                    if statements.connectionClosed {
+                        // A statement that failed with the connection ends on its own; one
+                        // whose write was dropped is released.
+                        try await Task.sleep(for: .milliseconds(250))
+                        statements.fail()
+                        return nil
+                    }
+                }
+            }
+            while let next = try await group.next() {
+                if let value = next {
+                    group.cancelAll()
+                    return value
+                }
+            }
+            throw CancellationError()
         }
     }
 
-    private func writeTransaction<T: Sendable>(_ body: (PostgresConnection, HeadRow) async throws -> T) async throws -> T {
+    private func writeTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection, HeadRow) async throws -> T) async throws -> T {
         try checkOpen()
-        try await awaitConnection()
-        return try await Self.mappingOutage {
-            try await Self.transaction(client, logger: logger) { connection in
+        let logger = logger
+        return try await mappingOutage {
+            try await Self.transaction(client, inFlight: inFlight, leaseTimeout: leaseTimeout, logger: logger) { connection in
                 let head = try await HeadRow.lock(connection, logger)
                 return try await body(connection, head)
             }
         }
     }
 
-    private func readTransaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+    private func readTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         try checkOpen()
-        try await awaitConnection()
-        return try await Self.mappingOutage {
-            try await Self.transaction(client, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger, body)
+        return try await mappingOutage {
+            try await Self.transaction(
+                client, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", inFlight: inFlight, leaseTimeout: leaseTimeout, logger: logger, body
+            )
         }
     }
+
+    /// How long a request waits for a pooled connection: the connect timeout.
+    private var leaseTimeout: Duration { .milliseconds(configuration.connectTimeoutMilliseconds) }
 
     // MARK: Outages
 
-    /// Waits for the pool to hand out a connection, at most the connect timeout: PostgresNIO's
-    /// pool has no such bound (a request waits while it retries connecting, up to its circuit
-    /// breaker's minute), so a database that cannot be reached is answered
-    /// `503 unavailable` at once instead. The connection goes back to the pool idle, and the
-    /// transaction that follows leases it again.
-    private func awaitConnection() async throws {
-        let client = client
-        let timeout = configuration.connectTimeoutMilliseconds
-        let reached: Bool?
-        do {
-            reached = try await Self.within(.milliseconds(timeout)) { try await client.withConnection { _ in true } }
-        } catch is CancellationError {
-            throw CancellationError()
-        } catch {
-            throw SyncServiceError(503, .unavailable, "the database cannot be reached: \(Self.describe(error))")
-        }
-        guard reached == true else {
-            throw SyncServiceError(503, .unavailable, "the database cannot be reached: no connection within \(timeout) ms")
-        }
-    }
-
     /// Runs `body`; an error saying the database went away (the connection closed or failed,
-    /// the server shutting down or not accepting connections yet) becomes `503 unavailable`.
-    static func mappingOutage<T>(_ body: () async throws -> T) async throws -> T {
+    /// the server shutting down or not accepting connections yet) becomes `503 unavailable`,
+    /// and ends the other transactions in flight (``InFlightConnections``).
+    private func mappingOutage<T>(_ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
-        } catch let error as PSQLError where isOutage(error) {
-            throw SyncServiceError(503, .unavailable, "the database cannot be reached: \(describe(error))")
+        } catch let error as PSQLError where Self.isOutage(error) {
+            inFlight.closeAll()
+            throw SyncServiceError(503, .unavailable, "the database cannot be reached: \(Self.describe(error))")
+        } catch let error as SyncServiceError where error.error.code == .unavailable {
+            inFlight.closeAll()
+            throw error
         }
     }
 
@@ -238,25 +272,45 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         return "\(error.code)"
     }
 
-    /// The result of `body`, or nil when it has not returned after `timeout` (it is then
-    /// cancelled).
+    /// The result of `body`, or nil when it has not returned after `timeout`: it is then
+    /// cancelled and left to end in the background, since a pool lease or a query on a
+    /// connection the database dropped may not end when cancelled.
     static func within<T: Sendable>(_ timeout: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T? {
-        try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { try await body() }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return nil
+        let race = Race<T>()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T?, any Error>) in
+                race.waiting.withLock { $0 = continuation }
+                let work = Task {
+                    let result: Result<T?, any Error>
+                    do { result = .success(try await body()) } catch { result = .failure(error) }
+                    race.waiting.withLock { $0.take() }?.resume(with: result)
+                }
+                race.work.withLock { $0 = work }
+                Task {
+                    try? await Task.sleep(for: timeout)
+                    if let waiting = race.waiting.withLock({ $0.take() }) {
+                        work.cancel()
+                        waiting.resume(returning: nil)
+                    }
+                }
             }
-            defer { group.cancelAll() }
-            guard let first = try await group.next() else { return nil }
-            return first
+        } onCancel: {
+            race.work.withLock { $0 }?.cancel()
+            race.waiting.withLock { $0.take() }?.resume(throwing: CancellationError())
         }
+    }
+
+    /// What ``within(_:_:)``'s body and its timer race for: the caller's continuation, resumed
+    /// by whichever comes first.
+    private final class Race<T: Sendable>: Sendable {
+        let waiting = Mutex<CheckedContinuation<T?, any Error>?>(nil)
+        let work = Mutex<Task<Void, Never>?>(nil)
     }
 
     // MARK: Push
 
-    package func push(_ load: PushLoad, decide: @Sendable (PushSnapshot) throws -> PushPlan) async throws -> PushPlan {
-        try await writeTransaction { connection, head in
+    package func push(_ load: PushLoad, decide: @escaping @Sendable (PushSnapshot) throws -> PushPlan) async throws -> PushPlan {
+        try await writeTransaction { [self] connection, head in
             let snapshot = try await loadPush(load, head: head, connection)
             let plan = try decide(snapshot)
             try await write(plan, clientID: load.clientID, connection)
@@ -282,7 +336,7 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         var results: [MutationID: StoredResult] = [:]
         if let low = load.mutationIDs.min(), let high = load.mutationIDs.max(), let last = client?.lastMutationID, low <= last {
             let decoder = JSONDecoder()
-            let rows = try await connection.query(
+            let rows = try await connection.checkedQuery(
                 "SELECT mutation_id, hash, result FROM osd_results WHERE client_id = \(load.clientID) AND mutation_id BETWEEN \(low) AND \(min(high, last))",
                 logger: logger)
             for try await (id, hash, result) in rows.decode((Int64, String, String).self) {
@@ -304,7 +358,7 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         for record in try await scopeRecords(scopeIDs, connection) { scopes[record.scope] = record }
         var history: [RecordKey: [(version: ServerVersion, client: ClientID?)]] = [:]
         for (key, after) in load.historyAfter where records[key] != nil {
-            let rows = try await connection.query(
+            let rows = try await connection.checkedQuery(
                 "SELECT seq, client_id FROM osd_changes WHERE entity = \(key.entity) AND record_id = \(key.recordID) AND seq > \(after) ORDER BY seq",
                 logger: logger)
             var entries: [(version: ServerVersion, client: ClientID?)] = []
@@ -360,7 +414,7 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
     private func attachLinks(_ records: inout [StoredRecord], _ linked: [RecordKey], _ connection: PostgresConnection) async throws {
         guard !linked.isEmpty else { return }
         var links: [RecordKey: [SyncName: [RecordID: StoredLink]]] = [:]
-        let rows = try await connection.query(
+        let rows = try await connection.checkedQuery(
             """
             SELECT l.entity, l.record_id, l.name, l.target, l.present, l.stamp, l.client FROM osd_links l
             JOIN unnest(\(linked.map(\.entity))::text[], \(linked.map(\.recordID))::text[]) AS k(entity, record_id)
@@ -381,13 +435,13 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         guard !scopes.isEmpty else { return [] }
         let names = scopes.map(\.rawValue)
         var owners: [String: String] = [:]
-        for try await (scope, owner) in try await connection.query(
+        for try await (scope, owner) in try await connection.checkedQuery(
             "SELECT scope, owner FROM osd_scopes WHERE scope = ANY(\(names)::text[])", logger: logger
         ).decode((String, String).self) {
             owners[scope] = owner
         }
         var members: [String: Set<String>] = [:]
-        for try await (scope, user) in try await connection.query(
+        for try await (scope, user) in try await connection.checkedQuery(
             "SELECT scope, user_id FROM osd_grants WHERE scope = ANY(\(names)::text[])", logger: logger
         ).decode((String, String).self) {
             members[scope, default: []].insert(user)
@@ -408,24 +462,24 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         func json<T: Encodable>(_ value: T) throws -> String { String(decoding: try encoder.encode(value), as: UTF8.self) }
         if let client = plan.client {
             let schema = try client.schema.map { try json($0) }
-            try await connection.query(
+            try await connection.checkedQuery(
                 """
                 INSERT INTO osd_clients (client_id, user_id, last_mutation_id, last_hash, schema) VALUES (\(client.clientID), \(client.user), \(client.lastMutationID), \(client.lastHash), \(schema))
                 ON CONFLICT (client_id) DO UPDATE SET last_mutation_id = excluded.last_mutation_id, last_hash = excluded.last_hash, schema = excluded.schema
                 """, logger: logger)
         }
         if let below = plan.resultsAcknowledgedBelow {
-            try await connection.query("DELETE FROM osd_results WHERE client_id = \(clientID) AND mutation_id < \(below)", logger: logger)
+            try await connection.checkedQuery("DELETE FROM osd_results WHERE client_id = \(clientID) AND mutation_id < \(below)", logger: logger)
         }
         if !plan.results.isEmpty {
-            try await connection.query(
+            try await connection.checkedQuery(
                 """
                 INSERT INTO osd_results (client_id, mutation_id, hash, result, created_at)
                 SELECT \(clientID), m, h, r, \(plan.now) FROM unnest(\(plan.results.map(\.id))::int8[], \(plan.results.map(\.hash))::text[], \(try plan.results.map { String(decoding: try StoredColumns.encodeResult($0.result), as: UTF8.self) })::text[]) AS t(m, h, r)
                 """, logger: logger)
         }
         if !plan.newScopes.isEmpty {
-            try await connection.query(
+            try await connection.checkedQuery(
                 """
                 INSERT INTO osd_scopes (scope, owner) SELECT * FROM unnest(\(plan.newScopes.map(\.scope.rawValue))::text[], \(plan.newScopes.map(\.owner))::text[])
                 ON CONFLICT (scope) DO NOTHING
@@ -443,7 +497,7 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
                     stamps: records.map { Int64(bitPattern: $0.stamp.rawValue) }, writers: records.map(\.writer),
                     hasLinks: records.map { !$0.links.isEmpty }, now: plan.now), logger: logger)
             let previouslyLinked = records.map(\.key)
-            try await connection.query(
+            try await connection.checkedQuery(
                 """
                 DELETE FROM osd_links l USING unnest(\(previouslyLinked.map(\.entity))::text[], \(previouslyLinked.map(\.recordID))::text[]) AS k(entity, record_id)
                 WHERE l.entity = k.entity AND l.record_id = k.record_id
@@ -466,7 +520,7 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
                 }
             }
             // The reference index: the written records' rows replaced by their live references.
-            try await connection.query(
+            try await connection.checkedQuery(
                 """
                 DELETE FROM osd_refs f USING unnest(\(previouslyLinked.map(\.entity))::text[], \(previouslyLinked.map(\.recordID))::text[]) AS k(entity, record_id)
                 WHERE f.entity = k.entity AND f.record_id = k.record_id
@@ -481,14 +535,14 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
                 }
             }
             if !referenceColumns.entities.isEmpty {
-                try await connection.query(
+                try await connection.checkedQuery(
                     """
                     INSERT INTO osd_refs (entity, record_id, field, target)
                     SELECT * FROM unnest(\(referenceColumns.entities)::text[], \(referenceColumns.recordIDs)::text[], \(referenceColumns.fields)::text[], \(referenceColumns.targets)::text[])
                     """, logger: logger)
             }
             if !linkColumns.entities.isEmpty {
-                try await connection.query(
+                try await connection.checkedQuery(
                     """
                     INSERT INTO osd_links (entity, record_id, name, target, present, stamp, client)
                     SELECT * FROM unnest(\(linkColumns.entities)::text[], \(linkColumns.recordIDs)::text[], \(linkColumns.names)::text[], \(linkColumns.targets)::text[],
@@ -516,17 +570,17 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
     // MARK: Pull
 
     package func pull(
-        clientID: ClientID, user: String, probe: ServerVersion?, plan: @Sendable (PullContext) throws -> PullRead
+        clientID: ClientID, user: String, probe: ServerVersion?, plan: @escaping @Sendable (PullContext) throws -> PullRead
     ) async throws -> PullPage {
-        try await readTransaction { connection in
+        try await readTransaction { [self] connection in
             let head = try await HeadRow.read(connection, logger)
             var grants: [ScopeID: ScopeRole] = [ScopeID.user(user): .owner]
-            for try await scope in try await connection.query("SELECT scope FROM osd_grants WHERE user_id = \(user)", logger: logger).decode(
+            for try await scope in try await connection.checkedQuery("SELECT scope FROM osd_grants WHERE user_id = \(user)", logger: logger).decode(
                 String.self)
             {
                 grants[ScopeID(rawValue: scope)] = .member
             }
-            for try await scope in try await connection.query("SELECT scope FROM osd_scopes WHERE owner = \(user)", logger: logger).decode(
+            for try await scope in try await connection.checkedQuery("SELECT scope FROM osd_scopes WHERE owner = \(user)", logger: logger).decode(
                 String.self)
             {
                 grants[ScopeID(rawValue: scope)] = .owner
@@ -560,7 +614,7 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
     private func marks(at seqs: Set<ServerVersion>, _ connection: PostgresConnection) async throws -> [ServerVersion: Int64] {
         var marks: [ServerVersion: Int64] = [:]
         for seq in seqs {
-            for try await mark in try await connection.query("SELECT created_at FROM osd_changes WHERE seq = \(seq)", logger: logger).decode(
+            for try await mark in try await connection.checkedQuery("SELECT created_at FROM osd_changes WHERE seq = \(seq)", logger: logger).decode(
                 Int64.self)
             {
                 marks[seq] = mark
@@ -576,7 +630,7 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         var linked: [RecordKey] = []
         for scope in scopes where after.map({ scope >= $0.scope }) ?? true {
             let start = after?.scope == scope ? after : nil
-            let rows = try await connection.query(
+            let rows = try await connection.checkedQuery(
                 """
                 SELECT \(unescaped: RecordRow.columns) FROM osd_records
                 WHERE scope = \(scope.rawValue) AND NOT deleted AND (entity, record_id) > (\(start?.entity ?? ""), \(start?.recordID ?? ""))
@@ -594,7 +648,7 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         try await attachLinks(&records, linked, connection)
         var total: Int?
         if count {
-            for try await sum in try await connection.query(
+            for try await sum in try await connection.checkedQuery(
                 "SELECT COUNT(*) FROM osd_records WHERE scope = ANY(\(scopes.map(\.rawValue))::text[]) AND NOT deleted", logger: logger
             ).decode(Int64.self) {
                 total = Int(sum)
@@ -626,7 +680,7 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
             for value in extra { bindings.append(value) }
             return bindings
         }
-        var rows = try await connection.query(
+        var rows = try await connection.checkedQuery(
             PostgresQuery(unsafeSQL: "\(select) WHERE seq > $1 AND \(filter) ORDER BY seq LIMIT $6", binds: bindings(after, [Int64(limit)])),
             logger: logger
         ).collect()
@@ -635,19 +689,19 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         if rows.count == limit, let lastRow = rows.last {
             let (lastSeq, txn) = try lastRow.decode((Int64, Int64).self)
             end = lastSeq
-            for try await maximum in try await connection.query(
+            for try await maximum in try await connection.checkedQuery(
                 "SELECT MAX(seq) FROM osd_changes WHERE txn = \(txn) AND seq <= \(context.head)", logger: logger
             ).decode(Int64?.self) {
                 end = maximum ?? lastSeq
             }
             if end > lastSeq {
-                rows += try await connection.query(
+                rows += try await connection.checkedQuery(
                     PostgresQuery(unsafeSQL: "\(select) WHERE seq > $1 AND \(filter) AND seq <= $6 ORDER BY seq", binds: bindings(lastSeq, [end])),
                     logger: logger
                 ).collect()
             }
             hasMore =
-                !(try await connection.query(
+                !(try await connection.checkedQuery(
                     PostgresQuery(unsafeSQL: "SELECT 1 FROM osd_changes WHERE seq > $1 AND \(filter) LIMIT 1", binds: bindings(end, [])),
                     logger: logger
                 ).collect().isEmpty)
@@ -673,12 +727,12 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
     // MARK: Scopes
 
     package func scopes(of user: String) async throws -> [ScopeAccess] {
-        try await readTransaction { connection in
+        try await readTransaction { [self] connection in
             var result: [ScopeID: ScopeRole] = [:]
-            for try await scope in try await connection.query("SELECT scope FROM osd_grants WHERE user_id = \(user)", logger: logger).decode(
+            for try await scope in try await connection.checkedQuery("SELECT scope FROM osd_grants WHERE user_id = \(user)", logger: logger).decode(
                 String.self)
             { result[ScopeID(rawValue: scope)] = .member }
-            for try await scope in try await connection.query("SELECT scope FROM osd_scopes WHERE owner = \(user)", logger: logger).decode(
+            for try await scope in try await connection.checkedQuery("SELECT scope FROM osd_scopes WHERE owner = \(user)", logger: logger).decode(
                 String.self)
             { result[ScopeID(rawValue: scope)] = .owner }
             return result.map { ScopeAccess(scope: $0.key, role: $0.value) }
@@ -686,16 +740,18 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
     }
 
     package func scope(_ scope: ScopeID) async throws -> ScopeRecord? {
-        try await readTransaction { connection in try await scopeRecord(scope, connection) }
+        try await readTransaction { [self] connection in try await scopeRecord(scope, connection) }
     }
 
     private func scopeRecord(_ scope: ScopeID, _ connection: PostgresConnection) async throws -> ScopeRecord? {
         var members: Set<String> = []
-        for try await user in try await connection.query("SELECT user_id FROM osd_grants WHERE scope = \(scope.rawValue)", logger: logger).decode(
-            String.self)
+        for try await user in try await connection.checkedQuery("SELECT user_id FROM osd_grants WHERE scope = \(scope.rawValue)", logger: logger)
+            .decode(
+                String.self)
         { members.insert(user) }
-        for try await owner in try await connection.query("SELECT owner FROM osd_scopes WHERE scope = \(scope.rawValue)", logger: logger).decode(
-            String.self)
+        for try await owner in try await connection.checkedQuery("SELECT owner FROM osd_scopes WHERE scope = \(scope.rawValue)", logger: logger)
+            .decode(
+                String.self)
         {
             return ScopeRecord(scope: scope, owner: owner, members: members)
         }
@@ -703,17 +759,17 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         return nil
     }
 
-    package func updateScope(_ scope: ScopeID, decide: @Sendable (ScopeRecord?) throws -> ScopeRecord) async throws -> ScopeRecord {
-        try await writeTransaction { connection, _ in
+    package func updateScope(_ scope: ScopeID, decide: @escaping @Sendable (ScopeRecord?) throws -> ScopeRecord) async throws -> ScopeRecord {
+        try await writeTransaction { [self] connection, _ in
             let current = try await scopeRecord(scope, connection)
             let next = try decide(current)
-            try await connection.query(
+            try await connection.checkedQuery(
                 "INSERT INTO osd_scopes (scope, owner) VALUES (\(scope.rawValue), \(next.owner)) ON CONFLICT (scope) DO UPDATE SET owner = excluded.owner",
                 logger: logger)
-            try await connection.query("DELETE FROM osd_grants WHERE scope = \(scope.rawValue)", logger: logger)
+            try await connection.checkedQuery("DELETE FROM osd_grants WHERE scope = \(scope.rawValue)", logger: logger)
             if !next.members.isEmpty {
                 let members = next.members.sorted()
-                try await connection.query(
+                try await connection.checkedQuery(
                     "INSERT INTO osd_grants (scope, user_id) SELECT \(scope.rawValue), * FROM unnest(\(members)::text[])", logger: logger)
             }
             let changed = (current?.members ?? []).symmetricDifference(next.members).union(
@@ -726,13 +782,14 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
     // MARK: Compaction
 
     package func compact(before milliseconds: Int64) async throws -> CompactionResult {
-        try await writeTransaction { connection, head in
+        try await writeTransaction { [self] connection, head in
             // Push results are not dropped by age: a client that has not acknowledged one may
             // still send its mutation again and must get the same answer (property 3).
             var newHorizon: Int64?
-            for try await value in try await connection.query("SELECT MAX(seq) FROM osd_changes WHERE created_at < \(milliseconds)", logger: logger)
-                .decode(Int64?.self)
-            {
+            for try await value in try await connection.checkedQuery(
+                "SELECT MAX(seq) FROM osd_changes WHERE created_at < \(milliseconds)", logger: logger
+            )
+            .decode(Int64?.self) {
                 newHorizon = value
             }
             guard let newHorizon, newHorizon > head.horizon else {
@@ -742,21 +799,21 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
             // `PullPlanner.decide`); no pull reads it (a cursor below the horizon resets).
             let changesRemoved = try await count(
                 connection, "WITH gone AS (DELETE FROM osd_changes WHERE seq < \(newHorizon) RETURNING 1) SELECT COUNT(*) FROM gone")
-            try await connection.query(
+            try await connection.checkedQuery(
                 """
                 DELETE FROM osd_links l USING osd_records r
                 WHERE r.entity = l.entity AND r.record_id = l.record_id AND r.deleted AND r.version <= \(newHorizon)
                 """, logger: logger)
             let tombstonesRemoved = try await count(
                 connection, "WITH gone AS (DELETE FROM osd_records WHERE deleted AND version <= \(newHorizon) RETURNING 1) SELECT COUNT(*) FROM gone")
-            try await connection.query("UPDATE osd_head SET horizon = \(newHorizon) WHERE id = 1", logger: logger)
+            try await connection.checkedQuery("UPDATE osd_head SET horizon = \(newHorizon) WHERE id = 1", logger: logger)
             return CompactionResult(horizon: newHorizon, changesRemoved: changesRemoved, tombstonesRemoved: tombstonesRemoved)
         }
     }
 
     private func count(_ connection: PostgresConnection, _ query: PostgresQuery) async throws -> Int {
         var result = 0
-        for try await value in try await connection.query(query, logger: logger).decode(Int64.self) { result = Int(value) }
+        for try await value in try await connection.checkedQuery(query, logger: logger).decode(Int64.self) { result = Int(value) }
         return result
     }
 
@@ -806,7 +863,7 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
                     payload = String(decoding: try JSONEncoder().encode(message), as: UTF8.self)
                 }
             }
-            try await connection.query("SELECT pg_notify(\(channel), \(payload))", logger: logger)
+            try await connection.checkedQuery("SELECT pg_notify(\(channel), \(payload))", logger: logger)
         }
     }
 

@@ -142,7 +142,7 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
 
     // MARK: Push
 
-    package func push(_ load: PushLoad, decide: @Sendable (PushSnapshot) throws -> PushPlan) async throws -> PushPlan {
+    package func push(_ load: PushLoad, decide: @escaping @Sendable (PushSnapshot) throws -> PushPlan) async throws -> PushPlan {
         try await write { db in
             let snapshot = try Self.loadPush(load, db)
             let plan = try decide(snapshot)
@@ -343,7 +343,7 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
     // MARK: Pull
 
     package func pull(
-        clientID: ClientID, user: String, probe: ServerVersion?, plan: @Sendable (PullContext) throws -> PullRead
+        clientID: ClientID, user: String, probe: ServerVersion?, plan: @escaping @Sendable (PullContext) throws -> PullRead
     ) async throws -> PullPage {
         try await read { db in
             let (head, horizon, clock) = try Self.headRow(db)
@@ -494,7 +494,7 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
         return nil
     }
 
-    package func updateScope(_ scope: ScopeID, decide: @Sendable (ScopeRecord?) throws -> ScopeRecord) async throws -> ScopeRecord {
+    package func updateScope(_ scope: ScopeID, decide: @escaping @Sendable (ScopeRecord?) throws -> ScopeRecord) async throws -> ScopeRecord {
         try await write { db in
             let current = try Self.scopeRecord(scope, db)
             let next = try decide(current)

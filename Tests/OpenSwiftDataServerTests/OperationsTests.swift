@@ -107,16 +107,18 @@ private final class GatedStorage: SyncStorageBackend {
     }
 
     func metadata() async throws -> StorageMetadata { try await base.metadata() }
-    func push(_ load: PushLoad, decide: @Sendable (PushSnapshot) throws -> PushPlan) async throws -> PushPlan {
+    func push(_ load: PushLoad, decide: @escaping @Sendable (PushSnapshot) throws -> PushPlan) async throws -> PushPlan {
         await gate.pass()
         return try await base.push(load, decide: decide)
     }
-    func pull(clientID: ClientID, user: String, probe: ServerVersion?, plan: @Sendable (PullContext) throws -> PullRead) async throws -> PullPage {
+    func pull(
+        clientID: ClientID, user: String, probe: ServerVersion?, plan: @escaping @Sendable (PullContext) throws -> PullRead
+    ) async throws -> PullPage {
         try await base.pull(clientID: clientID, user: user, probe: probe, plan: plan)
     }
     func scopes(of user: String) async throws -> [ScopeAccess] { try await base.scopes(of: user) }
     func scope(_ scope: ScopeID) async throws -> ScopeRecord? { try await base.scope(scope) }
-    func updateScope(_ scope: ScopeID, decide: @Sendable (ScopeRecord?) throws -> ScopeRecord) async throws -> ScopeRecord {
+    func updateScope(_ scope: ScopeID, decide: @escaping @Sendable (ScopeRecord?) throws -> ScopeRecord) async throws -> ScopeRecord {
         try await base.updateScope(scope, decide: decide)
     }
     func compact(before milliseconds: Int64) async throws -> CompactionResult { try await base.compact(before: milliseconds) }

@@ -32,12 +32,14 @@ package protocol SyncStorageBackend: SyncStorage {
     /// the plan it returns (the plan's log entries take the sequence numbers after the head it
     /// was given, in order; a backend whose transactions commit out of order shifts them by
     /// one offset taken as its last statement before commit), and commits.
-    func push(_ load: PushLoad, decide: @Sendable (PushSnapshot) throws -> PushPlan) async throws -> PushPlan
+    func push(_ load: PushLoad, decide: @escaping @Sendable (PushSnapshot) throws -> PushPlan) async throws -> PushPlan
 
     /// One pull page in one read transaction (a consistent snapshot): loads ``PullContext``
     /// (with the log marks of `probe` and of the head), calls `plan` to choose what to read,
     /// reads it, and adds the log mark of the page's end to its context.
-    func pull(clientID: ClientID, user: String, probe: ServerVersion?, plan: @Sendable (PullContext) throws -> PullRead) async throws -> PullPage
+    func pull(
+        clientID: ClientID, user: String, probe: ServerVersion?, plan: @escaping @Sendable (PullContext) throws -> PullRead
+    ) async throws -> PullPage
 
     /// The scopes a user owns or was granted.
     func scopes(of user: String) async throws -> [ScopeAccess]
@@ -47,7 +49,7 @@ package protocol SyncStorageBackend: SyncStorage {
 
     /// Changes a scope's membership in one transaction: `decide` gets the current record (nil
     /// when unclaimed) and returns the new one (or throws to refuse).
-    func updateScope(_ scope: ScopeID, decide: @Sendable (ScopeRecord?) throws -> ScopeRecord) async throws -> ScopeRecord
+    func updateScope(_ scope: ScopeID, decide: @escaping @Sendable (ScopeRecord?) throws -> ScopeRecord) async throws -> ScopeRecord
 
     /// Removes log entries and tombstones written before `milliseconds`, and raises the horizon
     /// below which cursors are told to reset. The log entry at the new horizon stays: its mark

@@ -1,0 +1,84 @@
+import Logging
+import OpenSwiftDataServer
+import PostgresNIO
+import Synchronization
+
+/// The statements of one transaction, each released with `503 unavailable` if its connection
+/// closes under it.
+///
+/// PostgresNIO hands a query to the connection's channel without a promise for the write: on a
+/// channel that has closed (the database stopped, the pool not yet told), the write is dropped
+/// and the query waits forever, and cancelling it does not end it. So each statement runs in a
+/// task of its own, and the caller waits on a continuation that either the statement or
+/// ``fail()`` resumes: the transaction's watcher calls `fail()` once it sees the connection
+/// closed, and the request is answered. A statement abandoned that way stays parked on its
+/// dropped write, holding nothing but its own memory.
+final class TransactionStatements: Sendable {
+    private struct State {
+        var waiting: [Int: CheckedContinuation<PostgresRowSequence, any Error>] = [:]
+        var next = 0
+        var failed = false
+        var connection: PostgresConnection?
+    }
+
+    private let state = Mutex(State())
+
+    /// The statements of the transaction the current task runs, if it runs one.
+    @TaskLocal static var current: TransactionStatements?
+
+    static let closed = SyncServiceError(503, .unavailable, "the database cannot be reached: its connection closed")
+
+    /// The connection the transaction got from the pool.
+    var connection: PostgresConnection? {
+        get { state.withLock { $0.connection } }
+        set { state.withLock { $0.connection = newValue } }
+    }
+
+    /// Whether the connection has closed.
+    var connectionClosed: Bool { connection?.isClosed ?? false }
+
+    /// Runs `query` on `connection`, released by ``fail()``.
+    func run(_ query: PostgresQuery, on connection: PostgresConnection, logger: Logger) async throws -> PostgresRowSequence {
+        try await withCheckedThrowingContinuation { continuation in
+            let id: Int? = state.withLock { state in
+                guard !state.failed else { return nil }
+                let id = state.next
+                state.next += 1
+                state.waiting[id] = continuation
+                return id
+            }
+            guard let id else {
+                continuation.resume(throwing: Self.closed)
+                return
+            }
+            Task {
+                let result: Result<PostgresRowSequence, any Error>
+                do { result = .success(try await connection.query(query, logger: logger)) } catch { result = .failure(error) }
+                state.withLock { $0.waiting.removeValue(forKey: id) }?.resume(with: result)
+            }
+        }
+    }
+
+    /// Releases every statement still waiting, and refuses those that come after, with
+    /// `503 unavailable`.
+    func fail() {
+        let waiting = state.withLock { state in
+            state.failed = true
+            defer { state.waiting.removeAll() }
+            return Array(state.waiting.values)
+        }
+        for continuation in waiting { continuation.resume(throwing: Self.closed) }
+    }
+}
+
+extension PostgresConnection {
+    /// `query(_:logger:)`, refused with `503 unavailable` on a connection that has closed, and
+    /// inside a transaction released if the connection closes while it waits
+    /// (``TransactionStatements``).
+    @discardableResult
+    func checkedQuery(_ query: PostgresQuery, logger: Logger) async throws -> PostgresRowSequence {
+        guard !isClosed else { throw TransactionStatements.closed }
+        guard let statements = TransactionStatements.current else { return try await self.query(query, logger: logger) }
+        return try await statements.run(query, on: self, logger: logger)
+    }
+}
