@@ -297,7 +297,12 @@ func surface(url: URL, id: PersistentIdentifier) async throws {
     try someSchema.save(to: url)
     let reloaded: Schema = try Schema.load(from: url)
     _ = reloaded
-    // Not provided yet (README, "Not provided"): `Schema.CompositeAttribute`, `.transformable(by:)` (no `ValueTransformer` on Linux), the custom
+    // SCH-5
+    let composite = Schema.CompositeAttribute(name: "c", valueType: Int.self, properties: [Schema.Attribute(name: "a", valueType: Int.self)])
+    let members: [Schema.Attribute] = composite.properties
+    let asAttribute: Schema.Attribute = composite
+    _ = (members, asAttribute, composite == asAttribute)
+    // Not provided yet (README, "Not provided"): `.transformable(by:)` (no `ValueTransformer` on Linux), the custom
     // `DataStore` API (`DataStoreConfiguration`, `DataStoreError`, `ModelContext.editingState`),
     // `PersistentModel.Root` (26; an associated type would keep a model from declaring a
     // nested type named `Root`, and without inheritance it is always the model itself).

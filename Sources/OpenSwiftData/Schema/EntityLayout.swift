@@ -190,7 +190,8 @@ final class EntityLayout: @unchecked Sendable {
                     property: metadata.name)
             }
             let declared = metadata.metadata as? Schema.Attribute ?? Schema.Attribute()
-            let attribute = declared.completed(name: metadata.name, valueType: valueType, defaultValue: metadata.defaultValue)
+            let attribute = declared.completed(
+                name: metadata.name, valueType: valueType, defaultValue: metadata.defaultValue, storedAsJSON: codec.kind == .json)
             let columnIndex: Int?
             if attribute.isTransient {
                 columnIndex = nil

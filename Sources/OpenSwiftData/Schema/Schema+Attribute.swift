@@ -1,6 +1,7 @@
 extension Schema {
-    /// A persisted attribute of an entity.
-    public final class Attribute: SchemaProperty, @unchecked Sendable {
+    /// A persisted attribute of an entity. An attribute whose value is a `Codable` struct is a
+    /// ``Schema/CompositeAttribute``, which also lists the struct's members.
+    public class Attribute: SchemaProperty, @unchecked Sendable {
         // @unchecked Sendable: every stored property is set in init and never mutated afterwards
         // except by the schema builder before the schema is published; `valueType` is a metatype
         // and `defaultValue` a value the macro produced from a literal declaration.
@@ -86,10 +87,18 @@ extension Schema {
         /// Whether the attribute is declared `.codable`.
         public var isCodable: Bool { options.contains(.codable) }
 
-        /// Equal when name, original name, options, type and hash modifier are equal.
+        /// Equal when name, original name, options, type and hash modifier are equal (and, for
+        /// composite attributes, their members).
         public static func == (lhs: Attribute, rhs: Attribute) -> Bool {
-            lhs.name == rhs.name && lhs.originalName == rhs.originalName && lhs.options == rhs.options
-                && lhs.valueType == rhs.valueType && lhs.hashModifier == rhs.hashModifier
+            guard
+                lhs.name == rhs.name && lhs.originalName == rhs.originalName && lhs.options == rhs.options
+                    && lhs.valueType == rhs.valueType && lhs.hashModifier == rhs.hashModifier
+            else { return false }
+            switch (lhs as? CompositeAttribute, rhs as? CompositeAttribute) {
+            case (nil, nil): return true
+            case (let left?, let right?): return left.properties == right.properties
+            default: return false
+            }
         }
 
         /// Hashes the name and options.
@@ -104,10 +113,57 @@ extension Schema {
             return "\(name): \(valueType)\(opts)"
         }
 
-        func completed(name: String, valueType: any Any.Type, defaultValue: Any?) -> Attribute {
-            Attribute(
+        /// The attribute with what the schema builder knows: its name, type and default. A
+        /// value stored as JSON whose type is a keyed `Codable` struct gives a
+        /// ``Schema/CompositeAttribute``.
+        func completed(name: String, valueType: any Any.Type, defaultValue: Any?, storedAsJSON: Bool) -> Attribute {
+            if storedAsJSON, let members = CompositeAttribute.members(of: valueType) {
+                return CompositeAttribute(
+                    name: name, originalName: declaredOriginalName, options: options, valueType: valueType, defaultValue: defaultValue,
+                    hashModifier: hashModifier, properties: members)
+            }
+            return Attribute(
                 name: name, originalName: declaredOriginalName, options: options, valueType: valueType, defaultValue: defaultValue,
                 hashModifier: hashModifier)
+        }
+    }
+
+    /// An attribute whose value is a `Codable` struct, described member by member: each member
+    /// is an attribute, and a member that is itself such a struct is a composite attribute.
+    ///
+    /// SwiftData flattens these values into columns of their own; here the value is stored as
+    /// one JSON column, predicates reach its members through SQLite's JSON functions, and the
+    /// members are found from the struct's `Codable` conformance (its keys and their types).
+    /// A struct whose members cannot be found that way (one holding an enum that is not
+    /// `CaseIterable`, or validating what it decodes) is described by a plain ``Attribute``.
+    public final class CompositeAttribute: Attribute, @unchecked Sendable {
+        // @unchecked Sendable: as Attribute; `properties` is set in init and never mutated.
+
+        /// The struct's members, in the order its decoding asks for them.
+        public let properties: [Schema.Attribute]
+
+        /// Creates a composite attribute from its members.
+        public init(
+            name: String, originalName: String? = nil, options: [Option] = [], valueType: any Any.Type, defaultValue: Any? = nil,
+            hashModifier: String? = nil, properties: [Schema.Attribute]
+        ) {
+            self.properties = properties
+            super.init(
+                name: name, originalName: originalName, options: options, valueType: valueType, defaultValue: defaultValue,
+                hashModifier: hashModifier)
+        }
+
+        /// The member attributes of `type` (optional or not), or nil when it is not a keyed
+        /// `Codable` struct whose members can be found.
+        static func members(of type: any Any.Type, depth: Int = 0) -> [Schema.Attribute]? {
+            let unwrapped = (type as? any _OptionalType.Type)?._wrappedType ?? type
+            guard depth < 8, let found = CodableShape.members(of: unwrapped), !found.isEmpty else { return nil }
+            return found.map { member in
+                if let nested = CompositeAttribute.members(of: member.type, depth: depth + 1) {
+                    return CompositeAttribute(name: member.name, valueType: member.type, properties: nested)
+                }
+                return Attribute(name: member.name, valueType: member.type)
+            }
         }
     }
 }

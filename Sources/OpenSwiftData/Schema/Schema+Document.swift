@@ -153,11 +153,14 @@ struct SchemaDocument: Codable {
         let entities = try entities.map { entity -> Schema.Entity in
             var byName: [String: any SchemaProperty] = [:]
             for attribute in entity.attributes {
-                byName[attribute.name] = Schema.Attribute(
-                    name: attribute.name, originalName: attribute.originalName, options: attribute.options,
-                    valueType: try type(attribute.type, attribute.typeDescription, of: attribute.name, in: entity.name),
-                    hashModifier: attribute.hashModifier
-                )
+                // The completed attribute, as the schema builder makes it (a composite attribute
+                // for a `Codable` struct stored as JSON).
+                let valueType = try type(attribute.type, attribute.typeDescription, of: attribute.name, in: entity.name)
+                let plain = Schema.Attribute(
+                    name: attribute.name, originalName: attribute.originalName, options: attribute.options, valueType: valueType,
+                    hashModifier: attribute.hashModifier)
+                byName[attribute.name] = plain.completed(
+                    name: attribute.name, valueType: valueType, defaultValue: nil, storedAsJSON: ValueCodec.make(for: valueType)?.kind == .json)
             }
             for relationship in entity.relationships {
                 byName[relationship.name] = Schema.Relationship(
