@@ -1,3 +1,4 @@
+import Dispatch
 import Logging
 import OpenSwiftDataServer
 import PostgresNIO
@@ -18,6 +19,7 @@ final class TransactionStatements: Sendable {
         var waiting: [Int: CheckedContinuation<PostgresRowSequence, any Error>] = [:]
         var next = 0
         var failed = false
+        var finished = false
         var connection: PostgresConnection?
     }
 
@@ -32,6 +34,27 @@ final class TransactionStatements: Sendable {
     var connection: PostgresConnection? {
         get { state.withLock { $0.connection } }
         set { state.withLock { $0.connection = newValue } }
+    }
+
+    /// Whether the transaction has ended (or never got its connection).
+    var finished: Bool {
+        get { state.withLock { $0.finished } }
+        set { state.withLock { $0.finished = newValue } }
+    }
+
+    /// Waits `duration`, or less when the task is cancelled during the wait; a task already
+    /// cancelled (for which `Task.sleep` returns at once) waits on a timer instead, so a loop
+    /// of pauses never spins.
+    static func pause(_ duration: Duration) async {
+        guard Task.isCancelled else {
+            try? await Task.sleep(for: duration)
+            return
+        }
+        let (seconds, attoseconds) = duration.components
+        let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { continuation.resume() }
+        }
     }
 
     /// Whether the connection has closed.

@@ -29,8 +29,6 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
     let origin = UUID().uuidString
     let channel: String
     private let shared: Shared
-    /// The transactions' connections, closed together when an outage is noticed.
-    let inFlight = InFlightConnections()
 
     struct State {
         var closed = false
@@ -120,7 +118,6 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
                 try await connection.checkedQuery("SELECT 1", logger: logger).collect().count == 1
             }
         }
-        if answered != true { inFlight.closeAll() }
         return answered == true
     }
 
@@ -159,16 +156,15 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
     /// cancelled; once the connection is handed out, the transaction runs to its end, or to
     /// `503 unavailable` if the connection closes under it (``TransactionStatements``).
     static func transaction<T: Sendable>(
-        _ client: PostgresClient, begin: PostgresQuery = "BEGIN", inFlight: InFlightConnections = InFlightConnections(),
+        _ client: PostgresClient, begin: PostgresQuery = "BEGIN",
         leaseTimeout: Duration? = nil, logger: Logger, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
         let statements = TransactionStatements()
         return try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask {
-                try await client.withConnection { connection in
+                defer { statements.finished = true }
+                return try await client.withConnection { connection in
                     statements.connection = connection
-                    inFlight.register(connection)
-                    defer { inFlight.unregister(connection) }
                     return try await TransactionStatements.$current.withValue(statements) {
                         try await connection.checkedQuery(begin, logger: logger)
                         let value: T
@@ -183,24 +179,29 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
                     }
                 }
             }
-            // The watcher: the lease within its timeout, then the connection until the end.
+            // The watcher, until the transaction ends (even when the request is cancelled, as
+            // its statements are not): the lease within its timeout, then the connection.
             group.addTask {
-                if let leaseTimeout {
-                    try await Task.sleep(for: leaseTimeout)
-                    guard statements.connection != nil else {
-                        throw SyncServiceError(503, .unavailable, "the database cannot be reached: no connection within \(leaseTimeout)")
-                    }
-                }
-                while true {
-                    try await Task.sleep(for: .milliseconds(250))
-                    if statements.connectionClosed {
+                let tick = Duration.milliseconds(50)
+                var waited = Duration.zero
+                var closedFor = Duration.zero
+                while !statements.finished {
+                    await TransactionStatements.pause(tick)
+                    waited += tick
+                    if statements.connection == nil {
+                        if let leaseTimeout, waited >= leaseTimeout {
+                            // Refuses the statements of a lease that comes after all.
+                            statements.fail()
+                            throw SyncServiceError(503, .unavailable, "the database cannot be reached: no connection within \(leaseTimeout)")
+                        }
+                    } else if statements.connectionClosed {
                         // A statement that failed with the connection ends on its own; one
                         // whose write was dropped is released.
-                        try await Task.sleep(for: .milliseconds(250))
-                        statements.fail()
-                        return nil
+                        closedFor += tick
+                        if closedFor >= .milliseconds(250) { statements.fail() }
                     }
                 }
+                return nil
             }
             while let next = try await group.next() {
                 if let value = next {
@@ -216,7 +217,7 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         try checkOpen()
         let logger = logger
         return try await mappingOutage {
-            try await Self.transaction(client, inFlight: inFlight, leaseTimeout: leaseTimeout, logger: logger) { connection in
+            try await Self.transaction(client, leaseTimeout: leaseTimeout, logger: logger) { connection in
                 let head = try await HeadRow.lock(connection, logger)
                 return try await body(connection, head)
             }
@@ -227,7 +228,7 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         try checkOpen()
         return try await mappingOutage {
             try await Self.transaction(
-                client, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", inFlight: inFlight, leaseTimeout: leaseTimeout, logger: logger, body
+                client, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", leaseTimeout: leaseTimeout, logger: logger, body
             )
         }
     }
@@ -238,17 +239,12 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
     // MARK: Outages
 
     /// Runs `body`; an error saying the database went away (the connection closed or failed,
-    /// the server shutting down or not accepting connections yet) becomes `503 unavailable`,
-    /// and ends the other transactions in flight (``InFlightConnections``).
+    /// the server shutting down or not accepting connections yet) becomes `503 unavailable`.
     private func mappingOutage<T>(_ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
         } catch let error as PSQLError where Self.isOutage(error) {
-            inFlight.closeAll()
             throw SyncServiceError(503, .unavailable, "the database cannot be reached: \(Self.describe(error))")
-        } catch let error as SyncServiceError where error.error.code == .unavailable {
-            inFlight.closeAll()
-            throw error
         }
     }
 

@@ -149,4 +149,26 @@ import Testing
         // The common forms (a plain integer, whitespace, escapes, a decimal) are read by hand.
         #expect(read >= 6)
     }
+
+    @Test("escaped or repeated keys, and values nested deeper than the reader goes, are left to JSONDecoder, without recursing")
+    func keysAndDepthTheDecoderDecides() throws {
+        let good =
+            #"{"changes":[],"consistent":true,"cursor":"c","hasMore":false,"lastMutationID":0,"protocolVersion":1,"revokedScopes":[],"serverStamp":"5"}"#
+        #expect(SyncJSONReader.pullResponse(Data(good.utf8)) != nil)
+        // JSONDecoder unescapes keys and keeps a repeated key's first value; the reader says no.
+        let escaped = good.replacingOccurrences(of: #""hasMore":false"#, with: #""has\u004Dore":true"#)
+        #expect(SyncJSONReader.pullResponse(Data(escaped.utf8)) == nil)
+        #expect(try JSONDecoder().decode(PullResponse.self, from: Data(escaped.utf8)).hasMore)
+        let repeated = good.replacingOccurrences(of: #""hasMore":false"#, with: #""hasMore":true,"hasMore":false"#)
+        #expect(SyncJSONReader.pullResponse(Data(repeated.utf8)) == nil)
+        // A million nested arrays in an unknown key, or in a value before its kind: no recursion
+        // that deep.
+        let deep = String(repeating: "[", count: 1_000_000) + String(repeating: "]", count: 1_000_000)
+        let page = good.replacingOccurrences(of: #""cursor":"c""#, with: #""cursor":"c","future":"# + deep)
+        #expect(SyncJSONReader.pullResponse(Data(page.utf8)) == nil)
+        let push =
+            #"{"clientID":"c1","mutations":[{"changes":[{"entity":"N","fields":{"a":{"v":"# + deep
+            + #","t":"int"}},"op":"insert","recordID":"r","scope":"user:a"}],"id":1,"stamp":"5"}],"protocolVersion":1}"#
+        #expect(Data(push.utf8).withUnsafeBytes { SyncJSONReader.pushRequest($0) } == nil)
+    }
 }

@@ -20,7 +20,7 @@ public struct ProtocolMessageGenerator {
     public mutating func text() -> String {
         pick([
             "", "a", "Note 17 of bench-3", "a10", "a9", "B", "é", "ß", "ä", "🎉", "quote \" and \\ and / and \n\t\r",
-            "\u{0}\u{1}\u{1f}\u{7f}\u{8}\u{c}", "\u{2028}\u{2029}", "user:alice", "ab", "aB", "_x", "x y",
+            "\u{0}\u{1}\u{1f}\u{7f}\u{8}\u{c}", "\u{2028}\u{2029}", "e\u{301}", "f", "user:alice", "ab", "aB", "_x", "x y",
         ])
     }
 

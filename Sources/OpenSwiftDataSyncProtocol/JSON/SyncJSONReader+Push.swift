@@ -29,6 +29,8 @@ extension SyncJSONReader {
                 if let kind {
                     value = try self.value(of: kind)
                 } else {
+                    // Every kind's value is a scalar: anything else is left to the decoder.
+                    guard try peek() != UInt8(ascii: "{"), try peek() != UInt8(ascii: "[") else { throw Mismatch() }
                     deferred = offset
                     try skipValue()
                 }

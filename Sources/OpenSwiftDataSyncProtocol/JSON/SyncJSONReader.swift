@@ -286,12 +286,21 @@ package struct SyncJSONReader {
         return result
     }
 
-    /// Skips any JSON value (for keys a newer peer may add).
+    /// Skips any JSON value (for keys a newer peer may add), nested at most 64 deep: deeper
+    /// input is a mismatch rather than a deep recursion (`JSONDecoder` itself stops at 512).
     package mutating func skipValue() throws {
+        try skipValue(depth: 0)
+    }
+
+    private mutating func skipValue(depth: Int) throws {
         switch try peek() {
-        case UInt8(ascii: "{"): try members { reader, _, _ in try reader.skipValue() }
-        case UInt8(ascii: "["): _ = try array { try $0.skipValue() }
-        case UInt8(ascii: "\""): _ = try rawString()
+        case UInt8(ascii: "{"):
+            guard depth < 64 else { throw Mismatch() }
+            try members { reader, _, _ in try reader.skipValue(depth: depth + 1) }
+        case UInt8(ascii: "["):
+            guard depth < 64 else { throw Mismatch() }
+            _ = try array { try $0.skipValue(depth: depth + 1) }
+        case UInt8(ascii: "\""): _ = try string()
         case UInt8(ascii: "t"), UInt8(ascii: "f"): _ = try bool()
         case UInt8(ascii: "n"): try literal("null")
         default: _ = try double()

@@ -106,8 +106,8 @@ package struct SyncJSONWriter {
         byte("]")
     }
 
-    /// A dictionary with string keys, in the keys' sorted order (`JSONEncoder`'s
-    /// `.sortedKeys` order is `String`'s `<`).
+    /// A dictionary with string keys, in the order of their UTF-8 bytes: `JSONEncoder`'s
+    /// `.sortedKeys` order on Linux (`String`'s `<` differs for text that is not in NFC).
     package mutating func object<Value>(_ dictionary: [String: Value], _ value: (inout SyncJSONWriter, Value) throws -> Void) rethrows {
         byte("{")
         if dictionary.count == 1, let only = dictionary.first {
@@ -115,7 +115,7 @@ package struct SyncJSONWriter {
             byte(":")
             try value(&self, only.value)
         } else {
-            for (index, name) in dictionary.keys.sorted().enumerated() {
+            for (index, name) in dictionary.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }).enumerated() {
                 guard let element = dictionary[name] else { continue }
                 if index > 0 { byte(",") }
                 string(name)
