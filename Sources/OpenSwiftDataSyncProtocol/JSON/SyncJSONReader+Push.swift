@@ -15,41 +15,42 @@ extension SyncJSONReader {
     package mutating func syncValue() throws -> SyncValue {
         if try null() { return .null }
         try expect(UInt8(ascii: "{"))
-        var kind: SyncValueKind?
-        var value: SyncValue?
-        var deferred: Int?
-        for member in 0..<2 {
-            if member == 1 { try expect(UInt8(ascii: ",")) }
-            let (key, _) = try memberKey()
-            if isKey(key, "t"), kind == nil {
-                let (kindRange, kindEscaped) = try rawString()
-                guard !kindEscaped, let parsed = self.kind(kindRange) else { throw Mismatch() }
-                kind = parsed
-            } else if isKey(key, "v"), value == nil, deferred == nil {
-                if let kind {
-                    value = try self.value(of: kind)
-                } else {
-                    // Every kind's value is a scalar: anything else is left to the decoder.
-                    guard try peek() != UInt8(ascii: "{"), try peek() != UInt8(ascii: "[") else { throw Mismatch() }
-                    deferred = offset
-                    try skipValue()
-                }
-            } else {
-                throw Mismatch()
-            }
+        let (firstKey, _) = try memberKey()
+        if isKey(firstKey, "t") {
+            let kind = try valueKind()
+            try expect(UInt8(ascii: ","))
+            let (valueKey, _) = try memberKey()
+            guard isKey(valueKey, "v") else { throw Mismatch() }
+            let value = try self.value(of: kind)
+            try expect(UInt8(ascii: "}"))
+            return value
         }
+        guard isKey(firstKey, "v") else { throw Mismatch() }
+        // Every kind's value is a scalar: anything else is left to the decoder.
+        guard try peek() != UInt8(ascii: "{"), try peek() != UInt8(ascii: "[") else { throw Mismatch() }
+        let deferred = offset
+        try skipValue()
+        try expect(UInt8(ascii: ","))
+        let (typeKey, _) = try memberKey()
+        guard isKey(typeKey, "t") else { throw Mismatch() }
+        let kind = try valueKind()
         try expect(UInt8(ascii: "}"))
-        guard let kind else { throw Mismatch() }
-        if let value { return value }
-        guard let deferred else { throw Mismatch() }
         let end = offset
         rewind(to: deferred)
-        let read = try self.value(of: kind)
+        let value = try self.value(of: kind)
         rewind(to: end)
-        return read
+        return value
+    }
+
+    /// A value kind's name.
+    private mutating func valueKind() throws -> SyncValueKind {
+        let (range, escaped) = try rawString()
+        guard !escaped, let kind = kind(range) else { throw Mismatch() }
+        return kind
     }
 
     /// The `v` of a value of `kind`.
+    @inline(__always)
     private mutating func value(of kind: SyncValueKind) throws -> SyncValue {
         switch kind {
         case .bool: return .bool(try bool())
