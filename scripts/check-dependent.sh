@@ -1,10 +1,22 @@
 #!/usr/bin/env bash
-# Builds a scratch package that depends on this one by path, as an app adds it (version ranges
-# resolved afresh), and uses only the library through `import SwiftData`: it must build and run,
-# and must not build the server's or the sync engine's dependencies (SwiftPM builds only the
-# targets of the products a client uses).
+# Builds a scratch package that depends on this one by path, as an app adds it, and uses only the
+# library through `import SwiftData`: it must build and run, and must not build the server's or
+# the sync engine's dependencies (SwiftPM builds only the targets of the products a client
+# uses). It runs twice: with the version ranges resolved afresh (the highest versions allowed),
+# and with swift-syntax held at the lowest version the range allows (602.0.0), the one
+# dependency of the library with more than one allowed version here.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
+variant="${1:-both}"
+if [ "$variant" = "both" ]; then
+    "$0" highest
+    "$0" lowest
+    exit 0
+fi
+pin=""
+if [ "$variant" = "lowest" ]; then
+    pin='.package(url: "https://github.com/swiftlang/swift-syntax", exact: "602.0.0"),'
+fi
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 mkdir -p "$scratch/Sources/Notes"
@@ -14,7 +26,7 @@ import PackageDescription
 
 let package = Package(
     name: "Notes",
-    dependencies: [.package(path: "$root")],
+    dependencies: [$pin .package(path: "$root")],
     targets: [
         .executableTarget(name: "Notes", dependencies: [.product(name: "SwiftData", package: "$(basename "$root")")]),
     ]
@@ -47,4 +59,5 @@ for module in Hummingbird NIOCore AsyncHTTPClient PostgresNIO JWTKit OpenSwiftDa
         exit 1
     fi
 done
-echo "dependent package: builds and runs with only the library's dependencies"
+syntax="$(grep -A6 '"identity" : "swift-syntax"' Package.resolved | grep '"version"' | sed 's/.*: "\(.*\)".*/\1/' || true)"
+echo "dependent package ($variant versions, swift-syntax $syntax): builds and runs with only the library's dependencies"
