@@ -16,14 +16,14 @@ package struct SyncJSONReader {
     /// The input is not a shape the reader takes.
     package struct Mismatch: Error {
         /// A mismatch.
-        package init() {}
+        @inlinable package init() {}
     }
 
-    private let bytes: UnsafeRawBufferPointer
-    private var position = 0
+    @usableFromInline let bytes: UnsafeRawBufferPointer
+    @usableFromInline var position = 0
 
     /// A reader at the start of `bytes`.
-    package init(bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+    @inlinable package init(bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
     /// Reads the whole of `bytes` with `body`: nil when `body` throws or input is left after
     /// it.
@@ -45,7 +45,8 @@ package struct SyncJSONReader {
 
     // MARK: Tokens
 
-    private mutating func skipWhitespace() {
+    @inlinable
+    mutating func skipWhitespace() {
         while position < bytes.count {
             switch bytes[position] {
             case 0x20, 0x0A, 0x0D, 0x09: position += 1
@@ -55,6 +56,7 @@ package struct SyncJSONReader {
     }
 
     /// The next byte after whitespace, not consumed.
+    @inlinable
     package mutating func peek() throws -> UInt8 {
         skipWhitespace()
         guard position < bytes.count else { throw Mismatch() }
@@ -62,15 +64,18 @@ package struct SyncJSONReader {
     }
 
     /// The byte at `index` of a range this reader handed out.
+    @inlinable
     package func byte(at index: Int) -> UInt8 { bytes[index] }
 
     /// Consumes `byte`, after whitespace, or throws.
+    @inlinable
     package mutating func expect(_ byte: UInt8) throws {
         guard try peek() == byte else { throw Mismatch() }
         position += 1
     }
 
     /// Consumes `byte` if it is next.
+    @inlinable
     package mutating func consume(_ byte: UInt8) throws -> Bool {
         guard try peek() == byte else { return false }
         position += 1
@@ -78,6 +83,7 @@ package struct SyncJSONReader {
     }
 
     /// Consumes `text` (a literal such as `null`), after whitespace, or throws.
+    @inlinable
     package mutating func literal(_ text: StaticString) throws {
         skipWhitespace()
         let matches = text.withUTF8Buffer { expected in
@@ -88,6 +94,7 @@ package struct SyncJSONReader {
     }
 
     /// Consumes `null` if it is next.
+    @inlinable
     package mutating func null() throws -> Bool {
         guard try peek() == UInt8(ascii: "n") else { return false }
         try literal("null")
@@ -95,6 +102,7 @@ package struct SyncJSONReader {
     }
 
     /// `true` or `false`.
+    @inlinable
     package mutating func bool() throws -> Bool {
         switch try peek() {
         case UInt8(ascii: "t"):
@@ -108,6 +116,7 @@ package struct SyncJSONReader {
     }
 
     /// The end of input, after whitespace.
+    @inlinable
     package mutating func end() throws {
         skipWhitespace()
         guard position == bytes.count else { throw Mismatch() }
@@ -115,6 +124,7 @@ package struct SyncJSONReader {
 
     /// A string token's contents: the byte range between the quotes, and whether it holds
     /// escapes.
+    @inlinable
     package mutating func rawString() throws -> (range: Range<Int>, escaped: Bool) {
         try expect(UInt8(ascii: "\""))
         let start = position
@@ -138,11 +148,13 @@ package struct SyncJSONReader {
     }
 
     /// Whether the unescaped key in `range` is the one-character `ascii`.
+    @inlinable
     package func isKey(_ range: Range<Int>, _ ascii: Unicode.Scalar) -> Bool {
         range.count == 1 && bytes[range.lowerBound] == UInt8(ascii: ascii)
     }
 
     /// Whether the unescaped key in `range` is `name`.
+    @inlinable
     package func isKey(_ range: Range<Int>, _ name: StaticString) -> Bool {
         name.withUTF8Buffer { expected in
             expected.count == range.count && expected.indices.allSatisfy { bytes[range.lowerBound + $0] == expected[$0] }
@@ -150,6 +162,7 @@ package struct SyncJSONReader {
     }
 
     /// The text of a string token's contents.
+    @inlinable
     package func text(_ range: Range<Int>, escaped: Bool) throws -> String {
         if !escaped {
             let slice = UnsafeRawBufferPointer(rebasing: bytes[range])
@@ -163,18 +176,21 @@ package struct SyncJSONReader {
     }
 
     /// A string.
+    @inlinable
     package mutating func string() throws -> String {
         let (range, escaped) = try rawString()
         return try text(range, escaped: escaped)
     }
 
     /// An array of strings.
+    @inlinable
     package mutating func strings() throws -> [String] {
         try array { try $0.string() }
     }
 
     /// A number token's bytes.
-    private mutating func numberRange() throws -> Range<Int> {
+    @inlinable
+    mutating func numberRange() throws -> Range<Int> {
         skipWhitespace()
         let start = position
         while position < bytes.count {
@@ -190,6 +206,7 @@ package struct SyncJSONReader {
     }
 
     /// An integer without fraction or exponent that fits in 64 bits.
+    @inlinable
     package mutating func int64() throws -> Int64 {
         let range = try numberRange()
         guard JSONBytes.isNumber(bytes, range) else { throw Mismatch() }
@@ -212,6 +229,7 @@ package struct SyncJSONReader {
     }
 
     /// A finite number.
+    @inlinable
     package mutating func double() throws -> Double {
         let range = try numberRange()
         guard JSONBytes.isNumber(bytes, range) else { throw Mismatch() }
@@ -224,6 +242,7 @@ package struct SyncJSONReader {
     }
 
     /// A ``HLCTimestamp``: its decimal digits in a string.
+    @inlinable
     package mutating func stamp() throws -> HLCTimestamp {
         let (range, escaped) = try rawString()
         guard !escaped, !range.isEmpty, range.count <= 20 else { throw Mismatch() }
@@ -242,6 +261,7 @@ package struct SyncJSONReader {
     // MARK: Structure
 
     /// Calls `body` for each member of an object, with the key's raw range.
+    @inlinable
     package mutating func members(_ body: (inout SyncJSONReader, _ key: Range<Int>, _ escaped: Bool) throws -> Void) throws {
         try expect(UInt8(ascii: "{"))
         if try consume(UInt8(ascii: "}")) { return }
@@ -257,12 +277,14 @@ package struct SyncJSONReader {
     /// was `{}`. Hot shapes read their members in a loop of ``memberKey()`` and
     /// ``nextMember()`` rather than through ``members(_:)``, whose closure would box every
     /// local it assigns.
+    @inlinable
     package mutating func beginObject() throws -> Bool {
         try expect(UInt8(ascii: "{"))
         return try !consume(UInt8(ascii: "}"))
     }
 
     /// After a member's value: true when another member follows, false at the object's end.
+    @inlinable
     package mutating func nextMember() throws -> Bool {
         if try consume(UInt8(ascii: ",")) { return true }
         try expect(UInt8(ascii: "}"))
@@ -270,6 +292,7 @@ package struct SyncJSONReader {
     }
 
     /// A member's key and the colon after it.
+    @inlinable
     package mutating func memberKey() throws -> (range: Range<Int>, escaped: Bool) {
         let key = try rawString()
         try expect(UInt8(ascii: ":"))
@@ -277,6 +300,7 @@ package struct SyncJSONReader {
     }
 
     /// An array, each element read by `element`.
+    @inlinable
     package mutating func array<Element>(_ element: (inout SyncJSONReader) throws -> Element) throws -> [Element] {
         try expect(UInt8(ascii: "["))
         var result: [Element] = []
@@ -288,11 +312,13 @@ package struct SyncJSONReader {
 
     /// Skips any JSON value (for keys a newer peer may add), nested at most 64 deep: deeper
     /// input is a mismatch rather than a deep recursion (`JSONDecoder` itself stops at 512).
+    @inlinable
     package mutating func skipValue() throws {
         try skipValue(depth: 0)
     }
 
-    private mutating func skipValue(depth: Int) throws {
+    @inlinable
+    mutating func skipValue(depth: Int) throws {
         switch try peek() {
         case UInt8(ascii: "{"):
             guard depth < 64 else { throw Mismatch() }
@@ -308,6 +334,7 @@ package struct SyncJSONReader {
     }
 
     /// The position of the next token, to come back to with ``rewind(to:)``.
+    @inlinable
     package var offset: Int {
         mutating get {
             skipWhitespace()
@@ -316,6 +343,7 @@ package struct SyncJSONReader {
     }
 
     /// Comes back to an ``offset`` read earlier.
+    @inlinable
     package mutating func rewind(to offset: Int) {
         position = min(max(offset, 0), bytes.count)
     }
@@ -323,9 +351,10 @@ package struct SyncJSONReader {
     // MARK: Kinds
 
     /// The kinds' names as bytes, to match a kind without making a `String` of it.
-    private static let kinds: [(name: [UInt8], kind: SyncValueKind)] = SyncValueKind.allCases.map { (Array($0.rawValue.utf8), $0) }
+    @usableFromInline static let kinds: [(name: [UInt8], kind: SyncValueKind)] = SyncValueKind.allCases.map { (Array($0.rawValue.utf8), $0) }
 
     /// The value kind named by the unescaped string in `range`.
+    @inlinable
     package func kind(_ range: Range<Int>) -> SyncValueKind? {
         for entry in Self.kinds where entry.name.count == range.count {
             if entry.name.indices.allSatisfy({ bytes[range.lowerBound + $0] == entry.name[$0] }) { return entry.kind }
