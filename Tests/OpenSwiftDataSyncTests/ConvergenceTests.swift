@@ -282,7 +282,8 @@ struct ConvergenceTests {
         // cascade; the note is not among them on the server).
         b.transport.blockPushes = true
         let note = try #require(try b.context.fetch(FetchDescriptor<Note>()).first)
-        note.folder = try #require(try b.context.fetch(FetchDescriptor<Folder>()).first)
+        let folderOnB: Folder = try #require(try b.context.fetch(FetchDescriptor<Folder>()).first)
+        note.folder = folderOnB
         try b.context.save()
         let aFolder = try #require(try a.context.fetch(FetchDescriptor<Folder>()).first)
         a.context.delete(aFolder)
@@ -325,7 +326,8 @@ struct ConvergenceTests {
 
         // A files a new note in the folder but cannot push; another client deletes the folder.
         a.transport.blockPushes = true
-        a.context.insert(Note(title: "Packing", folder: try #require(try a.context.fetch(FetchDescriptor<Folder>()).first)))
+        let folderOnA: Folder = try #require(try a.context.fetch(FetchDescriptor<Folder>()).first)
+        a.context.insert(Note(title: "Packing", folder: folderOnA))
         try a.context.save()
         try await push(2, [RecordChange(op: .delete, entity: "Folder", recordID: "f1", scope: .user("alice"))])
 
