@@ -7,22 +7,26 @@ import Foundation
 extension SyncJSONReader {
     /// The pull page in `data`, or nil when it is not one this reader takes (the caller decodes
     /// it with `JSONDecoder`, which names the fault).
+    @inlinable
     package static func pullResponse(_ data: Data) -> PullResponse? {
         read(data) { try $0.pullResponse() }
     }
 
     /// Marks key number `index` of an object as read: a key given twice is a mismatch.
-    private static func first(_ seen: inout UInt32, _ index: UInt32) throws {
+    @inlinable
+    static func first(_ seen: inout UInt32, _ index: UInt32) throws {
         let bit: UInt32 = 1 << index
         guard seen & bit == 0 else { throw Mismatch() }
         seen |= bit
     }
 
-    private mutating func optionalScopes() throws -> [ScopeID]? {
+    @inlinable
+    mutating func optionalScopes() throws -> [ScopeID]? {
         try null() ? nil : try strings().map(ScopeID.init(rawValue:))
     }
 
-    private mutating func pullResponse() throws -> PullResponse {
+    @inlinable
+    mutating func pullResponse() throws -> PullResponse {
         var version: Int64?
         var changes: [PulledChange]?
         var cursor: String?
@@ -93,7 +97,8 @@ extension SyncJSONReader {
             snapshotScopes: snapshotScopes, cursorScopes: cursorScopes)
     }
 
-    private mutating func progress() throws -> PullProgress {
+    @inlinable
+    mutating func progress() throws -> PullProgress {
         var received: Int64?
         var total: Int64?
         try members { reader, key, escaped in
@@ -112,7 +117,8 @@ extension SyncJSONReader {
         return PullProgress(received: count, total: whole)
     }
 
-    private mutating func pulledChange() throws -> PulledChange {
+    @inlinable
+    mutating func pulledChange() throws -> PulledChange {
         var version: Int64?
         var op: RecordOperation?
         var entity: String?

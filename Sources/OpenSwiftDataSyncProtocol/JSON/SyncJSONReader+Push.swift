@@ -6,12 +6,14 @@ import Foundation
 /// and the error messages it gives.
 extension SyncJSONReader {
     /// A push request in `bytes`, or nil when it is not one this reader takes.
+    @inlinable
     package static func pushRequest(_ bytes: UnsafeRawBufferPointer) -> PushRequest? {
         read(bytes) { try $0.pushRequest() }
     }
 
     /// A ``SyncValue``: `null` or `{"t": kind, "v": value}`. The encoders write the kind first;
     /// a value before its kind (`JSONEncoder` without sorted keys) is read by coming back to it.
+    @inlinable
     package mutating func syncValue() throws -> SyncValue {
         if try null() { return .null }
         try expect(UInt8(ascii: "{"))
@@ -43,15 +45,16 @@ extension SyncJSONReader {
     }
 
     /// A value kind's name.
-    private mutating func valueKind() throws -> SyncValueKind {
+    @inlinable
+    mutating func valueKind() throws -> SyncValueKind {
         let (range, escaped) = try rawString()
         guard !escaped, let kind = kind(range) else { throw Mismatch() }
         return kind
     }
 
     /// The `v` of a value of `kind`.
-    @inline(__always)
-    private mutating func value(of kind: SyncValueKind) throws -> SyncValue {
+    @inlinable
+    mutating func value(of kind: SyncValueKind) throws -> SyncValue {
         switch kind {
         case .bool: return .bool(try bool())
         case .int: return .int(try int64())
@@ -83,6 +86,7 @@ extension SyncJSONReader {
     }
 
     /// Values by field name.
+    @inlinable
     package mutating func syncValues() throws -> [SyncName: SyncValue] {
         var values: [SyncName: SyncValue] = [:]
         if try beginObject() {
@@ -95,6 +99,7 @@ extension SyncJSONReader {
     }
 
     /// A ``LinkChange``.
+    @inlinable
     package mutating func linkChange() throws -> LinkChange {
         var added: [RecordID]?
         var removed: [RecordID]?
@@ -113,6 +118,7 @@ extension SyncJSONReader {
     }
 
     /// Link changes by relationship name.
+    @inlinable
     package mutating func linkChanges() throws -> [SyncName: LinkChange] {
         var changes: [SyncName: LinkChange] = [:]
         if try beginObject() {
@@ -124,7 +130,8 @@ extension SyncJSONReader {
         return changes
     }
 
-    private mutating func recordChange() throws -> RecordChange {
+    @inlinable
+    mutating func recordChange() throws -> RecordChange {
         var op: RecordOperation?
         var entity: SyncName?
         var recordID: RecordID?
@@ -162,7 +169,8 @@ extension SyncJSONReader {
             op: op, entity: entity, recordID: recordID, scope: scope, baseVersion: baseVersion, fields: fields ?? [:], links: links ?? [:])
     }
 
-    private mutating func mutation() throws -> Mutation {
+    @inlinable
+    mutating func mutation() throws -> Mutation {
         var id: MutationID?
         var stamp: HLCTimestamp?
         var changes: [RecordChange]?
@@ -187,7 +195,8 @@ extension SyncJSONReader {
 
     /// A ``PushRequest`` of a supported protocol version without a schema. Anything else (a
     /// schema, an unsupported version, a malformed part) is a mismatch.
-    private mutating func pushRequest() throws -> PushRequest {
+    @inlinable
+    mutating func pushRequest() throws -> PushRequest {
         var version: Int64?
         var clientID: ClientID?
         var mutations: [Mutation]?

@@ -27,6 +27,7 @@ package struct SyncJSONReader {
 
     /// Reads the whole of `bytes` with `body`: nil when `body` throws or input is left after
     /// it.
+    @inlinable
     package static func read<T>(_ bytes: UnsafeRawBufferPointer, _ body: (inout SyncJSONReader) throws -> T) -> T? {
         var reader = SyncJSONReader(bytes: bytes)
         do {
@@ -39,6 +40,7 @@ package struct SyncJSONReader {
     }
 
     /// Reads the whole of `data` with `body`, as ``read(_:_:)-(UnsafeRawBufferPointer,_)``.
+    @inlinable
     package static func read<T>(_ data: Data, _ body: (inout SyncJSONReader) throws -> T) -> T? {
         data.withUnsafeBytes { read($0, body) }
     }

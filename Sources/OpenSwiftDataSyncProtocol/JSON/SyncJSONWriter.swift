@@ -11,22 +11,25 @@ import Foundation
 /// protocol type's `Codable` shows up there.
 package struct SyncJSONWriter {
     /// The bytes written so far.
-    package private(set) var bytes: [UInt8] = []
+    package var bytes: [UInt8] = []
 
     /// A writer whose buffer has room for `capacity` bytes.
+    @inlinable
     package init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
 
     /// The bytes written, as `Data`.
-    package var data: Data { Data(bytes) }
+    @inlinable package var data: Data { Data(bytes) }
 
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+    @usableFromInline static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     /// Bytes written as they are.
+    @inlinable
     package mutating func raw(_ text: StaticString) {
         text.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
 
     /// One ASCII byte.
+    @inlinable
     package mutating func byte(_ ascii: Unicode.Scalar) {
         bytes.append(UInt8(ascii: ascii))
     }
@@ -35,6 +38,7 @@ package struct SyncJSONWriter {
 
     /// A JSON string: `"` and `\` escaped, control characters as `\b \f \n \r \t` or `\u00xx`,
     /// everything else (slashes, non-ASCII) as its UTF-8 bytes.
+    @inlinable
     package mutating func string(_ text: String) {
         byte("\"")
         for byte in text.utf8 {
@@ -57,22 +61,26 @@ package struct SyncJSONWriter {
     }
 
     /// An integer.
+    @inlinable
     package mutating func int(_ value: Int64) {
         bytes.append(contentsOf: String(value).utf8)
     }
 
     /// An integer.
+    @inlinable
     package mutating func int(_ value: Int) {
         bytes.append(contentsOf: String(value).utf8)
     }
 
     /// `true` or `false`.
+    @inlinable
     package mutating func bool(_ value: Bool) {
         if value { raw("true") } else { raw("false") }
     }
 
     /// A finite double: its shortest round-tripping text, without a trailing `.0` (`1`,
     /// `0.1`, `1e-07`, `-0`). Throws for a non-finite one, as `JSONEncoder` does.
+    @inlinable
     package mutating func double(_ value: Double) throws {
         guard value.isFinite else {
             throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: [], debugDescription: "\(value) is not a JSON number"))
@@ -83,6 +91,7 @@ package struct SyncJSONWriter {
     }
 
     /// A ``HLCTimestamp``: its decimal digits in a string.
+    @inlinable
     package mutating func stamp(_ stamp: HLCTimestamp) {
         byte("\"")
         bytes.append(contentsOf: String(stamp.rawValue).utf8)
@@ -90,6 +99,7 @@ package struct SyncJSONWriter {
     }
 
     /// An object's key (ASCII without escapes) and its colon.
+    @inlinable
     package mutating func key(_ name: StaticString) {
         byte("\"")
         raw(name)
@@ -97,6 +107,7 @@ package struct SyncJSONWriter {
     }
 
     /// An array of strings.
+    @inlinable
     package mutating func stringArray(_ values: [String]) {
         byte("[")
         for (index, value) in values.enumerated() {
@@ -108,6 +119,7 @@ package struct SyncJSONWriter {
 
     /// A dictionary with string keys, in the order of their UTF-8 bytes: `JSONEncoder`'s
     /// `.sortedKeys` order on Linux (`String`'s `<` differs for text that is not in NFC).
+    @inlinable
     package mutating func object<Value>(_ dictionary: [String: Value], _ value: (inout SyncJSONWriter, Value) throws -> Void) rethrows {
         byte("{")
         if dictionary.count == 1, let only = dictionary.first {
@@ -129,6 +141,7 @@ package struct SyncJSONWriter {
     // MARK: Protocol values
 
     /// A ``SyncValue``: `null` or `{"t": kind, "v": value}`.
+    @inlinable
     package mutating func syncValue(_ value: SyncValue) throws {
         guard let kind = value.kind else {
             raw("null")
@@ -158,11 +171,13 @@ package struct SyncJSONWriter {
     }
 
     /// Values by field name.
+    @inlinable
     package mutating func values(_ fields: [SyncName: SyncValue]) throws {
         try object(fields) { writer, value in try writer.syncValue(value) }
     }
 
     /// A ``LinkChange``.
+    @inlinable
     package mutating func linkChange(_ change: LinkChange) {
         raw("{\"added\":")
         stringArray(change.added)
@@ -172,11 +187,13 @@ package struct SyncJSONWriter {
     }
 
     /// Link changes by relationship name.
+    @inlinable
     package mutating func linkChanges(_ links: [SyncName: LinkChange]) {
         object(links) { writer, change in writer.linkChange(change) }
     }
 
     /// A ``RecordChange`` (fields and links left out when empty, as its `encode(to:)` does).
+    @inlinable
     package mutating func recordChange(_ change: RecordChange) throws {
         byte("{")
         if let base = change.baseVersion {
@@ -204,6 +221,7 @@ package struct SyncJSONWriter {
     }
 
     /// A ``Mutation``.
+    @inlinable
     package mutating func mutation(_ mutation: Mutation) throws {
         raw("{\"changes\":[")
         for (index, change) in mutation.changes.enumerated() {
@@ -218,6 +236,7 @@ package struct SyncJSONWriter {
     }
 
     /// A ``RecordState``.
+    @inlinable
     package mutating func recordState(_ state: RecordState) throws {
         raw("{\"deleted\":")
         bool(state.deleted)
@@ -238,6 +257,7 @@ package struct SyncJSONWriter {
 
     /// A ``PushRequest`` without a schema (the engine sends a schema rarely, through
     /// `JSONEncoder`): throws for one with a schema.
+    @inlinable
     package mutating func pushRequest(_ request: PushRequest) throws {
         guard request.schema == nil else {
             throw EncodingError.invalidValue(
@@ -260,6 +280,7 @@ package struct SyncJSONWriter {
     }
 
     /// A ``MutationResult``.
+    @inlinable
     package mutating func mutationResult(_ result: MutationResult) throws {
         raw("{\"id\":")
         int(result.id)
@@ -285,6 +306,7 @@ package struct SyncJSONWriter {
     }
 
     /// A ``PushResponse``.
+    @inlinable
     package mutating func pushResponse(_ response: PushResponse) throws {
         raw("{\"lastMutationID\":")
         int(response.lastMutationID)
@@ -301,6 +323,7 @@ package struct SyncJSONWriter {
     }
 
     /// A ``PulledChange``.
+    @inlinable
     package mutating func pulledChange(_ change: PulledChange) throws {
         byte("{")
         if let client = change.clientID {
@@ -330,6 +353,7 @@ package struct SyncJSONWriter {
     }
 
     /// A ``PullResponse``.
+    @inlinable
     package mutating func pullResponse(_ response: PullResponse) throws {
         raw("{\"changes\":[")
         for (index, change) in response.changes.enumerated() {
