@@ -324,7 +324,7 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
 
     private func loadPush(_ load: PushLoad, head: HeadRow, _ connection: PostgresConnection) async throws -> PushSnapshot {
         var client: ClientRecord?
-        for try await (user, last, hash, schema) in try await connection.execute(ClientStatement(clientID: load.clientID), logger: logger) {
+        for (user, last, hash, schema) in try await connection.checkedRows(ClientStatement(clientID: load.clientID), logger: logger) {
             client = ClientRecord(
                 clientID: load.clientID, user: user, lastMutationID: last, lastHash: hash,
                 schema: try schema.map { try JSONDecoder().decode(SchemaDescriptor.self, from: Data($0.utf8)) })
@@ -373,7 +373,7 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         guard !keys.isEmpty else { return [] }
         var records: [StoredRecord] = []
         var linked: [RecordKey] = []
-        for try await row in try await connection.execute(
+        for row in try await connection.checkedRows(
             RecordsStatement(entities: keys.map(\.entity), recordIDs: keys.map(\.recordID)), logger: logger)
         {
             records.append(try row.record())
@@ -397,7 +397,7 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         var records: [StoredRecord] = []
         var linked: [RecordKey] = []
         var seen: Set<RecordKey> = []
-        for try await row in try await connection.execute(statement, logger: logger) {
+        for row in try await connection.checkedRows(statement, logger: logger) {
             let record = try row.record()
             guard seen.insert(record.key).inserted else { continue }
             records.append(record)
@@ -583,7 +583,7 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
             }
             var owner: String?
             var last: MutationID = 0
-            for try await (user, lastMutationID, _, _) in try await connection.execute(ClientStatement(clientID: clientID), logger: logger) {
+            for (user, lastMutationID, _, _) in try await connection.checkedRows(ClientStatement(clientID: clientID), logger: logger) {
                 owner = user
                 last = lastMutationID
             }
@@ -904,7 +904,9 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
                 let names = scopes.map(\.rawValue)
                 let query: PostgresQuery =
                     "SELECT owner FROM osd_scopes WHERE scope = ANY(\(names)::text[]) UNION SELECT user_id FROM osd_grants WHERE scope = ANY(\(names)::text[])"
-                if let rows = try? await client.query(query, logger: logger).collect() {
+                // Bounded, as a request's statements are: a query on a connection the database
+                // dropped may never end, and this task delivers every later event.
+                if let rows = try? await within(.seconds(5), { try await client.query(query, logger: logger).collect() }) ?? nil {
                     for row in rows { if let user = try? row.decode(String.self) { readers.insert(user) } }
                 }
                 event = .changed(scopes: scopes, version: message.version ?? 0, readers: readers)
@@ -946,7 +948,7 @@ struct EventMessage: Codable {
 
 extension PostgresConnection {
     /// Executes a prepared statement that returns no rows, to completion.
-    func run<Statement: PostgresPreparedStatement>(_ statement: Statement, logger: Logger) async throws where Statement.Row == () {
-        for try await _ in try await execute(statement, logger: logger) {}
+    func run<Statement: PostgresPreparedStatement & Sendable>(_ statement: Statement, logger: Logger) async throws where Statement.Row == () {
+        try await checkedRows(statement, logger: logger)
     }
 }
