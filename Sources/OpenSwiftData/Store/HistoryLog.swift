@@ -96,6 +96,19 @@ enum HistoryLog {
         )
     }
 
+    /// Raises the sequence of `entity` to the table's largest key (a table in an attached file
+    /// may hold keys the main database's sequence has not seen).
+    static func raisePrimaryKeySequence(of entity: String, in db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO \(quoted(sequenceTable)) (entity, largest) \
+                SELECT ?, COALESCE(MAX(\(quoted(TableDescription.primaryKey))), 0) FROM \(quoted(entity)) WHERE true \
+                ON CONFLICT (entity) DO UPDATE SET largest = MAX(largest, excluded.largest)
+                """,
+            arguments: [entity]
+        )
+    }
+
     /// Records the largest primary key given to a row of `entity`.
     static func recordLargestPrimaryKey(_ key: Int64, of entity: String, in db: Database) throws {
         try db.execute(

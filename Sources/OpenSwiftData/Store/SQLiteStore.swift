@@ -22,8 +22,7 @@ final class SQLiteStore: Sendable {
     static let metadataTable = "osd_metadata"
     static let formatVersion = "1"
 
-    private init(writer: any DatabaseWriter, identifier: String, layout: StoreLayout, isReadOnly: Bool, deferredColumns: [String: Set<String>] = [:])
-    {
+    init(writer: any DatabaseWriter, identifier: String, layout: StoreLayout, isReadOnly: Bool, deferredColumns: [String: Set<String>] = [:]) {
         self.writer = writer
         self.identifier = identifier
         self.layout = layout
@@ -107,7 +106,7 @@ final class SQLiteStore: Sendable {
         return SQLiteStore(writer: pool, identifier: identifier, layout: layout, isReadOnly: readOnly)
     }
 
-    private static func configuration(readOnly: Bool) -> Configuration {
+    static func configuration(readOnly: Bool) -> Configuration {
         var configuration = Configuration()
         configuration.readonly = readOnly
         configuration.foreignKeysEnabled = true
@@ -254,7 +253,7 @@ final class SQLiteStore: Sendable {
         return (removed + added).joined(separator: "\n")
     }
 
-    private static func create(_ layout: StoreLayout, identifier: String, version: Schema.Version, in db: Database) throws {
+    static func create(_ layout: StoreLayout, identifier: String, version: Schema.Version, in db: Database) throws {
         try db.execute(sql: "CREATE TABLE \(quoted(metadataTable)) (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) STRICT")
         for table in layout.tables {
             for statement in table.createStatements { try db.execute(sql: statement) }
