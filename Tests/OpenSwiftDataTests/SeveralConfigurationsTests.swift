@@ -141,6 +141,80 @@ struct SeveralConfigurationsTests {
         #expect(rows == 0)
     }
 
+    @Test(
+        "the file that keeps the history stays the main file whatever the order; keys of deleted rows are never given again, in the split container or in the file opened alone"
+    )
+    func keysAndHistoryAcrossOrders() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let libraryURL = directory.file("library.store")
+        let draftsURL = directory.file("drafts.store")
+        let library = ModelConfiguration("Library", schema: Schema([ShelfLibrary.self]), url: libraryURL)
+        let drafts = ModelConfiguration("Drafts", schema: Schema([ScratchDraft.self]), url: draftsURL)
+        var deleted: PersistentIdentifier?
+        do {
+            let container = try ModelContainer(for: ShelfLibrary.self, ScratchDraft.self, configurations: library, drafts)
+            let context = ModelContext(container)
+            let written = (1...3).map { ScratchDraft(text: "\($0)") }
+            for draft in written { context.insert(draft) }
+            try context.save()
+            #expect(!FileManager.default.fileExists(atPath: draftsURL.path + "-wal"), "attached files use a rollback journal")
+            deleted = written.last?.persistentModelID
+            if let last = written.last { context.delete(last) }
+            try context.save()
+        }
+        // Listed the other way round: the library file keeps the history and the keys' owner.
+        let swapped = try ModelContainer(for: ShelfLibrary.self, ScratchDraft.self, configurations: drafts, library)
+        let context = ModelContext(swapped)
+        #expect(try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>()).count == 2)
+        let fresh = ScratchDraft(text: "4")
+        context.insert(fresh)
+        try context.save()
+        #expect(fresh.persistentModelID != deleted)
+        #expect(try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>()).count == 3)
+        context.delete(fresh)
+        try context.save()
+
+        // The drafts file opened alone: its own key sequence says 4 was given.
+        let alone = try ModelContainer(for: ScratchDraft.self, configurations: ModelConfiguration(url: draftsURL))
+        let aloneContext = ModelContext(alone)
+        let other = ScratchDraft(text: "5")
+        aloneContext.insert(other)
+        try aloneContext.save()
+        let keys = try alone.store.read { db in try Int64.fetchAll(db, sql: "SELECT _pk FROM ScratchDraft ORDER BY _pk") }
+        #expect(keys == [1, 2, 5])
+
+        // Now both files keep a history: a split container refuses to choose.
+        let both = #expect(throws: SwiftDataError.self) {
+            try ModelContainer(for: ShelfLibrary.self, ScratchDraft.self, configurations: library, drafts)
+        }
+        #expect(both?.description.contains("history or sync state") == true)
+    }
+
+    @Test("a store that gains a second configuration, listed first, keeps its history and identifiers")
+    func storeGainsAConfiguration() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let libraryURL = directory.file("library.store")
+        let id: PersistentIdentifier
+        do {
+            let single = try ModelContainer(for: ShelfLibrary.self, configurations: ModelConfiguration(url: libraryURL))
+            let first = ModelContext(single)
+            let central = ShelfLibrary(name: "Central")
+            first.insert(central)
+            try first.save()
+            id = central.persistentModelID
+        }
+
+        let split = try ModelContainer(
+            for: ShelfLibrary.self, ScratchDraft.self,
+            configurations: ModelConfiguration("Drafts", schema: Schema([ScratchDraft.self]), url: directory.file("drafts.store")),
+            ModelConfiguration("Library", schema: Schema([ShelfLibrary.self]), url: libraryURL))
+        let context = ModelContext(split)
+        #expect((context.model(for: id) as? ShelfLibrary)?.name == "Central")
+        #expect(try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>()).count == 1)
+    }
+
     @Test("configurations that cannot be split are typed errors naming the entity or the property")
     func refusals() throws {
         let drafts = ModelConfiguration("Drafts", schema: Schema([ScratchDraft.self]), isStoredInMemoryOnly: true)
@@ -158,7 +232,15 @@ struct SeveralConfigurationsTests {
                 configurations: ModelConfiguration("A", schema: Schema([ShelfLibrary.self]), isStoredInMemoryOnly: true),
                 ModelConfiguration("B", schema: Schema([ShelfBook.self]), isStoredInMemoryOnly: true))
         }
-        #expect(twice?.description.contains("ShelfLibrary") == true)
+        #expect(twice?.code == .loadIssueModelContainer && twice?.description.contains("ShelfLibrary") == true)
+
+        let many = #expect(throws: SwiftDataError.self) {
+            try ModelContainer(
+                for: Schema([ScratchDraft.self]),
+                configurations: (0..<12).map { ModelConfiguration("C\($0)", schema: Schema([]), isStoredInMemoryOnly: true) }
+                    + [ModelConfiguration("Drafts", isStoredInMemoryOnly: true)])
+        }
+        #expect(many?.description.contains("at most 11 configurations") == true)
 
         let nowhere = #expect(throws: SwiftDataError.self) {
             try ModelContainer(
@@ -172,7 +254,7 @@ struct SeveralConfigurationsTests {
                 for: Schema(versionedSchema: DraftSchemaV1.self), migrationPlan: DraftPlan.self,
                 configurations: [drafts, ModelConfiguration("Rest", isStoredInMemoryOnly: true)])
         }
-        #expect(custom?.description.contains("custom stages") == true)
+        #expect(custom?.description.contains("more than one stage") == true)
 
         let directory = try TemporaryDirectory()
         defer { directory.cleanUp() }

@@ -4,8 +4,9 @@ extension ModelContainer {
     /// The stores of a container with several configurations: for each configuration, in
     /// order, its file (nil in memory) and the tables of the entities it holds.
     ///
-    /// An entity lives in the first configuration whose schema names it, or else in the first
-    /// configuration without a schema. Throws a ``SwiftDataError`` naming what is wrong when an
+    /// An entity lives in the configuration whose schema names it (a schema names the types it
+    /// was made from, their relationships' destinations and their superclasses), or else in
+    /// the first configuration without a schema. Throws a ``SwiftDataError`` naming what is wrong when an
     /// entity lives in no configuration or is named by two, when a relationship or a class
     /// hierarchy would cross from one store to another (SQLite keeps each store's foreign keys
     /// inside its file), when two configurations share a file, and when a configuration is
@@ -19,7 +20,7 @@ extension ModelContainer {
                     "the configuration \"\(configuration.name)\" is read-only, which a container with several configurations does not support; open it in a container of its own"
                 )
             }
-            if !configuration.isStoredInMemoryOnly, !files.insert(configuration.url.standardizedFileURL.path).inserted {
+            if !configuration.isStoredInMemoryOnly, !files.insert(configuration.url.standardizedFileURL.resolvingSymlinksInPath().path).inserted {
                 throw SwiftDataError(
                     .duplicateConfiguration, "two configurations use the same file, \(configuration.url.path); give each its own url")
             }
@@ -60,7 +61,8 @@ extension ModelContainer {
         return configurations.indices.map { index in
             let tables = Set(home.filter { $0.value == index }.keys)
             return StorePart(
-                url: configurations[index].isStoredInMemoryOnly ? nil : configurations[index].url, layout: layout.restricted(to: tables))
+                url: configurations[index].isStoredInMemoryOnly ? nil : configurations[index].url, layout: layout.restricted(to: tables),
+                options: configurations[index].migrationOptions)
         }
     }
 }

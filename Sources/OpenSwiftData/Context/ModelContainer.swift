@@ -97,8 +97,7 @@ public final class ModelContainer: Equatable, @unchecked Sendable {
             )
         } else {
             self.store = try SQLiteStore.open(
-                parts: try Self.storeParts(of: schema, configurations, layout: layout), layout: layout, schemaVersion: schema.version,
-                migration: configurations.first?.migrationOptions ?? MigrationOptions())
+                parts: try Self.storeParts(of: schema, configurations, layout: layout), layout: layout, schemaVersion: schema.version)
         }
         try resumeSyncCapture()
     }

@@ -22,7 +22,15 @@ final class SQLiteStore: Sendable {
     static let metadataTable = "osd_metadata"
     static let formatVersion = "1"
 
-    init(writer: any DatabaseWriter, identifier: String, layout: StoreLayout, isReadOnly: Bool, deferredColumns: [String: Set<String>] = [:]) {
+    /// For the tables of a container's attached parts: the quoted, qualified name of the
+    /// sequence table that keeps their keys (their own file's). Empty for a single store.
+    let partSequences: [String: String]
+
+    init(
+        writer: any DatabaseWriter, identifier: String, layout: StoreLayout, isReadOnly: Bool, deferredColumns: [String: Set<String>] = [:],
+        partSequences: [String: String] = [:]
+    ) {
+        self.partSequences = partSequences
         self.writer = writer
         self.identifier = identifier
         self.layout = layout
@@ -274,6 +282,9 @@ final class SQLiteStore: Sendable {
             try db.execute(sql: "INSERT INTO \(quoted(metadataTable)) (key, value) VALUES (?, ?)", arguments: [key, value])
         }
     }
+
+    /// The quoted name of the sequence table that keeps `table`'s keys.
+    func sequence(of table: String) -> String { partSequences[table] ?? quoted(HistoryLog.sequenceTable) }
 
     /// Reads in a consistent snapshot.
     func read<T>(_ body: (Database) throws -> T) throws -> T {
