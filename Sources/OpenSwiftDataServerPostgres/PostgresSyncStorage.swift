@@ -98,12 +98,10 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
     /// Gives the database a new epoch in place (`osd-server epoch rotate --postgres URL`): after
     /// restoring it with `pg_dump`/`pg_restore`, so that clients resend what the copy lost.
     /// Every server sharing the database must be stopped first and started after (a server
-    /// reads the epoch when it starts). Returns the old epoch and the new one.
+    /// reads the epoch when it starts; the admin console's rotation also updates the server it
+    /// runs in). Returns the old epoch and the new one.
     public func rotateEpoch() async throws -> EpochChange {
-        let previous = try await metadata().epoch
-        let current = UUID().uuidString
-        try await client.query("UPDATE osd_metadata SET value = \(current) WHERE key = 'epoch'", logger: logger)
-        return EpochChange(previous: previous, current: current)
+        try await rotateEpoch(expecting: nil)
     }
 
     /// Whether the database answers a query (for `/ready`) within the connect timeout
@@ -213,7 +211,7 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         }
     }
 
-    private func writeTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection, HeadRow) async throws -> T) async throws -> T {
+    func writeTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection, HeadRow) async throws -> T) async throws -> T {
         try checkOpen()
         let logger = logger
         return try await mappingOutage {
@@ -224,7 +222,7 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         }
     }
 
-    private func readTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    func readTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         try checkOpen()
         return try await mappingOutage {
             try await Self.transaction(
@@ -460,8 +458,9 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
             let schema = try client.schema.map { try json($0) }
             try await connection.checkedQuery(
                 """
-                INSERT INTO osd_clients (client_id, user_id, last_mutation_id, last_hash, schema) VALUES (\(client.clientID), \(client.user), \(client.lastMutationID), \(client.lastHash), \(schema))
-                ON CONFLICT (client_id) DO UPDATE SET last_mutation_id = excluded.last_mutation_id, last_hash = excluded.last_hash, schema = excluded.schema
+                INSERT INTO osd_clients (client_id, user_id, last_mutation_id, last_hash, schema, last_seen_at) VALUES (\(client.clientID), \(client.user), \(client.lastMutationID), \(client.lastHash), \(schema), \(plan.now))
+                ON CONFLICT (client_id) DO UPDATE SET last_mutation_id = excluded.last_mutation_id, last_hash = excluded.last_hash, schema = excluded.schema,
+                    last_seen_at = excluded.last_seen_at
                 """, logger: logger)
         }
         if let below = plan.resultsAcknowledgedBelow {
@@ -807,7 +806,7 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         }
     }
 
-    private func count(_ connection: PostgresConnection, _ query: PostgresQuery) async throws -> Int {
+    func count(_ connection: PostgresConnection, _ query: PostgresQuery) async throws -> Int {
         var result = 0
         for try await value in try await connection.checkedQuery(query, logger: logger).decode(Int64.self) { result = Int(value) }
         return result
