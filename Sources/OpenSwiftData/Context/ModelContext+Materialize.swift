@@ -82,7 +82,9 @@ extension ModelContext {
         // With nothing registered yet (a fresh context), no row can be a known instance: skip the
         // lookups, and append the new models without hashing them.
         let lookUp = !registered.isEmpty
-        let reader = RowReader(layout: layout, columns: columns, deferredColumns: container.store.deferredColumns[layout.table.name])
+        let reader = RowReader(
+            layout: layout, columns: columns, deferredColumns: container.store.deferredColumns[layout.table.name],
+            attachments: container.store.attachments)
         let generation = container.generation
         let container = self.container
         let link = self.link

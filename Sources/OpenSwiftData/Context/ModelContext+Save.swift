@@ -80,6 +80,8 @@ extension ModelContext {
         // The history log's capture, and sync capture's when the container has it on (none
         // otherwise: no work per row).
         let (history, captures) = container.makeCaptures(author: author, context: self, expectedInsertions: insertions.count)
+        // Large `.externalStorage` values go to files in the transaction (nil: all inline).
+        let attachments = store.attachments
         return try store.write { db in
             var references = DeletedReferences(container: container)
             let batchRemoved = try runBatchDeletes(work.batchDeletes, db: db, references: &references, captures: captures)
@@ -146,7 +148,7 @@ extension ModelContext {
                     )
                 }
                 let table = writer(for: layout)
-                let values = try layout.columns.map { try encode(storage, $0, layout) }
+                let values = try layout.columns.map { try stored(storage, $0, layout, attachments) }
                 let pending = layout.columns.indices.filter { column in
                     guard values[column].isNull, layout.columns[column].relationship != nil,
                         case .loaded(_?) = storage.toOneSlot(layout.columns[column])
@@ -215,7 +217,7 @@ extension ModelContext {
                 else { continue }
                 let changed = storage.changedProperties.sorted()
                 let changedColumns = changed.compactMap { layout.properties[$0].columnIndex }
-                let values = try changedColumns.map { try encode(storage, layout.columns[$0], layout) }
+                let values = try changedColumns.map { try stored(storage, layout.columns[$0], layout, attachments) }
                 try run(layout) { try writer(for: layout).update(primaryKey: row, columns: changedColumns, values: values) }
                 for capture in captures {
                     try capture.updated(registration, layout: layout, row: row, properties: changed, columns: changedColumns, values: values, in: db)
@@ -356,6 +358,21 @@ extension ModelContext {
         } catch {
             throw SwiftDataError(
                 .valueEncodingFailure, "\(layout.name).\(property.name) cannot be stored: \(error)", entity: layout.name, property: property.name)
+        }
+    }
+
+    /// The value a column stores for a property: its encoded value, or for a large
+    /// `.externalStorage` value the reference to the file it was just written to (in the
+    /// save's transaction; see ``StoreAttachments``).
+    private func stored(
+        _ storage: AnyModelStorage, _ property: PropertyLayout, _ layout: EntityLayout, _ attachments: StoreAttachments?
+    ) throws -> DatabaseValue {
+        let value = try encode(storage, property, layout)
+        guard property.isExternallyStored, let attachments else { return value }
+        do {
+            return try attachments.externalize(value, column: property.name, of: layout.name)
+        } catch let error as SwiftDataError {
+            throw SwiftDataError(error.code, "\(layout.name).\(property.name): \(error.detail)", entity: layout.name, property: property.name)
         }
     }
 

@@ -23,6 +23,9 @@ struct RowReader {
         case string, optionalString, date, optionalDate, uuid, optionalUUID, cases, codec
         /// A to-one relationship's foreign key, read into a ``ToOneSlot/fault(_:)``.
         case reference
+        /// An `.externalStorage` value of a store that keeps large ones in files: a reference is
+        /// mapped from its file (``ExternalValueRead``), anything else read by the codec.
+        case external
 
         init(codec: ValueCodec) {
             if codec.cases != nil {
@@ -58,20 +61,26 @@ struct RowReader {
     /// Positions (in `columns`) of non-optional columns that a custom migration stage left
     /// nullable for its `didMigrate` to fill: NULL leaves their slot without a value.
     private let deferred: Set<Int>
+    /// The store's files of `.externalStorage` values, when it keeps any.
+    private let attachments: StoreAttachments?
 
     /// A reader of `columns` (all of the entity's columns by default), selected in that order
     /// after the primary key. NULL in a column named in `deferredColumns` leaves its property
     /// without a value (a row a custom stage's `didMigrate` has yet to fill).
-    init(layout: EntityLayout, columns: [PropertyLayout]? = nil, deferredColumns: Set<String>? = nil) {
+    /// `attachments` are the store's files of `.externalStorage` values (nil: every value is
+    /// in its row).
+    init(layout: EntityLayout, columns: [PropertyLayout]? = nil, deferredColumns: Set<String>? = nil, attachments: StoreAttachments? = nil) {
         self.layout = layout
         let columns = columns ?? layout.columns
         self.columns = columns
         deferred = deferredColumns.map { names in Set(columns.indices.filter { names.contains(columns[$0].name) }) } ?? []
+        let attachments = attachments?.tables[layout.name] == nil ? nil : attachments
+        self.attachments = attachments
         let slots = layout.slots
         reads = columns.map { property in
             ColumnRead(
                 slotOffset: slots.offsets[property.index], flagOffset: slots.flagsOffset + property.index,
-                kind: Kind(codec: property.codec)
+                kind: property.isExternallyStored && attachments != nil ? .external : Kind(codec: property.codec)
             )
         }
         codecReads = columns.map(\.codec.readIntoSlot)
@@ -121,6 +130,8 @@ struct RowReader {
     /// naming the property that cannot be read.
     func read(_ statement: Statement, primaryKey: Int64, into buffer: some SlotBuffer) throws {
         let sqliteStatement = statement.sqliteStatement
+        // A missing file of an `.externalStorage` value: thrown as it is, after the loop.
+        var externalFailure: (any Error)?
         let failed: Int? = buffer.withSlotBase { base in
             return reads.withUnsafeBufferPointer { reads in
                 for index in reads.indices {
@@ -175,6 +186,22 @@ struct RowReader {
                         slot.initializeMemory(as: ToOneSlot.self, to: .fault(nil))
                     case (.cases, _) where caseTables[index]?.read(sqliteStatement, position, into: slot) == true:
                         break
+                    case (.external, SQLITE_BLOB):
+                        do {
+                            if let attachments,
+                                try ExternalValueRead.read(
+                                    sqliteStatement, position, into: slot, property: columns[index], entity: layout.name, row: primaryKey,
+                                    attachments: attachments)
+                            {
+                                break
+                            }
+                            try codecReads[index](sqliteStatement, position, slot)
+                        } catch let error as SwiftDataError where error.code == .missingExternalData {
+                            externalFailure = error
+                            return index
+                        } catch {
+                            return index
+                        }
                     default:
                         do {
                             try codecReads[index](sqliteStatement, position, slot)
@@ -188,6 +215,7 @@ struct RowReader {
                 return nil
             }
         }
+        if let externalFailure { throw externalFailure }
         if let failed {
             // Read the column again for the error: the failure path only.
             let property = columns[failed]

@@ -30,6 +30,7 @@ public struct SwiftDataError: Error, Hashable, CustomStringConvertible, Localize
         case valueEncodingFailure
         case valueDecodingFailure
         case storeFailure
+        case missingExternalData
     }
 
     let code: Code
@@ -113,4 +114,8 @@ public struct SwiftDataError: Error, Hashable, CustomStringConvertible, Localize
     public static let valueDecodingFailure = SwiftDataError(.valueDecodingFailure)
     /// OpenSwiftData: SQLite reported an error while reading or writing the store.
     public static let storeFailure = SwiftDataError(.storeFailure)
+    /// OpenSwiftData: the file beside the store that keeps an `.externalStorage` value is missing
+    /// or damaged; ``entityName`` and ``propertyName`` say whose value, ``detail`` the file's
+    /// SHA-256 digest and path.
+    public static let missingExternalData = SwiftDataError(.missingExternalData)
 }

@@ -39,6 +39,8 @@ extension ModelContext {
             HistoryRenames.apply(try HistoryRenames.all(in: db), to: &entries)
             var names = DeclaredRenames(container)
             names.apply(to: &entries)
+            // Values kept in files are handed out as their bytes, never as references.
+            try container.store.attachments?.resolve(&entries)
             let decoder = try TombstoneDecoder(db: db)
             var transactions = try entries.map { try transaction(from: $0, decoder: decoder) }
             if let predicate = descriptor.predicate, !isComplete {
@@ -61,6 +63,7 @@ extension ModelContext {
                 return positions[transaction.id].map { entries[$0] }
             }
             guard try InsertedValues.fill(&kept, container: container, db: db) else { return transactions }
+            try container.store.attachments?.resolve(&kept)
             // Only the transactions with insertions are made again, with their values.
             let filled = Dictionary(uniqueKeysWithValues: try kept.map { ($0.id, try transaction(from: $0, decoder: decoder)) })
             return transactions.map { filled[$0.id] ?? $0 }

@@ -10,7 +10,8 @@ extension EntityLayout {
                     name: property.name, type: property.codec.columnType.rawValue, isNullable: property.codec.isOptional,
                     references: property.relationship?.destinationName,
                     originalName: property.declaredOriginalName,
-                    defaultValue: property.defaultValue.flatMap { storedDefault($0, codec: property.codec) }
+                    defaultValue: property.defaultValue.flatMap { storedDefault($0, codec: property.codec) },
+                    isExternal: property.isExternallyStored
                 )
             },
             uniqueConstraints: uniquenessConstraints.map { $0.map { properties[$0].name } },
@@ -32,6 +33,7 @@ extension PropertyLayout {
     /// and the new version of an app keep exchanging it, and saves queued before the update
     /// still name a field the server knows.
     var syncName: String { declaredOriginalName ?? name }
+
 }
 
 /// A declared default in its stored form, or nil when it cannot be encoded.

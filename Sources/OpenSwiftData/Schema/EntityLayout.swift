@@ -29,6 +29,10 @@ final class PropertyLayout: @unchecked Sendable {
     /// set by the class's initializer, copied into the backing data on insert and never written
     /// afterwards (its key path is not writable).
     let isConstant: Bool
+    /// Whether the property's large values live in files beside the store: an attribute
+    /// declared `.externalStorage` whose type is `Data` or `Data?` (other types keep the option
+    /// recorded and their values in the row). See ``StoreAttachments``.
+    let isExternallyStored: Bool
 
     init(
         name: String, index: Int, keyPath: AnyKeyPath, codec: ValueCodec, schemaProperty: any SchemaProperty, relationship: RelationshipLayout?,
@@ -43,6 +47,9 @@ final class PropertyLayout: @unchecked Sendable {
         self.defaultValue = defaultValue
         self.columnIndex = columnIndex
         self.isConstant = isConstant
+        self.isExternallyStored =
+            (schemaProperty as? Schema.Attribute)?.options.contains(.externalStorage) == true
+            && (codec.slot.type == Data.self || codec.slot.type == Data?.self)
     }
 
     /// The attribute description (nil for relationships).

@@ -20,7 +20,9 @@ func jsonKeyArray<S: Sequence>(_ keys: S) -> String where S.Element == Int64 {
 extension ColumnDescription {
     /// The same column, allowing NULL.
     var nullable: ColumnDescription {
-        ColumnDescription(name: name, type: type, isNullable: true, references: references, originalName: originalName, defaultValue: defaultValue)
+        ColumnDescription(
+            name: name, type: type, isNullable: true, references: references, originalName: originalName, defaultValue: defaultValue,
+            isExternal: isExternal)
     }
 
     /// The column's definition in `CREATE TABLE` or `ALTER TABLE … ADD COLUMN`, with an optional

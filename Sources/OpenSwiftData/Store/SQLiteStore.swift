@@ -25,12 +25,16 @@ final class SQLiteStore: Sendable {
     /// For the tables of a container's attached parts: the quoted, qualified name of the
     /// sequence table that keeps their keys (their own file's). Empty for a single store.
     let partSequences: [String: String]
+    /// The `.externalStorage` values kept in files beside the store's files; nil for a store in
+    /// memory, or one without BLOB columns.
+    let attachments: StoreAttachments?
 
     init(
         writer: any DatabaseWriter, identifier: String, layout: StoreLayout, isReadOnly: Bool, deferredColumns: [String: Set<String>] = [:],
-        partSequences: [String: String] = [:]
+        partSequences: [String: String] = [:], attachments: StoreAttachments? = nil
     ) {
         self.partSequences = partSequences
+        self.attachments = attachments
         self.writer = writer
         self.identifier = identifier
         self.layout = layout
@@ -43,8 +47,13 @@ final class SQLiteStore: Sendable {
     /// An existing file is first inspected through a read-only connection; if it is not an
     /// SQLite database, is corrupt, was not created by OpenSwiftData, or was created with another
     /// layout, a ``SwiftDataError`` is thrown and the file is left byte for byte as it was.
+    ///
+    /// The files of `.externalStorage` values beside it are swept (see ``StoreAttachments``)
+    /// unless `sweepsAttachments` is false (a part of a container with several configurations,
+    /// swept once all its parts are attached).
     static func open(
-        at url: URL?, layout: StoreLayout, schemaVersion: Schema.Version, readOnly: Bool, migration options: MigrationOptions = MigrationOptions()
+        at url: URL?, layout: StoreLayout, schemaVersion: Schema.Version, readOnly: Bool, migration options: MigrationOptions = MigrationOptions(),
+        sweepsAttachments: Bool = true
     ) throws -> SQLiteStore {
         guard let url else {
             let queue = try wrap("opening an in-memory store") { try DatabaseQueue(configuration: configuration(readOnly: false)) }
@@ -105,13 +114,40 @@ final class SQLiteStore: Sendable {
                     try pool.write { db in try StoreTableRegistry.recordLayout(layout, in: db) }
                 }
             }
-            return SQLiteStore(writer: pool, identifier: existingIdentifier, layout: layout, isReadOnly: readOnly, deferredColumns: deferred)
+            let attachments = try prepareAttachments(layout: layout, files: path, writer: pool, readOnly: readOnly, sweeping: sweepsAttachments)
+            return SQLiteStore(
+                writer: pool, identifier: existingIdentifier, layout: layout, isReadOnly: readOnly, deferredColumns: deferred, attachments: attachments)
         }
         let identifier = UUID().uuidString
         try wrap("creating the tables of \(path)") {
             try pool.write { db in try create(layout, identifier: identifier, version: schemaVersion, in: db) }
         }
-        return SQLiteStore(writer: pool, identifier: identifier, layout: layout, isReadOnly: readOnly)
+        let attachments = try prepareAttachments(layout: layout, files: path, writer: pool, readOnly: readOnly, sweeping: sweepsAttachments)
+        return SQLiteStore(writer: pool, identifier: identifier, layout: layout, isReadOnly: readOnly, attachments: attachments)
+    }
+
+    /// The attachments of a store whose tables all live in the file at `path`.
+    private static func prepareAttachments(
+        layout: StoreLayout, files path: String, writer: any DatabaseWriter, readOnly: Bool, sweeping: Bool
+    ) throws -> StoreAttachments? {
+        let files = Dictionary(layout.tables.map { ($0.name, path) }, uniquingKeysWith: { first, _ in first })
+        return try prepareAttachments(layout: layout, files: files, writer: writer, readOnly: readOnly, sweeping: sweeping)
+    }
+
+    /// The attachments of a store whose tables live in the files `files` names (by table; a
+    /// table in memory is absent): a writable store's connection gets the triggers that note
+    /// released references and, when `sweeping`, the files nothing names are removed, under the
+    /// write lock.
+    static func prepareAttachments(
+        layout: StoreLayout, files: [String: String], writer: any DatabaseWriter, readOnly: Bool, sweeping: Bool
+    ) throws -> StoreAttachments? {
+        guard let attachments = StoreAttachments(layout: layout, files: files, isWritable: !readOnly) else { return nil }
+        guard !readOnly else { return attachments }
+        try wrap("preparing the external-storage files of the store") {
+            try writer.writeWithoutTransaction { db in try attachments.installTriggers(in: db) }
+            if sweeping { _ = try writer.write { db in try attachments.sweep(in: db) } }
+        }
+        return attachments
     }
 
     static func configuration(readOnly: Bool) -> Configuration {
@@ -248,6 +284,8 @@ final class SQLiteStore: Sendable {
                 defer { try? db.execute(sql: "PRAGMA foreign_keys = ON") }
                 let migration = try LightweightMigration.plan(in: db, to: layout, metadataTable: Self.metadataTable)
                 try migration.run(in: db, metadata: [:], metadataTable: Self.metadataTable)
+                // A rebuilt table lost its temporary triggers.
+                try attachments?.installTriggers(in: db)
             }
         }
     }
@@ -288,15 +326,37 @@ final class SQLiteStore: Sendable {
 
     /// Reads in a consistent snapshot.
     func read<T>(_ body: (Database) throws -> T) throws -> T {
-        try Self.wrap("reading the store") { try writer.read(body) }
+        guard let attachments else { return try Self.wrap("reading the store") { try writer.read(body) } }
+        return try attachments.reading { try Self.wrap("reading the store") { try writer.read(body) } }
     }
 
     /// Runs `body` in one write transaction: everything it does is committed, or nothing.
+    ///
+    /// With files of `.externalStorage` values: once the transaction has committed, the files
+    /// whose references it replaced or deleted are removed if nothing names them any more; when
+    /// it did not commit, so are the files it wrote (see ``StoreAttachments``).
     func write<T>(_ body: (Database) throws -> T) throws -> T {
         guard !isReadOnly else {
             throw SwiftDataError(.readOnlyStore, "the store's configuration does not allow saving")
         }
-        return try Self.wrap("writing the store") { try writer.write(body) }
+        guard let attachments, attachments.isWritable else { return try Self.wrap("writing the store") { try writer.write(body) } }
+        var released: Set<StoreAttachments.Candidate> = []
+        let result: T
+        do {
+            result = try Self.wrap("writing the store") {
+                try writer.write { db in
+                    let result = try body(db)
+                    released = try attachments.takeReleased(in: db)
+                    return result
+                }
+            }
+        } catch {
+            attachments.collect(attachments.takeWritten(), writer: writer)
+            throw error
+        }
+        _ = attachments.takeWritten()
+        attachments.collect(released, writer: writer)
+        return result
     }
 
     /// Runs `body`, turning GRDB and SQLite errors into a ``SwiftDataError`` that says what was

@@ -54,7 +54,8 @@ extension SQLiteStore {
         for (index, part) in parts.enumerated() {
             guard let url = part.url else { continue }
             // Checked, created or migrated alone; its pool closes when `alone` goes.
-            let alone = try open(at: url, layout: part.layout, schemaVersion: schemaVersion, readOnly: false, migration: part.options)
+            let alone = try open(
+                at: url, layout: part.layout, schemaVersion: schemaVersion, readOnly: false, migration: part.options, sweepsAttachments: false)
             deferred.merge(alone.deferredColumns) { $0.union($1) }
             identifiers[index] = alone.identifier
             if try alone.read({ db in try keepsContainerState(db) }) { keepers.append(index) }
@@ -101,8 +102,17 @@ extension SQLiteStore {
             }
             for table in part.layout.tables { partSequences[table.name] = sequence }
         }
+        // Each file keeps the `.externalStorage` files of its own tables beside it; the history
+        // that may name them is the main file's, so they are swept once every part is attached.
+        var files: [String: String] = [:]
+        for part in parts {
+            guard let path = part.url?.path else { continue }
+            for table in part.layout.tables { files[table.name] = path }
+        }
+        let attachments = try prepareAttachments(layout: layout, files: files, writer: queue, readOnly: false, sweeping: true)
         return SQLiteStore(
-            writer: queue, identifier: identifier, layout: layout, isReadOnly: false, deferredColumns: deferred, partSequences: partSequences)
+            writer: queue, identifier: identifier, layout: layout, isReadOnly: false, deferredColumns: deferred, partSequences: partSequences,
+            attachments: attachments)
     }
 
     /// Switches an attached file from WAL to a rollback journal, with which SQLite commits a

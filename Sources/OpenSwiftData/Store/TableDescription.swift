@@ -14,6 +14,10 @@ struct ColumnDescription: Hashable, Sendable {
     /// The stored form of the property's declared default, given to existing rows when a
     /// migration adds the column. Not part of the fingerprint.
     var defaultValue: DatabaseValue? = nil
+    /// Whether large values of the column live in files beside the store (`.externalStorage`
+    /// of a `Data` property; see ``StoreAttachments``). Not part of the fingerprint: the column
+    /// is a BLOB either way.
+    var isExternal = false
 }
 
 /// A table the store creates and writes: one per entity. Its first column is always the integer

@@ -11,12 +11,16 @@ final class SyncCaptureState: Sendable {
     let members: [String: [String]]
     /// For each synced subclass: its synced ancestors, nearest first.
     let ancestors: [String: [String]]
+    /// The store's files of `.externalStorage` values: capture logs a synced field's bytes,
+    /// never a reference to a file of this device.
+    let attachments: StoreAttachments?
 
     /// Validates the configuration against the container's entities. With `lenient`, entities
     /// the schema no longer has or whose identity no longer fits are left out instead of refused
     /// (a store reopened with a newer schema).
     init(_ configuration: SyncCaptureConfiguration, container: ModelContainer, lenient: Bool = false) throws {
         self.configuration = configuration
+        self.attachments = container.store.attachments
         let names = Set(configuration.entities.map(\.name))
         var plans: [String: SyncEntityPlan] = [:]
         for entity in configuration.entities {

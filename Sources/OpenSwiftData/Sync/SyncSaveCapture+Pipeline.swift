@@ -31,7 +31,7 @@ extension SyncSaveCapture: SaveCapture {
 
     func inserted(_ registration: Registration, layout: EntityLayout, row: Int64, values: [DatabaseValue], in db: Database) throws {
         guard let plan = plan(of: layout) else { return }
-        try inserted(registration, plan: plan, row: row, values: values, in: db)
+        try inserted(registration, plan: plan, row: row, values: resolvingFiles(values, columns: nil, of: layout), in: db)
     }
 
     func foreignKeysFixed(_ registration: Registration, layout: EntityLayout, columns: [Int], values: [DatabaseValue]) {
@@ -40,14 +40,14 @@ extension SyncSaveCapture: SaveCapture {
 
     func upserted(_ registration: Registration, layout: EntityLayout, row: Int64, values: [DatabaseValue], in db: Database) throws {
         guard let plan = plan(of: layout) else { return }
-        try upserted(registration, plan: plan, row: row, values: values, in: db)
+        try upserted(registration, plan: plan, row: row, values: resolvingFiles(values, columns: nil, of: layout), in: db)
     }
 
     func updated(
         _ registration: Registration, layout: EntityLayout, row: Int64, properties: [Int], columns: [Int], values: [DatabaseValue], in db: Database
     ) throws {
         guard let plan = plan(of: layout) else { return }
-        try updated(registration, plan: plan, row: row, columns: columns, values: values, in: db)
+        try updated(registration, plan: plan, row: row, columns: columns, values: resolvingFiles(values, columns: columns, of: layout), in: db)
     }
 
     func capturesLinks(_ relationship: PropertyLayout, of layout: EntityLayout) -> Bool {
@@ -63,5 +63,24 @@ extension SyncSaveCapture: SaveCapture {
 
     func finish(author: String?, in db: Database) throws {
         try appendEntry(author: author, in: db)
+    }
+
+    /// `values` with each reference to a file of an `.externalStorage` column replaced by the
+    /// file's bytes (mapped), so that the log carries values, as before values moved to files.
+    /// `columns` are the values' column indexes (nil: every column, in order).
+    private func resolvingFiles(_ values: [DatabaseValue], columns: [Int]?, of layout: EntityLayout) throws -> [DatabaseValue] {
+        guard let attachments = state.attachments, attachments.tables[layout.name]?.externalColumns.isEmpty == false else { return values }
+        var resolved = values
+        for position in values.indices {
+            let column = columns.map { $0[position] } ?? position
+            guard column < layout.columns.count, layout.columns[column].isExternallyStored else { continue }
+            do {
+                resolved[position] = try attachments.resolve(values[position], of: layout.name)
+            } catch let error as AttachmentError {
+                let name = layout.columns[column].name
+                throw SwiftDataError(.missingExternalData, "\(layout.name).\(name): \(error)", entity: layout.name, property: name)
+            }
+        }
+        return resolved
     }
 }

@@ -1,0 +1,90 @@
+import Foundation
+
+/// What the column of an `.externalStorage` value holds when the bytes live in a file beside
+/// the store: a BLOB of exactly 56 bytes, ``magic`` (16 bytes), the SHA-256 of the value (32
+/// bytes) and its size (8 bytes, little-endian). The column keeps its type, so stores written
+/// before values moved to files need no migration: their inline values stay valid.
+///
+/// A value that starts with ``magic`` is always written to a file, whatever its size, so a
+/// column value that starts with the magic and has the reference's length is always a reference.
+struct AttachmentReference: Hashable, Sendable {
+    /// The first 16 bytes of every reference.
+    static let magic: [UInt8] = [0x00, 0x4F, 0x53, 0x44, 0x61, 0x74, 0x74, 0x61, 0x63, 0x68, 0x01, 0xA5, 0x5A, 0xC3, 0x3C, 0x00]
+    /// The length of a reference in bytes.
+    static let encodedCount = 16 + SHA256.digestCount + 8
+
+    /// The SHA-256 of the value (32 bytes).
+    let digest: [UInt8]
+    /// The value's size in bytes.
+    let size: UInt64
+
+    /// The reference to `data`, hashing it.
+    init(of data: Data) {
+        digest = SHA256.hash(data)
+        size = UInt64(data.count)
+    }
+
+    /// The reference a stored BLOB holds, or nil when the BLOB is an inline value.
+    init?(stored bytes: UnsafeRawBufferPointer) {
+        guard bytes.count == Self.encodedCount, Self.startsWithMagic(bytes) else { return nil }
+        digest = Array(bytes[16..<48])
+        var size: UInt64 = 0
+        for index in (48..<56).reversed() { size = size << 8 | UInt64(bytes[index]) }
+        self.size = size
+    }
+
+    /// The reference a stored value holds, or nil when it is anything else.
+    init?(stored data: Data) {
+        guard data.count == Self.encodedCount, let reference = data.withUnsafeBytes({ AttachmentReference(stored: $0) }) else { return nil }
+        self = reference
+    }
+
+    /// Whether `bytes` starts with ``magic``.
+    static func startsWithMagic(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        bytes.count >= magic.count && zip(bytes.prefix(magic.count), magic).allSatisfy { $0 == $1 }
+    }
+
+    /// Whether `data` starts with ``magic``: such a value is always kept in a file.
+    static func startsWithMagic(_ data: Data) -> Bool {
+        data.count >= magic.count && data.withUnsafeBytes { startsWithMagic($0) }
+    }
+
+    /// The 56 bytes the column holds.
+    var encoded: Data {
+        var bytes = Self.magic + digest
+        for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: size >> UInt64(shift))) }
+        return Data(bytes)
+    }
+
+    /// The digest in lowercase hexadecimal: the file's name.
+    var hex: String { Self.hex(digest) }
+
+    /// Bytes in lowercase hexadecimal.
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// The references that occur anywhere in `bytes` (a history entry, which keeps stored
+    /// values byte for byte), by digest.
+    static func occurrences(in bytes: UnsafeRawBufferPointer) -> Set<String> {
+        var found: Set<String> = []
+        guard bytes.count >= encodedCount else { return found }
+        var offset = 0
+        while offset + encodedCount <= bytes.count {
+            if bytes[offset] == magic[0], startsWithMagic(UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + encodedCount)])) {
+                found.insert(hex(Array(bytes[(offset + 16)..<(offset + 48)])))
+                offset += encodedCount
+            } else {
+                offset += 1
+            }
+        }
+        return found
+    }
+}
