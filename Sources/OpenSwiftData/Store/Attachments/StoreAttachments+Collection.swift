@@ -37,7 +37,7 @@ extension StoreAttachments {
             for (index, column) in table.externalColumns.enumerated() {
                 let old = "OLD.\(quoted(column))"
                 let isReference = "length(\(old)) = \(AttachmentReference.encodedCount) AND substr(\(old), 1, 16) = \(magic)"
-                let note = "INSERT INTO temp.\(quoted(Self.releasedTable)) VALUES (\(LightweightMigration.literal(table.name.databaseValue)), \(old));"
+                let note = "INSERT INTO \(quoted(Self.releasedTable)) VALUES (\(LightweightMigration.literal(table.name.databaseValue)), \(old));"
                 let prefix = "osd_attachments_\(table.name)_\(index)"
                 try db.execute(
                     sql: """
@@ -102,6 +102,14 @@ extension StoreAttachments {
         } catch {
             state.withLock { $0.pending.formUnion(all) }
         }
+    }
+
+    /// Runs ``sweep(in:)`` in a write transaction of its own (after history was deleted), unless
+    /// a read is in progress: the next open sweeps then. Errors are swallowed, as in
+    /// ``collect(_:writer:)``.
+    func sweepWhenIdle(writer: any DatabaseWriter) {
+        guard isWritable, state.withLock({ $0.readers == 0 }) else { return }
+        _ = try? writer.write { db in try sweep(in: db) }
     }
 
     /// Whether a row of the candidate's directory's tables, or a history entry, names it.
