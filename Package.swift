@@ -125,6 +125,9 @@ let package = Package(
             path: "Tests/OpenSwiftDataSimulator"
         ),
         .executableTarget(name: "osd-simulate", dependencies: ["OpenSwiftDataSimulator"], path: "Tests/osd-simulate"),
+        // A process that saves `.externalStorage` values without end: the crash test kills it
+        // with SIGKILL mid-save and checks the store and its files after each kill.
+        .executableTarget(name: "osd-attachment-writer", dependencies: ["OpenSwiftData"], path: "Tests/osd-attachment-writer"),
         .executableTarget(
             name: "osd-demo",
             dependencies: ["OpenSwiftData"]

@@ -44,9 +44,10 @@ struct SHA256 {
             pending.withUnsafeBytes { compress($0.baseAddress.unsafelyUnwrapped) }
             pending.removeAll(keepingCapacity: true)
         }
-        while bytes.count - offset >= 64 {
-            compress(base + offset)
-            offset += 64
+        let blocks = (bytes.count - offset) / 64
+        if blocks > 0 {
+            compress(base + offset, count: blocks)
+            offset += blocks * 64
         }
         if offset < bytes.count {
             pending.append(contentsOf: UnsafeRawBufferPointer(start: base + offset, count: bytes.count - offset))
@@ -78,44 +79,53 @@ struct SHA256 {
         0x748f_82ee, 0x78a5_636f, 0x84c8_7814, 0x8cc7_0208, 0x90be_fffa, 0xa450_6ceb, 0xbef9_a3f7, 0xc671_78f2,
     ]
 
-    @inline(__always)
-    private static func rotate(_ value: UInt32, _ count: UInt32) -> UInt32 { (value >> count) | (value << (32 - count)) }
-
-    /// Processes one 64-byte block starting at `block`.
-    private mutating func compress(_ block: UnsafeRawPointer) {
-        // The message schedule on the stack: a tuple of 64 words would not index, so an array
-        // made once per block; `withUnsafeMutableBufferPointer` keeps the loops free of checks.
-        var schedule = [UInt32](repeating: 0, count: 64)
-        Self.roundConstants.withUnsafeBufferPointer { constants in
-            schedule.withUnsafeMutableBufferPointer { w in
-                for index in 0..<16 {
-                    // Big-endian words; `loadUnaligned` since a caller's bytes have any alignment.
-                    w[index] = UInt32(bigEndian: block.loadUnaligned(fromByteOffset: index * 4, as: UInt32.self))
+    /// Processes `count` 64-byte blocks starting at `blocks`. Optimized in every build (a
+    /// debug build would otherwise hash a few megabytes a second), with the message schedule
+    /// in one stack allocation for all the blocks.
+    @_optimize(speed)
+    private mutating func compress(_ blocks: UnsafeRawPointer, count: Int = 1) {
+        var (h0, h1, h2, h3, h4, h5, h6, h7) = state
+        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { w in
+            Self.roundConstants.withUnsafeBufferPointer { constants in
+                var blockIndex = 0
+                // `while` loops: a debug build calls an iterator's methods for each `for` step.
+                while blockIndex < count {
+                    let block = blocks + blockIndex * 64
+                    var index = 0
+                    while index < 16 {
+                        // Big-endian words; `loadUnaligned`: a caller's bytes have any alignment.
+                        w[index] = UInt32(bigEndian: block.loadUnaligned(fromByteOffset: index * 4, as: UInt32.self))
+                        index += 1
+                    }
+                    while index < 64 {
+                        let s0 = (w[index - 15] >> 7 | w[index - 15] << 25) ^ (w[index - 15] >> 18 | w[index - 15] << 14) ^ (w[index - 15] >> 3)
+                        let s1 = (w[index - 2] >> 17 | w[index - 2] << 15) ^ (w[index - 2] >> 19 | w[index - 2] << 13) ^ (w[index - 2] >> 10)
+                        w[index] = w[index - 16] &+ s0 &+ w[index - 7] &+ s1
+                        index += 1
+                    }
+                    var (a, b, c, d, e, f, g, h) = (h0, h1, h2, h3, h4, h5, h6, h7)
+                    index = 0
+                    while index < 64 {
+                        let s1 = (e >> 6 | e << 26) ^ (e >> 11 | e << 21) ^ (e >> 25 | e << 7)
+                        let choice = (e & f) ^ (~e & g)
+                        let t1 = h &+ s1 &+ choice &+ constants[index] &+ w[index]
+                        let s0 = (a >> 2 | a << 30) ^ (a >> 13 | a << 19) ^ (a >> 22 | a << 10)
+                        let majority = (a & b) ^ (a & c) ^ (b & c)
+                        h = g
+                        g = f
+                        f = e
+                        e = d &+ t1
+                        d = c
+                        c = b
+                        b = a
+                        a = t1 &+ s0 &+ majority
+                        index += 1
+                    }
+                    (h0, h1, h2, h3, h4, h5, h6, h7) = (h0 &+ a, h1 &+ b, h2 &+ c, h3 &+ d, h4 &+ e, h5 &+ f, h6 &+ g, h7 &+ h)
+                    blockIndex += 1
                 }
-                for index in 16..<64 {
-                    let s0 = Self.rotate(w[index - 15], 7) ^ Self.rotate(w[index - 15], 18) ^ (w[index - 15] >> 3)
-                    let s1 = Self.rotate(w[index - 2], 17) ^ Self.rotate(w[index - 2], 19) ^ (w[index - 2] >> 10)
-                    w[index] = w[index - 16] &+ s0 &+ w[index - 7] &+ s1
-                }
-                var (a, b, c, d, e, f, g, h) = state
-                for index in 0..<64 {
-                    let s1 = Self.rotate(e, 6) ^ Self.rotate(e, 11) ^ Self.rotate(e, 25)
-                    let choice = (e & f) ^ (~e & g)
-                    let t1 = h &+ s1 &+ choice &+ constants[index] &+ w[index]
-                    let s0 = Self.rotate(a, 2) ^ Self.rotate(a, 13) ^ Self.rotate(a, 22)
-                    let majority = (a & b) ^ (a & c) ^ (b & c)
-                    let t2 = s0 &+ majority
-                    h = g
-                    g = f
-                    f = e
-                    e = d &+ t1
-                    d = c
-                    c = b
-                    b = a
-                    a = t1 &+ t2
-                }
-                state = (state.0 &+ a, state.1 &+ b, state.2 &+ c, state.3 &+ d, state.4 &+ e, state.5 &+ f, state.6 &+ g, state.7 &+ h)
             }
         }
+        state = (h0, h1, h2, h3, h4, h5, h6, h7)
     }
 }
