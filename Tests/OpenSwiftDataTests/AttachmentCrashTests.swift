@@ -47,7 +47,8 @@ struct AttachmentCrashTests {
         let queue = try DatabaseQueue(path: url.path)
         defer { try? queue.close() }
         let (rows, history) = try queue.read { db -> ([AttachmentReference], Set<String>) in
-            let values = try Data.fetchAll(db, sql: "SELECT image FROM CrashPhoto WHERE image IS NOT NULL UNION ALL SELECT thumb FROM CrashPhoto WHERE thumb IS NOT NULL")
+            let values = try Data.fetchAll(
+                db, sql: "SELECT image FROM CrashPhoto WHERE image IS NOT NULL UNION ALL SELECT thumb FROM CrashPhoto WHERE thumb IS NOT NULL")
             var history: Set<String> = []
             for entry in try Data.fetchAll(db, sql: "SELECT changes FROM osd_history") {
                 history.formUnion(entry.withUnsafeBytes { AttachmentReference.occurrences(in: $0) })
@@ -107,6 +108,7 @@ struct AttachmentCrashTests {
         }
         #expect(externalSeen > 0, "the writer saved values in files")
         print(
-            "AttachmentCrashTests: \(kills) kills in \(String(format: "%.1f", Date().timeIntervalSince(started))) s; \(leftovers) left files the sweep removed")
+            "AttachmentCrashTests: \(kills) kills in \(String(format: "%.1f", Date().timeIntervalSince(started))) s; \(leftovers) left files the sweep removed"
+        )
     }
 }

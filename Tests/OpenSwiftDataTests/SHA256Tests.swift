@@ -50,7 +50,9 @@ struct SHA256Tests {
                 hasher.update(whole.subdata(in: offset..<end))
                 offset = end
             }
-            #expect(AttachmentReference.hex(hasher.finalize()) == "5097e7d587352f5097062ae679f37bda5802d9f875aba14c8cb4d1a188ada179", "pieces of \(piece)")
+            #expect(
+                AttachmentReference.hex(hasher.finalize()) == "5097e7d587352f5097062ae679f37bda5802d9f875aba14c8cb4d1a188ada179", "pieces of \(piece)"
+            )
         }
     }
 }

@@ -116,7 +116,8 @@ final class SQLiteStore: Sendable {
             }
             let attachments = try prepareAttachments(layout: layout, files: path, writer: pool, readOnly: readOnly, sweeping: sweepsAttachments)
             return SQLiteStore(
-                writer: pool, identifier: existingIdentifier, layout: layout, isReadOnly: readOnly, deferredColumns: deferred, attachments: attachments)
+                writer: pool, identifier: existingIdentifier, layout: layout, isReadOnly: readOnly, deferredColumns: deferred,
+                attachments: attachments)
         }
         let identifier = UUID().uuidString
         try wrap("creating the tables of \(path)") {
@@ -341,20 +342,29 @@ final class SQLiteStore: Sendable {
         }
         guard let attachments, attachments.isWritable else { return try Self.wrap("writing the store") { try writer.write(body) } }
         var released: Set<StoreAttachments.Candidate> = []
+        // The files this transaction wrote, taken while it holds the write lock (no other
+        // transaction's can be among them).
+        var written: Set<StoreAttachments.Candidate> = []
         let result: T
         do {
             result = try Self.wrap("writing the store") {
                 try writer.write { db in
-                    let result = try body(db)
-                    released = try attachments.takeReleased(in: db)
-                    return result
+                    _ = attachments.takeWritten()
+                    do {
+                        let result = try body(db)
+                        released = try attachments.takeReleased(in: db)
+                        written = attachments.takeWritten()
+                        return result
+                    } catch {
+                        written = attachments.takeWritten()
+                        throw error
+                    }
                 }
             }
         } catch {
-            attachments.collect(attachments.takeWritten(), writer: writer)
+            attachments.collect(written, writer: writer)
             throw error
         }
-        _ = attachments.takeWritten()
         attachments.collect(released, writer: writer)
         return result
     }

@@ -31,7 +31,8 @@ extension StoreAttachments {
     /// the connection: no schema change, and every writer that opens the store makes its own.
     /// A table rebuild drops the triggers of its table, so this runs again after one.
     func installTriggers(in db: Database) throws {
-        try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS \(quoted(Self.releasedTable)) (\"tableName\" TEXT NOT NULL, \"reference\" BLOB NOT NULL)")
+        try db.execute(
+            sql: "CREATE TEMP TABLE IF NOT EXISTS \(quoted(Self.releasedTable)) (\"tableName\" TEXT NOT NULL, \"reference\" BLOB NOT NULL)")
         let magic = "X'" + AttachmentReference.hex(AttachmentReference.magic) + "'"
         for table in tables.values.sorted(by: { $0.name < $1.name }) {
             for (index, column) in table.externalColumns.enumerated() {

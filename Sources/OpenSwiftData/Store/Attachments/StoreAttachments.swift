@@ -69,7 +69,9 @@ final class StoreAttachments: Sendable {
         }
         let directories = Array(Set(tables.values.map(\.directory))).sorted { $0.path < $1.path }
         // Nothing to do for a store that keeps no value in files and never did.
-        guard tables.values.contains(where: { !$0.externalColumns.isEmpty }) || directories.contains(where: { FileManager.default.fileExists(atPath: $0.path) })
+        guard
+            tables.values.contains(where: { !$0.externalColumns.isEmpty })
+                || directories.contains(where: { FileManager.default.fileExists(atPath: $0.path) })
         else { return nil }
         self.tables = tables
         self.directories = directories
