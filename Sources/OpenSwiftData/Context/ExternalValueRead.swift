@@ -14,6 +14,8 @@ enum ExternalValueRead {
         _ statement: SQLiteStatement, _ index: CInt, into slot: UnsafeMutableRawPointer, property: PropertyLayout, entity: String, row: Int64?,
         attachments: StoreAttachments
     ) throws -> Bool {
+        // SQLite's bytes of the column stay valid until the statement steps or resets; they are
+        // only parsed here, copied into the reference, before either happens.
         guard sqlite3_column_type(statement, index) == SQLITE_BLOB,
             sqlite3_column_bytes(statement, index) == CInt(AttachmentReference.encodedCount),
             let bytes = sqlite3_column_blob(statement, index),

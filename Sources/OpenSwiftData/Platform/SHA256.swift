@@ -31,7 +31,8 @@ struct SHA256 {
         data.withUnsafeBytes { update($0) }
     }
 
-    /// Feeds `bytes`.
+    /// Feeds `bytes`. The pointers below stay inside `bytes` (offsets below its count), which
+    /// the caller keeps valid for the call.
     mutating func update(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
         length &+= UInt64(bytes.count)
@@ -41,7 +42,10 @@ struct SHA256 {
             pending.append(contentsOf: UnsafeRawBufferPointer(start: base, count: taken))
             offset = taken
             guard pending.count == 64 else { return }
-            pending.withUnsafeBytes { compress($0.baseAddress.unsafelyUnwrapped) }
+            // `pending` holds 64 bytes here, so its buffer has an address.
+            pending.withUnsafeBytes { block in
+                if let address = block.baseAddress { compress(address) }
+            }
             pending.removeAll(keepingCapacity: true)
         }
         let blocks = (bytes.count - offset) / 64

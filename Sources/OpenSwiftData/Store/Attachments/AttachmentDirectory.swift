@@ -51,9 +51,12 @@ struct AttachmentDirectory: Sendable, Hashable {
         guard descriptor >= 0 else { throw failure("creating", temporary) }
         do {
             try data.withUnsafeBytes { bytes in
+                // An empty value has no address and nothing to write.
+                guard let base = bytes.baseAddress else { return }
                 var offset = 0
                 while offset < bytes.count {
-                    let written = write(descriptor, bytes.baseAddress.unsafelyUnwrapped + offset, bytes.count - offset)
+                    // Inside the buffer `withUnsafeBytes` lends for this closure.
+                    let written = write(descriptor, base + offset, bytes.count - offset)
                     if written < 0 {
                         if errno == EINTR { continue }
                         throw failure("writing", temporary)
