@@ -5,4 +5,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OSD_TEST_SKIP_POSTGRES=1
-exec swift test --skip "RealProcessKillTests|ProcessKillTests|SimulatorTests|LiveAndProcessTests" "$@"
+exec swift test --skip "RealProcessKillTests|ProcessKillTests|AttachmentCrashTests|SimulatorTests|LiveAndProcessTests" "$@"

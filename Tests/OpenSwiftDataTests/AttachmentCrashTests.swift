@@ -71,7 +71,7 @@ struct AttachmentCrashTests {
         let binary = try writer()
         let directory = try TemporaryDirectory()
         let url = directory.file("crash.store")
-        var random = SeededGenerator(seed: 20_240)
+        var random = SeededGenerator(seed: 7_919)
         let started = Date()
         var externalSeen = 0
         var leftovers = 0
