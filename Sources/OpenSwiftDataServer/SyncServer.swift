@@ -80,8 +80,9 @@ public final class SyncServer: Sendable {
     public let metrics: ServerMetrics
     /// The live connections.
     public let hub: LiveHub
-    /// What this server did lately, for the admin console.
-    package let activity: ServerActivity
+    /// What this server did lately, for the admin console: nil without an admin token, so a
+    /// server without the console keeps no record of it.
+    package let activity: ServerActivity?
     private let startedAt: Date
     private let now: @Sendable () -> Date
 
@@ -91,7 +92,7 @@ public final class SyncServer: Sendable {
     public init(configuration: SyncServerConfiguration, storage: any SyncStorage, now: @escaping @Sendable () -> Date = { Date() }) async throws {
         let metrics = ServerMetrics()
         let hub = LiveHub(onCount: { metrics.liveClients($0) })
-        let activity = ServerActivity()
+        let activity = AdminCredential(token: configuration.adminToken) == nil ? nil : ServerActivity()
         self.configuration = configuration
         self.metrics = metrics
         self.hub = hub
@@ -104,7 +105,7 @@ public final class SyncServer: Sendable {
                 event: { event in Task { await hub.publish(event) } },
                 pushed: { summary in
                     metrics.pushed(summary)
-                    activity.processed(summary.applied + summary.rejected)
+                    activity?.processed(summary.applied + summary.rejected)
                 }))
         self.verifier = try await TokenVerifier(configuration: configuration.auth, now: now)
     }
@@ -115,10 +116,9 @@ public final class SyncServer: Sendable {
 
     /// The admin console's routes, or nil when no admin token is configured.
     private var admin: AdminRoutes? {
-        AdminCredential(token: configuration.adminToken).map { credential in
-            AdminRoutes(
-                console: AdminConsole(service: service, hub: hub, activity: activity, startedAt: startedAt, now: now), credential: credential)
-        }
+        guard let credential = AdminCredential(token: configuration.adminToken), let activity else { return nil }
+        return AdminRoutes(
+            console: AdminConsole(service: service, hub: hub, activity: activity, startedAt: startedAt, now: now), credential: credential)
     }
 
     /// The protocol's routes, to mount with `router.addRoutes(_:atPath:)`: `POST /v1/push`,

@@ -460,7 +460,7 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
                 """
                 INSERT INTO osd_clients (client_id, user_id, last_mutation_id, last_hash, schema, last_seen_at) VALUES (\(client.clientID), \(client.user), \(client.lastMutationID), \(client.lastHash), \(schema), \(plan.now))
                 ON CONFLICT (client_id) DO UPDATE SET last_mutation_id = excluded.last_mutation_id, last_hash = excluded.last_hash, schema = excluded.schema,
-                    last_seen_at = excluded.last_seen_at
+                    last_seen_at = CASE WHEN excluded.last_seen_at - osd_clients.last_seen_at >= 60000 THEN excluded.last_seen_at ELSE osd_clients.last_seen_at END
                 """, logger: logger)
         }
         if let below = plan.resultsAcknowledgedBelow {

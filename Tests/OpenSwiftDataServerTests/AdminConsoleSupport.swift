@@ -77,6 +77,7 @@ enum AdminFixture {
         var clients: Clients
         var scopes: Scopes
         var rejections: [Rejection]
+        var refusedWithoutToken: Int
     }
 
     /// The answer to a rotation.
@@ -92,9 +93,12 @@ enum AdminFixture {
         return try answer.decode(State.self)
     }
 
-    /// Posts an action's JSON body with the admin token.
+    /// The header the console's page sends with every action.
+    static let actionHeader = ["X-OSD-Admin": "1"]
+
+    /// Posts an action's JSON body with the admin token, as the page does.
     static func post(_ server: LiveServer, _ action: String, _ body: [String: String]) async throws -> LiveServerClient.Answer {
-        try await server.send(.POST, "/admin/api/\(action)", token: token, body: try JSONEncoder().encode(body))
+        try await server.send(.POST, "/admin/api/\(action)", token: token, headers: actionHeader, body: try JSONEncoder().encode(body))
     }
 
     /// The ids of the records a user's new client pulls, from scratch to the end.

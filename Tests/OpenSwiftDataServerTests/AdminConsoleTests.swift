@@ -75,6 +75,8 @@ struct AdminConsoleTests {
             #expect(try push.decode(PushResponse.self).results.map(\.status) == [.applied, .rejected])
             let forged = try await server.push(PushRequest(clientID: "intruder", mutations: [mutation(1, .insert, "x")]), token: "forged")
             #expect(forged.status == 401)
+            let malformed = try await server.push(PushRequest(clientID: "", mutations: [mutation(1, .insert, "x")]), token: alice)
+            #expect(malformed.status == 400)
             #expect(try await server.pull(PullRequest(clientID: "bob-laptop"), token: bob).status == 200)
 
             let state = try await Fixture.state(server)
@@ -86,10 +88,12 @@ struct AdminConsoleTests {
             #expect(state.server.retentionSeconds == 30 * 24 * 3600)
             #expect(state.live.connections == 0)
 
-            // Newest first: the refused push, then the rejected mutation.
+            // Newest first: the refused push, then the rejected mutation; the push without an
+            // accepted token is only counted.
+            #expect(state.refusedWithoutToken == 1)
             try #require(state.rejections.count == 2)
             let refused = state.rejections[0]
-            #expect(refused.route == "push" && refused.reason == "401 unauthorized" && refused.user == nil && refused.mutationID == nil)
+            #expect(refused.route == "push" && refused.reason == "400 malformedRequest" && refused.user == "alice" && refused.mutationID == nil)
             let rejected = state.rejections[1]
             #expect(rejected.route == "push" && rejected.user == "alice" && rejected.clientID == "alice-phone" && rejected.mutationID == 2)
             #expect(rejected.reason == RejectionReason.scopeNotGranted.rawValue && rejected.message.contains("user:bob"))
@@ -139,7 +143,8 @@ struct AdminConsoleTests {
             #expect(try claimed.decode(ScopeMembersResponse.self) == ScopeMembersResponse(scope: "team:new", owner: "carol", members: ["bob"]))
             let malformed = try await Fixture.post(server, "grant", ["scope": "no-colon", "user": "bob"])
             #expect(malformed.status == 400 && malformed.errorCode == .malformedRequest)
-            let garbage = try await server.send(.POST, "/admin/api/grant", token: Fixture.token, body: Data("[1,2".utf8))
+            let garbage = try await server.send(
+                .POST, "/admin/api/grant", token: Fixture.token, headers: Fixture.actionHeader, body: Data("[1,2".utf8))
             #expect(garbage.status == 400 && garbage.errorCode == .malformedRequest)
         }
     }
@@ -158,8 +163,15 @@ struct AdminConsoleTests {
             let unchanged = try await Fixture.state(server)
             #expect(server.server.service.epoch == epoch && unchanged.server.storedEpoch == epoch)
 
+            // A live device, connected before the rotation: it is told to pull at once.
+            let (connection, messages) = await server.server.hub.connect(user: "bob")
+            var live = messages.makeAsyncIterator()
+            #expect(await live.next()?.type == .hello)
             let rotated = try await Fixture.post(server, "rotate-epoch", ["epoch": epoch])
             #expect(rotated.status == 200, "\(rotated.text)")
+            // Ended now, the stream gives what it was sent (nil when nothing was).
+            await server.server.hub.disconnect(connection)
+            #expect(await live.next()?.type == .hello, "a live device hears of the rotation")
             let rotation = try rotated.decode(AdminFixture.Rotation.self)
             #expect(rotation.previous == epoch && rotation.current != epoch)
             #expect(rotation.restartOtherServers == (backend == .postgres))
@@ -182,13 +194,27 @@ struct AdminConsoleTests {
     func crossSiteActions() async throws {
         try await LiveServer.run(adminToken: Fixture.token) { server in
             let body = Data(#"{"scope":"team:x","user":"mallory","owner":"mallory"}"#.utf8)
+            // A page of another site can send a form or a text body, but not a custom header
+            // without a preflight.
+            let unmarked = try await server.send(.POST, "/admin/api/grant", token: Fixture.token, body: body)
+            #expect(unmarked.status == 403 && unmarked.errorCode == .forbidden, "\(unmarked.text)")
             let form = try await server.send(
-                .POST, "/admin/api/grant", headers: ["Authorization": "Bearer \(Fixture.token)", "Content-Type": "text/plain"], body: nil)
+                .POST, "/admin/api/grant",
+                headers: ["Authorization": "Bearer \(Fixture.token)", "Content-Type": "text/plain", "X-OSD-Admin": "1"], body: nil)
             #expect(form.status == 415 && form.errorCode == .malformedRequest, "\(form.text)")
-            let crossSite = try await server.send(
-                .POST, "/admin/api/grant", token: Fixture.token, headers: ["Sec-Fetch-Site": "cross-site"], body: body)
-            #expect(crossSite.status == 403 && crossSite.errorCode == .forbidden)
+            for site in ["cross-site", "same-site"] {
+                let refused = try await server.send(
+                    .POST, "/admin/api/grant", token: Fixture.token, headers: ["Sec-Fetch-Site": site, "X-OSD-Admin": "1"], body: body)
+                #expect(refused.status == 403 && refused.errorCode == .forbidden, "\(site)")
+            }
+            let otherOrigin = try await server.send(
+                .POST, "/admin/api/grant", token: Fixture.token, headers: ["Origin": "https://evil.example", "X-OSD-Admin": "1"], body: body)
+            #expect(otherOrigin.status == 403 && otherOrigin.errorCode == .forbidden, "\(otherOrigin.text)")
             #expect(try await Fixture.state(server).scopes.items.isEmpty)
+            let ownOrigin = try await server.send(
+                .POST, "/admin/api/grant", token: Fixture.token,
+                headers: ["Origin": "http://127.0.0.1:\(server.port)", "Sec-Fetch-Site": "same-origin", "X-OSD-Admin": "1"], body: body)
+            #expect(ownOrigin.status == 200, "\(ownOrigin.text)")
         }
     }
 

@@ -67,4 +67,21 @@ struct AdminOverviewTests {
         #expect(snapshot.pushes.perSecond == 1.0, "ten pushes over a window of ten seconds")
         #expect(snapshot.clients.count <= 2 && snapshot.clients.first?.clientID == "e")
     }
+
+    @Test("refusals without an accepted token are counted, not listed, and what a refused request names is cut to a few hundred bytes")
+    func refusalsAreBoundedInSize() {
+        let activity = ServerActivity(windowSeconds: 10, rejectionCapacity: 3, clientCapacity: 2)
+        let now = Date()
+        let unauthorized = SyncServiceError(401, .unauthorized, "no token")
+        for _ in 1...10 { activity.refused(route: "push", user: nil, clientID: "x", error: unauthorized, at: now) }
+        let huge = String(repeating: "é", count: 1_000_000)
+        activity.refused(route: "push", user: "alice", clientID: huge, error: SyncServiceError(400, .malformedRequest, huge), at: now)
+        let snapshot = activity.snapshot(clients: 10)
+        #expect(snapshot.refusedWithoutToken == 10)
+        #expect(snapshot.rejections.count == 1)
+        let listed = snapshot.rejections.first
+        #expect((listed?.clientID?.utf8.count ?? .max) <= 256 && listed?.clientID?.hasSuffix("…") == true)
+        #expect((listed?.message.utf8.count ?? .max) <= 512)
+        #expect(listed?.clientID?.dropLast().allSatisfy { $0 == "é" } == true, "cut between characters")
+    }
 }

@@ -61,7 +61,8 @@ struct AdminConsole: Sendable {
                 AdminState.Rejection(
                     at: $0.at.syncMilliseconds, route: $0.route, user: $0.user, clientID: $0.clientID, mutationID: $0.mutationID,
                     reason: $0.reason, message: $0.message)
-            })
+            },
+            refusedWithoutToken: recent.refusedWithoutToken)
     }
 
     /// Grants a user a scope (see `SyncService.administerGrant`).
@@ -77,6 +78,9 @@ struct AdminConsole: Sendable {
     /// Rotates the epoch, if it still is the one the operator confirmed.
     func rotateEpoch(_ request: AdminRotationRequest) async throws -> AdminRotationAnswer {
         let change = try await service.rotateEpoch(expecting: request.epoch)
+        // Live devices pull now: each is answered `reset: epochChanged` and resends what the
+        // database lacks.
+        await hub.greetAll()
         return AdminRotationAnswer(previous: change.previous, current: change.current, restartOtherServers: sharedStorage)
     }
 }

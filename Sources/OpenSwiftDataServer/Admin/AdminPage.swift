@@ -93,6 +93,7 @@ enum AdminPage {
             <thead><tr><th>When</th><th>Route</th><th>User</th><th>Client</th><th>Mutation</th><th>Reason</th><th>Message</th></tr></thead>
             <tbody id="rejections">\(rejectionRows(state, now: now))</tbody>
             </table></div>
+            <p id="unauthenticated" class="more">\(withoutToken(state.refusedWithoutToken).htmlEscaped)</p>
             </section>
             <section id="actions">
             <h2>Actions</h2>
@@ -179,6 +180,11 @@ enum AdminPage {
             if members.isEmpty { members = "—" }
             return row([scope.scope.htmlEscaped, (scope.owner ?? "unclaimed").htmlEscaped, members, count(scope.records)])
         }.joined()
+    }
+
+    /// The line under the refusals that counts those made without an accepted token.
+    static func withoutToken(_ count: Int) -> String {
+        count == 0 ? "" : "\(count) pushes and pulls refused without an accepted token (counted, not listed)."
     }
 
     private static func rejectionRows(_ state: AdminState, now: Int64) -> String {

@@ -89,6 +89,7 @@ enum AdminPageAssets {
           rows("scopes", s.scopes.items, (c) => [c.scope, c.owner === null || c.owner === undefined ? "unclaimed" : c.owner, members(c), count(c.records)], "No scope holds records or members yet.", 4);
           $("scopes-more").textContent = more(s.scopes.items.length, s.scopes.total, "scopes");
           rows("rejections", s.rejections, (r) => [ago(r.at, now), r.route, dash(r.user), dash(r.clientID), dash(r.mutationID), r.reason, r.message], "Nothing was rejected since the server started.", 7);
+          $("unauthenticated").textContent = s.refusedWithoutToken ? s.refusedWithoutToken + " pushes and pulls refused without an accepted token (counted, not listed)." : "";
         }
         async function refresh() {
           const started = Date.now();
@@ -121,7 +122,7 @@ enum AdminPageAssets {
           const result = $("result");
           result.className = ""; result.textContent = "Working\\u2026";
           try {
-            const answer = await fetch(api + path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body), cache: "no-store", credentials: "same-origin" });
+            const answer = await fetch(api + path, { method: "POST", headers: { "Content-Type": "application/json", "X-OSD-Admin": "1" }, body: JSON.stringify(body), cache: "no-store", credentials: "same-origin" });
             const reply = await answer.json().catch(() => ({}));
             if (!answer.ok) throw new Error(reply.error && reply.error.message ? reply.error.message : "HTTP " + answer.status);
             result.className = "ok"; result.textContent = done(reply);

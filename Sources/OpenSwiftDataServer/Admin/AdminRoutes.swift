@@ -53,12 +53,18 @@ struct AdminRoutes: Sendable {
 /// refuses an action that a page of another site could have sent, and marks every answer as
 /// not to be stored, sniffed or framed.
 ///
-/// An action must have a JSON body (`Content-Type: application/json`), which a form of another
-/// site cannot send and a script of another site cannot send without a CORS preflight that
-/// the server does not answer; and a browser's `Sec-Fetch-Site`, when it sends one, must say
-/// the request comes from the page itself.
+/// An action must carry the header `X-OSD-Admin: 1` and a JSON body (`Content-Type:
+/// application/json`), which a form of another site cannot send and a script of another site
+/// cannot send without a CORS preflight that the server does not answer (so the console must
+/// not be mounted behind a CORS middleware that allows credentials); a browser's
+/// `Sec-Fetch-Site`, when it sends one, must say the request comes from the page itself, and an
+/// `Origin`, when present, must name the request's own host.
 struct AdminGuard<Context: RequestContext>: RouterMiddleware {
     let credential: AdminCredential
+
+    /// The header every action carries, which only a page of the console's own origin can
+    /// send.
+    static var actionHeader: String { "x-osd-admin" }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard credential.accepts(authorization: request.headers[.authorization]) else {
@@ -69,6 +75,17 @@ struct AdminGuard<Context: RequestContext>: RouterMiddleware {
             return response
         }
         if request.method == .post {
+            guard let marker = HTTPField.Name(Self.actionHeader), request.headers[marker] == "1" else {
+                throw SyncServiceError.forbidden("an admin action must come from the admin page, which sends \(Self.actionHeader): 1")
+            }
+            if let origin = request.headers[.origin], let host = request.head.authority,
+                URLComponents(string: origin).map({ components in
+                    let port = components.port.map { ":\($0)" } ?? ""
+                    return (components.host ?? "") + port != host
+                }) ?? true
+            {
+                throw SyncServiceError.forbidden("an admin action must come from the admin page's own origin, not \(origin)")
+            }
             guard let type = request.headers[.contentType]?.lowercased(), type.hasPrefix("application/json") else {
                 throw SyncServiceError(415, .malformedRequest, "an admin action takes a JSON body: send Content-Type: application/json")
             }

@@ -144,4 +144,7 @@ struct AdminState: Codable, Sendable {
     var scopes: Scopes
     /// The latest refusals, newest first.
     var rejections: [Rejection]
+    /// Pushes and pulls refused for a missing or refused token since the server started
+    /// (counted, not listed).
+    var refusedWithoutToken: Int
 }

@@ -59,6 +59,8 @@ package final class ServerActivity: Sendable {
         package var rejections: [Rejection]
         /// The clients seen, the most recently seen first.
         package var clients: [ClientSeen]
+        /// Pushes and pulls refused because their token was missing or not accepted.
+        package var refusedWithoutToken: Int
     }
 
     private struct State {
@@ -67,6 +69,7 @@ package final class ServerActivity: Sendable {
         var mutations: RateWindow
         var rejections: RingBuffer<Rejection>
         var clients: [ClientID: ClientSeen] = [:]
+        var refusedWithoutToken = 0
     }
 
     /// The most clients remembered.
@@ -99,7 +102,7 @@ package final class ServerActivity: Sendable {
                 state.rejections.append(
                     Rejection(
                         at: date, route: "push", user: user, clientID: clientID, mutationID: result.id,
-                        reason: result.reason?.rawValue ?? "rejected", message: result.message ?? ""))
+                        reason: result.reason?.rawValue ?? "rejected", message: Self.bounded(result.message ?? "", 512)))
             }
             Self.see(&state, ClientSeen(clientID: clientID, user: user, at: date, lastMutationID: response.lastMutationID), capacity: clientCapacity)
         }
@@ -121,15 +124,36 @@ package final class ServerActivity: Sendable {
         state.withLock { $0.mutations.add(mutations, at: second) }
     }
 
-    /// Records a refused push or pull.
+    /// Records a refused push or pull. A request without an accepted token is only counted
+    /// (``Snapshot/refusedWithoutToken``): anyone can send one, and listing them would let
+    /// anyone push the real refusals out of the ring.
     package func refused(route: String, user: String?, clientID: ClientID?, error: SyncServiceError, at date: Date) {
         state.withLock { state in
+            guard let user else {
+                state.refusedWithoutToken += 1
+                return
+            }
             state.rejections.append(
                 Rejection(
-                    at: date, route: route, user: user, clientID: clientID, mutationID: nil,
+                    at: date, route: route, user: Self.bounded(user, 256), clientID: clientID.map { Self.bounded($0, 256) }, mutationID: nil,
                     reason: "\(error.statusCode) \(error.error.code.rawValue)",
-                    message: error.error.message))
+                    message: Self.bounded(error.error.message, 512)))
         }
+    }
+
+    /// `text`, cut to at most `bytes` bytes of UTF-8 on a character boundary, with an ellipsis
+    /// when cut: what a request names is kept in memory, however long the request made it.
+    static func bounded(_ text: String, _ bytes: Int) -> String {
+        guard text.utf8.count > bytes else { return text }
+        var result = ""
+        var count = 0
+        for character in text {
+            let size = character.utf8.count
+            if count + size > bytes - 3 { break }
+            result.append(character)
+            count += size
+        }
+        return result + "…"
     }
 
     /// What the activity holds now: at most `clients` clients.
@@ -140,7 +164,8 @@ package final class ServerActivity: Sendable {
             let clients = state.clients.values.sorted { ($0.at, $0.clientID) > ($1.at, $1.clientID) }
             return Snapshot(
                 windowSeconds: state.pushes.seconds, pushes: rate(state.pushes), pulls: rate(state.pulls), mutations: rate(state.mutations),
-                rejections: state.rejections.newestFirst, clients: Array(clients.prefix(max(0, limit))))
+                rejections: state.rejections.newestFirst, clients: Array(clients.prefix(max(0, limit))),
+                refusedWithoutToken: state.refusedWithoutToken)
         }
     }
 

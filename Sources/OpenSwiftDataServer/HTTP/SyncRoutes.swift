@@ -9,8 +9,9 @@ struct SyncRoutes: Sendable {
     let verifier: TokenVerifier
     let metrics: ServerMetrics
     let maxBodySize: Int
-    /// Where answered and refused pushes and pulls are recorded for the admin console.
-    let activity: ServerActivity
+    /// Where answered and refused pushes and pulls are recorded for the admin console (nil
+    /// without it).
+    let activity: ServerActivity?
     /// The time the activity is stamped with (the server's).
     let now: @Sendable () -> Date
 
@@ -107,10 +108,10 @@ struct SyncRoutes: Sendable {
             let start = ContinuousClock.now
             let response = try await service.push(user: caller, request: push)
             metrics.pushDuration(nanoseconds: (ContinuousClock.now - start).nanoseconds)
-            activity.pushed(user: caller, clientID: push.clientID, response: response, at: now())
+            activity?.pushed(user: caller, clientID: push.clientID, response: response, at: now())
             return JSONBody.response(response)
         } catch let error as SyncServiceError {
-            activity.refused(route: "push", user: user, clientID: clientID, error: error, at: now())
+            activity?.refused(route: "push", user: user, clientID: clientID, error: error, at: now())
             throw error
         }
     }
@@ -130,11 +131,11 @@ struct SyncRoutes: Sendable {
             let start = ContinuousClock.now
             let response = try await service.pull(user: caller, request: pull)
             metrics.pulled(nanoseconds: (ContinuousClock.now - start).nanoseconds)
-            activity.pulled(user: caller, clientID: pull.clientID, at: now())
+            activity?.pulled(user: caller, clientID: pull.clientID, at: now())
             return JSONBody.response(response)
         } catch let error as SyncServiceError {
             let clientID = items.first { $0.name == "clientID" }?.value
-            activity.refused(route: "pull", user: user, clientID: clientID, error: error, at: now())
+            activity?.refused(route: "pull", user: user, clientID: clientID, error: error, at: now())
             throw error
         }
     }

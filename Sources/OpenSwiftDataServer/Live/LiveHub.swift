@@ -66,6 +66,12 @@ public actor LiveHub {
         }
     }
 
+    /// Sends `hello` ("pull now") to every connection: after an epoch rotation, so that every
+    /// live device learns of it at once rather than at its next change.
+    package func greetAll() {
+        for connection in connections.values { connection.continuation.yield(LiveMessage(type: .hello)) }
+    }
+
     /// Ends every connection's stream (graceful shutdown): each live handler then closes its
     /// socket with `1001 going away` and disconnects, so ``count`` falls to zero as they do.
     /// Later connections get `hello` and are closed at once.
