@@ -69,13 +69,15 @@ func attachmentFiles(of url: URL) -> [String] {
     AttachmentDirectory(storePath: url.path).contents().files.sorted()
 }
 
-/// Every regular file under the store's attachments directory (temporary ones included).
+/// Every regular file under the store's attachments directory (temporary ones included), but
+/// its lock file.
 func everyAttachmentEntry(of url: URL) -> [String] {
     let root = url.path + AttachmentDirectory.suffix
     guard let enumerator = FileManager.default.enumerator(atPath: root) else { return [] }
     var found: [String] = []
     while let name = enumerator.nextObject() as? String {
         var isDirectory: ObjCBool = false
+        guard name != AttachmentDirectory.lockName else { continue }
         if FileManager.default.fileExists(atPath: root + "/" + name, isDirectory: &isDirectory), !isDirectory.boolValue { found.append(name) }
     }
     return found.sorted()
@@ -89,5 +91,72 @@ func storedBlobs(_ url: URL, table: String, column: String) throws -> [Data?] {
     defer { try? queue.close() }
     return try queue.read { db in
         try Row.fetchAll(db, sql: "SELECT \(quoted(column)) FROM \(quoted(table)) ORDER BY _pk").map { $0[0] as Data? }
+    }
+}
+
+/// Version 1 of an album whose pictures may live in files, for migration stages.
+enum AlbumV1: VersionedSchema {
+    static var versionIdentifier: Schema.Version { Schema.Version(1, 0, 0) }
+    static var models: [any PersistentModel.Type] { [Picture.self] }
+
+    @Model final class Picture {
+        var name: String
+        @Attribute(.externalStorage) var image: Data?
+
+        init(name: String, image: Data?) {
+            self.name = name
+            self.image = image
+        }
+    }
+}
+
+/// Version 2: a caption added.
+enum AlbumV2: VersionedSchema {
+    static var versionIdentifier: Schema.Version { Schema.Version(2, 0, 0) }
+    static var models: [any PersistentModel.Type] { [Picture.self] }
+
+    @Model final class Picture {
+        var name: String
+        var caption: String = ""
+        @Attribute(.externalStorage) var image: Data?
+
+        init(name: String, image: Data?) {
+            self.name = name
+            self.image = image
+        }
+    }
+}
+
+/// Thrown by the failing stage.
+struct AlbumStageFailure: Error {}
+
+/// A stage whose `willMigrate` deletes every picture and saves, then fails.
+enum FailingAlbumPlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [AlbumV1.self, AlbumV2.self] }
+    static var stages: [MigrationStage] {
+        [
+            .custom(
+                fromVersion: AlbumV1.self, toVersion: AlbumV2.self,
+                willMigrate: { context in
+                    try context.delete(model: AlbumV1.Picture.self)
+                    try context.save()
+                    throw AlbumStageFailure()
+                }, didMigrate: nil)
+        ]
+    }
+}
+
+/// The same stage, completing.
+enum AlbumPlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [AlbumV1.self, AlbumV2.self] }
+    static var stages: [MigrationStage] {
+        [
+            .custom(
+                fromVersion: AlbumV1.self, toVersion: AlbumV2.self,
+                willMigrate: { context in
+                    try context.delete(model: AlbumV1.Picture.self)
+                    try context.save()
+                }, didMigrate: nil)
+        ]
     }
 }

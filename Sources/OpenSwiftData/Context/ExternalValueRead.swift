@@ -27,8 +27,7 @@ enum ExternalValueRead {
             data = mapped
         } catch let error as AttachmentError {
             throw SwiftDataError(
-                .missingExternalData, "\(entity).\(property.name)\(row.map { " of row \($0)" } ?? ""): \(error)", entity: entity,
-                property: property.name)
+                error.code, "\(entity).\(property.name)\(row.map { " of row \($0)" } ?? ""): \(error)", entity: entity, property: property.name)
         }
         if property.codec.slot.type == Data?.self {
             slot.initializeMemory(as: Data?.self, to: data)

@@ -130,7 +130,8 @@ struct RowReader {
     /// naming the property that cannot be read.
     func read(_ statement: Statement, primaryKey: Int64, into buffer: some SlotBuffer) throws {
         let sqliteStatement = statement.sqliteStatement
-        // A missing file of an `.externalStorage` value: thrown as it is, after the loop.
+        // A missing or unreadable file of an `.externalStorage` value: thrown as it is, after
+        // the loop.
         var externalFailure: (any Error)?
         let failed: Int? = buffer.withSlotBase { base in
             return reads.withUnsafeBufferPointer { reads in
@@ -196,7 +197,7 @@ struct RowReader {
                                 break
                             }
                             try codecReads[index](sqliteStatement, position, slot)
-                        } catch let error as SwiftDataError where error.code == .missingExternalData {
+                        } catch let error as SwiftDataError where error.code == .missingExternalData || error.code == .storeFailure {
                             externalFailure = error
                             return index
                         } catch {

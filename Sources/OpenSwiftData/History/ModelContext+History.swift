@@ -87,7 +87,7 @@ extension ModelContext {
         guard !ids.isEmpty else { return }
         try store.write { db in try HistoryLog.delete(ids, in: db) }
         // Files of `.externalStorage` values that only the deleted entries named go too.
-        store.attachments?.sweepWhenIdle(writer: store.writer)
+        store.attachments?.sweepIfPossible(writer: store.writer)
     }
 
     private func defaultDescriptor<T: HistoryTransaction>(_ descriptor: HistoryDescriptor<T>) throws -> HistoryDescriptor<DefaultHistoryTransaction> {

@@ -42,6 +42,13 @@ final class SQLiteStore: Sendable {
         self.deferredColumns = deferredColumns
     }
 
+    /// Closing the store: files of `.externalStorage` values that earlier collections had to
+    /// leave (a read held them) are removed if nothing names them.
+    deinit {
+        guard let attachments, attachments.isWritable else { return }
+        attachments.collectPending(writer: writer)
+    }
+
     /// Opens (or creates) the store at `url`, or a private in-memory store when `url` is nil.
     ///
     /// An existing file is first inspected through a read-only connection; if it is not an
@@ -137,8 +144,10 @@ final class SQLiteStore: Sendable {
 
     /// The attachments of a store whose tables live in the files `files` names (by table; a
     /// table in memory is absent): a writable store's connection gets the triggers that note
-    /// released references and, when `sweeping`, the files nothing names are removed, under the
-    /// write lock.
+    /// released references, its directories and their lock files are made, and, when
+    /// `sweeping`, the files nothing names are removed, under the write lock. The sweep is
+    /// best-effort: when another process holds the write lock (it is saving), or a read holds
+    /// a lock file, it is skipped and the open goes on; the next open sweeps.
     static func prepareAttachments(
         layout: StoreLayout, files: [String: String], writer: any DatabaseWriter, readOnly: Bool, sweeping: Bool
     ) throws -> StoreAttachments? {
@@ -146,8 +155,9 @@ final class SQLiteStore: Sendable {
         guard !readOnly else { return attachments }
         try wrap("preparing the external-storage files of the store") {
             try writer.writeWithoutTransaction { db in try attachments.installTriggers(in: db) }
-            if sweeping { _ = try writer.write { db in try attachments.sweep(in: db) } }
+            for table in attachments.tables.values where !table.externalColumns.isEmpty { try table.directory.prepare() }
         }
+        if sweeping { attachments.sweepIfPossible(writer: writer) }
         return attachments
     }
 
@@ -328,7 +338,7 @@ final class SQLiteStore: Sendable {
     /// Reads in a consistent snapshot.
     func read<T>(_ body: (Database) throws -> T) throws -> T {
         guard let attachments else { return try Self.wrap("reading the store") { try writer.read(body) } }
-        return try attachments.reading { try Self.wrap("reading the store") { try writer.read(body) } }
+        return try attachments.reading(writer: writer) { try Self.wrap("reading the store") { try writer.read(body) } }
     }
 
     /// Runs `body` in one write transaction: everything it does is committed, or nothing.

@@ -54,6 +54,11 @@ enum StoreFile {
         }
     }
 
+    /// Whether a stage that runs code is running on the store at `path` in this process.
+    static func isStageRunning(at path: String) -> Bool {
+        activeLock.withLock { activeStages.contains(path) }
+    }
+
     /// Puts back the copy made before a stage that did not complete because the process died:
     /// the store then is exactly at the version before that stage. Does nothing when no stage
     /// was interrupted, or when the stage is running in this process.

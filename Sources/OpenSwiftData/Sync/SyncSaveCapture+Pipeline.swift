@@ -78,7 +78,7 @@ extension SyncSaveCapture: SaveCapture {
                 resolved[position] = try attachments.resolve(values[position], of: layout.name)
             } catch let error as AttachmentError {
                 let name = layout.columns[column].name
-                throw SwiftDataError(.missingExternalData, "\(layout.name).\(name): \(error)", entity: layout.name, property: name)
+                throw SwiftDataError(error.code, "\(layout.name).\(name): \(error)", entity: layout.name, property: name)
             }
         }
         return resolved

@@ -15,6 +15,11 @@ import Darwin
 /// A file is written whole before anything names it: to a temporary name in its shard
 /// directory, flushed (`fsync`), renamed to its final name, then the directory flushed. A crash
 /// leaves at most a temporary file or a file no row names, which the store's sweep removes.
+///
+/// `.lock` in the directory coordinates readers and removals across containers and processes
+/// (`flock`): a read of the store holds it shared from before its snapshot until its values are
+/// mapped; a removal takes it exclusively without waiting, and leaves the file for a later
+/// collection when it cannot.
 struct AttachmentDirectory: Sendable, Hashable {
     /// The directory's path.
     let path: String
@@ -23,6 +28,8 @@ struct AttachmentDirectory: Sendable, Hashable {
     static let suffix = ".attachments"
     /// How temporary files' names start.
     static let temporaryPrefix = ".tmp-"
+    /// The name of the lock file.
+    static let lockName = ".lock"
 
     /// The directory of the store file at `storePath`.
     init(storePath: String) {
@@ -43,7 +50,16 @@ struct AttachmentDirectory: Sendable, Hashable {
         let shard = path + "/" + String(hex.prefix(2))
         let final = shard + "/" + hex
         var info = stat()
-        if stat(final, &info) == 0, UInt64(info.st_size) == reference.size { return false }
+        if stat(final, &info) == 0, UInt64(info.st_size) == reference.size {
+            // The same content is there already, but maybe not on disk yet: its writer may have
+            // died between its rename and the flush of the directory, or written it for a
+            // transaction that did not commit. Flushed like a file written here before a row
+            // names it.
+            try flushFile(final)
+            try flushDirectory(shard)
+            try flushDirectory(path)
+            return false
+        }
         if try makeDirectory(path) { try flushDirectory(parent(of: path)) }
         if try makeDirectory(shard) { try flushDirectory(path) }
         let temporary = shard + "/" + Self.temporaryPrefix + UUID().uuidString
@@ -81,27 +97,104 @@ struct AttachmentDirectory: Sendable, Hashable {
     }
 
     /// The value of `reference`, mapped from its file: the bytes are read from disk when first
-    /// touched, not now. A missing file, or one whose size is not the reference's, throws
-    /// ``AttachmentError``.
-    func map(_ reference: AttachmentReference) throws -> Data {
+    /// touched, not now. When the mapping fails (the process's limit of mappings,
+    /// `vm.max_map_count`, or a file system that cannot map) or `mapping` is false, the file is
+    /// read instead. A missing file, or one whose size is not the reference's, throws
+    /// ``AttachmentError`` with ``AttachmentError/Kind/missing`` or
+    /// ``AttachmentError/Kind/damaged``; a file that cannot be read, with
+    /// ``AttachmentError/Kind/unreadable``.
+    func map(_ reference: AttachmentReference, mapping: Bool = true) throws -> Data {
         let file = filePath(of: reference)
-        let data: Data
-        do {
-            // swift-corelibs-foundation maps the file (`mmap`) for `.alwaysMapped` on Linux, as
-            // Foundation does on Apple's systems: the test of lazy reads checks the mapping.
-            data = try Data(contentsOf: URL(fileURLWithPath: file), options: .alwaysMapped)
-        } catch {
-            throw AttachmentError(reference: reference, path: file, problem: access(file, F_OK) == 0 ? "cannot be read: \(error)" : "is missing")
+        let descriptor = open(file, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            if errno == ENOENT { throw AttachmentError(reference: reference, path: file, kind: .missing, problem: "is missing") }
+            throw AttachmentError(
+                reference: reference, path: file, kind: .unreadable, problem: "cannot be opened: \(String(cString: strerror(errno)))")
         }
-        guard UInt64(data.count) == reference.size else {
-            throw AttachmentError(reference: reference, path: file, problem: "holds \(data.count) bytes instead of \(reference.size)")
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else {
+            throw AttachmentError(reference: reference, path: file, kind: .unreadable, problem: "cannot be read: \(String(cString: strerror(errno)))")
+        }
+        guard UInt64(info.st_size) == reference.size, let count = Int(exactly: reference.size) else {
+            throw AttachmentError(
+                reference: reference, path: file, kind: .damaged, problem: "holds \(info.st_size) bytes instead of \(reference.size)")
+        }
+        if mapping, count > 0, let region = mmap(nil, count, PROT_READ | PROT_WRITE, MAP_PRIVATE, descriptor, 0),
+            region != UnsafeMutableRawPointer(bitPattern: -1)
+        {
+            // The mapping stays valid for `count` bytes until `munmap`, which only the
+            // deallocator calls, when the last copy of the `Data` goes; closing the descriptor
+            // or removing the file does not end it. It is private and writable, so a mutation
+            // of the `Data` changes a private copy of the page, never the file. Content-addressed
+            // files are never rewritten in place, so the bytes stay those of the reference.
+            return Data(bytesNoCopy: region, count: count, deallocator: .custom { pointer, count in munmap(pointer, count) })
+        }
+        var data = Data(count: count)
+        let read = data.withUnsafeMutableBytes { buffer -> Int in
+            // An empty value has no address and nothing to read.
+            guard let base = buffer.baseAddress else { return 0 }
+            var offset = 0
+            while offset < buffer.count {
+                // Inside the buffer `withUnsafeMutableBytes` lends for this closure.
+                let got = pread(descriptor, base + offset, buffer.count - offset, off_t(offset))
+                if got < 0 {
+                    if errno == EINTR { continue }
+                    return -1
+                }
+                if got == 0 { break }
+                offset += got
+            }
+            return offset
+        }
+        guard read == count else {
+            if read < 0 {
+                throw AttachmentError(
+                    reference: reference, path: file, kind: .unreadable, problem: "cannot be read: \(String(cString: strerror(errno)))")
+            }
+            throw AttachmentError(reference: reference, path: file, kind: .damaged, problem: "ended after \(read) of \(count) bytes")
         }
         return data
     }
 
-    /// Removes the file of the digest `hex` (nothing happens when it is gone already).
-    func remove(hex: String) {
-        unlink(filePath(hex: hex))
+    /// Removes the file of the digest `hex`; true when it is gone (removed now or already),
+    /// false when it could not be removed.
+    @discardableResult
+    func remove(hex: String) -> Bool {
+        unlink(filePath(hex: hex)) == 0 || errno == ENOENT
+    }
+
+    /// The lock file's path.
+    var lockPath: String { path + "/" + Self.lockName }
+
+    /// Creates the directory and its lock file when they are missing (a writable store with
+    /// `.externalStorage` columns, at open): a read that starts before the first value is
+    /// written has a lock to hold.
+    func prepare() throws {
+        if try makeDirectory(path) { try flushDirectory(parent(of: path)) }
+        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw failure("creating the lock file", lockPath) }
+        close(descriptor)
+    }
+
+    /// A descriptor of the lock file (created when the directory exists and is writable), or
+    /// -1 when there is none.
+    func openLock() -> Int32 {
+        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        if descriptor >= 0 { return descriptor }
+        return open(lockPath, O_RDONLY | O_CLOEXEC)
+    }
+
+    /// Runs `body` holding the lock file exclusively, taken without waiting; nil, without
+    /// running `body`, when a read holds it (in this process or another) or there is no lock
+    /// file to take.
+    func withExclusiveLock<T>(_ body: () throws -> T) rethrows -> T? {
+        let descriptor = openLock()
+        guard descriptor >= 0 else { return nil }
+        // Closing the descriptor releases the lock.
+        defer { close(descriptor) }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else { return nil }
+        return try body()
     }
 
     /// The digests of the files in the directory, and the paths of temporary files left by
@@ -140,6 +233,14 @@ struct AttachmentDirectory: Sendable, Hashable {
         throw failure("creating the directory", directory)
     }
 
+    /// Flushes a file's contents to disk.
+    private func flushFile(_ file: String) throws {
+        let descriptor = open(file, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw failure("opening", file) }
+        defer { close(descriptor) }
+        guard fsync(descriptor) == 0 else { throw failure("flushing", file) }
+    }
+
     /// Flushes a directory's entries (a new name in it) to disk.
     private func flushDirectory(_ directory: String) throws {
         let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -161,12 +262,28 @@ struct AttachmentDirectory: Sendable, Hashable {
 /// A file of an `.externalStorage` value that is missing or damaged; the reader turns it into a
 /// ``SwiftDataError`` naming the entity and property.
 struct AttachmentError: Error, CustomStringConvertible {
+    /// What is wrong with a file.
+    enum Kind: Sendable {
+        /// There is no file: ``SwiftDataError/missingExternalData``.
+        case missing
+        /// The file does not hold the value (another size): ``SwiftDataError/missingExternalData``.
+        case damaged
+        /// The file is there but reading it failed (an I/O error, permissions):
+        /// ``SwiftDataError/storeFailure``.
+        case unreadable
+    }
+
     /// The reference whose file is wrong.
     let reference: AttachmentReference
     /// The file's path.
     let path: String
+    /// What is wrong with it, as an error code.
+    let kind: Kind
     /// What is wrong with it.
     let problem: String
 
     var description: String { "the file of the external-storage value \(reference.hex) (\(path)) \(problem)" }
+
+    /// The ``SwiftDataError`` code for the error: missing data, or a failure of the store.
+    var code: SwiftDataError.Code { kind == .unreadable ? .storeFailure : .missingExternalData }
 }

@@ -1,6 +1,14 @@
 import Foundation
 import GRDB
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Removing the files no row names any more.
 ///
 /// A file is named by the rows of its directory's tables (any BLOB column) and by the history
@@ -17,11 +25,25 @@ import GRDB
 ///   (``sweep(in:)``) removes every file nothing names, and the temporary files of writes a crash
 ///   interrupted.
 ///
-/// Every check runs in a write transaction, under SQLite's write lock, as every file write does:
-/// a check never races a save that is writing the file it checks. A file is not removed while a
-/// read of this store is in progress (it may have started before the save that dropped the last
-/// reference, and map the file after): it is checked again after a later save, or at the next
-/// open.
+/// Each removal is safe against what could still need the file:
+/// - **Writers.** Every check runs in a write transaction, under SQLite's write lock, as every
+///   file write does: a check never races a save that is writing or reusing the file it checks.
+/// - **Power loss.** File stores run WAL with `synchronous=NORMAL`, where a commit reaches the
+///   disk only at the next checkpoint: the transaction that dropped the last reference could
+///   come back after a power loss, naming a removed file. Before removing anything, a
+///   collection flushes the write-ahead log (and database file) of every file of the store
+///   (``flushCommits()``), under the write lock, so every transaction it checked against is on
+///   disk. One `fsync` per collection that removes files, instead of one per commit with
+///   `synchronous=FULL`.
+/// - **Reads.** A read of the store holds the directories' lock files shared from before its
+///   snapshot until its values are mapped (``reading(writer:_:)``); a removal takes the lock
+///   file exclusively without waiting (`flock`, `LOCK_NB`), so it never removes a file a read
+///   in progress, in this process or another, may still map. When it cannot take the lock, the
+///   files are kept as pending and retried when this store's reads end, at the next write, and
+///   when the store closes; the next open's sweep removes what is left.
+/// - **Migration stages.** A custom stage is rolled back by copying the database file back:
+///   while one runs on a file of the store, nothing is removed, and the sweep of the open that
+///   follows the stage removes what it left unnamed.
 extension StoreAttachments {
     /// The temporary table the triggers note released references in.
     static let releasedTable = "osd_attachments_released"
@@ -83,33 +105,122 @@ extension StoreAttachments {
     }
 
     /// Removes, among `candidates` and the files left pending by earlier checks, those that
-    /// nothing names. Runs in its own write transaction on `writer`; while a read is in
-    /// progress the candidates are kept for a later check. Errors are swallowed: a file left
-    /// behind costs space until the next open, never data.
+    /// nothing names. Runs in its own write transaction on `writer`; a file that cannot be
+    /// removed yet (a read holds the lock file, a migration stage runs, an error) stays pending.
+    /// Errors are swallowed: a file left behind costs space until a later collection or the
+    /// next open, never data.
     func collect(_ candidates: Set<Candidate>, writer: any DatabaseWriter) {
-        let all: Set<Candidate>? = state.withLock { state in
-            state.pending.formUnion(candidates)
-            guard state.readers == 0, !state.pending.isEmpty else { return nil }
-            defer { state.pending = [] }
-            return state.pending
-        }
-        guard let all else { return }
+        guard let all = takePending(adding: candidates) else { return }
         do {
-            try writer.write { db in
-                for candidate in all.sorted(by: { $0.reference.hex < $1.reference.hex }) where try !isReferenced(candidate, in: db) {
-                    candidate.directory.remove(hex: candidate.reference.hex)
-                }
-            }
+            let left = try writer.write { db in try removeUnnamed(all, in: db) }
+            keepPending(left)
         } catch {
-            state.withLock { $0.pending.formUnion(all) }
+            keepPending(all)
         }
     }
 
-    /// Runs ``sweep(in:)`` in a write transaction of its own (after history was deleted), unless
-    /// a read is in progress: the next open sweeps then. Errors are swallowed, as in
-    /// ``collect(_:writer:)``.
-    func sweepWhenIdle(writer: any DatabaseWriter) {
-        guard isWritable, state.withLock({ $0.readers == 0 }) else { return }
+    /// Retries the pending files: when the store closes.
+    func collectPending(writer: any DatabaseWriter) {
+        collect([], writer: writer)
+    }
+
+    /// Retries the pending files on `writer`'s queue, after the write in progress if any: when
+    /// the reads that kept them end.
+    func collectLater(writer: any DatabaseWriter) {
+        writer.asyncWriteWithoutTransaction { [self] db in
+            guard let all = takePending(adding: []) else { return }
+            do {
+                var left: Set<Candidate> = []
+                try db.inTransaction(.immediate) {
+                    left = try removeUnnamed(all, in: db)
+                    return .commit
+                }
+                keepPending(left)
+            } catch {
+                keepPending(all)
+            }
+        }
+    }
+
+    /// The pending files with `candidates`, taken for a check; nil (with `candidates` kept
+    /// pending) when there is nothing to check or nothing may be removed now.
+    private func takePending(adding candidates: Set<Candidate>) -> Set<Candidate>? {
+        let stage = isMigrating
+        return state.withLock { state in
+            state.pending.formUnion(candidates)
+            guard !stage, !state.pending.isEmpty else { return nil }
+            defer {
+                state.pending = []
+                state.waitsForReads = false
+            }
+            return state.pending
+        }
+    }
+
+    /// Keeps files for a later check.
+    private func keepPending(_ left: Set<Candidate>) {
+        guard !left.isEmpty else { return }
+        state.withLock { state in
+            state.pending.formUnion(left)
+            state.waitsForReads = true
+        }
+    }
+
+    /// Whether a custom migration stage is running on a file of the store in this process: its
+    /// failure puts back a copy of the database file, which may name files removed meanwhile.
+    var isMigrating: Bool { databaseFiles.contains { StoreFile.isStageRunning(at: $0) } }
+
+    /// Removes the files of `candidates` that nothing names, in the write transaction `db`;
+    /// returns those that could not be removed (a read holds their directory's lock file).
+    private func removeUnnamed(_ candidates: Set<Candidate>, in db: Database) throws -> Set<Candidate> {
+        // A probe of the lock files first: while reads hold them (another process reading all
+        // the time), a retry costs no queries and no flush.
+        let free = Set(candidates.map(\.directory).filter { $0.withExclusiveLock({ true }) == true })
+        var left = candidates.filter { !free.contains($0.directory) }
+        var unnamed: [AttachmentDirectory: [Candidate]] = [:]
+        for candidate in candidates.sorted(by: { $0.reference.hex < $1.reference.hex })
+        where try free.contains(candidate.directory) && !isReferenced(candidate, in: db) {
+            unnamed[candidate.directory, default: []].append(candidate)
+        }
+        guard !unnamed.isEmpty else { return left }
+        try flushCommits()
+        for (directory, files) in unnamed {
+            let removed = directory.withExclusiveLock {
+                for file in files where !directory.remove(hex: file.reference.hex) { left.insert(file) }
+            }
+            if removed == nil { left.formUnion(files) }
+        }
+        return left
+    }
+
+    /// Makes every committed transaction of the store's files durable: flushes (`fsync`) each
+    /// file's write-ahead log and the file itself. Called under the write lock, so no
+    /// transaction commits meanwhile; a commit that a checkpoint already copied into the
+    /// database file was flushed by that checkpoint (`synchronous=NORMAL` flushes the file
+    /// after a checkpoint), and one still in the log is flushed here. A file that is missing is
+    /// skipped: a log that is gone was checkpointed and removed by SQLite.
+    func flushCommits() throws {
+        for file in databaseFiles {
+            for path in [file + "-wal", file] {
+                let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+                if descriptor < 0 {
+                    if errno == ENOENT { continue }
+                    throw SwiftDataError(.storeFailure, "opening \(path) to flush it: \(String(cString: strerror(errno)))")
+                }
+                defer { close(descriptor) }
+                guard fsync(descriptor) == 0 else {
+                    throw SwiftDataError(.storeFailure, "flushing \(path): \(String(cString: strerror(errno)))")
+                }
+            }
+        }
+    }
+
+    /// Runs ``sweep(in:)`` in a write transaction of its own (after history was deleted, and at
+    /// open), when it can: skipped while a migration stage runs, and when the write lock is
+    /// busy (another process is saving). Errors are swallowed, as in ``collect(_:writer:)``: the
+    /// next sweep removes what this one left.
+    func sweepIfPossible(writer: any DatabaseWriter) {
+        guard isWritable, !isMigrating else { return }
         _ = try? writer.write { db in try sweep(in: db) }
     }
 
@@ -131,44 +242,53 @@ extension StoreAttachments {
     }
 
     /// Removes every file of the store's directories that nothing names, and every temporary
-    /// file a write left (a crash): run at open, in a write transaction, and after deleting
-    /// history. Returns the number of files removed.
+    /// file a write left (a crash): run at open and after deleting history, in a write
+    /// transaction. A directory whose lock file a read holds is left for the next sweep.
+    /// Returns the number of files removed.
     @discardableResult
     func sweep(in db: Database) throws -> Int {
         var removed = 0
+        var flushed = false
         for directory in directories {
             let (files, temporaries) = directory.contents()
-            for temporary in temporaries {
-                try? FileManager.default.removeItem(atPath: temporary)
-                removed += 1
-            }
-            guard !files.isEmpty else { continue }
             var named: Set<String> = []
-            let magic = Data(AttachmentReference.magic)
-            for table in tables.values where table.directory == directory {
-                for column in table.blobColumns {
-                    let sql = """
-                        SELECT \(quoted(column)) FROM \(quoted(table.name)) \
-                        WHERE length(\(quoted(column))) = \(AttachmentReference.encodedCount) AND substr(\(quoted(column)), 1, 16) = ?
-                        """
-                    for data in try Data.fetchAll(db, sql: sql, arguments: [magic]) {
-                        if let reference = AttachmentReference(stored: data) { named.insert(reference.hex) }
+            if !files.isEmpty {
+                let magic = Data(AttachmentReference.magic)
+                for table in tables.values where table.directory == directory {
+                    for column in table.blobColumns {
+                        let sql = """
+                            SELECT \(quoted(column)) FROM \(quoted(table.name)) \
+                            WHERE length(\(quoted(column))) = \(AttachmentReference.encodedCount) AND substr(\(quoted(column)), 1, 16) = ?
+                            """
+                        for data in try Data.fetchAll(db, sql: sql, arguments: [magic]) {
+                            if let reference = AttachmentReference(stored: data) { named.insert(reference.hex) }
+                        }
+                    }
+                }
+                if try db.tableExists(HistoryLog.table) {
+                    let entries = try Data.fetchCursor(
+                        db, sql: "SELECT \"changes\" FROM \(quoted(HistoryLog.table)) WHERE instr(\"changes\", ?) > 0", arguments: [magic])
+                    while let entry = try entries.next() {
+                        named.formUnion(entry.withUnsafeBytes { AttachmentReference.occurrences(in: $0) })
                     }
                 }
             }
-            if try db.tableExists(HistoryLog.table) {
-                let entries = try Data.fetchCursor(
-                    db, sql: "SELECT \"changes\" FROM \(quoted(HistoryLog.table)) WHERE instr(\"changes\", ?) > 0", arguments: [magic])
-                while let entry = try entries.next() {
-                    named.formUnion(entry.withUnsafeBytes { AttachmentReference.occurrences(in: $0) })
-                }
+            let unnamed = files.filter { !named.contains($0) }
+            guard !unnamed.isEmpty || !temporaries.isEmpty else { continue }
+            // Temporary files are named by nothing, whatever the log holds; unnamed files only
+            // once every transaction checked is on disk.
+            if !unnamed.isEmpty, !flushed {
+                try flushCommits()
+                flushed = true
             }
-            for file in files where !named.contains(file) {
-                directory.remove(hex: file)
-                removed += 1
-            }
+            removed +=
+                directory.withExclusiveLock {
+                    var count = 0
+                    for temporary in temporaries where unlink(temporary) == 0 { count += 1 }
+                    for file in unnamed where directory.remove(hex: file) { count += 1 }
+                    return count
+                } ?? 0
         }
-        state.withLock { $0.pending = [] }
         return removed
     }
 }

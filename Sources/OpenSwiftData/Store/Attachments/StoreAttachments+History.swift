@@ -16,7 +16,7 @@ extension StoreAttachments {
                         entries[entryIndex].records[recordIndex].values[position] = try table.directory.map(reference).databaseValue
                     } catch let error as AttachmentError {
                         throw SwiftDataError(
-                            .missingExternalData, "\(record.entity).\(name) in history transaction \(entries[entryIndex].id): \(error)",
+                            error.code, "\(record.entity).\(name) in history transaction \(entries[entryIndex].id): \(error)",
                             entity: record.entity, property: name)
                     }
                 }

@@ -2,6 +2,14 @@ import Foundation
 import GRDB
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// The `.externalStorage` values of a store that live in files beside it: which tables keep
 /// them and in which directory, writing a value to its file inside a save's transaction, and
 /// mapping it back when a row is read.
@@ -36,14 +44,21 @@ final class StoreAttachments: Sendable {
     let directories: [AttachmentDirectory]
     /// Whether files may be written and removed (false for a read-only store).
     let isWritable: Bool
+    /// The database files whose rows or history may name a file: every file of the store.
+    let databaseFiles: [String]
+    /// The shared locks this store's reads hold on its directories' lock files.
+    let readLocks: AttachmentReadLocks
 
     /// What changes while the store is open: the files written by the transaction under way
     /// (removed again if it does not commit), the files whose last reference may be gone but
-    /// that could not be removed yet, and the number of reads in progress.
+    /// that could not be removed yet, and whether a removal waits for this store's reads to
+    /// end.
     struct State {
         var written: Set<Candidate> = []
         var pending: Set<Candidate> = []
-        var readers = 0
+        var waitsForReads = false
+        /// For tests: reads fall back to `read(2)` as when mapping fails.
+        var mapsFiles = true
     }
 
     /// A file that may no longer be named: its directory and the reference that names it.
@@ -58,6 +73,7 @@ final class StoreAttachments: Sendable {
     /// the file named in `files` (by table name); tables without a file (in memory) keep their
     /// values inline. Nil when no table of a file has a BLOB column.
     init?(layout: StoreLayout, files: [String: String], isWritable: Bool) {
+        let databaseFiles = Array(Set(files.values)).sorted()
         var tables: [String: Table] = [:]
         for table in layout.tables {
             guard let file = files[table.name] else { continue }
@@ -76,6 +92,8 @@ final class StoreAttachments: Sendable {
         self.tables = tables
         self.directories = directories
         self.isWritable = isWritable
+        self.databaseFiles = databaseFiles
+        readLocks = AttachmentReadLocks(directories: directories)
     }
 
     /// Whether `table` keeps large values of `column` in files.
@@ -108,20 +126,85 @@ final class StoreAttachments: Sendable {
         guard case let .blob(data) = value.storage, let entry = tables[table], let reference = AttachmentReference(stored: data) else {
             return value
         }
-        return try entry.directory.map(reference).databaseValue
+        return try entry.directory.map(reference, mapping: mapsFiles).databaseValue
     }
 
     /// The mapped value of a reference read from `table`.
     func map(_ reference: AttachmentReference, of table: String) throws -> Data? {
         guard let entry = tables[table] else { return nil }
-        return try entry.directory.map(reference)
+        return try entry.directory.map(reference, mapping: mapsFiles)
     }
 
-    /// Counts a read in progress while `body` runs: a file whose last reference a save removed
-    /// is kept while a read that may have started before that save could still map it.
-    func reading<T>(_ body: () throws -> T) rethrows -> T {
-        state.withLock { $0.readers += 1 }
-        defer { state.withLock { $0.readers -= 1 } }
+    /// Whether reads map files (false only when a test made them read files instead).
+    var mapsFiles: Bool { state.withLock { $0.mapsFiles } }
+
+    /// Runs a read of the store, `body`, holding the directories' lock files shared: from before
+    /// its snapshot until its values are mapped, no collection, in this process or another,
+    /// removes a file (a read that started before the save that dropped a file's last reference
+    /// may still map it). A removal that had to wait for this process's reads runs once the
+    /// last of them ends, on `writer`'s queue.
+    func reading<T>(writer: any DatabaseWriter, _ body: () throws -> T) rethrows -> T {
+        readLocks.acquire()
+        defer {
+            if readLocks.release(), isWritable, state.withLock({ $0.waitsForReads && !$0.pending.isEmpty }) {
+                collectLater(writer: writer)
+            }
+        }
         return try body()
+    }
+}
+
+/// The shared locks a store's reads hold on the lock files of its directories
+/// (``AttachmentDirectory/lockName``), counted: the first read in progress takes them, the last
+/// one releases them. Each store has its own descriptors, so a collection (which opens the lock
+/// file anew) cannot take the lock while a read of this store, or of any other container or
+/// process, holds it: `flock` locks belong to open file descriptions.
+final class AttachmentReadLocks: Sendable {
+    private struct State {
+        /// One per directory, -1 until it could be opened.
+        var descriptors: [Int32]
+        /// Reads in progress.
+        var holders = 0
+    }
+
+    private let directories: [AttachmentDirectory]
+    private let state: Mutex<State>
+
+    init(directories: [AttachmentDirectory]) {
+        self.directories = directories
+        state = Mutex(State(descriptors: Array(repeating: -1, count: directories.count)))
+    }
+
+    deinit {
+        state.withLock { state in
+            for descriptor in state.descriptors where descriptor >= 0 { close(descriptor) }
+        }
+    }
+
+    /// Counts a read in progress; the first takes every lock shared, waiting while a collection
+    /// holds one (only while it removes files). A lock file that cannot be opened (a directory
+    /// that does not exist yet and cannot be made) is not taken.
+    func acquire() {
+        state.withLock { state in
+            if state.holders == 0 {
+                for (index, directory) in directories.enumerated() {
+                    if state.descriptors[index] < 0 { state.descriptors[index] = directory.openLock() }
+                    let descriptor = state.descriptors[index]
+                    guard descriptor >= 0 else { continue }
+                    while flock(descriptor, LOCK_SH) != 0 && errno == EINTR {}
+                }
+            }
+            state.holders += 1
+        }
+    }
+
+    /// Ends a read; the last one releases the locks and returns true.
+    func release() -> Bool {
+        state.withLock { state in
+            state.holders -= 1
+            guard state.holders == 0 else { return false }
+            for descriptor in state.descriptors where descriptor >= 0 { flock(descriptor, LOCK_UN) }
+            return true
+        }
     }
 }
