@@ -308,4 +308,32 @@ struct ExternalStorageTests {
         #expect(try fresh.fetch(FetchDescriptor<ExternalPhoto>()).first?.image == photo)
         #expect(try fresh.fetch(FetchDescriptor<ExternalDocsV2.ExternalDoc>()).first?.body == doc)
     }
+
+    @Test("== and != with a Data constant match a value kept in a file, on disk and in memory", arguments: [false, true])
+    func predicateEquality(inMemory: Bool) throws {
+        let directory = try TemporaryDirectory()
+        let configuration = inMemory ? ModelConfiguration(isStoredInMemoryOnly: true) : ModelConfiguration(url: directory.file("photos.store"))
+        let container = try ModelContainer(for: ExternalPhoto.self, configurations: configuration)
+        let large = externalBytes(threshold + 100, seed: 1)
+        let other = externalBytes(threshold + 100, seed: 2)
+        let small = Data([1, 2, 3])
+        let tricky = Data(AttachmentReference.magic + [7, 7, 7])
+        let context = ModelContext(container)
+        context.insert(ExternalPhoto(name: "large", code: 1, image: large))
+        context.insert(ExternalPhoto(name: "other", code: 2, image: other))
+        context.insert(ExternalPhoto(name: "small", code: 3, image: small))
+        context.insert(ExternalPhoto(name: "tricky", code: 4, image: tricky))
+        context.insert(ExternalPhoto(name: "none", code: 5, image: nil))
+        try context.save()
+        let fresh = ModelContext(container)
+        func names(_ predicate: Predicate<ExternalPhoto>) throws -> [String] {
+            try fresh.fetch(FetchDescriptor(predicate: predicate, sortBy: [SortDescriptor(\.code)])).map(\.name)
+        }
+        #expect(try names(#Predicate { $0.image == large }) == ["large"])
+        #expect(try names(#Predicate { $0.image != large }) == ["other", "small", "tricky", "none"])
+        #expect(try names(#Predicate { $0.image == small }) == ["small"])
+        #expect(try names(#Predicate { $0.image == tricky }) == ["tricky"])
+        #expect(try names(#Predicate { $0.image == large || $0.image == other }) == ["large", "other"])
+        #expect(try fresh.fetchCount(FetchDescriptor(predicate: #Predicate<ExternalPhoto> { $0.image == other })) == 1)
+    }
 }

@@ -39,10 +39,32 @@ extension PredicateExpressions.Comparison: SQLTranslatable {
 extension PredicateTranslator {
     /// `a IS b`, `a IS NOT b`: never NULL, so a negation around them means Swift's `!`.
     /// (SQLite's planner uses an index for `IS` as for `=`.)
+    ///
+    /// An `.externalStorage` column compared with a `Data` constant that would be kept in a file
+    /// (larger than the threshold, or starting with the reference's magic) matches the
+    /// constant's reference (``AttachmentReference``) as well as the constant itself (the
+    /// value of a store in memory, or one written before values moved to files).
     func equality(_ left: SQLFragment, _ right: SQLFragment, negated: Bool) throws -> SQLText {
         let lhs = try operand(left, against: right)
         let rhs = try operand(right, against: left)
+        if let reference = try externalReference(left, right) ?? externalReference(right, left) {
+            let column = left.isConstant ? rhs : lhs
+            let value = left.isConstant ? lhs : rhs
+            let either: SQLText = "(\(column) IS \(value) OR \(column) IS \(SQLText.bound(reference.encoded.databaseValue)))"
+            return negated ? "(NOT \(either))" : either
+        }
         return negated ? "(\(lhs) IS NOT \(rhs))" : "(\(lhs) IS \(rhs))"
+    }
+
+    /// The reference of `constant` when `column` reads an `.externalStorage` column and the
+    /// constant is a `Data` value that would be kept in a file; nil otherwise.
+    private func externalReference(_ column: SQLFragment, _ constant: SQLFragment) throws -> AttachmentReference? {
+        guard case let .value(text, .stored) = column, text.arguments.isEmpty, externalColumns.contains(text.sql),
+            case let .constant(value) = constant,
+            case let .blob(data) = try encode(value, as: .stored).storage,
+            data.count > StoreAttachments.threshold || AttachmentReference.startsWithMagic(data)
+        else { return nil }
+        return AttachmentReference(of: data)
     }
 }
 

@@ -87,6 +87,7 @@ extension PredicateTranslator {
         }
         let sql = "\(try alias(of: row)).\(quoted(property.name))"
         noteRowColumn(sql, of: row.key)
+        if property.isExternallyStored { noteExternalColumn(sql) }
         return .value(SQLText(sql: sql), .stored)
     }
 

@@ -51,6 +51,9 @@ final class PredicateTranslator {
     /// Column reads of joined rows (`p0."title"`), each with the key of the row it was read
     /// from: NULL whenever that row is, so an optional chain through the row needs no `CASE`.
     private(set) var rowColumns: [String: String] = [:]
+    /// Column reads of `.externalStorage` properties: a large value is stored as a reference to
+    /// its file, so equality with a constant compares with the constant's reference too.
+    private(set) var externalColumns: Set<String> = []
 
     /// Translates `predicate` over `layout`'s table. A top-level conjunction is translated part
     /// by part: the parts SQL can say filter in SQL, the rest is left to memory.
@@ -123,6 +126,9 @@ final class PredicateTranslator {
             throw Untranslatable("a condition is not a Bool")
         }
     }
+
+    /// Records that `sql` reads an `.externalStorage` column.
+    func noteExternalColumn(_ sql: String) { externalColumns.insert(sql) }
 
     /// A fragment as an SQL operand; a constant is bound in the form of `other`, the fragment it
     /// is compared or combined with.
