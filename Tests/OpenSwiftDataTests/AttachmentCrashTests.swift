@@ -23,6 +23,16 @@ final class CrashPhoto {
     }
 }
 
+/// The writer's count of committed saves (the same declaration).
+@Model
+final class CrashProgress {
+    var saves: Int
+
+    init(saves: Int) {
+        self.saves = saves
+    }
+}
+
 @Suite("A writer of .externalStorage values killed with SIGKILL mid-save")
 struct AttachmentCrashTests {
     /// The built writer, next to the test bundle.
@@ -43,17 +53,22 @@ struct AttachmentCrashTests {
 
     /// What the store and its directory hold: the references of the rows, those of the
     /// history, the files with their sizes, and the temporary files.
-    private func inspect(_ url: URL) throws -> (rows: [AttachmentReference], history: Set<String>, files: [String: UInt64], temporaries: Int) {
+    private func inspect(
+        _ url: URL
+    ) throws -> (
+        rows: [AttachmentReference], history: Set<String>, files: [String: UInt64], temporaries: Int, saves: Int
+    ) {
         let queue = try DatabaseQueue(path: url.path)
         defer { try? queue.close() }
-        let (rows, history) = try queue.read { db -> ([AttachmentReference], Set<String>) in
+        let (rows, history, saves) = try queue.read { db -> ([AttachmentReference], Set<String>, Int) in
             let values = try Data.fetchAll(
                 db, sql: "SELECT image FROM CrashPhoto WHERE image IS NOT NULL UNION ALL SELECT thumb FROM CrashPhoto WHERE thumb IS NOT NULL")
             var history: Set<String> = []
             for entry in try Data.fetchAll(db, sql: "SELECT changes FROM osd_history") {
                 history.formUnion(entry.withUnsafeBytes { AttachmentReference.occurrences(in: $0) })
             }
-            return (values.compactMap { AttachmentReference(stored: $0) }, history)
+            let saves = try db.tableExists("CrashProgress") ? try Int.fetchOne(db, sql: "SELECT MAX(saves) FROM CrashProgress") : nil
+            return (values.compactMap { AttachmentReference(stored: $0) }, history, saves ?? 0)
         }
         let directory = AttachmentDirectory(storePath: url.path)
         let (names, temporaries) = directory.contents()
@@ -62,36 +77,66 @@ struct AttachmentCrashTests {
             let size = (try? FileManager.default.attributesOfItem(atPath: directory.filePath(hex: name))[.size] as? NSNumber)?.uint64Value
             files[name] = size ?? 0
         }
-        return (rows, history, files, temporaries.count)
+        return (rows, history, files, temporaries.count, saves)
     }
 
-    @Test("after each kill, reopening leaves no row naming a missing file and no file nothing names")
+    /// The last progress line of the writer: whether it was in a save (`begin N` without its
+    /// `end N`) and N.
+    private func lastProgress(_ path: String) -> (inSave: Bool, save: Int)? {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        for line in text.split(separator: "\n").reversed() {
+            let fields = line.split(separator: " ")
+            guard fields.count == 2, let save = Int(fields[1]) else { continue }
+            if fields[0] == "begin" { return (true, save) }
+            if fields[0] == "end" { return (false, save) }
+        }
+        return nil
+    }
+
+    @Test("after each kill, reopening leaves no row naming a missing file and no file nothing names; kills land in saves with files written")
     func killedWriter() async throws {
         let kills = Int(ProcessInfo.processInfo.environment["OSD_ATTACHMENT_KILLS"] ?? "") ?? 150
         let binary = try writer()
         let directory = try TemporaryDirectory()
         let url = directory.file("crash.store")
+        let progress = directory.file("progress").path
         var random = SeededGenerator(seed: 7_919)
         let started = Date()
         var externalSeen = 0
         var leftovers = 0
+        // Kills that landed in a save that had not committed, and those of them after the save
+        // had written a file (a temporary one, or one no committed row names).
+        var inSave = 0
+        var midSaveWithFiles = 0
         for round in 0..<kills {
+            #expect(FileManager.default.createFile(atPath: progress, contents: nil))
             let process = Process()
             process.executableURL = binary
-            process.arguments = [url.path, String(round + 1)]
+            process.arguments = [url.path, String(round + 1), progress]
             process.standardError = FileHandle.nullDevice
             try process.run()
-            // Startup (opening, the sweep) takes some of the time; most kills land in a save.
-            try await Task.sleep(for: .milliseconds(Int.random(in: 40...160, using: &random)))
+            // Once a first save has returned (opening and its sweep are behind), the kill comes
+            // after a random part of the saves that follow.
+            let deadline = Date().addingTimeInterval(30)
+            while lastProgress(progress)?.inSave != false, Date() < deadline, process.isRunning {
+                try await Task.sleep(for: .milliseconds(2))
+            }
+            try await Task.sleep(for: .milliseconds(Int.random(in: 0...40, using: &random)))
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
+            #expect(process.terminationReason == .uncaughtSignal, "round \(round): the writer stopped before the kill")
             // What the kill left before the sweep: a temporary file, or a file no row names.
             let before = try inspect(url)
             let namedBefore = Set(before.rows.map(\.hex)).union(before.history)
-            if before.temporaries > 0 || before.files.keys.contains(where: { !namedBefore.contains($0) }) { leftovers += 1 }
+            let leftFiles = before.temporaries > 0 || before.files.keys.contains(where: { !namedBefore.contains($0) })
+            if leftFiles { leftovers += 1 }
+            if let last = lastProgress(progress), last.inSave, before.saves < last.save {
+                inSave += 1
+                if leftFiles { midSaveWithFiles += 1 }
+            }
             // Reopening sweeps; every value then reads back.
             do {
-                let container = try ModelContainer(for: CrashPhoto.self, configurations: ModelConfiguration(url: url))
+                let container = try ModelContainer(for: CrashPhoto.self, CrashProgress.self, configurations: ModelConfiguration(url: url))
                 let photos = try ModelContext(container).fetch(FetchDescriptor<CrashPhoto>())
                 for photo in photos { _ = (photo.image?.count, photo.thumb?.count) }
             }
@@ -107,8 +152,10 @@ struct AttachmentCrashTests {
             #expect(state.temporaries == 0, "round \(round): temporary files were left")
         }
         #expect(externalSeen > 0, "the writer saved values in files")
+        // Most kills land in a save; at least one in ten after it wrote a file.
+        #expect(midSaveWithFiles >= max(1, kills / 10), "only \(midSaveWithFiles) of \(kills) kills landed in a save after it wrote a file")
         print(
-            "AttachmentCrashTests: \(kills) kills in \(String(format: "%.1f", Date().timeIntervalSince(started))) s; \(leftovers) left files the sweep removed"
+            "AttachmentCrashTests: \(kills) kills in \(String(format: "%.1f", Date().timeIntervalSince(started))) s; \(inSave) in a save that had not committed, \(midSaveWithFiles) of them after writing a file; \(leftovers) left files the sweep removed"
         )
     }
 }
