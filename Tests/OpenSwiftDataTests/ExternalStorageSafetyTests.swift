@@ -54,6 +54,29 @@ struct ExternalStorageSafetyTests {
         #expect(attachmentFiles(of: url).isEmpty)
     }
 
+    @Test("a save during a read of the same container keeps the file; it goes once the read ends")
+    func readInSameContainer() throws {
+        let directory = try TemporaryDirectory()
+        let url = directory.file("photos.store")
+        let value = try savePhoto(url)
+        let container = try container(url)
+        let context = ModelContext(container)
+        let photo = try #require(try context.fetch(FetchDescriptor<ExternalPhoto>()).first)
+        let attachments = try #require(container.store.attachments)
+        let mapped = try container.store.read { db -> Data? in
+            let stored = try #require(try Data.fetchOne(db, sql: "SELECT image FROM ExternalPhoto"))
+            let reference = try #require(AttachmentReference(stored: stored))
+            context.delete(photo)
+            try context.save()
+            #expect(attachmentFiles(of: url) == [AttachmentReference(of: value).hex], "kept while the read is in progress")
+            return try attachments.map(reference, of: "ExternalPhoto")
+        }
+        #expect(mapped == value)
+        // The collection the read held back runs on the writer's queue once the read ended.
+        try container.store.writer.writeWithoutTransaction { _ in }
+        #expect(attachmentFiles(of: url).isEmpty)
+    }
+
     @Test("a file a read kept is removed when the store closes, without another write")
     func removedAtClose() throws {
         let directory = try TemporaryDirectory()
