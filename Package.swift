@@ -91,6 +91,9 @@ let package = Package(
         // The sync wire protocol: Codable types on Foundation alone, shared by the sync engine
         // and the server.
         .target(name: "OpenSwiftDataSyncProtocol"),
+        // Fields that merge instead of overwrite: their states and contributions, on the standard
+        // library alone, shared by capture, the sync engine and the server.
+        .target(name: "OpenSwiftDataMerge"),
         // The sync engine: outbox, push, pull, rebase, status and events over a SyncTransport.
         .target(
             name: "OpenSwiftDataSync",
@@ -265,6 +268,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        .testTarget(name: "OpenSwiftDataMergeTests", dependencies: ["OpenSwiftDataMerge"]),
         .testTarget(
             name: "OpenSwiftDataSimulatorTests",
             dependencies: ["OpenSwiftDataSimulator"]
