@@ -74,6 +74,7 @@ let package = Package(
         .target(
             name: "OpenSwiftData",
             dependencies: [
+                "OpenSwiftDataMerge",
                 "OpenSwiftDataMacros",
                 // The hybrid logical clock that stamps synced saves: one implementation, the
                 // protocol's (Foundation only).
@@ -98,6 +99,7 @@ let package = Package(
         .target(
             name: "OpenSwiftDataSync",
             dependencies: [
+                "OpenSwiftDataMerge",
                 "OpenSwiftData",
                 "OpenSwiftDataSyncProtocol",
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -162,6 +164,7 @@ let package = Package(
         .target(
             name: "OpenSwiftDataServer",
             dependencies: [
+                "OpenSwiftDataMerge",
                 "OpenSwiftDataSyncProtocol",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),

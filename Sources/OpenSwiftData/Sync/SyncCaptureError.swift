@@ -21,6 +21,14 @@ package enum SyncCaptureError: DescriptiveError, Sendable, Hashable, CustomStrin
     /// Two synced properties of an entity would sync under one name: a property renamed with
     /// `originalName:` syncs under its original name, which another property now has.
     case duplicateSyncName(entity: String, name: String, properties: [String])
+    /// A merged field is declared with a kind that does not fit the property (a `.counter` on a
+    /// `Bool`, a `.text` on an `Int`), or on a property that cannot merge (optional, the record
+    /// id, not synced).
+    case mergeKindMismatch(entity: String, property: String, kind: MergeKind, reason: String)
+    /// A merged field is declared with a kind this version does not merge yet (`.set`, `.text`).
+    case mergeNotSupported(entity: String, property: String, kind: MergeKind)
+    /// A save would take a counter past the range of its integer type.
+    case counterOverflow(entity: String, property: String)
     /// Sync capture is not enabled on this container.
     case notEnabled
     /// A sync log entry cannot be read.
@@ -42,6 +50,10 @@ package enum SyncCaptureError: DescriptiveError, Sendable, Hashable, CustomStrin
         case let .duplicateSyncName(entity, name, properties):
             return
                 "\(entity) cannot sync: its properties \(properties.joined(separator: " and ")) would both sync as \(name) (a property renamed with originalName: syncs under its original name); give the new property another name"
+        case let .mergeKindMismatch(entity, property, kind, reason): return "\(entity).\(property) cannot merge as a \(kind.rawValue): \(reason)"
+        case let .mergeNotSupported(entity, property, kind):
+            return "\(entity).\(property) is declared to merge as a \(kind.rawValue), which this version does not support yet; only .counter merges"
+        case let .counterOverflow(entity, property): return "saving \(entity).\(property) would overflow the counter"
         case .notEnabled: return "sync capture is not enabled on this container"
         case let .corruptLogEntry(sequence): return "sync log entry \(sequence) is corrupt and cannot be read"
         }

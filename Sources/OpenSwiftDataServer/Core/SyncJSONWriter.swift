@@ -182,6 +182,17 @@ struct SyncJSONWriter {
             raw(",\"links\":")
             linkChanges(change.links)
         }
+        if !change.merge.isEmpty {
+            raw(",\"merge\":")
+            try object(change.merge) { writer, merge in
+                switch merge {
+                case let .counter(delta):
+                    writer.raw("{\"counter\":")
+                    try writer.syncValue(delta)
+                    writer.byte("}")
+                }
+            }
+        }
         raw(",\"op\":")
         string(change.op.rawValue)
         raw(",\"recordID\":")
@@ -339,8 +350,9 @@ struct SyncJSONWriter {
 
     // MARK: Stored columns
 
-    /// `[SyncName: StoredField]` as `{"name": {"c": client, "k": kind, "s": stamp, "v": value}}`
-    /// (the kind left out when nil), the form of `StoredField`'s `Codable`.
+    /// `[SyncName: StoredField]` as `{"name": {"c": client, "k": kind, "m": merge, "s": stamp,
+    /// "v": value}}` (the kind and merge left out when nil), the form of `StoredField`'s
+    /// `Codable`.
     mutating func storedFields(_ fields: [SyncName: StoredField]) throws {
         try object(fields) { writer, field in
             writer.raw("{\"c\":")
@@ -348,6 +360,10 @@ struct SyncJSONWriter {
             if let kind = field.kind {
                 writer.raw(",\"k\":")
                 writer.string(kind.rawValue)
+            }
+            if let merge = field.merge {
+                writer.raw(",\"m\":")
+                writer.string(merge.rawValue)
             }
             writer.raw(",\"s\":")
             writer.stamp(field.stamp)
