@@ -149,6 +149,8 @@ let package = Package(
         .executableTarget(name: "History", dependencies: ["OpenSwiftData"], path: "Examples/History"),
         // Two processes syncing notes through osd-server; also the client the kill test runs.
         .executableTarget(name: "SyncedNotes", dependencies: ["OpenSwiftData", "OpenSwiftDataSync"], path: "Examples/SyncedNotes"),
+        // A counter that merges (the sync guide quotes it).
+        .executableTarget(name: "SyncedFAQ", dependencies: ["OpenSwiftData", "OpenSwiftDataSync"], path: "Examples/SyncedFAQ"),
         // The same app after an update that adds a property; the app-update kill test runs it on
         // a store SyncedNotes left mid-push.
         .executableTarget(name: "SyncedNotesV2", dependencies: ["OpenSwiftData", "OpenSwiftDataSync"], path: "Examples/SyncedNotesV2"),
