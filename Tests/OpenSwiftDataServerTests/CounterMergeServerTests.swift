@@ -97,4 +97,18 @@ struct CounterMergeServerTests {
         #expect(try await push(h2, client: "a", 3, change(.update, base: 1, fields: ["title": .string("c")]))?.reason == .stale)
         #expect(try await h2.state("alice")["Item/i1"]?["count"] == .int(5))
     }
+
+    @Test("a merged field's stored form (\"m\") reads back by hand and through JSONDecoder")
+    func storedMergeRoundTrips() throws {
+        let fields: [SyncName: StoredField] = [
+            "count": StoredField(value: .int(3), kind: .int, stamp: stamp(1_790_000_000_000), client: "c", merge: .counter),
+            "title": StoredField(value: .string("a"), kind: .string, stamp: stamp(1_790_000_000_000), client: "c"),
+        ]
+        let bytes = Data(try StoredColumns.encodeFields(fields))
+        #expect(try StoredColumns.decodeFields(bytes) == fields)
+        #expect(try JSONDecoder().decode([SyncName: StoredField].self, from: bytes) == fields)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        #expect(try encoder.encode(fields) == bytes)
+    }
 }
