@@ -95,6 +95,28 @@ struct MergeCaptureTests {
         #expect(try lastChange(container).counterDeltas.map(\.value.stored) == [.integer(1)])
     }
 
+    @Test("an inserted model that takes over an existing row (an upsert) sets the counter: it logs the difference from the row's value")
+    func upsertLogsTheDifference() throws {
+        let container = try tallyContainer(at: syncStoreURL())
+        let context = ModelContext(container)
+        let tally = CaptureTally(key: "t")
+        tally.count = 5
+        context.insert(tally)
+        try context.save()
+        let other = ModelContext(container)
+        let again = CaptureTally(key: "t")
+        again.count = 2
+        again.note = "again"
+        other.insert(again)
+        try other.save()
+        let change = try lastChange(container)
+        #expect(change.kind == .update)
+        #expect(change.value(of: "count") == nil)
+        #expect(change.value(of: "note")?.stored == .text("again"))
+        #expect(change.counterDeltas.map(\.value.stored) == [.integer(-3)])
+        #expect(try ModelContext(container).fetch(FetchDescriptor<CaptureTally>()).map(\.count) == [2])
+    }
+
     @Test("the store records merged fields: reopened, it logs differences from its first save, before any configuration")
     func reopenedStoreKeepsMerging() throws {
         let url = syncStoreURL()

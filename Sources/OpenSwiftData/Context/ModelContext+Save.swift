@@ -163,6 +163,14 @@ extension ModelContext {
                 }
                 journaledKeys.append((storage, storage.primaryKey))
                 if let existing = conflicts.first {
+                    // The row takes the inserted model's values; a capture that merges a column
+                    // still learns the value it replaces (nothing was read before: `seen` nil).
+                    for capture in captures {
+                        for column in capture.mergedColumns(of: layout) {
+                            _ = try capture.merge(
+                                registration, layout: layout, row: existing, column: column, seen: nil, written: values[column], in: db)
+                        }
+                    }
                     try run(layout) { try table.update(primaryKey: existing, columns: Array(layout.columns.indices), values: values) }
                     storage.primaryKey = existing
                     keys.append((existing, true))

@@ -51,7 +51,9 @@ protocol SaveCapture: AnyObject {
     /// Before the `UPDATE` of a changed row writes a column this capture merges: `seen` is the
     /// value the saving context had read (nil when unknown), `written` the value it is saving.
     /// Returns the value to write instead (with the property's Swift value, which the model
-    /// takes once the save has committed), or nil to write `written`.
+    /// takes once the save has committed), or nil to write `written`. Also called before an
+    /// inserted model takes over an existing row (an upsert), with `seen` nil; the row then takes
+    /// `written` whatever this returns.
     func merge(
         _ registration: Registration, layout: EntityLayout, row: Int64, column: Int, seen: DatabaseValue?, written: DatabaseValue, in db: Database
     ) throws -> MergedValue?

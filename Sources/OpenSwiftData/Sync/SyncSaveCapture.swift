@@ -400,17 +400,31 @@ final class SyncSaveCapture {
         if scope != record.scope { try SyncRecords.setScope(scope, entity: plan.layout.name, row: row, in: db) }
         if let version = apply?.versionsOfNew[key] { try SyncRecords.setServerVersion(version, entity: plan.layout.name, row: row, in: db) }
         guard logs else { return }
+        // Counters log the difference from the row's value they replaced (see `merge`), the
+        // other fields their values.
+        var fields: [Int]?
+        var logged = values
+        let deltas = counterDeltas.removeValue(forKey: key) ?? []
+        if !plan.counterColumns.isEmpty {
+            var listed: [Int] = []
+            logged = []
+            for (field, column) in plan.fieldColumns.enumerated() where !plan.counterColumns.contains(column) {
+                listed.append(field)
+                logged.append(values[column])
+            }
+            fields = listed
+        }
         if encodesNow(.update, plan: plan) {
             encode(
-                .update, plan: plan, recordID: CapturedRecordID(record.recordID), scope: scope, baseVersion: record.serverVersion, fields: nil,
-                values: values)
+                .update, plan: plan, recordID: CapturedRecordID(record.recordID), scope: scope, baseVersion: record.serverVersion, fields: fields,
+                values: logged, deltas: deltas)
             return
         }
         changeOfStorage[key] = changes.count
         changes.append(
             Captured(
-                kind: .update, plan: plan, recordID: CapturedRecordID(record.recordID), scope: scope, baseVersion: record.serverVersion, fields: nil,
-                values: values))
+                kind: .update, plan: plan, recordID: CapturedRecordID(record.recordID), scope: scope, baseVersion: record.serverVersion,
+                fields: fields, values: logged, deltas: deltas))
     }
 
     /// A changed row: `columns` are the changed column indexes, `values` their new values.
