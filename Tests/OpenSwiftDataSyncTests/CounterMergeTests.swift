@@ -276,7 +276,6 @@ struct CounterMergeTests {
         new.context.insert(FAQEntry(key: "reset-password"))
         try new.context.save()
         try await new.engine.syncNow()
-        try old.context.save()
         try await old.engine.syncNow()
         try old.entry().usageCount = 2
         try old.context.save()
