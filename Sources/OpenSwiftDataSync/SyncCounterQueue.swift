@@ -7,8 +7,10 @@ import OpenSwiftDataSyncProtocol
 /// nothing flickers.
 ///
 /// A pulled total already counts this client's mutations up to the last of its own changes of
-/// that record seen in the pulled pages (the server applies a client's mutations in order): only
-/// later ones are re-applied.
+/// that record seen in the pulled pages (the server applies a client's mutations in order), and,
+/// once a pull reaches the server's head, every mutation up to the page's `lastMutationID` (each
+/// was applied, so the totals pulled through the head count it, or rejected, so it counts
+/// nowhere), answered or not: only later ones are re-applied.
 struct SyncCounterQueue {
     struct Item {
         /// The mutation's id (`MutationID.max` for a save not sent yet).
@@ -22,9 +24,13 @@ struct SyncCounterQueue {
     private var echoed: [SyncRebase.RecordRef: MutationID] = [:]
     /// This client's id, to recognize its own changes in pulled pages.
     let clientID: ClientID
+    /// The mutations the server had processed for this client when the pull reached its head
+    /// (0 before that page).
+    let processedThrough: MutationID
 
-    init(clientID: ClientID) {
+    init(clientID: ClientID, processedThrough: MutationID = 0) {
         self.clientID = clientID
+        self.processedThrough = processedThrough
     }
 
     var isEmpty: Bool { items.isEmpty }
@@ -58,7 +64,7 @@ struct SyncCounterQueue {
     func rebased(_ total: SyncValue, _ ref: SyncRebase.RecordRef, _ field: String) -> SyncValue? {
         guard let confirmed = Self.counter(total) else { return nil }
         var counter = CounterState(confirmed: confirmed)
-        let counted = echoed[ref] ?? 0
+        let counted = max(echoed[ref] ?? 0, processedThrough)
         for item in items[ref] ?? [] where item.field == field && item.mutation > counted {
             do { try counter.add(item.delta, key: item.mutation) } catch { return nil }
         }

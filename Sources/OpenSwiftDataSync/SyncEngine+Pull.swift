@@ -181,7 +181,10 @@ extension SyncEngine {
         }
         // Counters' contributions still pending after this page, by mutation (held and unsent
         // saves have no id the server knows: they come last).
-        var counters = SyncCounterQueue(clientID: clientID)
+        // A page that reaches the head says which of this client's mutations the server has
+        // processed: their contributions are in the totals pulled through it, answered or not
+        // (an answer lost on its way).
+        var counters = SyncCounterQueue(clientID: clientID, processedThrough: page.hasMore ? 0 : page.lastMutationID)
         let unsettled = sentRows.filter { $0.mutation.id > (settleThrough ?? MutationID.min) }
         for row in unsettled { counters.add(row.mutation.changes, mutation: row.mutation.id) }
         counters.add(Array(pending.after.dropFirst(unsettled.reduce(0) { $0 + $1.mutation.changes.count })), mutation: MutationID.max)

@@ -185,6 +185,39 @@ struct CounterMergeTests {
         #expect(try phone.entry().usageCount == 7)
     }
 
+    @Test("a contribution whose push answer was lost is counted once, also by a later pull of others' increments while it is unanswered")
+    func lostAnswerIsCountedOnce() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer()
+        let phone = try Device.faq(server, name: "phone", directory: directory)
+        let laptop = try Device.faq(server, name: "laptop", directory: directory)
+        phone.context.insert(FAQEntry(key: "reset-password"))
+        try phone.context.save()
+        try await phone.engine.syncNow()
+        try await laptop.engine.syncNow()
+
+        // The server applies the phone's +1, and the answer never arrives.
+        phone.transport.onPush { _, result in
+            _ = try result.get()
+            throw SyncTransportError.unreachable("the answer was lost")
+        }
+        try phone.entry().usageCount += 1
+        try phone.context.save()
+        _ = try? await phone.engine.syncNow()
+        #expect(try phone.entry().usageCount == 1)
+        try laptop.entry().usageCount += 10
+        try laptop.context.save()
+        try await laptop.engine.syncNow()
+        // Pulled again while the +1 is still unanswered: the total counts it already.
+        _ = try? await phone.engine.syncNow()
+        #expect(try phone.entry().usageCount == 11)
+        phone.transport.onPush(nil)
+        try await phone.engine.syncNow()
+        #expect(try phone.entry().usageCount == 11)
+        try await laptop.engine.syncNow()
+        #expect(try laptop.entry().usageCount == 11)
+    }
+
     @Test("a rejected mutation rolls back only its own contribution: +1, +2 (refused) and +4 give +5")
     func rejectionRollsBackOnlyItsDelta() async throws {
         var configuration = SyncServiceConfiguration()
