@@ -117,6 +117,30 @@ struct MergeCaptureTests {
         #expect(try ModelContext(container).fetch(FetchDescriptor<CaptureTally>()).map(\.count) == [2])
     }
 
+    @Test("undoing a counter's save is a save of its own difference: the count goes back, and others' contributions stay")
+    func undoIsADifference() throws {
+        let container = try tallyContainer(at: syncStoreURL())
+        let context = ModelContext(container)
+        let undoManager = UndoManager()
+        context.undoManager = undoManager
+        let tally = CaptureTally(key: "t")
+        context.insert(tally)
+        try context.save()
+        tally.count += 5
+        try context.save()
+        // Another context adds 2 meanwhile.
+        let other = ModelContext(container)
+        let elsewhere = try #require(try other.fetch(FetchDescriptor<CaptureTally>()).first)
+        elsewhere.count += 2
+        try other.save()
+        undoManager.undo()
+        #expect(tally.count == 0)
+        try context.save()
+        #expect(try lastChange(container).counterDeltas.map(\.value.stored) == [.integer(-5)])
+        #expect(tally.count == 2)
+        #expect(try ModelContext(container).fetch(FetchDescriptor<CaptureTally>()).first?.count == 2)
+    }
+
     @Test("the store records merged fields: reopened, it logs differences from its first save, before any configuration")
     func reopenedStoreKeepsMerging() throws {
         let url = syncStoreURL()
