@@ -3,7 +3,7 @@
 /// Integer arithmetic is checked: a sum or a difference that does not fit 64 bits is nil, so a
 /// save that would overflow a counter fails instead of wrapping, and a server refuses it.
 public enum CounterValue: Hashable, Sendable, CustomStringConvertible {
-    /// An integer counter (`Int`, `Int64`, `Int32`), held as 64 bits.
+    /// An integer counter (`Int`, `Int64`), held as 64 bits.
     case int(Int64)
     /// A floating-point counter (`Double`, `Float`).
     case double(Double)

@@ -8,7 +8,7 @@ public enum MergeKind: String, Codable, Sendable, CaseIterable {
     /// all kept, and an add concurrent with a remove of the same element wins. Not supported yet:
     /// declaring it throws at engine setup.
     case set
-    /// A number (`Int`, `Int64`, `Int32`, `Double`, `Float`): each save contributes its
+    /// A number (`Int`, `Int64`, `Double`, `Float`): each save contributes its
     /// difference, and the value is the sum of every applied contribution.
     case counter
     /// A `String` whose concurrent insertions and deletions are all kept. Not supported yet:

@@ -17,6 +17,7 @@ final class FAQEntry {
     var published: Bool = false
     var tags: [String] = []
     var views: Int? = nil
+    var shortCount: Int32 = 0
 
     init(key: String) {
         self.key = key
@@ -358,6 +359,8 @@ struct CounterMergeTests {
         #expect(setOnString.flatMap(mismatch).map { "\($0.0).\($0.1) \($0.2)" } == "FAQEntry.answer set")
         let textOnInt = #expect(throws: SyncEngineError.self) { try engine { $0.merge(\FAQEntry.usageCount, .text) } }
         #expect(textOnInt.flatMap(mismatch).map { "\($0.0).\($0.1) \($0.2)" } == "FAQEntry.usageCount text")
+        let narrow = #expect(throws: SyncEngineError.self) { try engine { $0.merge(\FAQEntry.shortCount, .counter) } }
+        #expect(narrow.flatMap(mismatch).map { "\($0.0).\($0.1) \($0.2)" } == "FAQEntry.shortCount counter")
         let optional = #expect(throws: SyncEngineError.self) { try engine { $0.merge(\FAQEntry.views, .counter) } }
         #expect(optional.flatMap(mismatch).map { "\($0.0).\($0.1) \($0.2)" } == "FAQEntry.views counter")
         #expect(throws: SyncEngineError.mergeNotSupported(entity: "FAQEntry", property: "answer", kind: .text)) {

@@ -5,9 +5,10 @@ import OpenSwiftDataSyncProtocol
 /// Between a counter's stored form (an INTEGER or REAL column), its value in the merge core
 /// (``CounterValue``) and the Swift value of its property.
 enum CounterBridge {
-    /// Whether a property of this type can be a counter.
+    /// Whether a property of this type can be a counter: 64-bit integers and floating-point
+    /// numbers (a narrower integer could not hold every total the server may sum to).
     static func isCounterType(_ type: Any.Type) -> Bool {
-        type == Int.self || type == Int64.self || type == Int32.self || type == Double.self || type == Float.self
+        type == Int.self || type == Int64.self || type == Double.self || type == Float.self
     }
 
     /// A stored value of a field of `kind` as a counter value (nil: NULL, or not a number).
@@ -35,7 +36,6 @@ enum CounterBridge {
         case let .int(number):
             if type == Int.self { return Int(exactly: number) }
             if type == Int64.self { return number }
-            if type == Int32.self { return Int32(exactly: number) }
             return nil
         case let .double(number):
             if type == Double.self { return number }
