@@ -97,6 +97,9 @@ struct SyncRebase {
     private(set) var batch: [RemoteRecordChange] = []
     /// Counters' pending contributions, re-applied onto pulled totals.
     var counters: SyncCounterQueue
+    /// Counter fields whose shadows a rejection seeded in this batch: shown again at once, with
+    /// the contributions still pending (without the rejected one).
+    private var rejectedCounters: Set<SyncEngineStore.ShadowKey> = []
     /// What pulled changes held that this app's model does not sync (a newer version's): the
     /// names of entities, and `Entity.field` / `Entity.link` names (see
     /// ``SchemaDescriptor/needsDownload(after:skipped:)``).
@@ -345,6 +348,9 @@ struct SyncRebase {
             for name in names {
                 shadow(ref, .field(name), .field(state.fields[name] ?? .null), version: state.version)
             }
+            for name in change.merge.keys {
+                rejectedCounters.insert(SyncEngineStore.ShadowKey(entity: ref.entity, recordID: ref.recordID, part: .field(name)))
+            }
             for (relationship, link) in change.links {
                 let present = Set(state.links[relationship] ?? [])
                 for target in link.added + link.removed {
@@ -398,10 +404,10 @@ struct SyncRebase {
         for (key, entry) in shadows {
             let ref = RecordRef(entity: key.entity, recordID: key.recordID)
             guard !Self.isMasked(key.part, by: after[ref]) else {
-                // A counter still pending shows the server's last total with the pending
-                // contributions on top: a rejected one is gone from them at once, the others
-                // stay (its shadow stays too, for when they settle).
-                if case let .field(name) = key.part, case let .field(total) = entry.value, after[ref]?.record != true,
+                // A counter a rejection touched, with other contributions still pending, shows
+                // the server's last total with those on top: the rejected one is gone at once,
+                // the others stay (its shadow stays too, for when they settle).
+                if rejectedCounters.contains(key), case let .field(name) = key.part, case let .field(total) = entry.value, after[ref]?.record != true,
                     let shape = shapes[ref.entity], let rebased = rebasedCounter(ref, name, total, shape: shape)
                 {
                     batch.append(

@@ -259,6 +259,40 @@ struct CounterMergeTests {
         #expect(try laptop.entry().usageCount == 15)
     }
 
+    @Test("a rejection settled while a later contribution is still unpushed takes back its own contribution at once, and keeps the later one")
+    func rejectionWithLaterContributionPending() async throws {
+        var configuration = SyncServiceConfiguration()
+        configuration.resolvers["FAQEntry"] = { input in
+            input.change.fields["answer"] == .string("spam") ? .refuse("answers may not be spam") : .usePolicy
+        }
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(configuration: configuration)
+        let phone = try Device.faq(server, name: "phone", directory: directory)
+        phone.context.insert(FAQEntry(key: "reset-password"))
+        try phone.context.save()
+        try await phone.engine.syncNow()
+
+        try phone.entry().usageCount += 2
+        try phone.entry().answer = "spam"
+        try phone.context.save()
+        // Pushed and refused, not pulled yet (the refusal changed nothing on the server: no
+        // pulled change of the record will come to show the total).
+        phone.transport.onPull { _ in throw SyncTransportError.unreachable("no pull now") }
+        _ = try? await phone.engine.syncNow()
+        phone.transport.onPull(nil)
+        try phone.entry().usageCount += 4
+        try phone.context.save()
+        #expect(try phone.entry().usageCount == 6)
+        phone.transport.blockPushes = true
+        _ = try? await phone.engine.syncNow()
+        // Settled: the +2 is gone, the unpushed +4 stays.
+        #expect(try phone.entry().usageCount == 4)
+        #expect(try phone.entry().answer == "")
+        phone.transport.blockPushes = false
+        try await phone.engine.syncNow()
+        #expect(try phone.entry().usageCount == 4)
+    }
+
     @Test(
         "mixed versions: an older app that writes the counter whole is taken as a difference when nobody else changed the record, and refused, naming the field, when that would lose contributions"
     )
