@@ -92,6 +92,9 @@ extension SyncEngine {
                 }
                 if !page.hasMore { return }
             }
+        } catch let SyncTransportError.refused(_, refusal) where refusal.code == .unsupportedProtocolVersion {
+            await Self.abandon(prefetched)
+            throw SyncEngineError.serverTooOld(required: protocolVersion.rawValue, supported: (refusal.supportedVersions ?? []).map(\.rawValue))
         } catch {
             await Self.abandon(prefetched)
             throw error
@@ -110,7 +113,7 @@ extension SyncEngine {
     /// read (they are staged and applied together anyway).
     private func pullRequest(snapshot: Bool) -> PullRequest {
         let limit = snapshot ? configuration.snapshotPageSize : configuration.pullPageSize
-        return PullRequest(clientID: clientID, cursor: requestCursor, limit: limit)
+        return PullRequest(protocolVersion: protocolVersion, clientID: clientID, cursor: requestCursor, limit: limit)
     }
 
     /// Refuses a page the engine cannot apply: another protocol version. Nothing of it is
@@ -118,7 +121,7 @@ extension SyncEngine {
     /// app) are not an error: they are skipped (see ``SyncRebase/add(_:)``), and downloaded
     /// again when an update of the app syncs them.
     private func check(_ page: PullResponse) throws {
-        guard page.protocolVersion == .current else {
+        guard page.protocolVersion == protocolVersion else {
             throw SyncEngineError.unsupportedProtocolVersion(server: page.protocolVersion.rawValue)
         }
     }
@@ -176,8 +179,18 @@ extension SyncEngine {
                 $0.key.part.isLink || !downloaded.contains(SyncRebase.RecordRef(entity: $0.key.entity, recordID: $0.key.recordID))
             }
         }
+        // Counters' contributions still pending after this page, by mutation (held and unsent
+        // saves have no id the server knows: they come last).
+        // A page that reaches the head says which of this client's mutations the server has
+        // processed: their contributions are in the totals pulled through it, answered or not
+        // (an answer lost on its way).
+        var counters = SyncCounterQueue(clientID: clientID, processedThrough: page.hasMore ? 0 : page.lastMutationID)
+        let unsettled = sentRows.filter { $0.mutation.id > (settleThrough ?? MutationID.min) }
+        for row in unsettled { counters.add(row.mutation.changes, mutation: row.mutation.id) }
+        counters.add(Array(pending.after.dropFirst(unsettled.reduce(0) { $0 + $1.mutation.changes.count })), mutation: MutationID.max)
         var rebase = SyncRebase(
-            shapes: shapes, before: SyncRebase.masks(of: pending.before), after: SyncRebase.masks(of: pending.after), shadows: shadows)
+            shapes: shapes, before: SyncRebase.masks(of: pending.before), after: SyncRebase.masks(of: pending.after), shadows: shadows,
+            counters: counters)
         var events: [SyncEvent] = []
         // Inserts of records that pending mutations mask: those without a local row are
         // applied whole (see `SyncRebase.absent`).

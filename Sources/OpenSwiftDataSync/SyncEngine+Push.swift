@@ -69,7 +69,9 @@ extension SyncEngine {
             let response: PushResponse
             do {
                 response = try await transport.push(
-                    PushRequest(clientID: clientID, mutations: batch, schema: schemaSent ? nil : pushSchema, cursor: cursor))
+                    PushRequest(
+                        protocolVersion: protocolVersion, clientID: clientID, mutations: batch, schema: schemaSent ? nil : pushSchema, cursor: cursor)
+                )
             } catch let error as SyncTransportError {
                 // The server was restored since this client's last pull: nothing was processed.
                 // The pull that follows resets the cursor and marks what the server lost for
@@ -78,7 +80,7 @@ extension SyncEngine {
                 try await handlePushRefusal(error, batch: batch)
                 continue
             }
-            guard response.protocolVersion == .current else {
+            guard response.protocolVersion == protocolVersion else {
                 throw SyncEngineError.unsupportedProtocolVersion(server: response.protocolVersion.rawValue)
             }
             let results = response.results.filter { $0.id >= first.id && $0.id <= last.id }
@@ -139,6 +141,9 @@ extension SyncEngine {
             }
         case .forbidden:
             throw SyncEngineError.accessDenied(refusal.message)
+        case .unsupportedProtocolVersion:
+            throw SyncEngineError.serverTooOld(
+                required: protocolVersion.rawValue, supported: (refusal.supportedVersions ?? []).map(\.rawValue))
         default:
             throw error
         }

@@ -39,6 +39,8 @@ public actor SyncEngine {
     let user: String
     let shapes: [String: SyncEntityShape]
     let schema: SchemaDescriptor
+    /// The protocol version the engine speaks: 2 when a field merges, else 1.
+    let protocolVersion: ProtocolVersion
     /// The schema pushes describe: ``schema``, plus what earlier versions of the app synced
     /// while saves made under them are still queued (see `loadState`).
     let pushSchema: SchemaDescriptor
@@ -104,9 +106,26 @@ public actor SyncEngine {
         }
         var capture = SyncCaptureConfiguration(clock: { [clock] in clock.now() })
         for entity in configuration.entities { entity.register(&capture) }
+        for merge in configuration.merges {
+            guard let property = merge.property else {
+                throw SyncEngineError.mergeKindMismatch(
+                    entity: merge.entity, property: merge.keyPathDescription, kind: merge.kind, reason: "the key path names no persisted property")
+            }
+            guard configuration.entity(named: merge.entity) != nil else {
+                throw SyncEngineError.mergeKindMismatch(
+                    entity: merge.entity, property: property, kind: merge.kind, reason: "\(merge.entity) is not configured to sync")
+            }
+            capture.merge(entity: merge.entity, property: property, kind: merge.kind)
+        }
         do {
             try container.enableSyncCapture(capture)
         } catch let error as SyncCaptureError {
+            if case let .mergeKindMismatch(entity, property, kind, reason) = error {
+                throw SyncEngineError.mergeKindMismatch(entity: entity, property: property, kind: kind, reason: reason)
+            }
+            if case let .mergeNotSupported(entity, property, kind) = error {
+                throw SyncEngineError.mergeNotSupported(entity: entity, property: property, kind: kind)
+            }
             if case let .unsupportedIdentity(entity, reason) = error { throw SyncEngineError.unsupportedModel(entity: entity, reason: reason) }
             if case let .unknownEntity(entity) = error { throw SyncEngineError.modelNotInSchema(entity) }
             if case let .duplicateSyncName(entity, _, _) = error { throw SyncEngineError.unsupportedModel(entity: entity, reason: error.description) }
@@ -130,7 +149,7 @@ public actor SyncEngine {
                     fields: shape.fields.map {
                         FieldDescriptor(
                             name: $0.name, kind: $0.kind, optional: $0.optional, destination: $0.destination,
-                            deleteRule: $0.destinationDeleteRule.map(SyncValueMapping.deleteRule))
+                            deleteRule: $0.destinationDeleteRule.map(SyncValueMapping.deleteRule), merge: $0.merge)
                     },
                     links: shape.links.map { LinkDescriptor(name: $0.name, destination: $0.destination) },
                     policy: entity.policy
@@ -144,6 +163,9 @@ public actor SyncEngine {
         self.shapes = shapes
         let schema = SchemaDescriptor(entities: entities)
         self.schema = schema
+        // Version 2 only when a field merges: an app without merged fields keeps working with
+        // servers that speak only version 1.
+        protocolVersion = schema.entities.contains { $0.fields.contains { $0.merge != nil } } ? .fieldMerges : .plainFields
         self.pushLimit = max(1, configuration.maxMutationsPerPush)
         var random = SyncRandom(seed: seed ?? UInt64.random(in: 0...UInt64.max))
         self.status = SyncStatus()

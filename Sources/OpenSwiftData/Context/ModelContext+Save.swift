@@ -34,6 +34,7 @@ extension ModelContext {
         let keys: [(row: Int64, upserted: Bool)]
         let batchRemoved: [PersistentIdentifier]
         let historyID: Int64?
+        let merged: [MergedWrite]
         do {
             insertReachable(from: inserted.all + changed.all)
             try applyDeleteRules()
@@ -44,7 +45,7 @@ extension ModelContext {
                 updates: changed.all.filter { $0.storage.state == .registered && !$0.storage.changedProperties.isEmpty },
                 insertions: inserted.all
             )
-            (keys, batchRemoved, historyID) = try write(work, to: store)
+            (keys, batchRemoved, historyID, merged) = try write(work, to: store)
         } catch {
             for (storage, key) in journaledKeys.reversed() { storage.primaryKey = key }
             for snapshot in (journal ?? [:]).values { snapshot.restore() }
@@ -56,7 +57,7 @@ extension ModelContext {
         // (by `didSave` observers, say) need no journal.
         endJournal()
         container.didCommitSave()
-        finishSave(work, in: store, keys: keys, batchRemoved: batchRemoved, historyID: historyID)
+        finishSave(work, in: store, keys: keys, batchRemoved: batchRemoved, historyID: historyID, merged: merged)
     }
 
     /// What a save writes, settled once delete rules and auto-insertion have run.
@@ -74,7 +75,7 @@ extension ModelContext {
     /// the history transaction.
     private func write(
         _ work: SaveWork, to store: SQLiteStore
-    ) throws -> (keys: [(row: Int64, upserted: Bool)], batchRemoved: [PersistentIdentifier], historyID: Int64?) {
+    ) throws -> (keys: [(row: Int64, upserted: Bool)], batchRemoved: [PersistentIdentifier], historyID: Int64?, merged: [MergedWrite]) {
         let (deletions, updates, insertions) = (work.deletions, work.updates, work.insertions)
         let author = self.author
         // The history log's capture, and sync capture's when the container has it on (none
@@ -162,6 +163,14 @@ extension ModelContext {
                 }
                 journaledKeys.append((storage, storage.primaryKey))
                 if let existing = conflicts.first {
+                    // The row takes the inserted model's values; a capture that merges a column
+                    // still learns the value it replaces (nothing was read before: `seen` nil).
+                    for capture in captures {
+                        for column in capture.mergedColumns(of: layout) {
+                            _ = try capture.merge(
+                                registration, layout: layout, row: existing, column: column, seen: nil, written: values[column], in: db)
+                        }
+                    }
                     try run(layout) { try table.update(primaryKey: existing, columns: Array(layout.columns.indices), values: values) }
                     storage.primaryKey = existing
                     keys.append((existing, true))
@@ -202,6 +211,7 @@ extension ModelContext {
             // A row an inserted model upserted onto takes that model's values, in memory too (the
             // instance registered for the row gets them in `finishSave`): that instance's own
             // pending changes are not written over them.
+            var merged: [MergedWrite] = []
             var upsertedRows: [String: Set<Int64>] = [:]
             for (registration, row, _) in upserts { upsertedRows[registration.storage.entityName, default: []].insert(row) }
             for registration in updates {
@@ -211,7 +221,25 @@ extension ModelContext {
                 else { continue }
                 let changed = storage.changedProperties.sorted()
                 let changedColumns = changed.compactMap { layout.properties[$0].columnIndex }
-                let values = try changedColumns.map { try encode(storage, layout.columns[$0], layout) }
+                var values = try changedColumns.map { try encode(storage, layout.columns[$0], layout) }
+                // Columns a capture merges (a synced counter) take the value it merged.
+                for capture in captures {
+                    let mergedColumns = capture.mergedColumns(of: layout)
+                    guard !mergedColumns.isEmpty else { continue }
+                    for (position, column) in changedColumns.enumerated() where mergedColumns.contains(column) {
+                        let property = layout.columns[column]
+                        var seen: DatabaseValue?
+                        if let copy = storage.committedCopy, copy.isInitialized(property.index) {
+                            seen = try copy.withSlot(property.index) { try property.codec.encodeSlot($0) }
+                        }
+                        guard
+                            let result = try capture.merge(
+                                registration, layout: layout, row: row, column: column, seen: seen, written: values[position], in: db)
+                        else { continue }
+                        values[position] = result.stored
+                        merged.append(MergedWrite(registration: registration, keyPath: property.keyPath, value: result.value))
+                    }
+                }
                 try run(layout) { try writer(for: layout).update(primaryKey: row, columns: changedColumns, values: values) }
                 for capture in captures {
                     try capture.updated(registration, layout: layout, row: row, properties: changed, columns: changedColumns, values: values, in: db)
@@ -220,13 +248,14 @@ extension ModelContext {
             let upserted = Set(zip(insertions, keys).filter(\.1.upserted).map { ObjectIdentifier($0.0.storage) })
             try writeJoinRows(insertions: insertions, updates: updates, upserted: upserted, db: db, captures: captures)
             for capture in captures { try capture.finish(author: author, in: db) }
-            return (keys, batchRemoved, history.transaction)
+            return (keys, batchRemoved, history.transaction, merged)
         }
     }
 
     /// Brings the in-memory state in line with the committed store and posts `didSave`.
     private func finishSave(
-        _ work: SaveWork, in store: SQLiteStore, keys: [(row: Int64, upserted: Bool)], batchRemoved: [PersistentIdentifier], historyID: Int64?
+        _ work: SaveWork, in store: SQLiteStore, keys: [(row: Int64, upserted: Bool)], batchRemoved: [PersistentIdentifier], historyID: Int64?,
+        merged: [MergedWrite]
     ) {
         let (deletions, updates, insertions) = (work.deletions, work.updates, work.insertions)
         if undoManager != nil {
@@ -249,6 +278,9 @@ extension ModelContext {
             storage.state = .removed
             storage.context = nil
         }
+        // The models show what merged columns hold (set as the app would, so observers see it),
+        // then take it as committed.
+        for write in merged { write.apply() }
         for registration in updates {
             registration.storage.commit()
             updatedIDs.append(registration.storage.ensureIdentifier())

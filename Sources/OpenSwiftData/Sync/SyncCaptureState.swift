@@ -18,6 +18,9 @@ final class SyncCaptureState: Sendable {
     init(_ configuration: SyncCaptureConfiguration, container: ModelContainer, lenient: Bool = false) throws {
         self.configuration = configuration
         let names = Set(configuration.entities.map(\.name))
+        if !lenient, let entity = configuration.merges.keys.sorted().first(where: { !names.contains($0) }) {
+            throw SyncCaptureError.unknownEntity(entity)
+        }
         var plans: [String: SyncEntityPlan] = [:]
         for entity in configuration.entities {
             guard let layout = container.layout(named: entity.name) else {
@@ -26,7 +29,8 @@ final class SyncCaptureState: Sendable {
             }
             do {
                 try SyncEntityPlan.checkSharedInverses(of: layout, container: container, synced: names)
-                plans[entity.name] = try SyncEntityPlan(layout: layout, scope: entity.scope, synced: names)
+                plans[entity.name] = try SyncEntityPlan(
+                    layout: layout, scope: entity.scope, synced: names, merges: configuration.merges[entity.name] ?? [:], lenient: lenient)
             } catch  where lenient {
                 continue
             }

@@ -272,12 +272,16 @@ struct PushEvaluator: Sendable {
                 return
             }
             try checkKinds(change, record: nil, schema: entitySchema, key: key)
+            try checkMerges(change, record: nil, schema: entitySchema, key: key)
             let values = try resolveReferences(change.fields, of: key, working: working)
             claim(change.scope, &working)
             var fields: [SyncName: StoredField] = [:]
             for (name, value) in values {
-                fields[name] = StoredField(value: value, kind: value.kind ?? schemaKind(entitySchema, name), stamp: stamp, client: clientID)
+                fields[name] = StoredField(
+                    value: value, kind: value.kind ?? schemaKind(entitySchema, name), stamp: stamp, client: clientID,
+                    merge: declaredMerge(entitySchema, name))
             }
+            _ = try apply(change.merge, to: &fields, stamp: stamp, key: key)
             var links: [SyncName: [RecordID: StoredLink]] = [:]
             for (name, linkChange) in change.links {
                 for target in linkChange.added { links[name, default: [:]][target] = StoredLink(present: true, stamp: stamp, client: clientID) }
@@ -339,7 +343,14 @@ struct PushEvaluator: Sendable {
         let key = existing.key
         let clientID = request.clientID
         try checkKinds(change, record: existing, schema: entitySchema, key: key)
+        try checkMerges(change, record: existing, schema: entitySchema, key: key)
         var fieldsToApply = try resolveReferences(change.fields, of: key, working: working)
+        // Contributions to merged fields, and plain writes of such fields turned into ones:
+        // applied whatever the policy decides for the other fields.
+        var plainFields = fieldsToApply
+        var merges = try contributions(ofPlain: &plainFields, change: change, existing: existing, schema: entitySchema, snapshot: snapshot)
+        fieldsToApply = plainFields
+        merges.merge(change.merge) { _, new in new }
         var linksToApply = change.links
         var unconditional = false
         let policy = policy(for: change.entity, schema: request.schema ?? snapshot.client?.schema)
@@ -347,7 +358,7 @@ struct PushEvaluator: Sendable {
             switch resolver(ResolverInput(serverRecord: existing.state, change: change, stamp: stamp, clientID: clientID)) {
             case .usePolicy: break
             case .apply(let fields, let links):
-                fieldsToApply = try resolveReferences(fields, of: key, working: working)
+                fieldsToApply = try resolveReferences(fields, of: key, working: working).filter { merges[$0.key] == nil }
                 linksToApply = links
                 unconditional = true
             case .refuse(let message):
@@ -372,7 +383,9 @@ struct PushEvaluator: Sendable {
                 }
                 unconditional = true
             case .rejectStale:
-                if isStale(existing, change: change, snapshot: snapshot) {
+                // Contributions alone are never stale: they commute with every other write.
+                let onlyContributions = change.op == .update && fieldsToApply.isEmpty && linksToApply.isEmpty && !merges.isEmpty
+                if !onlyContributions, isStale(existing, change: change, snapshot: snapshot) {
                     throw Rejection(
                         reason: .stale,
                         message:
@@ -388,9 +401,11 @@ struct PushEvaluator: Sendable {
                 continue
             }
             let kind = value.kind ?? record.fields[name]?.kind ?? schemaKind(entitySchema, name)
-            record.fields[name] = StoredField(value: value, kind: kind, stamp: stamp, client: clientID)
+            record.fields[name] = StoredField(
+                value: value, kind: kind, stamp: stamp, client: clientID, merge: record.fields[name]?.merge ?? declaredMerge(entitySchema, name))
             if existing.fields[name]?.value != value { changedFields[name] = value }
         }
+        changedFields.merge(try apply(merges, to: &record.fields, stamp: stamp, key: key)) { _, total in total }
         for (name, linkChange) in linksToApply {
             var added: [RecordID] = []
             var removed: [RecordID] = []
@@ -477,7 +492,7 @@ struct PushEvaluator: Sendable {
     /// Stale: the record changed after the change's base version through another client's
     /// mutation (a client never conflicts with itself). Below the compaction horizon the log
     /// no longer says who wrote, so any change counts.
-    private func isStale(_ record: StoredRecord, change: RecordChange, snapshot: PushSnapshot) -> Bool {
+    func isStale(_ record: StoredRecord, change: RecordChange, snapshot: PushSnapshot) -> Bool {
         let base = change.baseVersion ?? 0
         guard record.version > base else { return false }
         if base < snapshot.horizon { return true }

@@ -108,7 +108,10 @@ public final class SyncService: Sendable {
         if !plan.newScopes.isEmpty {
             observer.event(.grantsChanged(users: Set(plan.newScopes.map(\.owner))))
         }
-        return plan.response
+        // The answer speaks the request's version (a version 1 client checks it).
+        var response = plan.response
+        response.protocolVersion = request.protocolVersion
+        return response
     }
 
     /// Lowercase hexadecimal digits of a digest (as `String(format: "%02x")` per byte wrote
@@ -151,6 +154,14 @@ public final class SyncService: Sendable {
                 guard !change.entity.isEmpty, !change.recordID.isEmpty, change.recordID.utf8.count <= 1024, change.entity.utf8.count <= 256 else {
                     throw SyncServiceError.malformed("mutation \(mutation.id): entity and recordID must be non-empty (at most 256 and 1024 bytes)")
                 }
+                if !change.merge.isEmpty, request.protocolVersion < .fieldMerges {
+                    throw SyncServiceError.malformed(
+                        "mutation \(mutation.id): merged fields (\(change.merge.keys.sorted().joined(separator: ", "))) need protocol version \(ProtocolVersion.fieldMerges.rawValue)"
+                    )
+                }
+                if let both = change.merge.keys.first(where: { change.fields[$0] != nil }) {
+                    throw SyncServiceError.malformed("mutation \(mutation.id): field \(both.debugDescription) is both written and merged")
+                }
             }
         }
     }
@@ -177,6 +188,7 @@ public final class SyncService: Sendable {
         let decision = try planner.decide(page.context)
         var (response, next) = planner.finish(decision, page: page)
         response.cursor = cursors.encode(next)
+        response.protocolVersion = request.protocolVersion
         return response
     }
 

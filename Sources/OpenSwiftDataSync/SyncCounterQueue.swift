@@ -1,0 +1,88 @@
+import OpenSwiftDataMerge
+import OpenSwiftDataSyncProtocol
+
+/// The contributions to counters that this client's unsettled mutations make, in order, for
+/// re-applying them onto pulled totals: a device shows the server's total plus its own
+/// contributions the server has not counted yet, so its unpushed increments stay visible and
+/// nothing flickers.
+///
+/// A pulled total already counts this client's mutations up to the last of its own changes of
+/// that record seen in the pulled pages (the server applies a client's mutations in order), and,
+/// once a pull reaches the server's head, every mutation up to the page's `lastMutationID` (each
+/// was applied, so the totals pulled through the head count it, or rejected, so it counts
+/// nowhere), answered or not: only later ones are re-applied.
+struct SyncCounterQueue {
+    struct Item {
+        /// The mutation's id (`MutationID.max` for a save not sent yet).
+        var mutation: MutationID
+        var field: String
+        var delta: CounterValue
+    }
+
+    private var items: [SyncRebase.RecordRef: [Item]] = [:]
+    /// Per record, the last of this client's mutations the pulled changes so far showed.
+    private var echoed: [SyncRebase.RecordRef: MutationID] = [:]
+    /// This client's id, to recognize its own changes in pulled pages.
+    let clientID: ClientID
+    /// The mutations the server had processed for this client when the pull reached its head
+    /// (0 before that page).
+    let processedThrough: MutationID
+
+    init(clientID: ClientID, processedThrough: MutationID = 0) {
+        self.clientID = clientID
+        self.processedThrough = processedThrough
+    }
+
+    var isEmpty: Bool { items.isEmpty }
+
+    /// Adds the contributions of one mutation's changes.
+    mutating func add(_ changes: [RecordChange], mutation: MutationID) {
+        for change in changes {
+            for (field, merge) in change.merge.sorted(by: { $0.key < $1.key }) {
+                guard case let .counter(value) = merge, let delta = Self.counter(value) else { continue }
+                items[SyncRebase.RecordRef(entity: change.entity, recordID: change.recordID), default: []].append(
+                    Item(mutation: mutation, field: field, delta: delta))
+            }
+        }
+    }
+
+    /// Notes a pulled change: when it is this client's own, its record's total counts that
+    /// mutation and every earlier one.
+    mutating func observe(_ change: PulledChange) {
+        guard change.clientID == clientID, let mutation = change.mutationID else { return }
+        let ref = SyncRebase.RecordRef(entity: change.entity, recordID: change.recordID)
+        echoed[ref] = max(echoed[ref] ?? 0, mutation)
+    }
+
+    /// Whether the record has contributions still to count to `field`.
+    func hasPending(_ ref: SyncRebase.RecordRef, _ field: String) -> Bool {
+        items[ref]?.contains { $0.field == field } ?? false
+    }
+
+    /// `total` plus the contributions to `field` of the record that the pulled total does not
+    /// count yet (nil when `total` is not a number, or the sum does not fit).
+    func rebased(_ total: SyncValue, _ ref: SyncRebase.RecordRef, _ field: String) -> SyncValue? {
+        guard let confirmed = Self.counter(total) else { return nil }
+        var counter = CounterState(confirmed: confirmed)
+        let counted = max(echoed[ref] ?? 0, processedThrough)
+        for item in items[ref] ?? [] where item.field == field && item.mutation > counted {
+            do { try counter.add(item.delta, key: item.mutation) } catch { return nil }
+        }
+        return counter.value.map(Self.wire)
+    }
+
+    static func counter(_ value: SyncValue) -> CounterValue? {
+        switch value {
+        case let .int(number): .int(number)
+        case let .double(number): .double(number)
+        default: nil
+        }
+    }
+
+    static func wire(_ value: CounterValue) -> SyncValue {
+        switch value {
+        case let .int(number): .int(number)
+        case let .double(number): .double(number)
+        }
+    }
+}
