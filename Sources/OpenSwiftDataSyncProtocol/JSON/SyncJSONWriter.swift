@@ -117,6 +117,27 @@ package struct SyncJSONWriter {
         byte("]")
     }
 
+    /// Whether `a`'s UTF-8 bytes sort before `b`'s (`JSONEncoder`'s `.sortedKeys` order on
+    /// Linux), compared with `memcmp`.
+    ///
+    /// Safety: `withUTF8` hands out buffers valid for the closure, `memcmp` reads `common`
+    /// bytes, no more than either buffer holds, and a buffer without a base address is empty.
+    @inlinable
+    static func precedesInUTF8(_ a: String, _ b: String) -> Bool {
+        var a = a
+        var b = b
+        return a.withUTF8 { x in
+            b.withUTF8 { y in
+                let common = Swift.min(x.count, y.count)
+                if common > 0, let p = x.baseAddress, let q = y.baseAddress {
+                    let order = memcmp(p, q, common)
+                    if order != 0 { return order < 0 }
+                }
+                return x.count < y.count
+            }
+        }
+    }
+
     /// A dictionary with string keys, in the order of their UTF-8 bytes: `JSONEncoder`'s
     /// `.sortedKeys` order on Linux (`String`'s `<` differs for text that is not in NFC).
     @inlinable
@@ -127,7 +148,7 @@ package struct SyncJSONWriter {
             byte(":")
             try value(&self, only.value)
         } else {
-            for (index, name) in dictionary.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }).enumerated() {
+            for (index, name) in dictionary.keys.sorted(by: Self.precedesInUTF8).enumerated() {
                 guard let element = dictionary[name] else { continue }
                 if index > 0 { byte(",") }
                 string(name)
