@@ -18,6 +18,7 @@ final class FAQEntry {
     var tags: [String] = []
     var views: Int? = nil
     var shortCount: Int32 = 0
+    var weight: Float = 0
 
     init(key: String) {
         self.key = key
@@ -372,6 +373,16 @@ struct CounterMergeTests {
         #expect(try await device.engine.pendingChangeCount() == 1)
     }
 
+    @Test("requests built without a version speak version 1, which every server accepts; only an engine with merged fields asks for 2")
+    func requestsDefaultToPlainFields() {
+        #expect(GrantRequest(user: "alice").protocolVersion == .plainFields)
+        #expect(PullRequest(clientID: "c").protocolVersion == .plainFields)
+        #expect(PushRequest(clientID: "c", mutations: []).protocolVersion == .plainFields)
+        let stamp = HLCTimestamp(milliseconds: 1_800_000_000_000, counter: 0)
+        #expect(PushResponse(lastMutationID: 0, results: [], serverStamp: stamp).protocolVersion == .plainFields)
+        #expect(PullResponse(changes: [], cursor: "", hasMore: false, lastMutationID: 0, serverStamp: stamp).protocolVersion == .plainFields)
+    }
+
     @Test("setup errors name the property: a kind that does not fit its type, an optional, kinds not merged yet")
     func setupErrors() throws {
         let directory = try TemporaryDirectory()
@@ -395,6 +406,8 @@ struct CounterMergeTests {
         #expect(textOnInt.flatMap(mismatch).map { "\($0.0).\($0.1) \($0.2)" } == "FAQEntry.usageCount text")
         let narrow = #expect(throws: SyncEngineError.self) { try engine { $0.merge(\FAQEntry.shortCount, .counter) } }
         #expect(narrow.flatMap(mismatch).map { "\($0.0).\($0.1) \($0.2)" } == "FAQEntry.shortCount counter")
+        let single = #expect(throws: SyncEngineError.self) { try engine { $0.merge(\FAQEntry.weight, .counter) } }
+        #expect(single.flatMap(mismatch).map { "\($0.0).\($0.1) \($0.2)" } == "FAQEntry.weight counter")
         let optional = #expect(throws: SyncEngineError.self) { try engine { $0.merge(\FAQEntry.views, .counter) } }
         #expect(optional.flatMap(mismatch).map { "\($0.0).\($0.1) \($0.2)" } == "FAQEntry.views counter")
         #expect(throws: SyncEngineError.mergeNotSupported(entity: "FAQEntry", property: "answer", kind: .text)) {
