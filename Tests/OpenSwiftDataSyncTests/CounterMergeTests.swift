@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import OpenSwiftData
 import OpenSwiftDataServer
 import OpenSwiftDataSync
@@ -185,6 +186,41 @@ struct CounterMergeTests {
         #expect(try laptop.entry().usageCount == 7)
         try await phone.engine.syncNow()
         #expect(try phone.entry().usageCount == 7)
+    }
+
+    @Test("a device restored from a backup taken while a contribution was unanswered does not count it again under a new client id")
+    func restoredDeviceCountsOnce() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer()
+        let phone = try Device.faq(server, name: "phone", directory: directory)
+        phone.context.insert(FAQEntry(key: "reset-password"))
+        try phone.context.save()
+        try await phone.engine.syncNow()
+        try phone.entry().usageCount += 1
+        try phone.context.save()
+        // The backup holds the +1 unanswered; the phone then pushes it, and a later push
+        // acknowledges its answer, which the server drops.
+        let live = try DatabaseQueue(path: directory.path("phone.sqlite"))
+        try await live.writeWithoutTransaction { db in
+            try db.execute(sql: "VACUUM INTO ?", arguments: [directory.path("restored.sqlite")])
+        }
+        try live.close()
+        try await phone.engine.syncNow()
+        try phone.entry().answer = "Use the link in the mail."
+        try phone.context.save()
+        try await phone.engine.syncNow()
+
+        let restored = try Device.faq(server, name: "restored", directory: directory)
+        let clientBefore = await restored.engine.currentClientID
+        try await restored.engine.syncNow()
+        try await restored.engine.syncNow()
+        #expect(await restored.engine.currentClientID != clientBefore)
+        #expect(try restored.entry().usageCount == 1)
+        let laptop = try Device.faq(server, name: "laptop", directory: directory)
+        try await laptop.engine.syncNow()
+        #expect(try laptop.entry().usageCount == 1)
+        try await phone.engine.syncNow()
+        #expect(try phone.entry().usageCount == 1)
     }
 
     @Test("a contribution whose push answer was lost is counted once, also by a later pull of others' increments while it is unanswered")
