@@ -162,6 +162,7 @@ extension SyncEngine {
             return outcome
         }
         nextMutationID = outcome.next
+        countedThrough = 0
         schemaSent = false
         if !outcome.lost.isEmpty { emit(.lostInServerRestore(outcome.lost)) }
     }
@@ -185,6 +186,7 @@ extension SyncEngine {
         }
         clientID = client
         nextMutationID = next
+        countedThrough = 0
         schemaSent = false
         if dropped {
             cursor = nil

@@ -29,8 +29,9 @@ final class FAQEntry {
 extension SyncConfiguration {
     /// FAQ entries, with `usageCount` (and `rating`) declared as counters unless `merging` is
     /// false (an older version of the app, which writes them whole).
-    static func faq(merging: Bool = true) -> SyncConfiguration {
+    static func faq(merging: Bool = true, pageSize: Int? = nil) -> SyncConfiguration {
         var configuration = SyncConfiguration()
+        if let pageSize { configuration.pullPageSize = pageSize }
         configuration.sync(FAQEntry.self)
         if merging {
             configuration.merge(\FAQEntry.usageCount, .counter)
@@ -57,12 +58,12 @@ extension LoopbackServer {
 
 extension Device {
     /// A device of the FAQ app on the server core, through an in-memory transport.
-    static func faq(_ server: TestServer, name: String, directory: TemporaryDirectory, merging: Bool = true) throws -> Device {
+    static func faq(_ server: TestServer, name: String, directory: TemporaryDirectory, merging: Bool = true, pageSize: Int? = nil) throws -> Device {
         let url = directory.file("\(name).sqlite")
         let container = try ModelContainer(for: Schema([FAQEntry.self]), configurations: ModelConfiguration(url: url))
         let transport = InMemorySyncTransport(service: server.service, user: "alice")
         let engine = try SyncEngine(
-            container: container, transport: transport, user: "alice", configuration: .faq(merging: merging), clock: server.clock,
+            container: container, transport: transport, user: "alice", configuration: .faq(merging: merging, pageSize: pageSize), clock: server.clock,
             seed: seed(of: name))
         return Device(url: url, container: container, engine: engine, inMemory: transport, context: ModelContext(container))
     }
@@ -254,6 +255,42 @@ struct CounterMergeTests {
         #expect(try phone.entry().usageCount == 11)
         try await laptop.engine.syncNow()
         #expect(try laptop.entry().usageCount == 11)
+    }
+
+    @Test("a pull of several pages counts an unanswered contribution once: a later page's total of the record already holds it")
+    func multiPagePullCountsOnce() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer()
+        let phone = try Device.faq(server, name: "phone", directory: directory, pageSize: 1)
+        let laptop = try Device.faq(server, name: "laptop", directory: directory)
+        phone.context.insert(FAQEntry(key: "reset-password"))
+        try phone.context.save()
+        try await phone.engine.syncNow()
+        try await laptop.engine.syncNow()
+
+        // The server applies the phone's +1, and the answer never arrives.
+        phone.transport.onPush { _, result in
+            _ = try result.get()
+            throw SyncTransportError.unreachable("the answer was lost")
+        }
+        try phone.entry().usageCount += 1
+        try phone.context.save()
+        _ = try? await phone.engine.syncNow()
+        // The laptop adds 10, then saves two other entries: the phone pulls one change a page,
+        // the laptop's +10 on a page that is not the last.
+        try laptop.entry().usageCount += 10
+        try laptop.context.save()
+        laptop.context.insert(FAQEntry(key: "second"))
+        try laptop.context.save()
+        laptop.context.insert(FAQEntry(key: "third"))
+        try laptop.context.save()
+        try await laptop.engine.syncNow()
+        _ = try? await phone.engine.syncNow()
+        let shown = try phone.entry().usageCount
+        #expect(shown == 11)
+        phone.transport.onPush(nil)
+        try await phone.engine.syncNow()
+        #expect(try phone.entry().usageCount == 11)
     }
 
     @Test("a rejected mutation rolls back only its own contribution: +1, +2 (refused) and +4 give +5")
