@@ -93,7 +93,7 @@ public struct SyncConfiguration: Sendable {
     /// configuration.merge(\FAQEntity.usageCount, .counter)
     /// ```
     ///
-    /// A `.counter` (`Int`, `Int64`, `Double`, `Float`, not optional) syncs each save's
+    /// A `.counter` (`Int`, `Int64`, `Double`, not optional) syncs each save's
     /// difference: the new value minus the value the saving context had read. Setting it
     /// outright (`unreadCount = 0` after reading 5) is a difference too (−5): a concurrent +1 on
     /// another device ends at 1. Every device shows the sum of all applied contributions, its

@@ -7,10 +7,10 @@ import OpenSwiftDataSyncProtocol
 /// nothing flickers.
 ///
 /// A pulled total already counts this client's mutations up to the last of its own changes of
-/// that record seen in the pulled pages (the server applies a client's mutations in order), and,
-/// once a pull reaches the server's head, every mutation up to the page's `lastMutationID` (each
-/// was applied, so the totals pulled through the head count it, or rejected, so it counts
-/// nowhere), answered or not: only later ones are re-applied.
+/// that record seen in the pulled pages (the server applies a client's mutations in order), and
+/// every mutation up to the `lastMutationID` of the last page that reached the server's head
+/// (each was applied, so the totals pulled since count it, or rejected, so it counts nowhere),
+/// answered or not: only later ones are re-applied.
 struct SyncCounterQueue {
     struct Item {
         /// The mutation's id (`MutationID.max` for a save not sent yet).
@@ -24,14 +24,19 @@ struct SyncCounterQueue {
     private var echoed: [SyncRebase.RecordRef: MutationID] = [:]
     /// This client's id, to recognize its own changes in pulled pages.
     let clientID: ClientID
-    /// The mutations the server had processed for this client when the pull reached its head
-    /// (0 before that page).
+    /// The mutations the server had processed for this client when a pull last reached its head
+    /// (this page, or the previous pull's last page; 0 when unknown).
     let processedThrough: MutationID
 
-    init(clientID: ClientID, processedThrough: MutationID = 0) {
+    init(clientID: ClientID, processedThrough: MutationID = 0, echoed: [SyncRebase.RecordRef: MutationID] = [:]) {
         self.clientID = clientID
         self.processedThrough = processedThrough
+        self.echoed = echoed
     }
+
+    /// Per record, the last of this client's mutations the pulled changes so far showed (kept
+    /// from page to page of one pull: a later page's totals of the record count it too).
+    var echoes: [SyncRebase.RecordRef: MutationID] { echoed }
 
     var isEmpty: Bool { items.isEmpty }
 

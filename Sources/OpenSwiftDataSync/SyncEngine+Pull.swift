@@ -7,6 +7,7 @@ extension SyncEngine {
     /// Pulls pages until the server has nothing more, applying each consistent one (with the
     /// inconsistent pages staged before it) in one transaction.
     func pullAll() async throws {
+        counterEchoes = [:]
         do {
             do {
                 try await pullPages()
@@ -184,7 +185,11 @@ extension SyncEngine {
         // A page that reaches the head says which of this client's mutations the server has
         // processed: their contributions are in the totals pulled through it, answered or not
         // (an answer lost on its way).
-        var counters = SyncCounterQueue(clientID: clientID, processedThrough: page.hasMore ? 0 : page.lastMutationID)
+        // Earlier pages of this pull showed some of this client's own changes: a record's
+        // later totals count those mutations as well.
+        var counters = SyncCounterQueue(
+            clientID: clientID, processedThrough: page.hasMore ? (resetting ? 0 : countedThrough) : page.lastMutationID,
+            echoed: resetting ? [:] : counterEchoes)
         let unsettled = sentRows.filter { $0.mutation.id > (settleThrough ?? MutationID.min) }
         for row in unsettled { counters.add(row.mutation.changes, mutation: row.mutation.id) }
         counters.add(Array(pending.after.dropFirst(unsettled.reduce(0) { $0 + $1.mutation.changes.count })), mutation: MutationID.max)
@@ -369,6 +374,12 @@ extension SyncEngine {
         }
         self.cursor = cursor
         if downloadAgain { requestCursor = nil }
+        counterEchoes = page.hasMore && !downloadAgain ? rebase.counters.echoes : [:]
+        if !page.hasMore {
+            countedThrough = page.lastMutationID
+        } else if resetting || downloadAgain {
+            countedThrough = 0
+        }
         staged = []
         if resetting { resetting = false }
         snapshotScopes = []

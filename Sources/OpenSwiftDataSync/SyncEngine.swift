@@ -73,6 +73,13 @@ public actor SyncEngine {
     var revoked: [ScopeID] = []
     /// Scopes the staged pages download whole (a newly granted scope's snapshot).
     var snapshotScopes: Set<ScopeID> = []
+    /// Per record, the last of this client's mutations the pages applied so far in this pull
+    /// showed: the totals of the record on the later pages count it and every earlier one.
+    var counterEchoes: [SyncRebase.RecordRef: MutationID] = [:]
+    /// The last of this client's mutations the server had processed when a pull last reached
+    /// its head: every total pulled since counts it and the earlier ones (0: none known, after
+    /// a new client id, a server restore or a download again).
+    var countedThrough: MutationID = 0
 
     // Run loop.
     private var runTask: Task<Void, Never>?

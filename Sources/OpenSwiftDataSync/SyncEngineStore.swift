@@ -248,6 +248,20 @@ enum SyncEngineStore {
         return next
     }
 
+    /// Takes the counters' contributions out of the unanswered mutations through `last` (the
+    /// server processed them under a client id this device gives up); true when one had any.
+    static func dropContributions(through last: MutationID, in db: Database) throws -> Bool {
+        var dropped = false
+        for var item in try rows(db, where: "id <= ? AND status = 'sent'", arguments: [last])
+        where item.mutation.changes.contains(where: { !$0.merge.isEmpty }) {
+            for index in item.mutation.changes.indices { item.mutation.changes[index].merge = [:] }
+            try db.execute(sql: "DELETE FROM \(sentTable) WHERE id = ?", arguments: [item.mutation.id])
+            try insertSent(item.mutation, logSequence: item.logSequence, in: db)
+            dropped = true
+        }
+        return dropped
+    }
+
     /// Rewrites the ids of the mutations above `above` to run from `first` on, in order, as
     /// unanswered (after a fork or a server restore that lost them: they were never processed
     /// under their old ids). Returns the next free id.

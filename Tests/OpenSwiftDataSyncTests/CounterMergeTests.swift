@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import OpenSwiftData
 import OpenSwiftDataServer
 import OpenSwiftDataSync
@@ -18,6 +19,7 @@ final class FAQEntry {
     var tags: [String] = []
     var views: Int? = nil
     var shortCount: Int32 = 0
+    var weight: Float = 0
 
     init(key: String) {
         self.key = key
@@ -27,8 +29,9 @@ final class FAQEntry {
 extension SyncConfiguration {
     /// FAQ entries, with `usageCount` (and `rating`) declared as counters unless `merging` is
     /// false (an older version of the app, which writes them whole).
-    static func faq(merging: Bool = true) -> SyncConfiguration {
+    static func faq(merging: Bool = true, pageSize: Int? = nil) -> SyncConfiguration {
         var configuration = SyncConfiguration()
+        if let pageSize { configuration.pullPageSize = pageSize }
         configuration.sync(FAQEntry.self)
         if merging {
             configuration.merge(\FAQEntry.usageCount, .counter)
@@ -55,12 +58,12 @@ extension LoopbackServer {
 
 extension Device {
     /// A device of the FAQ app on the server core, through an in-memory transport.
-    static func faq(_ server: TestServer, name: String, directory: TemporaryDirectory, merging: Bool = true) throws -> Device {
+    static func faq(_ server: TestServer, name: String, directory: TemporaryDirectory, merging: Bool = true, pageSize: Int? = nil) throws -> Device {
         let url = directory.file("\(name).sqlite")
         let container = try ModelContainer(for: Schema([FAQEntry.self]), configurations: ModelConfiguration(url: url))
         let transport = InMemorySyncTransport(service: server.service, user: "alice")
         let engine = try SyncEngine(
-            container: container, transport: transport, user: "alice", configuration: .faq(merging: merging), clock: server.clock,
+            container: container, transport: transport, user: "alice", configuration: .faq(merging: merging, pageSize: pageSize), clock: server.clock,
             seed: seed(of: name))
         return Device(url: url, container: container, engine: engine, inMemory: transport, context: ModelContext(container))
     }
@@ -186,6 +189,41 @@ struct CounterMergeTests {
         #expect(try phone.entry().usageCount == 7)
     }
 
+    @Test("a device restored from a backup taken while a contribution was unanswered does not count it again under a new client id")
+    func restoredDeviceCountsOnce() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer()
+        let phone = try Device.faq(server, name: "phone", directory: directory)
+        phone.context.insert(FAQEntry(key: "reset-password"))
+        try phone.context.save()
+        try await phone.engine.syncNow()
+        try phone.entry().usageCount += 1
+        try phone.context.save()
+        // The backup holds the +1 unanswered; the phone then pushes it, and a later push
+        // acknowledges its answer, which the server drops.
+        let live = try DatabaseQueue(path: directory.path("phone.sqlite"))
+        try await live.writeWithoutTransaction { db in
+            try db.execute(sql: "VACUUM INTO ?", arguments: [directory.path("restored.sqlite")])
+        }
+        try live.close()
+        try await phone.engine.syncNow()
+        try phone.entry().answer = "Use the link in the mail."
+        try phone.context.save()
+        try await phone.engine.syncNow()
+
+        let restored = try Device.faq(server, name: "restored", directory: directory)
+        let clientBefore = await restored.engine.currentClientID
+        try await restored.engine.syncNow()
+        try await restored.engine.syncNow()
+        #expect(await restored.engine.currentClientID != clientBefore)
+        #expect(try restored.entry().usageCount == 1)
+        let laptop = try Device.faq(server, name: "laptop", directory: directory)
+        try await laptop.engine.syncNow()
+        #expect(try laptop.entry().usageCount == 1)
+        try await phone.engine.syncNow()
+        #expect(try phone.entry().usageCount == 1)
+    }
+
     @Test("a contribution whose push answer was lost is counted once, also by a later pull of others' increments while it is unanswered")
     func lostAnswerIsCountedOnce() async throws {
         let directory = try TemporaryDirectory()
@@ -217,6 +255,42 @@ struct CounterMergeTests {
         #expect(try phone.entry().usageCount == 11)
         try await laptop.engine.syncNow()
         #expect(try laptop.entry().usageCount == 11)
+    }
+
+    @Test("a pull of several pages counts an unanswered contribution once: a later page's total of the record already holds it")
+    func multiPagePullCountsOnce() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer()
+        let phone = try Device.faq(server, name: "phone", directory: directory, pageSize: 1)
+        let laptop = try Device.faq(server, name: "laptop", directory: directory)
+        phone.context.insert(FAQEntry(key: "reset-password"))
+        try phone.context.save()
+        try await phone.engine.syncNow()
+        try await laptop.engine.syncNow()
+
+        // The server applies the phone's +1, and the answer never arrives.
+        phone.transport.onPush { _, result in
+            _ = try result.get()
+            throw SyncTransportError.unreachable("the answer was lost")
+        }
+        try phone.entry().usageCount += 1
+        try phone.context.save()
+        _ = try? await phone.engine.syncNow()
+        // The laptop adds 10, then saves two other entries: the phone pulls one change a page,
+        // the laptop's +10 on a page that is not the last.
+        try laptop.entry().usageCount += 10
+        try laptop.context.save()
+        laptop.context.insert(FAQEntry(key: "second"))
+        try laptop.context.save()
+        laptop.context.insert(FAQEntry(key: "third"))
+        try laptop.context.save()
+        try await laptop.engine.syncNow()
+        _ = try? await phone.engine.syncNow()
+        let shown = try phone.entry().usageCount
+        #expect(shown == 11)
+        phone.transport.onPush(nil)
+        try await phone.engine.syncNow()
+        #expect(try phone.entry().usageCount == 11)
     }
 
     @Test("a rejected mutation rolls back only its own contribution: +1, +2 (refused) and +4 give +5")
@@ -372,6 +446,16 @@ struct CounterMergeTests {
         #expect(try await device.engine.pendingChangeCount() == 1)
     }
 
+    @Test("requests built without a version speak version 1, which every server accepts; only an engine with merged fields asks for 2")
+    func requestsDefaultToPlainFields() {
+        #expect(GrantRequest(user: "alice").protocolVersion == .plainFields)
+        #expect(PullRequest(clientID: "c").protocolVersion == .plainFields)
+        #expect(PushRequest(clientID: "c", mutations: []).protocolVersion == .plainFields)
+        let stamp = HLCTimestamp(milliseconds: 1_800_000_000_000, counter: 0)
+        #expect(PushResponse(lastMutationID: 0, results: [], serverStamp: stamp).protocolVersion == .plainFields)
+        #expect(PullResponse(changes: [], cursor: "", hasMore: false, lastMutationID: 0, serverStamp: stamp).protocolVersion == .plainFields)
+    }
+
     @Test("setup errors name the property: a kind that does not fit its type, an optional, kinds not merged yet")
     func setupErrors() throws {
         let directory = try TemporaryDirectory()
@@ -395,6 +479,8 @@ struct CounterMergeTests {
         #expect(textOnInt.flatMap(mismatch).map { "\($0.0).\($0.1) \($0.2)" } == "FAQEntry.usageCount text")
         let narrow = #expect(throws: SyncEngineError.self) { try engine { $0.merge(\FAQEntry.shortCount, .counter) } }
         #expect(narrow.flatMap(mismatch).map { "\($0.0).\($0.1) \($0.2)" } == "FAQEntry.shortCount counter")
+        let single = #expect(throws: SyncEngineError.self) { try engine { $0.merge(\FAQEntry.weight, .counter) } }
+        #expect(single.flatMap(mismatch).map { "\($0.0).\($0.1) \($0.2)" } == "FAQEntry.weight counter")
         let optional = #expect(throws: SyncEngineError.self) { try engine { $0.merge(\FAQEntry.views, .counter) } }
         #expect(optional.flatMap(mismatch).map { "\($0.0).\($0.1) \($0.2)" } == "FAQEntry.views counter")
         #expect(throws: SyncEngineError.mergeNotSupported(entity: "FAQEntry", property: "answer", kind: .text)) {

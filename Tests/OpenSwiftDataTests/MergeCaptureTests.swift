@@ -95,26 +95,37 @@ struct MergeCaptureTests {
         #expect(try lastChange(container).counterDeltas.map(\.value.stored) == [.integer(1)])
     }
 
-    @Test("an inserted model that takes over an existing row (an upsert) sets the counter: it logs the difference from the row's value")
-    func upsertLogsTheDifference() throws {
+    @Test(
+        "an inserted model that takes over an existing row (an upsert) adds its counter, as the server adds an insert's value to an existing record")
+    func upsertAddsItsValue() throws {
         let container = try tallyContainer(at: syncStoreURL())
         let context = ModelContext(container)
         let tally = CaptureTally(key: "t")
-        tally.count = 5
+        tally.count = 42
         context.insert(tally)
         try context.save()
+        // A launch seeds the entry again, with the counter at zero: it takes nothing away.
         let other = ModelContext(container)
-        let again = CaptureTally(key: "t")
-        again.count = 2
-        again.note = "again"
-        other.insert(again)
+        let seeded = CaptureTally(key: "t")
+        seeded.note = "seeded"
+        other.insert(seeded)
         try other.save()
-        let change = try lastChange(container)
+        var change = try lastChange(container)
         #expect(change.kind == .update)
         #expect(change.value(of: "count") == nil)
-        #expect(change.value(of: "note")?.stored == .text("again"))
-        #expect(change.counterDeltas.map(\.value.stored) == [.integer(-3)])
-        #expect(try ModelContext(container).fetch(FetchDescriptor<CaptureTally>()).map(\.count) == [2])
+        #expect(change.value(of: "note")?.stored == .text("seeded"))
+        #expect(change.counterDeltas.isEmpty)
+        #expect(try ModelContext(container).fetch(FetchDescriptor<CaptureTally>()).map(\.count) == [42])
+        // An upsert with a value contributes that value, and the model shows the sum.
+        let third = ModelContext(container)
+        let again = CaptureTally(key: "t")
+        again.count = 2
+        third.insert(again)
+        try third.save()
+        change = try lastChange(container)
+        #expect(change.counterDeltas.map(\.value.stored) == [.integer(2)])
+        #expect(again.count == 44)
+        #expect(try ModelContext(container).fetch(FetchDescriptor<CaptureTally>()).map(\.count) == [44])
     }
 
     @Test("undoing a counter's save is a save of its own difference: the count goes back, and others' contributions stay")
@@ -138,6 +149,63 @@ struct MergeCaptureTests {
         try context.save()
         #expect(try lastChange(container).counterDeltas.map(\.value.stored) == [.integer(-5)])
         #expect(tally.count == 2)
+        #expect(try ModelContext(container).fetch(FetchDescriptor<CaptureTally>()).first?.count == 2)
+    }
+
+    @Test("undoing a counter's save takes back its difference when another context added to the row before that save")
+    func undoAfterAnotherContextAdded() throws {
+        let container = try tallyContainer(at: syncStoreURL())
+        let context = ModelContext(container)
+        let undoManager = UndoManager()
+        context.undoManager = undoManager
+        let tally = CaptureTally(key: "t")
+        tally.count = 5
+        context.insert(tally)
+        try context.save()
+        // Another context adds 2 (the row holds 7) while this one still shows 5.
+        let other = ModelContext(container)
+        let elsewhere = try #require(try other.fetch(FetchDescriptor<CaptureTally>()).first)
+        elsewhere.count += 2
+        try other.save()
+        tally.count += 1
+        try context.save()
+        #expect(tally.count == 8)
+        undoManager.undo()
+        #expect(tally.count == 7)
+        try context.save()
+        #expect(try lastChange(container).counterDeltas.map(\.value.stored) == [.integer(-1)])
+        #expect(try ModelContext(container).fetch(FetchDescriptor<CaptureTally>()).first?.count == 7)
+        undoManager.redo()
+        #expect(tally.count == 8)
+        try context.save()
+        #expect(try lastChange(container).counterDeltas.map(\.value.stored) == [.integer(1)])
+        #expect(try ModelContext(container).fetch(FetchDescriptor<CaptureTally>()).first?.count == 8)
+    }
+
+    @Test("undoing a counter's save takes back its difference from a model refetched after others added to it")
+    func undoOnARefetchedModel() throws {
+        let container = try tallyContainer(at: syncStoreURL())
+        let seed = ModelContext(container)
+        seed.insert(CaptureTally(key: "t"))
+        try seed.save()
+        let context = ModelContext(container)
+        let undoManager = UndoManager()
+        context.undoManager = undoManager
+        let tally = try #require(try context.fetch(FetchDescriptor<CaptureTally>()).first)
+        tally.count += 1
+        try context.save()
+        #expect(tally.count == 1)
+        // Another context adds 2; this one reads the row again and shows 3.
+        let other = ModelContext(container)
+        let elsewhere = try #require(try other.fetch(FetchDescriptor<CaptureTally>()).first)
+        elsewhere.count += 2
+        try other.save()
+        _ = try context.fetch(FetchDescriptor<CaptureTally>())
+        try #require(tally.count == 3)
+        undoManager.undo()
+        #expect(tally.count == 2)
+        try context.save()
+        #expect(try lastChange(container).counterDeltas.map(\.value.stored) == [.integer(-1)])
         #expect(try ModelContext(container).fetch(FetchDescriptor<CaptureTally>()).first?.count == 2)
     }
 

@@ -3,11 +3,17 @@
 /// own code would, so that Observation and live queries see it.
 struct MergedWrite {
     let registration: Registration
+    /// The property's index in its layout.
+    let index: Int
     let keyPath: AnyKeyPath
-    let value: Any
+    /// The value the model shows (nil: the one it saved).
+    let value: Any?
+    /// The save's own contribution (nil: none), which undoing the save takes back.
+    let difference: Any?
 
     /// Sets the value (nothing when it does not fit the property, which a capture never returns).
     func apply() {
+        guard let value else { return }
         func open<M: PersistentModel>(_ model: M) {
             func typed<V>(_ type: V.Type) {
                 guard let keyPath = keyPath as? ReferenceWritableKeyPath<M, V>, let converted = value as? V else { return }

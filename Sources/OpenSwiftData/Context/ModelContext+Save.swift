@@ -134,6 +134,8 @@ extension ModelContext {
             var nextKeys: [String: Int64] = [:]
             var families: [String: [String]] = [:]
             var fixups: [(Registration, [Int])] = []
+            // Columns a capture merged: the models show the merged values once the save commits.
+            var merged: [MergedWrite] = []
             for registration in insertions {
                 let storage = registration.storage
                 guard let layout = storage.layout else {
@@ -147,7 +149,7 @@ extension ModelContext {
                     )
                 }
                 let table = writer(for: layout)
-                let values = try layout.columns.map { try encode(storage, $0, layout) }
+                var values = try layout.columns.map { try encode(storage, $0, layout) }
                 let pending = layout.columns.indices.filter { column in
                     guard values[column].isNull, layout.columns[column].relationship != nil,
                         case .loaded(_?) = storage.toOneSlot(layout.columns[column])
@@ -163,12 +165,21 @@ extension ModelContext {
                 }
                 journaledKeys.append((storage, storage.primaryKey))
                 if let existing = conflicts.first {
-                    // The row takes the inserted model's values; a capture that merges a column
-                    // still learns the value it replaces (nothing was read before: `seen` nil).
+                    // The row takes the inserted model's values; a column a capture merges
+                    // adds the inserted value to the row's (nothing was read before: `seen`
+                    // nil), as the server adds an inserted counter to an existing record's.
                     for capture in captures {
                         for column in capture.mergedColumns(of: layout) {
-                            _ = try capture.merge(
-                                registration, layout: layout, row: existing, column: column, seen: nil, written: values[column], in: db)
+                            guard
+                                let result = try capture.merge(
+                                    registration, layout: layout, row: existing, column: column, seen: nil, written: values[column], in: db)
+                            else { continue }
+                            values[column] = result.stored
+                            let property = layout.columns[column]
+                            merged.append(
+                                MergedWrite(
+                                    registration: registration, index: property.index, keyPath: property.keyPath,
+                                    value: result.replaces ? result.value : nil, difference: nil))
                         }
                     }
                     try run(layout) { try table.update(primaryKey: existing, columns: Array(layout.columns.indices), values: values) }
@@ -211,7 +222,6 @@ extension ModelContext {
             // A row an inserted model upserted onto takes that model's values, in memory too (the
             // instance registered for the row gets them in `finishSave`): that instance's own
             // pending changes are not written over them.
-            var merged: [MergedWrite] = []
             var upsertedRows: [String: Set<Int64>] = [:]
             for (registration, row, _) in upserts { upsertedRows[registration.storage.entityName, default: []].insert(row) }
             for registration in updates {
@@ -237,7 +247,10 @@ extension ModelContext {
                                 registration, layout: layout, row: row, column: column, seen: seen, written: values[position], in: db)
                         else { continue }
                         values[position] = result.stored
-                        merged.append(MergedWrite(registration: registration, keyPath: property.keyPath, value: result.value))
+                        merged.append(
+                            MergedWrite(
+                                registration: registration, index: property.index, keyPath: property.keyPath,
+                                value: result.replaces ? result.value : nil, difference: result.difference))
                     }
                 }
                 try run(layout) { try writer(for: layout).update(primaryKey: row, columns: changedColumns, values: values) }
@@ -259,9 +272,22 @@ extension ModelContext {
     ) {
         let (deletions, updates, insertions) = (work.deletions, work.updates, work.insertions)
         if undoManager != nil {
+            // A merged column's undo takes back the save's difference from whatever the
+            // property then holds, never its value from before the save (others' contributions
+            // landed since stay).
+            var mergedIndices: [ObjectIdentifier: Set<Int>] = [:]
+            for write in merged { mergedIndices[ObjectIdentifier(write.registration.storage), default: []].insert(write.index) }
+            let updated = Set(updates.map { ObjectIdentifier($0.storage) })
             registerUndo(
                 updates: updates.compactMap { registration in
-                    registration.storage.committedCopy.map { (registration, registration.storage.changedProperties.sorted(), $0) }
+                    let counters = mergedIndices[ObjectIdentifier(registration.storage)] ?? []
+                    return registration.storage.committedCopy.map {
+                        (registration, registration.storage.changedProperties.sorted().filter { !counters.contains($0) }, $0)
+                    }
+                },
+                differences: merged.compactMap { write in
+                    guard updated.contains(ObjectIdentifier(write.registration.storage)), let difference = write.difference else { return nil }
+                    return (write.registration, write.keyPath, difference)
                 },
                 insertions: zip(insertions, keys).filter { !$0.1.upserted }.map(\.0),
                 deletions: deletions

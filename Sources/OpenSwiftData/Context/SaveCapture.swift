@@ -50,10 +50,10 @@ protocol SaveCapture: AnyObject {
     func mergedColumns(of layout: EntityLayout) -> [Int]
     /// Before the `UPDATE` of a changed row writes a column this capture merges: `seen` is the
     /// value the saving context had read (nil when unknown), `written` the value it is saving.
-    /// Returns the value to write instead (with the property's Swift value, which the model
-    /// takes once the save has committed), or nil to write `written`. Also called before an
-    /// inserted model takes over an existing row (an upsert), with `seen` nil; the row then takes
-    /// `written` whatever this returns.
+    /// Returns the value to write (with the property's Swift value, which the model takes once
+    /// the save has committed) and the save's own difference, or nil to write `written`. Also
+    /// called before an inserted model takes over an existing row (an upsert), with `seen` nil
+    /// (nothing was read: the inserted value is added to the row's).
     func merge(
         _ registration: Registration, layout: EntityLayout, row: Int64, column: Int, seen: DatabaseValue?, written: DatabaseValue, in db: Database
     ) throws -> MergedValue?
@@ -66,6 +66,11 @@ struct MergedValue {
     let stored: DatabaseValue
     /// The property's value in its Swift type, which the saved model shows.
     let value: Any
+    /// Whether `value` differs from the value the save wrote (the model then takes it).
+    let replaces: Bool
+    /// The save's own contribution in the property's Swift type (nil: none), which undoing the
+    /// save takes back from whatever the property then holds.
+    let difference: Any?
 }
 
 /// Which rows of an entity a deletion removes.

@@ -5,10 +5,11 @@ import OpenSwiftDataSyncProtocol
 /// Between a counter's stored form (an INTEGER or REAL column), its value in the merge core
 /// (``CounterValue``) and the Swift value of its property.
 enum CounterBridge {
-    /// Whether a property of this type can be a counter: 64-bit integers and floating-point
-    /// numbers (a narrower integer could not hold every total the server may sum to).
+    /// Whether a property of this type can be a counter: 64-bit integers and `Double` (a
+    /// narrower integer could not hold every total the server may sum to, and a `Float` neither
+    /// counts past 2^24 in steps of one nor holds the total the server keeps as a `Double`).
     static func isCounterType(_ type: Any.Type) -> Bool {
-        type == Int.self || type == Int64.self || type == Double.self || type == Float.self
+        type == Int.self || type == Int64.self || type == Double.self
     }
 
     /// A stored value of a field of `kind` as a counter value (nil: NULL, or not a number).

@@ -130,7 +130,7 @@ final class SyncEntityPlan: @unchecked Sendable {
         switch kind {
         case .counter:
             guard kinds[field] == .int || kinds[field] == .double, CounterBridge.isCounterType(valueType) else {
-                throw mismatch("a counter is an Int, Int64, Double or Float, not \(valueType)")
+                throw mismatch("a counter is an Int, Int64 or Double, not \(valueType)")
             }
         case .set:
             guard kinds[field] == .json else { throw mismatch("a set is an array or a Set of Codable, Hashable elements, not \(valueType)") }

@@ -400,8 +400,8 @@ final class SyncSaveCapture {
         if scope != record.scope { try SyncRecords.setScope(scope, entity: plan.layout.name, row: row, in: db) }
         if let version = apply?.versionsOfNew[key] { try SyncRecords.setServerVersion(version, entity: plan.layout.name, row: row, in: db) }
         guard logs else { return }
-        // Counters log the difference from the row's value they replaced (see `merge`), the
-        // other fields their values.
+        // Counters log their inserted value as a contribution, added to the row's (see
+        // `merge`), the other fields their values.
         var fields: [Int]?
         var logged = values
         let deltas = counterDeltas.removeValue(forKey: key) ?? []
@@ -468,10 +468,11 @@ final class SyncSaveCapture {
     }
 
     /// A counter's column about to be updated: its contribution is the difference between what
-    /// the saving context wrote and what it had read (`seen`; the column's value when unknown),
-    /// kept for ``updated(_:plan:row:columns:values:in:)``; the column gets its current value plus
-    /// that difference, so that contributions landed meanwhile (another context's save, a pulled
-    /// change) are kept. Nil when that is `written` already.
+    /// the saving context wrote and what it had read (`seen`; zero when nothing was read, as for
+    /// an inserted model that takes over an existing row, whose value the server adds to the
+    /// record's), kept for ``updated(_:plan:row:columns:values:in:)``; the column gets its
+    /// current value plus that difference, so that contributions landed meanwhile (another
+    /// context's save, a pulled change) are kept. Nil when the column is not a counter.
     func merge(
         _ registration: Registration, plan: SyncEntityPlan, row: Int64, column: Int, seen: DatabaseValue?, written: DatabaseValue, in db: Database
     ) throws -> MergedValue? {
@@ -483,16 +484,19 @@ final class SyncSaveCapture {
             db, sql: "SELECT \(quoted(property.name)) FROM \(quoted(plan.layout.table.name)) WHERE \(quoted(TableDescription.primaryKey)) = ?",
             arguments: [row])
         let current = stored.flatMap { CounterBridge.counter($0, kind: kind) } ?? writtenValue.zero
-        let base = seen.flatMap { CounterBridge.counter($0, kind: kind) } ?? current
+        let base = seen.flatMap { CounterBridge.counter($0, kind: kind) } ?? writtenValue.zero
+        let valueType = type(of: property.keyPath).valueType
         guard let delta = writtenValue.subtracting(base), let result = current.adding(delta),
-            let value = CounterBridge.swiftValue(result, as: type(of: property.keyPath).valueType)
+            let value = CounterBridge.swiftValue(result, as: valueType)
         else {
             throw SyncCaptureError.counterOverflow(entity: plan.layout.name, property: property.name)
         }
         if !delta.isZero {
             counterDeltas[ObjectIdentifier(registration.storage), default: []].append((field, CounterBridge.stored(delta)))
         }
-        return result == writtenValue ? nil : MergedValue(stored: CounterBridge.stored(result), value: value)
+        return MergedValue(
+            stored: CounterBridge.stored(result), value: value, replaces: result != writtenValue,
+            difference: delta.isZero ? nil : CounterBridge.swiftValue(delta, as: valueType))
     }
 
     /// A deleted row (called before the row goes): its record goes with it. A row that never
