@@ -329,6 +329,24 @@ extension SyncEngine {
                     removing.append(ref)
                 }
             }
+            // A rejected save of a record in a revoked scope is rolled back by removing the
+            // record, also when it has no local row: the server's state returned with the
+            // rejection is not this user's to hold any more (seed 3032: bob's edit, refused as
+            // stale while the scope was granted again for a moment, was settled after it was
+            // revoked once more; the rollback made a row of the edited field alone where a
+            // reset had removed the record, and every pull failed on `SimCounter.key has no
+            // value`).
+            if !revokedScopes.isEmpty {
+                var listed = Set(removing)
+                for item in settled where item.status == SyncEngineStore.Status.rejected {
+                    for change in item.mutation.changes {
+                        let ref = SyncRebase.RecordRef(entity: change.entity, recordID: change.recordID)
+                        let server = item.result?.serverRecords?.first { $0.entity == change.entity && $0.recordID == change.recordID }
+                        let scope = server?.scope ?? change.scope
+                        if revokedScopes.contains(scope.rawValue), rebase.after[ref] == nil, listed.insert(ref).inserted { removing.append(ref) }
+                    }
+                }
+            }
             rebase.delete(removing)
         }
         // Mutations resent after a server restore were settled once before: pulled values may
