@@ -436,6 +436,12 @@ struct SyncRebase {
             for entry in entries { shadows[SyncEngineStore.ShadowKey(entity: ref.entity, recordID: ref.recordID, part: entry.part)] = nil }
             let version = entries.map(\.version).max() ?? 0
             if entries.contains(where: { $0.value == .record(exists: false) }) {
+                // The server deleted the record: the shadows of its fields and links that
+                // pending edits still mask hold values of the row that is gone, and settling
+                // those edits later would write them as a row of those fields alone (seed 3500:
+                // a pulled insert and delete of a record whose own insert was pending, then an
+                // edit of it refused as recordDeleted, left its `count` as a row without `key`).
+                dropShadows(of: ref)
                 batch.append(.delete(ref.entity, recordID: ref.recordID, serverVersion: version))
                 continue
             }

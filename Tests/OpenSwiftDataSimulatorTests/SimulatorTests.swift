@@ -259,6 +259,10 @@ struct SimulatorTests {
             // after it was revoked once more and a reset had removed the record: the rollback
             // made a row of the edited field alone, and every pull failed on a field with no value.
             "--seed 3032",
+            // A record this client inserted, pulled with another client's delete while the insert
+            // was unanswered; the delete settled while a later edit of the record was pending, whose
+            // refusal (recordDeleted) then wrote the deleted row's masked field back as a row.
+            "--seed 3500",
         ])
     func fixedBugSeeds(arguments: String) async throws {
         let output = try await SimulateCommand.run(arguments.split(separator: " ").map(String.init))

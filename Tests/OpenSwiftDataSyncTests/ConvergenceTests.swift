@@ -490,4 +490,59 @@ struct ConvergenceTests {
         #expect(try a.noteState() == b.noteState())
         #expect(try await b.engine.pendingChangeCount() == 0)
     }
+
+    @Test(
+        "an edit refused as recordDeleted, of a record this device inserted and another deleted, leaves no row of its fields behind (simulator seed 3500)"
+    )
+    func refusedEditOfRecordDeletedElsewhere() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        // One mutation per push, so that one answer can be lost while the other arrives.
+        var configuration = Device.configuration()
+        configuration.maxMutationsPerPush = 1
+        let url = directory.file("a.sqlite")
+        let container = try ModelContainer(for: Schema(engineTestTypes + [Unsynced.self]), configurations: ModelConfiguration(url: url))
+        let transport = InMemorySyncTransport(service: server.service, user: "alice")
+        let engine = try SyncEngine(
+            container: container, transport: transport, user: "alice", configuration: configuration, clock: server.clock, seed: seed(of: "a"))
+        let a = Device(url: url, container: container, engine: engine, inMemory: transport, context: ModelContext(container))
+        let events = EventLog(a.engine)
+        let b = try Device.open(server, directory: directory, name: "b")
+
+        // A's insert is applied, its answer lost: A pulls its own insert while it is unanswered.
+        a.context.insert(Note(title: "draft"))
+        try a.context.save()
+        a.transport.onPush { _, result in
+            _ = try result.get()
+            throw SyncTransportError.unreachable("the answer was lost")
+        }
+        _ = try? await a.engine.syncNow()
+        // B deletes the note; A edits it.
+        try await b.engine.syncNow()
+        b.context.delete(try #require(try b.context.fetch(FetchDescriptor<Note>()).first))
+        try b.context.save()
+        try await b.engine.syncNow()
+        try #require(try a.context.fetch(FetchDescriptor<Note>()).first).body = "edit"
+        try a.context.save()
+
+        // The insert's answer arrives, the edit's is lost (refused: recordDeleted): the pull
+        // applies B's delete while the edit is still pending.
+        a.transport.onPush { request, result in
+            let response = try result.get()
+            if request.mutations.first?.id == 2 { throw SyncTransportError.unreachable("the answer was lost") }
+            return response
+        }
+        _ = try? await a.engine.syncNow()
+        a.transport.onPush(nil)
+        // The edit's refusal settles: nothing of the deleted note comes back, and syncing goes on.
+        try await a.engine.syncNow()
+        try await a.engine.syncNow()
+        #expect(try await a.engine.pendingChangeCount() == 0)
+        #expect(try a.fetch(Note.self).isEmpty)
+        let rejected = await events.waitFor {
+            if case let .rejected(rejection) = $0 { return rejection.reason == .recordDeleted } else { return false }
+        }
+        #expect(rejected != nil)
+    }
+
 }
