@@ -263,6 +263,10 @@ struct SimulatorTests {
             // was unanswered; the delete settled while a later edit of the record was pending, whose
             // refusal (recordDeleted) then wrote the deleted row's masked field back as a row.
             "--seed 3500",
+            // A title that lost to a later write of the value the field already held: that write
+            // logged nothing, so the losing client kept showing its own title. A losing write is
+            // now logged with the value that won.
+            "--seed 3111", "--seed 9896",
         ])
     func fixedBugSeeds(arguments: String) async throws {
         let output = try await SimulateCommand.run(arguments.split(separator: " ").map(String.init))

@@ -492,6 +492,49 @@ struct ConvergenceTests {
     }
 
     @Test(
+        "an edit that loses to a later write of the value the field already held shows the server's value once pushed (simulator seeds 3111, 9896)"
+    )
+    func editLosingToSameValueWrite() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let b = try Device.open(server, directory: directory, name: "b")
+        let c = try Device.open(server, directory: directory, name: "c")
+        a.context.insert(Note(title: "t0"))
+        try a.context.save()
+        try await a.engine.syncNow()
+        try await b.engine.syncNow()
+        try await c.engine.syncNow()
+
+        // A sets t3; B pulls it and sets t2 without pushing; C, which has not pulled A's edit,
+        // sets t3 (and the body) later than B: the server already holds t3, so C's write logs
+        // the body alone.
+        server.clock.advance(1)
+        try #require(try a.context.fetch(FetchDescriptor<Note>()).first).title = "t3"
+        try a.context.save()
+        try await a.engine.syncNow()
+        try await b.engine.syncNow()
+        server.clock.advance(1)
+        try #require(try b.context.fetch(FetchDescriptor<Note>()).first).title = "t2"
+        try b.context.save()
+        server.clock.advance(1)
+        let cNote = try #require(try c.context.fetch(FetchDescriptor<Note>()).first)
+        cNote.title = "t3"
+        cNote.body = "c"
+        try c.context.save()
+        try await c.engine.syncNow()
+
+        // B's edit is older than C's: the server keeps t3, and B shows it once its edit settles.
+        try await b.engine.syncNow()
+        try await a.engine.syncNow()
+        try await c.engine.syncNow()
+        #expect(try await b.engine.pendingChangeCount() == 0)
+        #expect(try b.noteState() == ["t3|c|false|-|"])
+        #expect(try a.noteState() == b.noteState())
+        #expect(try c.noteState() == b.noteState())
+    }
+
+    @Test(
         "an edit refused as recordDeleted, of a record this device inserted and another deleted, leaves no row of its fields behind (simulator seed 3500)"
     )
     func refusedEditOfRecordDeletedElsewhere() async throws {

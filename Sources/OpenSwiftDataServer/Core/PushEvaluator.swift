@@ -378,6 +378,18 @@ struct PushEvaluator: Sendable {
             case .recordLastWriterWins:
                 if !wins(existing.stamp, existing.writer) {
                     working.conflicts += fieldsToApply.count
+                    // Logged with the values that won, as a losing field is (below).
+                    for (name, value) in fieldsToApply {
+                        if let old = existing.fields[name], old.value != value { changedFields[name] = old.value }
+                    }
+                    for (name, linkChange) in linksToApply {
+                        let present = existing.links[name] ?? [:]
+                        let added = linkChange.removed.filter { present[$0]?.present == true }
+                        let removed = linkChange.added.filter { present[$0]?.present != true }
+                        if !added.isEmpty || !removed.isEmpty {
+                            changedLinks[name] = LinkChange(added: added.sorted(), removed: removed.sorted())
+                        }
+                    }
                     fieldsToApply = [:]
                     linksToApply = [:]
                 }
@@ -395,9 +407,15 @@ struct PushEvaluator: Sendable {
                 unconditional = true
             }
         }
+        // A write that loses to a later one is logged with the value that won: the writer's
+        // model shows its own value until a pulled change says otherwise, and the later write
+        // may have logged nothing (it wrote the value the field already had). Seed 3111: a
+        // title set to t2 lost to another device's later t3, written when the field already
+        // held t3, and the writer kept showing t2.
         for (name, value) in fieldsToApply {
             if let old = record.fields[name], !unconditional, !wins(old.stamp, old.client) {
                 working.conflicts += 1
+                if old.value != value { changedFields[name] = old.value }
                 continue
             }
             let kind = value.kind ?? record.fields[name]?.kind ?? schemaKind(entitySchema, name)
@@ -414,6 +432,10 @@ struct PushEvaluator: Sendable {
                     let old = record.links[name]?[target]
                     if let old, !unconditional, !wins(old.stamp, old.client) {
                         working.conflicts += 1
+                        // Logged as it stands, as for a field (above).
+                        if old.present != present {
+                            if old.present { added.append(target) } else { removed.append(target) }
+                        }
                         continue
                     }
                     record.links[name, default: [:]][target] = StoredLink(present: present, stamp: stamp, client: clientID)
@@ -427,12 +449,23 @@ struct PushEvaluator: Sendable {
             }
         }
         let moved = change.scope != existing.scope
+        let latest = stamp > record.stamp || (stamp == record.stamp && clientID > record.writer)
         if changedFields.isEmpty, changedLinks.isEmpty, !moved {
-            // Every write lost to a later one, or changed nothing: applied, nothing to log.
+            // Every write lost to a later one, or wrote the value already there: applied,
+            // nothing to log. A write of the same value that won is kept all the same (its stamp
+            // and writer), so that an older write arriving after it loses to it, as it would
+            // have had it arrived first.
+            if record != existing {
+                if latest {
+                    record.stamp = stamp
+                    record.writer = clientID
+                }
+                working.set(record, for: key)
+            }
             return
         }
         if moved { claim(change.scope, &working) }
-        if stamp > record.stamp || (stamp == record.stamp && clientID > record.writer) {
+        if latest {
             record.stamp = stamp
             record.writer = clientID
         }
