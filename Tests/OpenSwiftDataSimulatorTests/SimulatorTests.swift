@@ -267,6 +267,10 @@ struct SimulatorTests {
             // logged nothing, so the losing client kept showing its own title. A losing write is
             // now logged with the value that won.
             "--seed 3111", "--seed 9896",
+            // A tag link kept pending while the tag had no local row, removed by a rejection's
+            // rollback in the batch that brought the tag: linking the pending reference when the
+            // tag arrived brought the link back.
+            "--seed 6469",
         ])
     func fixedBugSeeds(arguments: String) async throws {
         let output = try await SimulateCommand.run(arguments.split(separator: " ").map(String.init))
