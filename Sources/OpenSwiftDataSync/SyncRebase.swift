@@ -381,6 +381,11 @@ struct SyncRebase {
                 }
                 values[key(.record)] = .record(exists: true)
                 for (name, value) in change.fields { values[key(.field(name))] = .field(value) }
+                // A counter's contribution moves the value the model shows from whatever it
+                // was: an earlier write of the field (an insert's value) says nothing of it any
+                // more (seed 5741: a tally inserted at 0, then +2, both settled by a download
+                // whose total was 0; the total was taken as shown, and the model kept 2).
+                for name in change.merge.keys { values[key(.field(name))] = nil }
                 for (relationship, link) in change.links {
                     for target in link.added { values[key(.link(relationship, target))] = .link(present: true) }
                     for target in link.removed { values[key(.link(relationship, target))] = .link(present: false) }

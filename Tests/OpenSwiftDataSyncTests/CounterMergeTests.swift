@@ -293,6 +293,37 @@ struct CounterMergeTests {
         #expect(try phone.entry().usageCount == 11)
     }
 
+    @Test(
+        "a counter inserted and incremented, both settled by a pull whose total another device changed, shows that total (simulator seed 5741)"
+    )
+    func insertAndIncrementSettledTogether() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer()
+        let phone = try Device.faq(server, name: "phone", directory: directory)
+        let laptop = try Device.faq(server, name: "laptop", directory: directory)
+        try await phone.engine.syncNow()
+
+        // The phone creates the entry at 0 and adds 2; both are pushed, and its pull fails.
+        phone.context.insert(FAQEntry(key: "reset-password"))
+        try phone.context.save()
+        try phone.entry().usageCount += 2
+        try phone.context.save()
+        phone.transport.onPull { _ in throw SyncTransportError.unreachable("the pull was lost") }
+        _ = try? await phone.engine.syncNow()
+        // The laptop sets the counter back to 0 (−2).
+        try await laptop.engine.syncNow()
+        #expect(try laptop.entry().usageCount == 2)
+        try laptop.entry().usageCount = 0
+        try laptop.context.save()
+        try await laptop.engine.syncNow()
+
+        // The phone's next pull settles its insert and its +2 together, with a total of 0.
+        phone.transport.onPull(nil)
+        try await phone.engine.syncNow()
+        #expect(try phone.entry().usageCount == 0)
+        #expect(try laptop.entry().usageCount == 0)
+    }
+
     @Test("a rejected mutation rolls back only its own contribution: +1, +2 (refused) and +4 give +5")
     func rejectionRollsBackOnlyItsDelta() async throws {
         var configuration = SyncServiceConfiguration()
