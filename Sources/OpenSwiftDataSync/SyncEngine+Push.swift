@@ -171,13 +171,18 @@ extension SyncEngine {
     /// mutations are renumbered from 1 under it; answered ones stay settled. The unanswered ones
     /// at or below `processedThrough` (the server processed them under the old id: applied,
     /// so already in its totals, or rejected, so never to count) are resent without their
-    /// counters' contributions, and the next pull downloads the scopes again to bring the
-    /// server's totals.
+    /// counters' contributions (an insert's counters at zero: the server adds an insert's
+    /// value to the record it takes over), and the next pull downloads the scopes again to
+    /// bring the server's totals.
     func takeNewClientID(processedThrough: MutationID? = nil) throws {
         let client = Self.makeClientID(&random)
+        let shapes = shapes
         let (next, dropped) = try storeWrite { db -> (MutationID, Bool) in
             try db.execute(sql: "DELETE FROM \(SyncEngineStore.sentTable) WHERE status != 'sent'")
-            let dropped = try processedThrough.map { try SyncEngineStore.dropContributions(through: $0, in: db) } ?? false
+            let dropped =
+                try processedThrough.map { last in
+                    try SyncEngineStore.dropContributions(through: last, isCounter: { shapes[$0]?.isCounter($1) ?? false }, in: db)
+                } ?? false
             if dropped { try SyncEngineStore.set("cursor", nil, in: db) }
             let next = try SyncEngineStore.renumber(above: 0, from: 1, in: db)
             try SyncEngineStore.set("clientID", client, in: db)

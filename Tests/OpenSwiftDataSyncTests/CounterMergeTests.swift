@@ -224,6 +224,45 @@ struct CounterMergeTests {
         #expect(try phone.entry().usageCount == 1)
     }
 
+    @Test(
+        "a device restored from a backup taken while its insert of a counter was unanswered does not add the inserted value again under a new client id"
+    )
+    func restoredDeviceInsertCountsOnce() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer()
+        let phone = try Device.faq(server, name: "phone", directory: directory)
+        try await phone.engine.syncNow()
+        let entry = FAQEntry(key: "reset-password")
+        entry.usageCount = 5
+        phone.context.insert(entry)
+        try phone.context.save()
+        // The backup holds the insert unanswered; the phone then pushes it, and a later push
+        // acknowledges its answer, which the server drops.
+        let live = try DatabaseQueue(path: directory.path("phone.sqlite"))
+        try await live.writeWithoutTransaction { db in
+            try db.execute(sql: "VACUUM INTO ?", arguments: [directory.path("restored.sqlite")])
+        }
+        try live.close()
+        try await phone.engine.syncNow()
+        try phone.entry().answer = "Use the link in the mail."
+        try phone.context.save()
+        try await phone.engine.syncNow()
+
+        // The restored device sends the insert again under a new client id: the server already
+        // holds the entry, and adds nothing to it.
+        let restored = try Device.faq(server, name: "restored", directory: directory)
+        let clientBefore = await restored.engine.currentClientID
+        try await restored.engine.syncNow()
+        try await restored.engine.syncNow()
+        #expect(await restored.engine.currentClientID != clientBefore)
+        #expect(try restored.entry().usageCount == 5)
+        let laptop = try Device.faq(server, name: "laptop", directory: directory)
+        try await laptop.engine.syncNow()
+        #expect(try laptop.entry().usageCount == 5)
+        try await phone.engine.syncNow()
+        #expect(try phone.entry().usageCount == 5)
+    }
+
     @Test("a contribution whose push answer was lost is counted once, also by a later pull of others' increments while it is unanswered")
     func lostAnswerIsCountedOnce() async throws {
         let directory = try TemporaryDirectory()
