@@ -361,6 +361,16 @@ extension SyncEngine {
         let cursor = downloadAgain ? nil : page.cursor
         let changeCount = staged.count
         let retention = configuration.acknowledgedMutationRetention
+        // Kept with the cursor: after a restart, the pages pulled from it count the same
+        // mutations (a contribution the server processed, whose answer is still missing, is not
+        // added again on top of a total that holds it).
+        var counted = countedThrough
+        if !page.hasMore {
+            counted = page.lastMutationID
+        } else if resetting || downloadAgain {
+            counted = 0
+        }
+        let storeCounted = counted != countedThrough
         let race = RaceFlag()
         do {
             try container.applyRemoteChanges(
@@ -376,6 +386,7 @@ extension SyncEngine {
                         throw LocalSaveRaced()
                     }
                     try SyncEngineStore.set("cursor", cursor, in: db)
+                    if storeCounted { try SyncEngineStore.set(SyncEngineStore.countedThroughKey, counted == 0 ? nil : String(counted), in: db) }
                     if keptRevoked != storedRevoked { try SyncEngineStore.set("revokedScopes", keptRevoked, in: db) }
                     if let settleThrough { try SyncEngineStore.settle(through: settleThrough, retention: retention, in: db) }
                     try SyncEngineStore.updateShadows(newShadows, from: storedShadows, in: db)
@@ -393,11 +404,7 @@ extension SyncEngine {
         self.cursor = cursor
         if downloadAgain { requestCursor = nil }
         counterEchoes = page.hasMore && !downloadAgain ? rebase.counters.echoes : [:]
-        if !page.hasMore {
-            countedThrough = page.lastMutationID
-        } else if resetting || downloadAgain {
-            countedThrough = 0
-        }
+        countedThrough = counted
         staged = []
         if resetting { resetting = false }
         snapshotScopes = []

@@ -159,6 +159,7 @@ extension SyncEngine {
         let outcome = try storeWrite { db -> (lost: [MutationID], next: MutationID) in
             let outcome = try SyncEngineStore.resend(after: last, next: current, in: db)
             try SyncEngineStore.set("nextMutationID", String(outcome.next), in: db)
+            try SyncEngineStore.set(SyncEngineStore.countedThroughKey, nil, in: db)
             return outcome
         }
         nextMutationID = outcome.next
@@ -179,6 +180,7 @@ extension SyncEngine {
         let shapes = shapes
         let (next, dropped) = try storeWrite { db -> (MutationID, Bool) in
             try db.execute(sql: "DELETE FROM \(SyncEngineStore.sentTable) WHERE status != 'sent'")
+            try SyncEngineStore.set(SyncEngineStore.countedThroughKey, nil, in: db)
             let dropped =
                 try processedThrough.map { last in
                     try SyncEngineStore.dropContributions(through: last, isCounter: { shapes[$0]?.isCounter($1) ?? false }, in: db)

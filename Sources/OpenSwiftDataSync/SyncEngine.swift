@@ -78,7 +78,7 @@ public actor SyncEngine {
     var counterEchoes: [SyncRebase.RecordRef: MutationID] = [:]
     /// The last of this client's mutations the server had processed when a pull last reached
     /// its head: every total pulled since counts it and the earlier ones (0: none known, after
-    /// a new client id, a server restore or a download again).
+    /// a new client id, a server restore or a download again). Stored with the cursor.
     var countedThrough: MutationID = 0
 
     // Run loop.
@@ -185,6 +185,7 @@ public actor SyncEngine {
         requestCursor = state.cursor
         nextMutationID = state.next
         pushSchema = state.pushSchema
+        countedThrough = state.countedThrough
     }
 
     /// Sets up an engine that talks to `osd-server` at `server` over HTTP, with a token from
@@ -202,7 +203,7 @@ public actor SyncEngine {
     /// user other than the last one).
     private static func loadState(
         container: ModelContainer, user: String, schema: SchemaDescriptor, random: inout SyncRandom
-    ) throws -> (clientID: ClientID, cursor: String?, next: MutationID, pushSchema: SchemaDescriptor) {
+    ) throws -> (clientID: ClientID, cursor: String?, next: MutationID, pushSchema: SchemaDescriptor, countedThrough: MutationID) {
         do {
             try container.registerSyncConsumer(SyncEngineStore.consumer)
             // One user's edits are never pushed into another's account: another user's
@@ -266,7 +267,9 @@ public actor SyncEngine {
                 try SyncEngineStore.set("schema", encoded, in: db)
                 let cursor = try SyncEngineStore.value("cursor", in: db)
                 let next = MutationID(try SyncEngineStore.value("nextMutationID", in: db) ?? "1") ?? 1
-                return (client ?? fresh, cursor, next, schema.merged(with: earlier))
+                // Only with the cursor it was counted with.
+                let counted = cursor == nil ? 0 : try SyncEngineStore.value(SyncEngineStore.countedThroughKey, in: db).flatMap { MutationID($0) } ?? 0
+                return (client ?? fresh, cursor, next, schema.merged(with: earlier), counted)
             }
         } catch let error as SyncEngineError {
             throw error

@@ -282,6 +282,9 @@ enum SyncEngineStore {
         return dropped
     }
 
+    /// The state key of ``SyncEngine/countedThrough``.
+    static let countedThroughKey = "countedThrough"
+
     /// Rewrites the ids of the mutations above `above` to run from `first` on, in order, as
     /// unanswered (after a fork or a server restore that lost them: they were never processed
     /// under their old ids). Returns the next free id.

@@ -363,6 +363,53 @@ struct CounterMergeTests {
         #expect(try laptop.entry().usageCount == 0)
     }
 
+    @Test("after the app restarts, a pull of several pages still counts an unanswered contribution once")
+    func multiPagePullAfterRestartCountsOnce() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer()
+        let laptop = try Device.faq(server, name: "laptop", directory: directory)
+        do {
+            let phone = try Device.faq(server, name: "phone", directory: directory, pageSize: 1)
+            phone.context.insert(FAQEntry(key: "reset-password"))
+            try phone.context.save()
+            try await phone.engine.syncNow()
+            try await laptop.engine.syncNow()
+            // The server applies the phone's +1, and the answer never arrives; the pull that
+            // follows reaches the head, whose totals count it.
+            phone.transport.onPush { _, result in
+                _ = try result.get()
+                throw SyncTransportError.unreachable("the answer was lost")
+            }
+            try phone.entry().usageCount += 1
+            try phone.context.save()
+            _ = try? await phone.engine.syncNow()
+            #expect(try phone.entry().usageCount == 1)
+        }
+        // The laptop adds 10, then saves two other entries: the phone pulls one change a page,
+        // the laptop's +10 on a page that is not the last.
+        try laptop.entry().usageCount += 10
+        try laptop.context.save()
+        laptop.context.insert(FAQEntry(key: "second"))
+        try laptop.context.save()
+        laptop.context.insert(FAQEntry(key: "third"))
+        try laptop.context.save()
+        try await laptop.engine.syncNow()
+
+        // The phone's app starts again; the +1's answer is still lost.
+        let phone = try Device.faq(server, name: "phone", directory: directory, pageSize: 1)
+        phone.transport.onPush { _, result in
+            _ = try result.get()
+            throw SyncTransportError.unreachable("the answer was lost")
+        }
+        _ = try? await phone.engine.syncNow()
+        #expect(try phone.entry().usageCount == 11)
+        phone.transport.onPush(nil)
+        try await phone.engine.syncNow()
+        #expect(try phone.entry().usageCount == 11)
+        try await laptop.engine.syncNow()
+        #expect(try laptop.entry().usageCount == 11)
+    }
+
     @Test("a rejected mutation rolls back only its own contribution: +1, +2 (refused) and +4 give +5")
     func rejectionRollsBackOnlyItsDelta() async throws {
         var configuration = SyncServiceConfiguration()
