@@ -20,6 +20,9 @@ struct SyncCounterQueue {
     }
 
     private var items: [SyncRebase.RecordRef: [Item]] = [:]
+    /// Records a pending mutation deletes: what follows starts a new life (an insert's values
+    /// are the record's, not contributions to a pulled total).
+    private var restarted: Set<SyncRebase.RecordRef> = []
     /// Per record, the last of this client's mutations the pulled changes so far showed.
     private var echoed: [SyncRebase.RecordRef: MutationID] = [:]
     /// This client's id, to recognize its own changes in pulled pages.
@@ -27,11 +30,17 @@ struct SyncCounterQueue {
     /// The mutations the server had processed for this client when a pull last reached its head
     /// (this page, or the previous pull's last page; 0 when unknown).
     let processedThrough: MutationID
+    /// Whether a field of an entity is a counter (an insert's value of it is a contribution).
+    let isCounter: (String, String) -> Bool
 
-    init(clientID: ClientID, processedThrough: MutationID = 0, echoed: [SyncRebase.RecordRef: MutationID] = [:]) {
+    init(
+        clientID: ClientID, processedThrough: MutationID = 0, echoed: [SyncRebase.RecordRef: MutationID] = [:],
+        isCounter: @escaping (String, String) -> Bool = { _, _ in false }
+    ) {
         self.clientID = clientID
         self.processedThrough = processedThrough
         self.echoed = echoed
+        self.isCounter = isCounter
     }
 
     /// Per record, the last of this client's mutations the pulled changes so far showed (kept
@@ -40,16 +49,35 @@ struct SyncCounterQueue {
 
     var isEmpty: Bool { items.isEmpty }
 
-    /// Adds the contributions of one mutation's changes.
+    /// Adds the contributions of one mutation's changes: counters' differences, and the values
+    /// inserts give counters (the server adds them to a record the insert takes over, so a
+    /// pulled total holds them once the insert is counted).
     mutating func add(_ changes: [RecordChange], mutation: MutationID) {
         for change in changes {
+            let ref = SyncRebase.RecordRef(entity: change.entity, recordID: change.recordID)
+            switch change.op {
+            case .delete:
+                items[ref] = nil
+                restarted.insert(ref)
+                continue
+            case .insert where !restarted.contains(ref):
+                for (field, value) in change.fields.sorted(by: { $0.key < $1.key }) where isCounter(change.entity, field) {
+                    guard let delta = Self.counter(value), !delta.isZero else { continue }
+                    items[ref, default: []].append(Item(mutation: mutation, field: field, delta: delta))
+                }
+            case .insert, .update:
+                break
+            }
             for (field, merge) in change.merge.sorted(by: { $0.key < $1.key }) {
                 guard case let .counter(value) = merge, let delta = Self.counter(value) else { continue }
-                items[SyncRebase.RecordRef(entity: change.entity, recordID: change.recordID), default: []].append(
-                    Item(mutation: mutation, field: field, delta: delta))
+                items[ref, default: []].append(Item(mutation: mutation, field: field, delta: delta))
             }
         }
     }
+
+    /// Whether a pending mutation deletes the record (what follows is a new life, not to be
+    /// put on top of totals pulled before it).
+    func restarts(_ ref: SyncRebase.RecordRef) -> Bool { restarted.contains(ref) }
 
     /// Notes a pulled change: when it is this client's own, its record's total counts that
     /// mutation and every earlier one.
@@ -61,7 +89,7 @@ struct SyncCounterQueue {
 
     /// Whether the record has contributions still to count to `field`.
     func hasPending(_ ref: SyncRebase.RecordRef, _ field: String) -> Bool {
-        items[ref]?.contains { $0.field == field } ?? false
+        !restarted.contains(ref) && (items[ref]?.contains { $0.field == field } ?? false)
     }
 
     /// `total` plus the contributions to `field` of the record that the pulled total does not

@@ -194,9 +194,10 @@ struct SyncRebase {
                         guard Self.isMasked(key, by: mask) else { continue }
                         if shape.isCounter(name) {
                             // A counter shows the total with the pending contributions on top of
-                            // it (or of a pending insert's value).
+                            // it, a pending insert's value among them until the total counts it
+                            // (after a pending delete, the insert's value and what follows).
                             shadow(ref, key, .field(value), version: change.version)
-                            let base = mask.values[name] ?? value
+                            let base = counters.restarts(ref) ? mask.values[name] ?? value : value
                             values[name] = counters.rebased(base, ref, name) ?? base
                             continue
                         }
@@ -252,8 +253,9 @@ struct SyncRebase {
                 if Self.isMasked(key, by: mask) {
                     shadow(ref, key, .field(value), version: change.version)
                     // A counter shows others' contributions at once, with its own pending ones
-                    // on top (a pending insert or delete of the record waits for settling).
-                    if !mask.record, let rebased = rebasedCounter(ref, name, value, shape: shape) { applied[name] = rebased }
+                    // on top, a pending insert's value among them (a pending delete of the
+                    // record waits for settling).
+                    if !mask.deletedLocally, let rebased = rebasedCounter(ref, name, value, shape: shape) { applied[name] = rebased }
                 } else {
                     applied[name] = value
                 }

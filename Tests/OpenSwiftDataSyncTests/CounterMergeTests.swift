@@ -189,6 +189,50 @@ struct CounterMergeTests {
         #expect(try phone.entry().usageCount == 7)
     }
 
+    @Test("a record this device inserted and has not settled shows others' contributions at once, its inserted value counted once")
+    func unsettledInsertShowsOthersContributions() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer()
+        let phone = try Device.faq(server, name: "phone", directory: directory)
+        let laptop = try Device.faq(server, name: "laptop", directory: directory)
+        try await phone.engine.syncNow()
+        let first = FAQEntry(key: "reset-password")
+        first.usageCount = 3
+        laptop.context.insert(first)
+        try laptop.context.save()
+        try await laptop.engine.syncNow()
+
+        // The phone creates the same entry at 5 and cannot push: it shows the laptop's 3 with
+        // its 5 on top, which the server adds when the insert arrives.
+        let second = FAQEntry(key: "reset-password")
+        second.usageCount = 5
+        phone.context.insert(second)
+        try phone.context.save()
+        phone.transport.blockPushes = true
+        _ = try? await phone.engine.syncNow()
+        #expect(try phone.entry().usageCount == 8)
+        // The insert is applied, its answer lost; the laptop adds 2: the phone shows the total,
+        // which holds its 5 already.
+        phone.transport.blockPushes = false
+        phone.transport.onPush { _, result in
+            _ = try result.get()
+            throw SyncTransportError.unreachable("the answer was lost")
+        }
+        _ = try? await phone.engine.syncNow()
+        #expect(try phone.entry().usageCount == 8)
+        try await laptop.engine.syncNow()
+        try laptop.entry().usageCount += 2
+        try laptop.context.save()
+        try await laptop.engine.syncNow()
+        _ = try? await phone.engine.syncNow()
+        #expect(try phone.entry().usageCount == 10)
+        phone.transport.onPush(nil)
+        try await phone.engine.syncNow()
+        #expect(try phone.entry().usageCount == 10)
+        try await laptop.engine.syncNow()
+        #expect(try laptop.entry().usageCount == 10)
+    }
+
     @Test("a device restored from a backup taken while a contribution was unanswered does not count it again under a new client id")
     func restoredDeviceCountsOnce() async throws {
         let directory = try TemporaryDirectory()
