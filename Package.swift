@@ -74,6 +74,7 @@ let package = Package(
         .target(
             name: "OpenSwiftData",
             dependencies: [
+                "OpenSwiftDataMerge",
                 "OpenSwiftDataMacros",
                 // The hybrid logical clock that stamps synced saves: one implementation, the
                 // protocol's (Foundation only).
@@ -91,10 +92,14 @@ let package = Package(
         // The sync wire protocol: Codable types on Foundation alone, shared by the sync engine
         // and the server.
         .target(name: "OpenSwiftDataSyncProtocol"),
+        // Fields that merge instead of overwrite: their states and contributions, on the standard
+        // library alone, shared by capture, the sync engine and the server.
+        .target(name: "OpenSwiftDataMerge"),
         // The sync engine: outbox, push, pull, rebase, status and events over a SyncTransport.
         .target(
             name: "OpenSwiftDataSync",
             dependencies: [
+                "OpenSwiftDataMerge",
                 "OpenSwiftData",
                 "OpenSwiftDataSyncProtocol",
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -147,6 +152,8 @@ let package = Package(
         .executableTarget(name: "History", dependencies: ["OpenSwiftData"], path: "Examples/History"),
         // Two processes syncing notes through osd-server; also the client the kill test runs.
         .executableTarget(name: "SyncedNotes", dependencies: ["OpenSwiftData", "OpenSwiftDataSync"], path: "Examples/SyncedNotes"),
+        // A counter that merges (the sync guide quotes it).
+        .executableTarget(name: "SyncedFAQ", dependencies: ["OpenSwiftData", "OpenSwiftDataSync"], path: "Examples/SyncedFAQ"),
         // The same app after an update that adds a property; the app-update kill test runs it on
         // a store SyncedNotes left mid-push.
         .executableTarget(name: "SyncedNotesV2", dependencies: ["OpenSwiftData", "OpenSwiftDataSync"], path: "Examples/SyncedNotesV2"),
@@ -162,6 +169,7 @@ let package = Package(
         .target(
             name: "OpenSwiftDataServer",
             dependencies: [
+                "OpenSwiftDataMerge",
                 "OpenSwiftDataSyncProtocol",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -268,6 +276,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        .testTarget(name: "OpenSwiftDataMergeTests", dependencies: ["OpenSwiftDataMerge"]),
         .testTarget(
             name: "OpenSwiftDataSimulatorTests",
             dependencies: ["OpenSwiftDataSimulator"]

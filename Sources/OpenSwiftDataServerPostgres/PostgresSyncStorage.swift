@@ -84,6 +84,15 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         }
     }
 
+    package func start(wallMilliseconds: UInt64) async throws -> HLCTimestamp {
+        try await writeTransaction { [logger] connection, head in
+            var clock = HybridLogicalClock(last: head.clock)
+            let started = clock.now(wallMilliseconds: wallMilliseconds)
+            try await connection.run(UpdateHeadStatement(seq: head.seq, clock: Int64(bitPattern: started.rawValue)), logger: logger)
+            return started
+        }
+    }
+
     package func metadata() async throws -> StorageMetadata {
         var epoch: String?
         var key: Data?

@@ -56,6 +56,15 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
         }
     }
 
+    package func start(wallMilliseconds: UInt64) async throws -> HLCTimestamp {
+        try await write { db in
+            var clock = HybridLogicalClock(last: try Self.headRow(db).2)
+            let started = clock.now(wallMilliseconds: wallMilliseconds)
+            try db.execute(sql: "UPDATE osd_head SET clock = ? WHERE id = 1", arguments: [Int64(bitPattern: started.rawValue)])
+            return started
+        }
+    }
+
     package func metadata() async throws -> StorageMetadata {
         try await pool.read { db in
             guard let epoch = try String.fetchOne(db, sql: "SELECT CAST(value AS TEXT) FROM osd_metadata WHERE key = 'epoch'"),

@@ -21,8 +21,22 @@ public struct SyncConfiguration: Sendable {
         let register: @Sendable (inout SyncCaptureConfiguration) -> Void
     }
 
+    /// A field declared to merge (``merge(_:_:)``).
+    public struct Merge: Sendable {
+        /// The entity's name.
+        public let entity: String
+        /// The property's name (nil when the key path names no persisted property of the model).
+        public let property: String?
+        /// How it merges.
+        public let kind: MergeKind
+        /// The key path as written, for errors that cannot name the property.
+        let keyPathDescription: String
+    }
+
     /// The synced entities, in the order they were added.
     public private(set) var entities: [Entity] = []
+    /// The fields that merge instead of being written whole, in the order they were declared.
+    public private(set) var merges: [Merge] = []
     /// The most mutations sent in one push request.
     public var maxMutationsPerPush: Int = 100
     /// The most changes asked for in one pull page (each page of the log is applied in one
@@ -69,6 +83,33 @@ public struct SyncConfiguration: Sendable {
         _ type: T.Type, policy: ConflictPolicy = .fieldLastWriterWins, scope keyPath: KeyPath<T, String?> & Sendable
     ) {
         sync(type, policy: policy, scope: { model in model[keyPath: keyPath] })
+    }
+
+    /// Declares that a property of a synced model merges concurrent writes instead of keeping
+    /// the last one; the model's code stays plain SwiftData:
+    ///
+    /// ```swift
+    /// configuration.sync(FAQEntity.self)
+    /// configuration.merge(\FAQEntity.usageCount, .counter)
+    /// ```
+    ///
+    /// A `.counter` (`Int`, `Int64`, `Double`, not optional) syncs each save's
+    /// difference: the new value minus the value the saving context had read. Setting it
+    /// outright (`unreadCount = 0` after reading 5) is a difference too (−5): a concurrent +1 on
+    /// another device ends at 1. Every device shows the sum of all applied contributions, its
+    /// own unpushed ones included.
+    ///
+    /// ``SyncEngine/init(container:transport:user:configuration:)`` checks the declarations: a
+    /// kind that does not fit the property throws
+    /// ``SyncEngineError/mergeKindMismatch(entity:property:kind:reason:)`` naming it (`.counter`
+    /// on a `Bool`, `.text` on an `Int`, `.set` on a `String`); `.set` and `.text` on properties
+    /// they fit throw ``SyncEngineError/mergeNotSupported(entity:property:kind:)`` in this
+    /// version. An engine with merged fields speaks protocol version 2.
+    public mutating func merge<T: PersistentModel, V>(_ keyPath: KeyPath<T, V>, _ kind: MergeKind) {
+        let entity = Schema.entityName(for: T.self)
+        let property = T.schemaMetadata.first { $0.keypath == keyPath }?.name
+        merges.removeAll { $0.entity == entity && $0.property != nil && $0.property == property }
+        merges.append(Merge(entity: entity, property: property, kind: kind, keyPathDescription: "\(keyPath)"))
     }
 
     /// The entity of a name, if it syncs.

@@ -7,6 +7,7 @@ extension SyncEngine {
     /// Pulls pages until the server has nothing more, applying each consistent one (with the
     /// inconsistent pages staged before it) in one transaction.
     func pullAll() async throws {
+        counterEchoes = [:]
         do {
             do {
                 try await pullPages()
@@ -92,6 +93,9 @@ extension SyncEngine {
                 }
                 if !page.hasMore { return }
             }
+        } catch let SyncTransportError.refused(_, refusal) where refusal.code == .unsupportedProtocolVersion {
+            await Self.abandon(prefetched)
+            throw SyncEngineError.serverTooOld(required: protocolVersion.rawValue, supported: (refusal.supportedVersions ?? []).map(\.rawValue))
         } catch {
             await Self.abandon(prefetched)
             throw error
@@ -110,7 +114,7 @@ extension SyncEngine {
     /// read (they are staged and applied together anyway).
     private func pullRequest(snapshot: Bool) -> PullRequest {
         let limit = snapshot ? configuration.snapshotPageSize : configuration.pullPageSize
-        return PullRequest(clientID: clientID, cursor: requestCursor, limit: limit)
+        return PullRequest(protocolVersion: protocolVersion, clientID: clientID, cursor: requestCursor, limit: limit)
     }
 
     /// Refuses a page the engine cannot apply: another protocol version. Nothing of it is
@@ -118,7 +122,7 @@ extension SyncEngine {
     /// app) are not an error: they are skipped (see ``SyncRebase/add(_:)``), and downloaded
     /// again when an update of the app syncs them.
     private func check(_ page: PullResponse) throws {
-        guard page.protocolVersion == .current else {
+        guard page.protocolVersion == protocolVersion else {
             throw SyncEngineError.unsupportedProtocolVersion(server: page.protocolVersion.rawValue)
         }
     }
@@ -176,8 +180,22 @@ extension SyncEngine {
                 $0.key.part.isLink || !downloaded.contains(SyncRebase.RecordRef(entity: $0.key.entity, recordID: $0.key.recordID))
             }
         }
+        // Counters' contributions still pending after this page, by mutation (held and unsent
+        // saves have no id the server knows: they come last).
+        // A page that reaches the head says which of this client's mutations the server has
+        // processed: their contributions are in the totals pulled through it, answered or not
+        // (an answer lost on its way).
+        // Earlier pages of this pull showed some of this client's own changes: a record's
+        // later totals count those mutations as well.
+        var counters = SyncCounterQueue(
+            clientID: clientID, processedThrough: page.hasMore ? (resetting ? 0 : countedThrough) : page.lastMutationID,
+            echoed: resetting ? [:] : counterEchoes, isCounter: { [shapes] in shapes[$0]?.isCounter($1) ?? false })
+        let unsettled = sentRows.filter { $0.mutation.id > (settleThrough ?? MutationID.min) }
+        for row in unsettled { counters.add(row.mutation.changes, mutation: row.mutation.id) }
+        counters.add(Array(pending.after.dropFirst(unsettled.reduce(0) { $0 + $1.mutation.changes.count })), mutation: MutationID.max)
         var rebase = SyncRebase(
-            shapes: shapes, before: SyncRebase.masks(of: pending.before), after: SyncRebase.masks(of: pending.after), shadows: shadows)
+            shapes: shapes, before: SyncRebase.masks(of: pending.before), after: SyncRebase.masks(of: pending.after), shadows: shadows,
+            counters: counters)
         var events: [SyncEvent] = []
         // Inserts of records that pending mutations mask: those without a local row are
         // applied whole (see `SyncRebase.absent`).
@@ -311,6 +329,24 @@ extension SyncEngine {
                     removing.append(ref)
                 }
             }
+            // A rejected save of a record in a revoked scope is rolled back by removing the
+            // record, also when it has no local row: the server's state returned with the
+            // rejection is not this user's to hold any more (seed 3032: bob's edit, refused as
+            // stale while the scope was granted again for a moment, was settled after it was
+            // revoked once more; the rollback made a row of the edited field alone where a
+            // reset had removed the record, and every pull failed on `SimCounter.key has no
+            // value`).
+            if !revokedScopes.isEmpty {
+                var listed = Set(removing)
+                for item in settled where item.status == SyncEngineStore.Status.rejected {
+                    for change in item.mutation.changes {
+                        let ref = SyncRebase.RecordRef(entity: change.entity, recordID: change.recordID)
+                        let server = item.result?.serverRecords?.first { $0.entity == change.entity && $0.recordID == change.recordID }
+                        let scope = server?.scope ?? change.scope
+                        if revokedScopes.contains(scope.rawValue), rebase.after[ref] == nil, listed.insert(ref).inserted { removing.append(ref) }
+                    }
+                }
+            }
             rebase.delete(removing)
         }
         // Mutations resent after a server restore were settled once before: pulled values may
@@ -325,6 +361,16 @@ extension SyncEngine {
         let cursor = downloadAgain ? nil : page.cursor
         let changeCount = staged.count
         let retention = configuration.acknowledgedMutationRetention
+        // Kept with the cursor: after a restart, the pages pulled from it count the same
+        // mutations (a contribution the server processed, whose answer is still missing, is not
+        // added again on top of a total that holds it).
+        var counted = countedThrough
+        if !page.hasMore {
+            counted = page.lastMutationID
+        } else if resetting || downloadAgain {
+            counted = 0
+        }
+        let storeCounted = counted != countedThrough
         let race = RaceFlag()
         do {
             try container.applyRemoteChanges(
@@ -340,6 +386,7 @@ extension SyncEngine {
                         throw LocalSaveRaced()
                     }
                     try SyncEngineStore.set("cursor", cursor, in: db)
+                    if storeCounted { try SyncEngineStore.set(SyncEngineStore.countedThroughKey, counted == 0 ? nil : String(counted), in: db) }
                     if keptRevoked != storedRevoked { try SyncEngineStore.set("revokedScopes", keptRevoked, in: db) }
                     if let settleThrough { try SyncEngineStore.settle(through: settleThrough, retention: retention, in: db) }
                     try SyncEngineStore.updateShadows(newShadows, from: storedShadows, in: db)
@@ -356,6 +403,8 @@ extension SyncEngine {
         }
         self.cursor = cursor
         if downloadAgain { requestCursor = nil }
+        counterEchoes = page.hasMore && !downloadAgain ? rebase.counters.echoes : [:]
+        countedThrough = counted
         staged = []
         if resetting { resetting = false }
         snapshotScopes = []

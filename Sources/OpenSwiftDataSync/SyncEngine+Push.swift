@@ -69,7 +69,9 @@ extension SyncEngine {
             let response: PushResponse
             do {
                 response = try await transport.push(
-                    PushRequest(clientID: clientID, mutations: batch, schema: schemaSent ? nil : pushSchema, cursor: cursor))
+                    PushRequest(
+                        protocolVersion: protocolVersion, clientID: clientID, mutations: batch, schema: schemaSent ? nil : pushSchema, cursor: cursor)
+                )
             } catch let error as SyncTransportError {
                 // The server was restored since this client's last pull: nothing was processed.
                 // The pull that follows resets the cursor and marks what the server lost for
@@ -78,7 +80,7 @@ extension SyncEngine {
                 try await handlePushRefusal(error, batch: batch)
                 continue
             }
-            guard response.protocolVersion == .current else {
+            guard response.protocolVersion == protocolVersion else {
                 throw SyncEngineError.unsupportedProtocolVersion(server: response.protocolVersion.rawValue)
             }
             let results = response.results.filter { $0.id >= first.id && $0.id <= last.id }
@@ -107,7 +109,9 @@ extension SyncEngine {
         case .clientForked, .clientIDOwnedByAnotherUser:
             // A restored device, or an id taken by someone else: a new client id, and the
             // unanswered mutations renumbered from 1 under it. Answered ones stay settled.
-            try takeNewClientID()
+            // Those the server processed under the old id (through its lastMutationID) were
+            // counted already or must not count: their counters' contributions are not resent.
+            try takeNewClientID(processedThrough: refusal.code == .clientForked ? refusal.lastMutationID : nil)
         case .bodyTooLarge, .batchTooLarge:
             // Over the server's size limits: fewer mutations per push, and a save too large
             // on its own is sent in parts, each a mutation of its own, in order. One that
@@ -139,6 +143,9 @@ extension SyncEngine {
             }
         case .forbidden:
             throw SyncEngineError.accessDenied(refusal.message)
+        case .unsupportedProtocolVersion:
+            throw SyncEngineError.serverTooOld(
+                required: protocolVersion.rawValue, supported: (refusal.supportedVersions ?? []).map(\.rawValue))
         default:
             throw error
         }
@@ -152,27 +159,48 @@ extension SyncEngine {
         let outcome = try storeWrite { db -> (lost: [MutationID], next: MutationID) in
             let outcome = try SyncEngineStore.resend(after: last, next: current, in: db)
             try SyncEngineStore.set("nextMutationID", String(outcome.next), in: db)
+            try SyncEngineStore.set(SyncEngineStore.countedThroughKey, nil, in: db)
             return outcome
         }
         nextMutationID = outcome.next
+        countedThrough = 0
         schemaSent = false
         if !outcome.lost.isEmpty { emit(.lostInServerRestore(outcome.lost)) }
     }
 
     /// Takes a new client id (a restored device, or an id another user holds): the unanswered
-    /// mutations are renumbered from 1 under it; answered ones stay settled.
-    func takeNewClientID() throws {
+    /// mutations are renumbered from 1 under it; answered ones stay settled. The unanswered ones
+    /// at or below `processedThrough` (the server processed them under the old id: applied,
+    /// so already in its totals, or rejected, so never to count) are resent without their
+    /// counters' contributions (an insert's counters at zero: the server adds an insert's
+    /// value to the record it takes over), and the next pull downloads the scopes again to
+    /// bring the server's totals.
+    func takeNewClientID(processedThrough: MutationID? = nil) throws {
         let client = Self.makeClientID(&random)
-        let next = try storeWrite { db -> MutationID in
+        let shapes = shapes
+        let (next, dropped) = try storeWrite { db -> (MutationID, Bool) in
             try db.execute(sql: "DELETE FROM \(SyncEngineStore.sentTable) WHERE status != 'sent'")
+            try SyncEngineStore.set(SyncEngineStore.countedThroughKey, nil, in: db)
+            let dropped =
+                try processedThrough.map { last in
+                    try SyncEngineStore.dropContributions(through: last, isCounter: { shapes[$0]?.isCounter($1) ?? false }, in: db)
+                } ?? false
+            if dropped { try SyncEngineStore.set("cursor", nil, in: db) }
             let next = try SyncEngineStore.renumber(above: 0, from: 1, in: db)
             try SyncEngineStore.set("clientID", client, in: db)
             try SyncEngineStore.set("nextMutationID", String(next), in: db)
-            return next
+            return (next, dropped)
         }
         clientID = client
         nextMutationID = next
+        countedThrough = 0
         schemaSent = false
+        if dropped {
+            cursor = nil
+            requestCursor = nil
+            staged = []
+            snapshotScopes = []
+        }
     }
 
     /// Drops a mutation the server refuses as a request (it was never processed): the ones

@@ -39,6 +39,8 @@ public actor SyncEngine {
     let user: String
     let shapes: [String: SyncEntityShape]
     let schema: SchemaDescriptor
+    /// The protocol version the engine speaks: 2 when a field merges, else 1.
+    let protocolVersion: ProtocolVersion
     /// The schema pushes describe: ``schema``, plus what earlier versions of the app synced
     /// while saves made under them are still queued (see `loadState`).
     let pushSchema: SchemaDescriptor
@@ -71,6 +73,13 @@ public actor SyncEngine {
     var revoked: [ScopeID] = []
     /// Scopes the staged pages download whole (a newly granted scope's snapshot).
     var snapshotScopes: Set<ScopeID> = []
+    /// Per record, the last of this client's mutations the pages applied so far in this pull
+    /// showed: the totals of the record on the later pages count it and every earlier one.
+    var counterEchoes: [SyncRebase.RecordRef: MutationID] = [:]
+    /// The last of this client's mutations the server had processed when a pull last reached
+    /// its head: every total pulled since counts it and the earlier ones (0: none known, after
+    /// a new client id, a server restore or a download again). Stored with the cursor.
+    var countedThrough: MutationID = 0
 
     // Run loop.
     private var runTask: Task<Void, Never>?
@@ -104,9 +113,26 @@ public actor SyncEngine {
         }
         var capture = SyncCaptureConfiguration(clock: { [clock] in clock.now() })
         for entity in configuration.entities { entity.register(&capture) }
+        for merge in configuration.merges {
+            guard let property = merge.property else {
+                throw SyncEngineError.mergeKindMismatch(
+                    entity: merge.entity, property: merge.keyPathDescription, kind: merge.kind, reason: "the key path names no persisted property")
+            }
+            guard configuration.entity(named: merge.entity) != nil else {
+                throw SyncEngineError.mergeKindMismatch(
+                    entity: merge.entity, property: property, kind: merge.kind, reason: "\(merge.entity) is not configured to sync")
+            }
+            capture.merge(entity: merge.entity, property: property, kind: merge.kind)
+        }
         do {
             try container.enableSyncCapture(capture)
         } catch let error as SyncCaptureError {
+            if case let .mergeKindMismatch(entity, property, kind, reason) = error {
+                throw SyncEngineError.mergeKindMismatch(entity: entity, property: property, kind: kind, reason: reason)
+            }
+            if case let .mergeNotSupported(entity, property, kind) = error {
+                throw SyncEngineError.mergeNotSupported(entity: entity, property: property, kind: kind)
+            }
             if case let .unsupportedIdentity(entity, reason) = error { throw SyncEngineError.unsupportedModel(entity: entity, reason: reason) }
             if case let .unknownEntity(entity) = error { throw SyncEngineError.modelNotInSchema(entity) }
             if case let .duplicateSyncName(entity, _, _) = error { throw SyncEngineError.unsupportedModel(entity: entity, reason: error.description) }
@@ -130,7 +156,7 @@ public actor SyncEngine {
                     fields: shape.fields.map {
                         FieldDescriptor(
                             name: $0.name, kind: $0.kind, optional: $0.optional, destination: $0.destination,
-                            deleteRule: $0.destinationDeleteRule.map(SyncValueMapping.deleteRule))
+                            deleteRule: $0.destinationDeleteRule.map(SyncValueMapping.deleteRule), merge: $0.merge)
                     },
                     links: shape.links.map { LinkDescriptor(name: $0.name, destination: $0.destination) },
                     policy: entity.policy
@@ -144,6 +170,9 @@ public actor SyncEngine {
         self.shapes = shapes
         let schema = SchemaDescriptor(entities: entities)
         self.schema = schema
+        // Version 2 only when a field merges: an app without merged fields keeps working with
+        // servers that speak only version 1.
+        protocolVersion = schema.entities.contains { $0.fields.contains { $0.merge != nil } } ? .fieldMerges : .plainFields
         self.pushLimit = max(1, configuration.maxMutationsPerPush)
         var random = SyncRandom(seed: seed ?? UInt64.random(in: 0...UInt64.max))
         self.status = SyncStatus()
@@ -156,6 +185,7 @@ public actor SyncEngine {
         requestCursor = state.cursor
         nextMutationID = state.next
         pushSchema = state.pushSchema
+        countedThrough = state.countedThrough
     }
 
     /// Sets up an engine that talks to `osd-server` at `server` over HTTP, with a token from
@@ -173,7 +203,7 @@ public actor SyncEngine {
     /// user other than the last one).
     private static func loadState(
         container: ModelContainer, user: String, schema: SchemaDescriptor, random: inout SyncRandom
-    ) throws -> (clientID: ClientID, cursor: String?, next: MutationID, pushSchema: SchemaDescriptor) {
+    ) throws -> (clientID: ClientID, cursor: String?, next: MutationID, pushSchema: SchemaDescriptor, countedThrough: MutationID) {
         do {
             try container.registerSyncConsumer(SyncEngineStore.consumer)
             // One user's edits are never pushed into another's account: another user's
@@ -237,7 +267,9 @@ public actor SyncEngine {
                 try SyncEngineStore.set("schema", encoded, in: db)
                 let cursor = try SyncEngineStore.value("cursor", in: db)
                 let next = MutationID(try SyncEngineStore.value("nextMutationID", in: db) ?? "1") ?? 1
-                return (client ?? fresh, cursor, next, schema.merged(with: earlier))
+                // Only with the cursor it was counted with.
+                let counted = cursor == nil ? 0 : try SyncEngineStore.value(SyncEngineStore.countedThroughKey, in: db).flatMap { MutationID($0) } ?? 0
+                return (client ?? fresh, cursor, next, schema.merged(with: earlier), counted)
             }
         } catch let error as SyncEngineError {
             throw error

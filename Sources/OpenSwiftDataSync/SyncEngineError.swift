@@ -33,6 +33,15 @@ public enum SyncEngineError: Error, Sendable, Hashable, CustomStringConvertible 
     case store(String)
     /// The engine was signed out.
     case signedOut
+    /// A field declared to merge cannot merge that way (the kind does not fit its type, or the
+    /// property is optional, the record id, not persisted, or its model does not sync).
+    case mergeKindMismatch(entity: String, property: String, kind: MergeKind, reason: String)
+    /// A field is declared with a merge kind this version does not support yet (`.set`,
+    /// `.text`): only `.counter` merges.
+    case mergeNotSupported(entity: String, property: String, kind: MergeKind)
+    /// The server does not speak the protocol version this engine needs (version 2, for merged
+    /// fields): nothing is pushed or pulled, and the queue is kept until the server is updated.
+    case serverTooOld(required: Int, supported: [Int])
 
     /// A readable explanation.
     public var description: String {
@@ -44,12 +53,18 @@ public enum SyncEngineError: Error, Sendable, Hashable, CustomStringConvertible 
         case .nothingToSync: return "the sync configuration names no model"
         case let .badServerAnswer(reason): return "bad server answer: \(reason)"
         case let .unsupportedProtocolVersion(server):
-            return "the server speaks protocol version \(server), this engine \(ProtocolVersion.current.rawValue)"
+            return "the server answered in protocol version \(server), which this engine did not ask for"
         case let .unknownEntity(name): return "\(name) is not an entity this app syncs"
         case let .transport(error): return error.description
         case let .accessDenied(reason): return "access denied: \(reason)"
         case let .store(reason): return "local store error: \(reason)"
         case .signedOut: return "the sync engine is signed out"
+        case let .mergeKindMismatch(entity, property, kind, reason): return "\(entity).\(property) cannot merge as a \(kind.rawValue): \(reason)"
+        case let .mergeNotSupported(entity, property, kind):
+            return "\(entity).\(property) is declared to merge as a \(kind.rawValue), which this version does not support yet; only .counter merges"
+        case let .serverTooOld(required, supported):
+            return
+                "the server speaks protocol versions \(supported.map(String.init).joined(separator: ", ")); merged fields need version \(required): update the server"
         }
     }
 }

@@ -248,6 +248,43 @@ enum SyncEngineStore {
         return next
     }
 
+    /// Takes the counters' contributions out of the unanswered mutations through `last` (the
+    /// server processed them under a client id this device gives up): their differences, and
+    /// the values their inserts give counters (`isCounter(entity, field)`), which are set to
+    /// zero. True when one had any.
+    static func dropContributions(through last: MutationID, isCounter: (String, String) -> Bool, in db: Database) throws -> Bool {
+        var dropped = false
+        for var item in try rows(db, where: "id <= ? AND status = 'sent'", arguments: [last]) {
+            var changed = false
+            for index in item.mutation.changes.indices {
+                var change = item.mutation.changes[index]
+                if !change.merge.isEmpty {
+                    change.merge = [:]
+                    changed = true
+                }
+                if change.op == .insert {
+                    for (name, value) in change.fields where isCounter(change.entity, name) {
+                        switch value {
+                        case let .int(number) where number != 0: change.fields[name] = .int(0)
+                        case let .double(number) where number != 0: change.fields[name] = .double(0)
+                        default: continue
+                        }
+                        changed = true
+                    }
+                }
+                item.mutation.changes[index] = change
+            }
+            guard changed else { continue }
+            try db.execute(sql: "DELETE FROM \(sentTable) WHERE id = ?", arguments: [item.mutation.id])
+            try insertSent(item.mutation, logSequence: item.logSequence, in: db)
+            dropped = true
+        }
+        return dropped
+    }
+
+    /// The state key of ``SyncEngine/countedThrough``.
+    static let countedThroughKey = "countedThrough"
+
     /// Rewrites the ids of the mutations above `above` to run from `first` on, in order, as
     /// unanswered (after a fork or a server restore that lost them: they were never processed
     /// under their old ids). Returns the next free id.

@@ -28,9 +28,11 @@ struct SyncOutbox {
             merged.removed += link.removed
             links[link.relationship] = merged
         }
+        var merge: [SyncName: FieldMerge] = [:]
+        for delta in change.counterDeltas { merge[delta.name] = .counter(SyncValueMapping.wire(delta.value)) }
         return RecordChange(
             op: op, entity: change.entity, recordID: change.recordID, scope: scope(change.scope), baseVersion: change.baseVersion, fields: fields,
-            links: links)
+            links: links, merge: merge)
     }
 
     func scope(_ scope: String?) -> ScopeID {

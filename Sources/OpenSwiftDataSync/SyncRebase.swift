@@ -52,6 +52,9 @@ struct SyncRebase {
                 break
             }
             mask.fields.formUnion(change.fields.keys)
+            // A counter's contribution masks the field too: the pulled total is shadowed (and
+            // shown with the pending contributions re-applied, see `SyncCounterQueue`).
+            mask.fields.formUnion(change.merge.keys)
             mask.values.merge(change.fields) { _, new in new }
             for (relationship, link) in change.links {
                 for target in link.added + link.removed { mask.links.insert(SyncLinkKey(relationship: relationship, target: target)) }
@@ -92,16 +95,32 @@ struct SyncRebase {
     private var pulledExisting: Set<RecordRef> = []
     /// The changes to apply, in order.
     private(set) var batch: [RemoteRecordChange] = []
+    /// Counters' pending contributions, re-applied onto pulled totals.
+    var counters: SyncCounterQueue
+    /// Counter fields whose shadows a rejection seeded in this batch: shown again at once, with
+    /// the contributions still pending (without the rejected one).
+    private var rejectedCounters: Set<SyncEngineStore.ShadowKey> = []
     /// What pulled changes held that this app's model does not sync (a newer version's): the
     /// names of entities, and `Entity.field` / `Entity.link` names (see
     /// ``SchemaDescriptor/needsDownload(after:skipped:)``).
     private(set) var skipped: Set<String> = []
 
-    init(shapes: [String: SyncEntityShape], before: [RecordRef: Mask], after: [RecordRef: Mask], shadows: Shadows) {
+    init(
+        shapes: [String: SyncEntityShape], before: [RecordRef: Mask], after: [RecordRef: Mask], shadows: Shadows,
+        counters: SyncCounterQueue = SyncCounterQueue(clientID: "")
+    ) {
         self.shapes = shapes
         self.before = before
         self.after = after
         self.shadows = shadows
+        self.counters = counters
+    }
+
+    /// A counter's pulled total with this client's pending contributions re-applied (nil: not a
+    /// counter with pending contributions).
+    private func rebasedCounter(_ ref: RecordRef, _ name: String, _ total: SyncValue, shape: SyncEntityShape) -> SyncValue? {
+        guard !counters.isEmpty, shape.isCounter(name), counters.hasPending(ref, name) else { return nil }
+        return counters.rebased(total, ref, name)
     }
 
     private mutating func shadow(_ ref: RecordRef, _ part: SyncShadowPart, _ value: SyncEngineStore.ShadowValue, version: Int64) {
@@ -143,6 +162,7 @@ struct SyncRebase {
         for name in change.links.keys where !shape.links.contains(where: { $0.name == name }) { skipped.insert(change.entity + "." + name) }
         let ref = RecordRef(entity: change.entity, recordID: change.recordID)
         let mask = before.isEmpty ? nil : before[ref]
+        counters.observe(change)
         if change.op == .delete { pulledExisting.remove(ref) } else { pulledExisting.insert(ref) }
         switch change.op {
         case .delete:
@@ -171,7 +191,17 @@ struct SyncRebase {
                 if let mask {
                     for (name, value) in change.fields {
                         let key = SyncShadowPart.field(name)
-                        guard Self.isMasked(key, by: mask), let pending = mask.values[name] else { continue }
+                        guard Self.isMasked(key, by: mask) else { continue }
+                        if shape.isCounter(name) {
+                            // A counter shows the total with the pending contributions on top of
+                            // it, a pending insert's value among them until the total counts it
+                            // (after a pending delete, the insert's value and what follows).
+                            shadow(ref, key, .field(value), version: change.version)
+                            let base = counters.restarts(ref) ? mask.values[name] ?? value : value
+                            values[name] = counters.rebased(base, ref, name) ?? base
+                            continue
+                        }
+                        guard let pending = mask.values[name] else { continue }
                         shadow(ref, key, .field(value), version: change.version)
                         values[name] = pending
                     }
@@ -222,6 +252,10 @@ struct SyncRebase {
                 let key = SyncShadowPart.field(name)
                 if Self.isMasked(key, by: mask) {
                     shadow(ref, key, .field(value), version: change.version)
+                    // A counter shows others' contributions at once, with its own pending ones
+                    // on top, a pending insert's value among them (a pending delete of the
+                    // record waits for settling).
+                    if !mask.deletedLocally, let rebased = rebasedCounter(ref, name, value, shape: shape) { applied[name] = rebased }
                 } else {
                     applied[name] = value
                 }
@@ -309,9 +343,15 @@ struct SyncRebase {
                 continue
             }
             shadow(ref, .record, .record(exists: true), version: state.version)
-            let names = change.op == .update ? Array(change.fields.keys) : Array(Set(state.fields.keys).union(change.fields.keys))
+            let names =
+                change.op == .update
+                ? Array(change.fields.keys) + Array(change.merge.keys)
+                : Array(Set(state.fields.keys).union(change.fields.keys).union(change.merge.keys))
             for name in names {
                 shadow(ref, .field(name), .field(state.fields[name] ?? .null), version: state.version)
+            }
+            for name in change.merge.keys {
+                rejectedCounters.insert(SyncEngineStore.ShadowKey(entity: ref.entity, recordID: ref.recordID, part: .field(name)))
             }
             for (relationship, link) in change.links {
                 let present = Set(state.links[relationship] ?? [])
@@ -343,6 +383,11 @@ struct SyncRebase {
                 }
                 values[key(.record)] = .record(exists: true)
                 for (name, value) in change.fields { values[key(.field(name))] = .field(value) }
+                // A counter's contribution moves the value the model shows from whatever it
+                // was: an earlier write of the field (an insert's value) says nothing of it any
+                // more (seed 5741: a tally inserted at 0, then +2, both settled by a download
+                // whose total was 0; the total was taken as shown, and the model kept 2).
+                for name in change.merge.keys { values[key(.field(name))] = nil }
                 for (relationship, link) in change.links {
                     for target in link.added { values[key(.link(relationship, target))] = .link(present: true) }
                     for target in link.removed { values[key(.link(relationship, target))] = .link(present: false) }
@@ -365,7 +410,20 @@ struct SyncRebase {
         }
         for (key, entry) in shadows {
             let ref = RecordRef(entity: key.entity, recordID: key.recordID)
-            guard !Self.isMasked(key.part, by: after[ref]) else { continue }
+            guard !Self.isMasked(key.part, by: after[ref]) else {
+                // A counter a rejection touched, with other contributions still pending, shows
+                // the server's last total with those on top: the rejected one is gone at once,
+                // the others stay (its shadow stays too, for when they settle).
+                if rejectedCounters.contains(key), case let .field(name) = key.part, case let .field(total) = entry.value, after[ref]?.record != true,
+                    let shape = shapes[ref.entity], let rebased = rebasedCounter(ref, name, total, shape: shape)
+                {
+                    batch.append(
+                        RemoteRecordChange(
+                            kind: .upsert, entity: ref.entity, recordID: ref.recordID, serverVersion: entry.version, scope: nil,
+                            fields: try fields([name: rebased], entity: ref.entity), links: []))
+                }
+                continue
+            }
             if deletedOnBoth.contains(ref) {
                 shadows[key] = nil
                 continue
@@ -385,6 +443,12 @@ struct SyncRebase {
             for entry in entries { shadows[SyncEngineStore.ShadowKey(entity: ref.entity, recordID: ref.recordID, part: entry.part)] = nil }
             let version = entries.map(\.version).max() ?? 0
             if entries.contains(where: { $0.value == .record(exists: false) }) {
+                // The server deleted the record: the shadows of its fields and links that
+                // pending edits still mask hold values of the row that is gone, and settling
+                // those edits later would write them as a row of those fields alone (seed 3500:
+                // a pulled insert and delete of a record whose own insert was pending, then an
+                // edit of it refused as recordDeleted, left its `count` as a row without `key`).
+                dropShadows(of: ref)
                 batch.append(.delete(ref.entity, recordID: ref.recordID, serverVersion: version))
                 continue
             }

@@ -12,11 +12,19 @@ public struct ProtocolVersion: RawRepresentable, Hashable, Comparable, Codable, 
     /// Makes a version from its number.
     public init(rawValue: Int) { self.rawValue = rawValue }
 
-    /// The version this build of the protocol module speaks.
-    public static let current = ProtocolVersion(rawValue: 1)
+    /// The newest version this build of the protocol module speaks.
+    public static let current = ProtocolVersion.fieldMerges
+
+    /// Version 1: every field is written whole (last writer wins, per field or per record).
+    public static let plainFields = ProtocolVersion(rawValue: 1)
+
+    /// Version 2: version 1, plus fields that merge (``RecordChange/merge``,
+    /// ``FieldDescriptor/merge``). A client speaks it only when its schema declares a merged
+    /// field, so that a client without one keeps working with servers that speak only version 1.
+    public static let fieldMerges = ProtocolVersion(rawValue: 2)
 
     /// The versions this build can serve.
-    public static let supported: [ProtocolVersion] = [.current]
+    public static let supported: [ProtocolVersion] = [.plainFields, .fieldMerges]
 
     public static func < (lhs: ProtocolVersion, rhs: ProtocolVersion) -> Bool { lhs.rawValue < rhs.rawValue }
 

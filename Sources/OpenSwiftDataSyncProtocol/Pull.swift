@@ -13,7 +13,7 @@ public struct PullRequest: Hashable, Sendable {
     public var limit: Int?
 
     /// Makes a pull request.
-    public init(protocolVersion: ProtocolVersion = .current, clientID: ClientID, cursor: String? = nil, limit: Int? = nil) {
+    public init(protocolVersion: ProtocolVersion = .plainFields, clientID: ClientID, cursor: String? = nil, limit: Int? = nil) {
         self.protocolVersion = protocolVersion
         self.clientID = clientID
         self.cursor = cursor
@@ -157,7 +157,7 @@ public struct PullResponse: Hashable, Codable, Sendable {
 
     /// Makes a pull response.
     public init(
-        protocolVersion: ProtocolVersion = .current, changes: [PulledChange], cursor: String, hasMore: Bool, consistent: Bool = true,
+        protocolVersion: ProtocolVersion = .plainFields, changes: [PulledChange], cursor: String, hasMore: Bool, consistent: Bool = true,
         lastMutationID: MutationID, reset: ResetReason? = nil, revokedScopes: [ScopeID] = [], progress: PullProgress? = nil,
         serverStamp: HLCTimestamp, snapshotScopes: [ScopeID]? = nil, cursorScopes: [ScopeID]? = nil
     ) {

@@ -26,7 +26,8 @@ public struct PushRequest: Hashable, Codable, Sendable {
 
     /// Makes a push request.
     public init(
-        protocolVersion: ProtocolVersion = .current, clientID: ClientID, mutations: [Mutation], schema: SchemaDescriptor? = nil, cursor: String? = nil
+        protocolVersion: ProtocolVersion = .plainFields, clientID: ClientID, mutations: [Mutation], schema: SchemaDescriptor? = nil,
+        cursor: String? = nil
     ) {
         self.protocolVersion = protocolVersion
         self.clientID = clientID
@@ -105,7 +106,7 @@ public struct PushResponse: Hashable, Codable, Sendable {
     public var serverStamp: HLCTimestamp
 
     /// Makes a push response.
-    public init(protocolVersion: ProtocolVersion = .current, lastMutationID: MutationID, results: [MutationResult], serverStamp: HLCTimestamp) {
+    public init(protocolVersion: ProtocolVersion = .plainFields, lastMutationID: MutationID, results: [MutationResult], serverStamp: HLCTimestamp) {
         self.protocolVersion = protocolVersion
         self.lastMutationID = lastMutationID
         self.results = results

@@ -54,11 +54,14 @@ public struct RecordChange: Hashable, Codable, Sendable {
     public var fields: [SyncName: SyncValue]
     /// To-many relationships' link changes, by sync name.
     public var links: [SyncName: LinkChange]
+    /// The contributions to merged fields (protocol version 2), by sync name: a field named here
+    /// is not in ``fields``. The server applies each to the field's current value.
+    public var merge: [SyncName: FieldMerge]
 
     /// Makes a change.
     public init(
         op: RecordOperation, entity: SyncName, recordID: RecordID, scope: ScopeID, baseVersion: ServerVersion? = nil,
-        fields: [SyncName: SyncValue] = [:], links: [SyncName: LinkChange] = [:]
+        fields: [SyncName: SyncValue] = [:], links: [SyncName: LinkChange] = [:], merge: [SyncName: FieldMerge] = [:]
     ) {
         self.op = op
         self.entity = entity
@@ -67,9 +70,10 @@ public struct RecordChange: Hashable, Codable, Sendable {
         self.baseVersion = baseVersion
         self.fields = fields
         self.links = links
+        self.merge = merge
     }
 
-    private enum CodingKeys: String, CodingKey { case op, entity, recordID, scope, baseVersion, fields, links }
+    private enum CodingKeys: String, CodingKey { case op, entity, recordID, scope, baseVersion, fields, links, merge }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -80,6 +84,7 @@ public struct RecordChange: Hashable, Codable, Sendable {
         baseVersion = try container.decodeIfPresent(ServerVersion.self, forKey: .baseVersion)
         fields = try container.decodeIfPresent([SyncName: SyncValue].self, forKey: .fields) ?? [:]
         links = try container.decodeIfPresent([SyncName: LinkChange].self, forKey: .links) ?? [:]
+        merge = try container.decodeIfPresent([SyncName: FieldMerge].self, forKey: .merge) ?? [:]
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -91,6 +96,7 @@ public struct RecordChange: Hashable, Codable, Sendable {
         try container.encodeIfPresent(baseVersion, forKey: .baseVersion)
         if !fields.isEmpty { try container.encode(fields, forKey: .fields) }
         if !links.isEmpty { try container.encode(links, forKey: .links) }
+        if !merge.isEmpty { try container.encode(merge, forKey: .merge) }
     }
 }
 

@@ -35,14 +35,21 @@ public struct FieldDescriptor: Hashable, Codable, Sendable {
     public var destination: SyncName?
     /// For a reference, what happens to this record when the destination is deleted.
     public var deleteRule: SyncDeleteRule?
+    /// How the field merges concurrent writes (nil: it is written whole). Encoded only when set,
+    /// so the descriptor (and its hash) of an app without merged fields is unchanged.
+    public var merge: MergeKind?
 
     /// Makes a field descriptor.
-    public init(name: SyncName, kind: SyncValueKind, optional: Bool, destination: SyncName? = nil, deleteRule: SyncDeleteRule? = nil) {
+    public init(
+        name: SyncName, kind: SyncValueKind, optional: Bool, destination: SyncName? = nil, deleteRule: SyncDeleteRule? = nil,
+        merge: MergeKind? = nil
+    ) {
         self.name = name
         self.kind = kind
         self.optional = optional
         self.destination = destination
         self.deleteRule = deleteRule
+        self.merge = merge
     }
 }
 

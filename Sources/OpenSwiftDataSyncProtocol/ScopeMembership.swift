@@ -59,7 +59,7 @@ public struct GrantRequest: Hashable, Codable, Sendable {
     public var user: String
 
     /// Makes a grant request.
-    public init(protocolVersion: ProtocolVersion = .current, user: String) {
+    public init(protocolVersion: ProtocolVersion = .plainFields, user: String) {
         self.protocolVersion = protocolVersion
         self.user = user
     }

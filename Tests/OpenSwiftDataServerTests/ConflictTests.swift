@@ -94,6 +94,29 @@ struct ConflictTests {
         #expect(outcomes == [.string("y"), .string("y")])
     }
 
+    @Test(
+        "a write that loses is logged with the value that won, and a later write of the value already there keeps its stamp (simulator seeds 3111, 9896)",
+        arguments: Backend.all)
+    func losingWriteIsLoggedWithWinner(_ backend: Backend) async throws {
+        let h = try await CoreHarness(backend)
+        func push(_ client: ClientID, _ op: RecordOperation, at milliseconds: UInt64, title: String) async throws -> PushResponse {
+            try await h.service.push(
+                user: "alice",
+                request: PushRequest(clientID: client, mutations: [mutation(1, op, "n1", at: milliseconds, fields: ["title": .string(title)])]))
+        }
+        _ = try await push("seed", .insert, at: 1_000, title: "t3")
+        // C writes t3 again, last of all: no value changes, nothing is logged.
+        _ = try await push("c", .update, at: 3_000, title: "t3")
+        // B's older write arrives after it: it loses to C's, and B's change in the log carries t3.
+        let before = try await h.pullAll("alice", client: "b").last.cursor
+        let answer = try await push("b", .update, at: 2_000, title: "t2")
+        #expect(answer.results.map(\.status) == [.applied])
+        #expect(try await h.state("alice")["Note/n1"]?["title"] == .string("t3"))
+        let pulled = try await h.pullAll("alice", client: "b", cursor: before).changes
+        #expect(pulled.map(\.clientID) == ["b"])
+        #expect(pulled.map(\.fields) == [["title": .string("t3")]])
+    }
+
     @Test("a stamp from the future is limited to the server's clock", arguments: Backend.all)
     func futureStamp(_ backend: Backend) async throws {
         let h = try await CoreHarness(backend)

@@ -107,6 +107,7 @@ private final class GatedStorage: SyncStorageBackend {
     }
 
     func metadata() async throws -> StorageMetadata { try await base.metadata() }
+    func start(wallMilliseconds: UInt64) async throws -> HLCTimestamp { try await base.start(wallMilliseconds: wallMilliseconds) }
     func push(_ load: PushLoad, decide: @escaping @Sendable (PushSnapshot) throws -> PushPlan) async throws -> PushPlan {
         await gate.pass()
         return try await base.push(load, decide: decide)

@@ -245,6 +245,48 @@ struct ScopePullTests {
         try await storage.close()
     }
 
+    @Test(
+        "a push held past a restore from a plain copy whose log reaches its cursor is refused: a push whose cursor predates the server's start is (seeds 5203, 7916, 8451)"
+    )
+    func pushHeldPastPlainCopyRestoreWithinItsHistory() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("live.sqlite")
+        let key = Data(repeating: 7, count: 32)
+        let clock = ManualClock()
+        var storage = try SQLiteSyncStorage(path: path, cursorKey: key)
+        var service = try await SyncService(storage: storage, now: clock.clock)
+        _ = try await service.push(user: "alice", request: PushRequest(clientID: "a", mutations: [mutation(1, .insert, "n1")]))
+        let cursor = try await service.pull(user: "alice", request: PullRequest(clientID: "b")).cursor
+        // B's push, sent with that cursor and held by the network; the database is copied.
+        let late = PushRequest(clientID: "b", mutations: [mutation(1, .insert, "nb", at: 1_790_000_000_001)], cursor: cursor)
+        try await storage.close()
+        try FileManager.default.copyItem(atPath: path, toPath: path + ".copy")
+        storage = try SQLiteSyncStorage(path: path, cursorKey: key)
+        service = try await SyncService(storage: storage, now: clock.clock)
+        clock.advance(1)
+        // The restarted server refuses it; B pulls (its cursor stands) and pushes again: applied.
+        await expectError(.staleEpoch) { _ = try await service.push(user: "alice", request: late) }
+        let page = try await service.pull(user: "alice", request: PullRequest(clientID: "b", cursor: cursor))
+        #expect(page.reset == nil && page.lastMutationID == 0)
+        var resent = late
+        resent.cursor = page.cursor
+        #expect(try await service.push(user: "alice", request: resent).results.map(\.status) == [.applied])
+        let after = try await service.pull(user: "alice", request: PullRequest(clientID: "b", cursor: resent.cursor)).cursor
+        // The database is put back from the copy, which lacks B's save, without a new epoch.
+        try await storage.close()
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        try FileManager.default.copyItem(atPath: path + ".copy", toPath: path)
+        storage = try SQLiteSyncStorage(path: path, cursorKey: key)
+        service = try await SyncService(storage: storage, now: clock.clock)
+        clock.advance(1)
+        // The held push arrives: its cursor stands in the copy's log, but it predates the
+        // start, so it is not decided there (B holds the answer of the history the copy lost).
+        await expectError(.staleEpoch) { _ = try await service.push(user: "alice", request: late) }
+        let reset = try await service.pull(user: "alice", request: PullRequest(clientID: "b", cursor: after))
+        #expect(reset.reset == .epochChanged && reset.lastMutationID == 0)
+        try await storage.close()
+    }
+
     @Test("a cursor issued at a fully compacted head (no log mark) resets once a plain-copy restore's log is written at its position")
     func plainCopyRestoreAfterCompaction() async throws {
         let directory = try TemporaryDirectory()

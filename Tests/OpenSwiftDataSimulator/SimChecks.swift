@@ -13,6 +13,7 @@ enum SimState {
         "SimItem": ["title", "count", "done", "space", "list"],
         "SimTag": ["label", "space"],
         "SimCounter": ["value", "space"],
+        "SimTally": ["hits", "space"],
         "SimMark": ["client"],
     ]
 
@@ -59,6 +60,9 @@ enum SimState {
         }
         for counter in try client.fetch(SimCounter.self) {
             lines.append(line(entity: "SimCounter", id: counter.key, fields: ["value": "\(counter.value)", "space": text(counter.space)], links: []))
+        }
+        for tally in try client.fetch(SimTally.self) {
+            lines.append(line(entity: "SimTally", id: tally.key, fields: ["hits": "\(tally.hits)", "space": text(tally.space)], links: []))
         }
         for mark in try client.fetch(SimMark.self) {
             lines.append(line(entity: "SimMark", id: mark.key, fields: ["client": text(mark.client)], links: []))

@@ -84,6 +84,8 @@ final class SimClient {
         configuration.sync(SimItem.self, scope: \SimItem.space)
         configuration.sync(SimTag.self, scope: \SimTag.space)
         configuration.sync(SimCounter.self, policy: .rejectStale, scope: \SimCounter.space)
+        configuration.sync(SimTally.self, scope: \SimTally.space)
+        configuration.merge(\SimTally.hits, .counter)
         configuration.sync(SimMark.self)
         // Small batches and pages: several pushes per sync, snapshots in several pages.
         configuration.maxMutationsPerPush = 5

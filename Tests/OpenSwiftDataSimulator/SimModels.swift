@@ -69,6 +69,20 @@ final class SimCounter {
     }
 }
 
+/// A counter that merges (`hits` is declared `.counter`): clients add to it, or set it outright,
+/// concurrently; its value must be the sum of the contributions of the saves the server applied.
+@Model
+final class SimTally {
+    @Attribute(.unique) var key: String
+    var hits: Int = 0
+    var space: String?
+
+    init(key: String, space: String?) {
+        self.key = key
+        self.space = space
+    }
+}
+
 /// The ledger: every save the workload makes also inserts one mark, so each committed save
 /// is one record whose fate (on the server, or reported rejected) the checks can look up.
 @Model
@@ -82,4 +96,4 @@ final class SimMark {
     }
 }
 
-let simModelTypes: [any PersistentModel.Type] = [SimList.self, SimItem.self, SimTag.self, SimCounter.self, SimMark.self]
+let simModelTypes: [any PersistentModel.Type] = [SimList.self, SimItem.self, SimTag.self, SimCounter.self, SimTally.self, SimMark.self]

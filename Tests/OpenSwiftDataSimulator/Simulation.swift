@@ -117,6 +117,8 @@ struct SimRun {
     var network: SimNetwork?
     var nextKey = 0
     var deletedItems: [(key: String, space: String?)] = []
+    /// Every committed save's contribution to a counter (`SimTally.hits`), with its mark.
+    var tallyLedger: [(tally: String, mark: String, delta: Int)] = []
     var probes = 0
 
     static let team = "team:t1"
@@ -286,7 +288,7 @@ struct SimRun {
     mutating func workload(_ client: SimClient) {
         let ops = [
             "insertItem", "insertItem", "updateItem", "updateItem", "deleteItem", "reinsert", "toOne", "manyToMany", "insertList", "insertTag",
-            "cascade", "counter", "counter", "largeSave",
+            "cascade", "counter", "counter", "largeSave", "tally", "tally",
         ]
         let op = ops[random(ops.count)]
         let space = spaces(of: client)[random(2)]
@@ -398,6 +400,27 @@ struct SimRun {
                     counter.value += 1
                 }
             }
+        case "tally":
+            let tallies = ((try? client.fetch(SimTally.self)) ?? []).sorted { $0.key < $1.key }
+            if tallies.isEmpty || chance(100) {
+                let tallyKey = key("y")
+                detail = "new \(tallyKey)"
+                committed = client.save(mark: mark) { context in context.insert(SimTally(key: tallyKey, space: space)) }
+            } else {
+                // Mostly an increment; sometimes the counter set outright (a difference too).
+                let tallyKey = tallies[random(tallies.count)].key
+                let outright: Int? = chance(150) ? random(5) : nil
+                let step = 1 + random(3)
+                var delta = 0
+                committed = client.save(mark: mark) { context in
+                    guard let tally = try context.fetch(FetchDescriptor<SimTally>()).first(where: { $0.key == tallyKey }) else { return }
+                    let before = tally.hits
+                    tally.hits = outright ?? before + step
+                    delta = tally.hits - before
+                }
+                detail = "\(tallyKey) \(outright.map { "= \($0)" } ?? "+= \(step)") (\(delta >= 0 ? "+" : "")\(delta))"
+                if committed, delta != 0 { tallyLedger.append((tally: tallyKey, mark: mark, delta: delta)) }
+            }
         default:  // largeSave
             let first = nextKey + 1
             var keys: [String] = []
@@ -484,6 +507,23 @@ struct SimRun {
             for entry in try client.recordEntries() {
                 let scope = entry.scope ?? "user:\(client.user)"
                 if !allowed.contains(scope) { failures.append("scope leak: \(client.name) holds \(entry.entity) \(entry.recordID) of \(scope)") }
+            }
+        }
+        // 15a. A counter is the sum of the contributions of the saves the server applied
+        // (their marks are on the server): none lost, none counted twice.
+        var expected: [String: Int] = [:]
+        for entry in tallyLedger where serverMarks.contains(entry.mark) { expected[entry.tally, default: 0] += entry.delta }
+        var checkedTallies: Set<String> = []
+        for view in serverViews.values {
+            for (id, record) in view.records where id.hasPrefix("y") && !checkedTallies.contains(id) {
+                checkedTallies.insert(id)
+                counts.add("check.tally")
+                let want = SyncValue.int(Int64(expected[id] ?? 0))
+                if record.fields["hits"] != want {
+                    failures.append(
+                        "counter: \(id) holds \(SimState.render(record.fields["hits"])) on the server, the applied contributions sum to \(SimState.render(want))"
+                    )
+                }
             }
         }
         // 3 and 4. Exactly once, in order.

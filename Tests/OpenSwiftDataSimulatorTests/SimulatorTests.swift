@@ -117,7 +117,7 @@ struct SimulatorTests {
             "fault.snapshotRestore", "fault.snapshotRestoreNewEpoch", "fault.compaction", "fault.revoke", "fault.regrant", "fault.partition",
             "fault.partitionedRequest", "fault.liveDrop",
             "op.insertItem", "op.updateItem", "op.deleteItem", "op.reinsert", "op.toOne", "op.manyToMany",
-            "op.insertList", "op.insertTag", "op.cascade", "op.counter", "op.largeSave",
+            "op.insertList", "op.insertTag", "op.cascade", "op.counter", "op.largeSave", "op.tally", "check.tally",
             "event.rejected.stale", "event.conflict", "event.reset.historyCompacted", "event.revoked",
         ]
         for key in expected {
@@ -255,6 +255,30 @@ struct SimulatorTests {
             // resent, the insert was accepted with list l9, and settling it skipped the value as
             // equal to the mutation's own, though the model no longer showed it.
             "--seed 3617",
+            // Bob's edit, refused as stale while the scope was granted again for a moment, settled
+            // after it was revoked once more and a reset had removed the record: the rollback
+            // made a row of the edited field alone, and every pull failed on a field with no value.
+            "--seed 3032",
+            // A record this client inserted, pulled with another client's delete while the insert
+            // was unanswered; the delete settled while a later edit of the record was pending, whose
+            // refusal (recordDeleted) then wrote the deleted row's masked field back as a row.
+            "--seed 3500",
+            // A title that lost to a later write of the value the field already held: that write
+            // logged nothing, so the losing client kept showing its own title. A losing write is
+            // now logged with the value that won.
+            "--seed 3111", "--seed 9896",
+            // A tag link kept pending while the tag had no local row, removed by a rejection's
+            // rollback in the batch that brought the tag: linking the pending reference when the
+            // tag arrived brought the link back.
+            "--seed 6469",
+            // A tally inserted at 0 and incremented, both settled by a download whose total was 0:
+            // the insert's value was taken as what the model showed, and it kept the increment.
+            "--seed 5741",
+            // A push held by the network past a restore from a plain copy whose log reached its
+            // cursor: decided there, it contradicted the answer the client held from the lost
+            // history (rejected after "applied", applied after "rejected"). A push whose cursor
+            // predates the server's start is now refused.
+            "--seed 5203", "--seed 7916", "--seed 8451",
         ])
     func fixedBugSeeds(arguments: String) async throws {
         let output = try await SimulateCommand.run(arguments.split(separator: " ").map(String.init))

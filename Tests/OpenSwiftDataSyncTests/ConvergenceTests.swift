@@ -490,4 +490,102 @@ struct ConvergenceTests {
         #expect(try a.noteState() == b.noteState())
         #expect(try await b.engine.pendingChangeCount() == 0)
     }
+
+    @Test(
+        "an edit that loses to a later write of the value the field already held shows the server's value once pushed (simulator seeds 3111, 9896)"
+    )
+    func editLosingToSameValueWrite() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let b = try Device.open(server, directory: directory, name: "b")
+        let c = try Device.open(server, directory: directory, name: "c")
+        a.context.insert(Note(title: "t0"))
+        try a.context.save()
+        try await a.engine.syncNow()
+        try await b.engine.syncNow()
+        try await c.engine.syncNow()
+
+        // A sets t3; B pulls it and sets t2 without pushing; C, which has not pulled A's edit,
+        // sets t3 (and the body) later than B: the server already holds t3, so C's write logs
+        // the body alone.
+        server.clock.advance(1)
+        try #require(try a.context.fetch(FetchDescriptor<Note>()).first).title = "t3"
+        try a.context.save()
+        try await a.engine.syncNow()
+        try await b.engine.syncNow()
+        server.clock.advance(1)
+        try #require(try b.context.fetch(FetchDescriptor<Note>()).first).title = "t2"
+        try b.context.save()
+        server.clock.advance(1)
+        let cNote = try #require(try c.context.fetch(FetchDescriptor<Note>()).first)
+        cNote.title = "t3"
+        cNote.body = "c"
+        try c.context.save()
+        try await c.engine.syncNow()
+
+        // B's edit is older than C's: the server keeps t3, and B shows it once its edit settles.
+        try await b.engine.syncNow()
+        try await a.engine.syncNow()
+        try await c.engine.syncNow()
+        #expect(try await b.engine.pendingChangeCount() == 0)
+        #expect(try b.noteState() == ["t3|c|false|-|"])
+        #expect(try a.noteState() == b.noteState())
+        #expect(try c.noteState() == b.noteState())
+    }
+
+    @Test(
+        "an edit refused as recordDeleted, of a record this device inserted and another deleted, leaves no row of its fields behind (simulator seed 3500)"
+    )
+    func refusedEditOfRecordDeletedElsewhere() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        // One mutation per push, so that one answer can be lost while the other arrives.
+        var configuration = Device.configuration()
+        configuration.maxMutationsPerPush = 1
+        let url = directory.file("a.sqlite")
+        let container = try ModelContainer(for: Schema(engineTestTypes + [Unsynced.self]), configurations: ModelConfiguration(url: url))
+        let transport = InMemorySyncTransport(service: server.service, user: "alice")
+        let engine = try SyncEngine(
+            container: container, transport: transport, user: "alice", configuration: configuration, clock: server.clock, seed: seed(of: "a"))
+        let a = Device(url: url, container: container, engine: engine, inMemory: transport, context: ModelContext(container))
+        let events = EventLog(a.engine)
+        let b = try Device.open(server, directory: directory, name: "b")
+
+        // A's insert is applied, its answer lost: A pulls its own insert while it is unanswered.
+        a.context.insert(Note(title: "draft"))
+        try a.context.save()
+        a.transport.onPush { _, result in
+            _ = try result.get()
+            throw SyncTransportError.unreachable("the answer was lost")
+        }
+        _ = try? await a.engine.syncNow()
+        // B deletes the note; A edits it.
+        try await b.engine.syncNow()
+        b.context.delete(try #require(try b.context.fetch(FetchDescriptor<Note>()).first))
+        try b.context.save()
+        try await b.engine.syncNow()
+        try #require(try a.context.fetch(FetchDescriptor<Note>()).first).body = "edit"
+        try a.context.save()
+
+        // The insert's answer arrives, the edit's is lost (refused: recordDeleted): the pull
+        // applies B's delete while the edit is still pending.
+        a.transport.onPush { request, result in
+            let response = try result.get()
+            if request.mutations.first?.id == 2 { throw SyncTransportError.unreachable("the answer was lost") }
+            return response
+        }
+        _ = try? await a.engine.syncNow()
+        a.transport.onPush(nil)
+        // The edit's refusal settles: nothing of the deleted note comes back, and syncing goes on.
+        try await a.engine.syncNow()
+        try await a.engine.syncNow()
+        #expect(try await a.engine.pendingChangeCount() == 0)
+        #expect(try a.fetch(Note.self).isEmpty)
+        let rejected = await events.waitFor {
+            if case let .rejected(rejection) = $0 { return rejection.reason == .recordDeleted } else { return false }
+        }
+        #expect(rejected != nil)
+    }
+
 }

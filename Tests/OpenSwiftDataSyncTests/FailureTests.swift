@@ -292,6 +292,55 @@ struct FailureTests {
     }
 
     @Test(
+        "an edit refused while its scope was granted, settled after a revoke and a reset that removed the record, does not bring the record back (simulator seed 3032)"
+    )
+    func refusedEditSettledAfterRevokeAndReset() async throws {
+        let directory = try TemporaryDirectory()
+        var settings = SyncServiceConfiguration()
+        settings.retention = 3600
+        settings.resolvers["Note"] = { input in input.change.fields["title"] == .string("spam") ? .refuse("no spam") : .usePolicy }
+        let server = try await TestServer(configuration: settings, directory: directory)
+        let (bob, _) = try await Device.bobSharingPlan(server, directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let events = EventLog(a.engine)
+        try await a.engine.syncNow()
+
+        // Alice's edit is refused while she is granted the scope (the answer holds the note's
+        // state), and the answer is lost.
+        try #require(try a.context.fetch(FetchDescriptor<Note>()).first).title = "spam"
+        try a.context.save()
+        a.transport.onPush { _, result in
+            _ = try result.get()
+            throw SyncTransportError.unreachable("the answer was lost")
+        }
+        _ = try? await a.engine.syncNow()
+        a.transport.onPush(nil)
+        // Her grant is revoked and the history compacted past her cursor: her next download is
+        // a reset without the note, while her edit is still unanswered.
+        _ = try await server.service.revoke(user: "bob", scope: "team:t1", member: "alice")
+        bob.context.insert(Note(title: "bob private"))
+        try bob.context.save()
+        try await bob.engine.syncNow()
+        server.clock.advance(7200)
+        _ = try await server.service.compact()
+        a.transport.blockPushes = true
+        _ = try? await a.engine.syncNow()
+        #expect(events.all.contains(.reset(.historyCompacted)), "\(events.all)")
+        #expect(try a.fetch(Note.self).isEmpty)
+
+        // The refusal arrives and settles: the note stays gone, and the refusal is reported.
+        a.transport.blockPushes = false
+        try await a.engine.syncNow()
+        try await a.engine.syncNow()
+        #expect(try await a.engine.pendingChangeCount() == 0)
+        #expect(try a.fetch(Note.self).isEmpty)
+        let rejected = await events.waitFor {
+            if case let .rejected(rejection) = $0 { return rejection.reason == .resolverRefused } else { return false }
+        }
+        #expect(rejected != nil)
+    }
+
+    @Test(
         "a record this client created in a scope granted again, pushed, then deleted by another before the scope's snapshot was read, leaves the client (simulator seed 2538)"
     )
     func grantedAgainSnapshotDropsDeletedOwnRecord() async throws {

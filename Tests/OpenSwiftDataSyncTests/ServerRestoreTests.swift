@@ -71,6 +71,53 @@ struct ServerRestoreTests {
         }.sorted()
     }
 
+    @Test(
+        "a push held by the network past a restore from a plain copy (same epoch) is not decided there: the answer the device holds stands (simulator seeds 5203, 7916, 8451)"
+    )
+    func pushHeldPastPlainCopyRestore() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(directory: directory)
+        let a = try Device.open(server, directory: directory, name: "a")
+        let b = try Device.open(server, directory: directory, name: "b")
+        let aEvents = EventLog(a.engine)
+        a.context.insert(Reading(key: "r", value: 1))
+        try a.context.save()
+        try await a.engine.syncNow()
+        try await b.engine.syncNow()
+        try Self.backup(server, to: "copy.sqlite")
+
+        // B changes the reading; A's change, based on the version before B's, is rejected as
+        // stale, and A is told so. The network keeps a copy of A's push.
+        try #require(try b.context.fetch(FetchDescriptor<Reading>()).first).value = 2
+        try b.context.save()
+        try await b.engine.syncNow()
+        try #require(try a.context.fetch(FetchDescriptor<Reading>()).first).value = 3
+        try a.context.save()
+        try await a.engine.syncNow()
+        let late = try #require(a.transport.sentPushes.last)
+        #expect(await aEvents.waitFor { if case .rejected = $0 { return true } else { return false } } != nil)
+
+        // The database is put back from the copy without a new epoch; the held push arrives
+        // there first. Decided, it would apply the save A was told was rejected.
+        let metadata = try await server.storage.metadata()
+        let storage = try SQLiteSyncStorage(path: directory.path("copy.sqlite"), cursorKey: metadata.cursorKey)
+        let restored = try await SyncService(storage: storage, now: { [clock = server.clock] in clock.now() })
+        do {
+            _ = try await restored.push(user: "alice", request: late)
+            Issue.record("the held push was decided by the restored server")
+        } catch let error as SyncServiceError {
+            #expect(error.error.code == .staleEpoch)
+        }
+        a.transport.service = restored
+        b.transport.service = restored
+        for device in [b, a, b, a] { try await device.engine.syncNow() }
+        #expect(try a.fetch(Reading.self).map(\.value) == [2])
+        #expect(try b.fetch(Reading.self).map(\.value) == [2])
+        #expect(try await a.engine.pendingChangeCount() == 0)
+        #expect(try await b.engine.pendingChangeCount() == 0)
+        try await storage.close()
+    }
+
     @Test("saves the server acknowledged and then lost in a restore are resent from the engine's log, each once; nothing local is deleted")
     func acknowledgedSavesResent() async throws {
         let directory = try TemporaryDirectory()

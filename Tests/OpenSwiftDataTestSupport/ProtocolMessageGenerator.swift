@@ -67,6 +67,15 @@ public struct ProtocolMessageGenerator {
         return links
     }
 
+    /// Up to two counter contributions.
+    public mutating func merges() -> [SyncName: FieldMerge] {
+        var merges: [SyncName: FieldMerge] = [:]
+        for _ in 0..<(next() % 3) {
+            merges["n" + text()] = .counter(pick([.int(1), .int(-7), .int(.max), .double(0.5), .double(-1e21)]))
+        }
+        return merges
+    }
+
     /// A stamp, the extremes included.
     public mutating func stamp() -> HLCTimestamp { HLCTimestamp(rawValue: pick([0, 1, UInt64.max, next()])) }
 
@@ -75,7 +84,7 @@ public struct ProtocolMessageGenerator {
         let changes = (0..<(next() % 4)).map { _ in
             RecordChange(
                 op: pick(RecordOperation.allCases), entity: text(), recordID: text(), scope: ScopeID(rawValue: text()),
-                baseVersion: pick([nil, 0, 41, .max]), fields: fields(), links: links())
+                baseVersion: pick([nil, 0, 41, .max]), fields: fields(), links: links(), merge: merges())
         }
         return Mutation(id: id, stamp: stamp(), changes: changes)
     }

@@ -147,4 +147,34 @@ struct SyncLinkTests {
         #expect(try context.fetch(FetchDescriptor<SyncTask>()).isEmpty)
         #expect(try context.fetch(FetchDescriptor<SyncLabel>()).first?.tasks.isEmpty == true)
     }
+
+    @Test("a link kept pending for a record that is not local stays off when the batch that brings the record also removes it")
+    func pendingLinkRemovedWhenItsRecordArrives() throws {
+        let (source, taskID, redID, _) = try linkedTask()
+        let entries = try source.syncLogEntries()
+        let fields = try #require(entries.first?.changes.first { $0.recordID == taskID }?.fields)
+        let redFields = try #require(entries.first?.changes.first { $0.recordID == redID }?.fields)
+        for removal in [
+            SyncLinkChange(relationship: "labels", added: [], removed: [redID]),
+            SyncLinkChange(relationship: "labels", added: [], replacingExcept: []),
+        ] {
+            let target = try container()
+            // The task arrives linked to a label that is not local: the link waits for it.
+            let first = try target.applyRemoteChanges([
+                .upsert(
+                    "SyncTask", recordID: taskID, serverVersion: 1, fields: fields, links: [SyncLinkChange(relationship: "labels", added: [redID])])
+            ])
+            #expect(first.pendingReferences == 1)
+            // The label arrives in the batch that unlinks it (seed 6469: a rejection's rollback).
+            let second = try target.applyRemoteChanges([
+                .upsert("SyncLabel", recordID: redID, serverVersion: 2, fields: redFields),
+                .upsert("SyncTask", recordID: taskID, serverVersion: 3, fields: [], links: [removal]),
+            ])
+            #expect(second.pendingReferences == 0)
+            let context = ModelContext(target)
+            #expect(try context.fetch(FetchDescriptor<SyncTask>()).first?.labels.isEmpty == true)
+            #expect(try context.fetch(FetchDescriptor<SyncLabel>()).first?.tasks.isEmpty == true)
+        }
+    }
+
 }

@@ -227,7 +227,7 @@ struct SyncLogFormatTests {
                 .delete, entity: label, recordID: CapturedRecordID(id), scope: nil, baseVersion: nil, links: [], allFields: false, fieldCount: 0)
         }
         let blob = encoder.finish()
-        #expect(blob.first == 3)
+        #expect(blob.first == SyncLogCoding.formatVersion)
         #expect(
             SyncLogCoding.decode(blob) == [
                 SyncChange(

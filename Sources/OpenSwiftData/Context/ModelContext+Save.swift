@@ -34,6 +34,7 @@ extension ModelContext {
         let keys: [(row: Int64, upserted: Bool)]
         let batchRemoved: [PersistentIdentifier]
         let historyID: Int64?
+        let merged: [MergedWrite]
         do {
             insertReachable(from: inserted.all + changed.all)
             try applyDeleteRules()
@@ -44,7 +45,7 @@ extension ModelContext {
                 updates: changed.all.filter { $0.storage.state == .registered && !$0.storage.changedProperties.isEmpty },
                 insertions: inserted.all
             )
-            (keys, batchRemoved, historyID) = try write(work, to: store)
+            (keys, batchRemoved, historyID, merged) = try write(work, to: store)
         } catch {
             for (storage, key) in journaledKeys.reversed() { storage.primaryKey = key }
             for snapshot in (journal ?? [:]).values { snapshot.restore() }
@@ -56,7 +57,7 @@ extension ModelContext {
         // (by `didSave` observers, say) need no journal.
         endJournal()
         container.didCommitSave()
-        finishSave(work, in: store, keys: keys, batchRemoved: batchRemoved, historyID: historyID)
+        finishSave(work, in: store, keys: keys, batchRemoved: batchRemoved, historyID: historyID, merged: merged)
     }
 
     /// What a save writes, settled once delete rules and auto-insertion have run.
@@ -74,7 +75,7 @@ extension ModelContext {
     /// the history transaction.
     private func write(
         _ work: SaveWork, to store: SQLiteStore
-    ) throws -> (keys: [(row: Int64, upserted: Bool)], batchRemoved: [PersistentIdentifier], historyID: Int64?) {
+    ) throws -> (keys: [(row: Int64, upserted: Bool)], batchRemoved: [PersistentIdentifier], historyID: Int64?, merged: [MergedWrite]) {
         let (deletions, updates, insertions) = (work.deletions, work.updates, work.insertions)
         let author = self.author
         // The history log's capture, and sync capture's when the container has it on (none
@@ -135,6 +136,8 @@ extension ModelContext {
             var nextKeys: [String: Int64] = [:]
             var families: [String: [String]] = [:]
             var fixups: [(Registration, [Int])] = []
+            // Columns a capture merged: the models show the merged values once the save commits.
+            var merged: [MergedWrite] = []
             for registration in insertions {
                 let storage = registration.storage
                 guard let layout = storage.layout else {
@@ -148,7 +151,7 @@ extension ModelContext {
                     )
                 }
                 let table = writer(for: layout)
-                let values = try layout.columns.map { try stored(storage, $0, layout, attachments) }
+                var values = try layout.columns.map { try stored(storage, $0, layout, attachments) }
                 let pending = layout.columns.indices.filter { column in
                     guard values[column].isNull, layout.columns[column].relationship != nil,
                         case .loaded(_?) = storage.toOneSlot(layout.columns[column])
@@ -164,6 +167,23 @@ extension ModelContext {
                 }
                 journaledKeys.append((storage, storage.primaryKey))
                 if let existing = conflicts.first {
+                    // The row takes the inserted model's values; a column a capture merges
+                    // adds the inserted value to the row's (nothing was read before: `seen`
+                    // nil), as the server adds an inserted counter to an existing record's.
+                    for capture in captures {
+                        for column in capture.mergedColumns(of: layout) {
+                            guard
+                                let result = try capture.merge(
+                                    registration, layout: layout, row: existing, column: column, seen: nil, written: values[column], in: db)
+                            else { continue }
+                            values[column] = result.stored
+                            let property = layout.columns[column]
+                            merged.append(
+                                MergedWrite(
+                                    registration: registration, index: property.index, keyPath: property.keyPath,
+                                    value: result.replaces ? result.value : nil, difference: nil))
+                        }
+                    }
                     try run(layout) { try table.update(primaryKey: existing, columns: Array(layout.columns.indices), values: values) }
                     storage.primaryKey = existing
                     keys.append((existing, true))
@@ -217,7 +237,28 @@ extension ModelContext {
                 else { continue }
                 let changed = storage.changedProperties.sorted()
                 let changedColumns = changed.compactMap { layout.properties[$0].columnIndex }
-                let values = try changedColumns.map { try stored(storage, layout.columns[$0], layout, attachments) }
+                var values = try changedColumns.map { try stored(storage, layout.columns[$0], layout, attachments) }
+                // Columns a capture merges (a synced counter) take the value it merged.
+                for capture in captures {
+                    let mergedColumns = capture.mergedColumns(of: layout)
+                    guard !mergedColumns.isEmpty else { continue }
+                    for (position, column) in changedColumns.enumerated() where mergedColumns.contains(column) {
+                        let property = layout.columns[column]
+                        var seen: DatabaseValue?
+                        if let copy = storage.committedCopy, copy.isInitialized(property.index) {
+                            seen = try copy.withSlot(property.index) { try property.codec.encodeSlot($0) }
+                        }
+                        guard
+                            let result = try capture.merge(
+                                registration, layout: layout, row: row, column: column, seen: seen, written: values[position], in: db)
+                        else { continue }
+                        values[position] = result.stored
+                        merged.append(
+                            MergedWrite(
+                                registration: registration, index: property.index, keyPath: property.keyPath,
+                                value: result.replaces ? result.value : nil, difference: result.difference))
+                    }
+                }
                 try run(layout) { try writer(for: layout).update(primaryKey: row, columns: changedColumns, values: values) }
                 for capture in captures {
                     try capture.updated(registration, layout: layout, row: row, properties: changed, columns: changedColumns, values: values, in: db)
@@ -226,19 +267,33 @@ extension ModelContext {
             let upserted = Set(zip(insertions, keys).filter(\.1.upserted).map { ObjectIdentifier($0.0.storage) })
             try writeJoinRows(insertions: insertions, updates: updates, upserted: upserted, db: db, captures: captures)
             for capture in captures { try capture.finish(author: author, in: db) }
-            return (keys, batchRemoved, history.transaction)
+            return (keys, batchRemoved, history.transaction, merged)
         }
     }
 
     /// Brings the in-memory state in line with the committed store and posts `didSave`.
     private func finishSave(
-        _ work: SaveWork, in store: SQLiteStore, keys: [(row: Int64, upserted: Bool)], batchRemoved: [PersistentIdentifier], historyID: Int64?
+        _ work: SaveWork, in store: SQLiteStore, keys: [(row: Int64, upserted: Bool)], batchRemoved: [PersistentIdentifier], historyID: Int64?,
+        merged: [MergedWrite]
     ) {
         let (deletions, updates, insertions) = (work.deletions, work.updates, work.insertions)
         if undoManager != nil {
+            // A merged column's undo takes back the save's difference from whatever the
+            // property then holds, never its value from before the save (others' contributions
+            // landed since stay).
+            var mergedIndices: [ObjectIdentifier: Set<Int>] = [:]
+            for write in merged { mergedIndices[ObjectIdentifier(write.registration.storage), default: []].insert(write.index) }
+            let updated = Set(updates.map { ObjectIdentifier($0.storage) })
             registerUndo(
                 updates: updates.compactMap { registration in
-                    registration.storage.committedCopy.map { (registration, registration.storage.changedProperties.sorted(), $0) }
+                    let counters = mergedIndices[ObjectIdentifier(registration.storage)] ?? []
+                    return registration.storage.committedCopy.map {
+                        (registration, registration.storage.changedProperties.sorted().filter { !counters.contains($0) }, $0)
+                    }
+                },
+                differences: merged.compactMap { write in
+                    guard updated.contains(ObjectIdentifier(write.registration.storage)), let difference = write.difference else { return nil }
+                    return (write.registration, write.keyPath, difference)
                 },
                 insertions: zip(insertions, keys).filter { !$0.1.upserted }.map(\.0),
                 deletions: deletions
@@ -255,6 +310,9 @@ extension ModelContext {
             storage.state = .removed
             storage.context = nil
         }
+        // The models show what merged columns hold (set as the app would, so observers see it),
+        // then take it as committed.
+        for write in merged { write.apply() }
         for registration in updates {
             registration.storage.commit()
             updatedIDs.append(registration.storage.ensureIdentifier())

@@ -5,6 +5,9 @@ struct UndoStep {
     enum Entry {
         /// Put these values back into the listed properties.
         case values(Registration, indices: [Int], from: ValueBuffer)
+        /// Add a save's difference to a merged property (a counter), or take it back: what
+        /// other saves added since stays.
+        case offset(Registration, keyPath: AnyKeyPath, difference: Any, adding: Bool)
         /// Delete a model the save inserted (or that a redo re-inserted).
         case delete(Registration)
         /// Insert again a model the save deleted.
@@ -18,7 +21,8 @@ extension UndoStep.Entry {
     /// The model the entry changes.
     var registration: Registration {
         switch self {
-        case let .values(registration, _, _), let .delete(registration), let .insert(registration): return registration
+        case let .values(registration, _, _), let .offset(registration, _, _, _), let .delete(registration), let .insert(registration):
+            return registration
         }
     }
 }
@@ -26,10 +30,14 @@ extension UndoStep.Entry {
 extension ModelContext {
     /// Registers, after a save, the step that undoes it: the changed models get their previous
     /// values back, the inserted ones are deleted and the deleted ones inserted again, all as
-    /// unsaved changes of this context (save to make the undo durable). Upserts and deletions by
-    /// predicate are not undoable. A save that writes only what an undo or redo changed registers
-    /// no step of its own: it writes that step.
-    func registerUndo(updates: [(Registration, changed: [Int], before: ValueBuffer)], insertions: [Registration], deletions: [Registration]) {
+    /// unsaved changes of this context (save to make the undo durable); a merged property (a
+    /// counter) gets its save's difference taken back instead of its previous value. Upserts and
+    /// deletions by predicate are not undoable. A save that writes only what an undo or redo
+    /// changed registers no step of its own: it writes that step.
+    func registerUndo(
+        updates: [(Registration, changed: [Int], before: ValueBuffer)], differences: [(Registration, keyPath: AnyKeyPath, difference: Any)],
+        insertions: [Registration], deletions: [Registration]
+    ) {
         // The save that writes only an undo's (or redo's) changes is that step: the undo
         // manager already holds its reverse. A save with other changes too is a step of its own
         // (which, as any new step, clears the redo stack).
@@ -40,7 +48,8 @@ extension ModelContext {
         guard let undoManager, undoManager.isUndoRegistrationEnabled else { return }
         var entries: [UndoStep.Entry] = deletions.map { .insert($0) }
         entries += insertions.map { .delete($0) }
-        entries += updates.map { .values($0.0, indices: $0.changed, from: $0.before) }
+        entries += updates.compactMap { $0.changed.isEmpty ? nil : .values($0.0, indices: $0.changed, from: $0.before) }
+        entries += differences.map { .offset($0.0, keyPath: $0.keyPath, difference: $0.difference, adding: false) }
         guard !entries.isEmpty else { return }
         register(UndoStep(entries: entries), in: undoManager)
     }
@@ -61,6 +70,10 @@ extension ModelContext {
             switch entry {
             case let .values(registration, indices, source):
                 if let undone = restore(registration, indices: indices, from: source) { inverse.append(undone) }
+            case let .offset(registration, keyPath, difference, adding):
+                if offset(registration, keyPath: keyPath, by: difference, adding: adding) {
+                    inverse.append(.offset(registration, keyPath: keyPath, difference: difference, adding: !adding))
+                }
             case let .delete(registration):
                 delete(registration.model)
                 inverse.append(.insert(registration))
@@ -94,5 +107,38 @@ extension ModelContext {
         }
         for index in restored { registration.model._$notifyObservers(ofChangeTo: layout.properties[index].keyPath) }
         return .values(registration, indices: restored, from: replaced)
+    }
+
+    /// Adds `difference` to a merged property (or subtracts it), as a change the model's setter
+    /// makes; false when the model is no longer this context's or the result does not fit.
+    private func offset(_ registration: Registration, keyPath: AnyKeyPath, by difference: Any, adding: Bool) -> Bool {
+        let storage = registration.storage
+        guard storage.context === self, storage.state == .registered || storage.state == .inserted else { return false }
+        func open<M: PersistentModel>(_ model: M) -> Bool {
+            func typed<V>(_: V.Type) -> Bool {
+                guard let keyPath = keyPath as? ReferenceWritableKeyPath<M, V>,
+                    let moved = Self.offset(model[keyPath: keyPath], by: difference, adding: adding) as? V
+                else { return false }
+                model[keyPath: keyPath] = moved
+                return true
+            }
+            return _openExistential(type(of: keyPath).valueType, do: typed)
+        }
+        return open(registration.model)
+    }
+
+    /// `value` plus (or minus) `difference`, both of one counter type; nil on overflow.
+    private static func offset(_ value: Any, by difference: Any, adding: Bool) -> Any? {
+        func integer<N: FixedWidthInteger>(_ value: N, _ difference: N) -> N? {
+            let result = adding ? value.addingReportingOverflow(difference) : value.subtractingReportingOverflow(difference)
+            return result.overflow ? nil : result.partialValue
+        }
+        switch (value, difference) {
+        case let (value as Int, difference as Int): return integer(value, difference)
+        case let (value as Int64, difference as Int64): return integer(value, difference)
+        case let (value as Double, difference as Double): return adding ? value + difference : value - difference
+        case let (value as Float, difference as Float): return adding ? value + difference : value - difference
+        default: return nil
+        }
     }
 }

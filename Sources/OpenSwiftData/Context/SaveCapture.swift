@@ -45,6 +45,32 @@ protocol SaveCapture: AnyObject {
         throws
     /// The save's last step in its transaction: the capture writes what it collected.
     func finish(author: String?, in db: Database) throws
+    /// The columns of `layout` whose saved value this capture merges (see
+    /// ``merge(_:layout:row:column:seen:written:in:)``), ascending; none by default.
+    func mergedColumns(of layout: EntityLayout) -> [Int]
+    /// Before the `UPDATE` of a changed row writes a column this capture merges: `seen` is the
+    /// value the saving context had read (nil when unknown), `written` the value it is saving.
+    /// Returns the value to write (with the property's Swift value, which the model takes once
+    /// the save has committed) and the save's own difference, or nil to write `written`. Also
+    /// called before an inserted model takes over an existing row (an upsert), with `seen` nil
+    /// (nothing was read: the inserted value is added to the row's).
+    func merge(
+        _ registration: Registration, layout: EntityLayout, row: Int64, column: Int, seen: DatabaseValue?, written: DatabaseValue, in db: Database
+    ) throws -> MergedValue?
+}
+
+/// A value a capture merged in place of the one a save wrote (see
+/// ``SaveCapture/merge(_:layout:row:column:seen:written:in:)``).
+struct MergedValue {
+    /// What the column gets.
+    let stored: DatabaseValue
+    /// The property's value in its Swift type, which the saved model shows.
+    let value: Any
+    /// Whether `value` differs from the value the save wrote (the model then takes it).
+    let replaces: Bool
+    /// The save's own contribution in the property's Swift type (nil: none), which undoing the
+    /// save takes back from whatever the property then holds.
+    let difference: Any?
 }
 
 /// Which rows of an entity a deletion removes.
@@ -65,6 +91,10 @@ extension SaveCapture {
     func linksChanged(
         _ registration: Registration, layout: EntityLayout, relationship: PropertyLayout, row: Int64, old: [Int64]?, new: [Int64], in db: Database
     ) throws {}
+    func mergedColumns(of layout: EntityLayout) -> [Int] { [] }
+    func merge(
+        _ registration: Registration, layout: EntityLayout, row: Int64, column: Int, seen: DatabaseValue?, written: DatabaseValue, in db: Database
+    ) throws -> MergedValue? { nil }
 }
 
 /// Makes a capture for each save while it is on. A component of the core (sync capture)

@@ -13,7 +13,10 @@ extension ModelContainer {
     /// changes are captured without scope rules (scope nil).
     package func enableSyncCapture(_ configuration: SyncCaptureConfiguration) throws {
         let state = try SyncCaptureState(configuration, container: self)
-        try store.write { db in try SyncLog.enable(entities: configuration.entities.map(\.name), in: db) }
+        try store.write { db in
+            try SyncLog.enable(entities: configuration.entities.map(\.name), in: db)
+            try SyncLog.recordMerges(configuration.merges, in: db)
+        }
         setCaptureSource(state)
     }
 
@@ -28,7 +31,8 @@ extension ModelContainer {
         if !store.isReadOnly, try store.read({ db in try SyncLog.needsUpgrade(in: db) }) {
             try store.write { db in try SyncLog.upgrade(in: db) }
         }
-        let state = try? SyncCaptureState(SyncCaptureConfiguration(entityNames: names), container: self, lenient: true)
+        let merges = try store.read { db in try SyncLog.recordedMerges(in: db) }
+        let state = try? SyncCaptureState(SyncCaptureConfiguration(entityNames: names, merges: merges), container: self, lenient: true)
         setCaptureSource(state, of: SyncCaptureState.self)
     }
 

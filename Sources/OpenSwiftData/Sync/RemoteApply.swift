@@ -67,6 +67,11 @@ struct RemoteApply {
     /// Whether earlier batches left references waiting (read with the batch's rows): without
     /// any, no record of this batch can satisfy one.
     private var hasPending = true
+    /// The links this batch's changes add or remove, and the sets it replaces whole (with the
+    /// targets they keep): a link an earlier batch left pending among them is decided by this
+    /// batch, not linked when its record arrives (see `resolvePending`).
+    private var linksDecided: Set<LinkKey> = []
+    private var linkSetsReplaced: [LinkSetKey: Set<String>] = [:]
     private let work = SyncApplyWork()
     private var result = RemoteApplyResult()
     /// The caller's own writes, run in the batch's transaction (see `applyRemoteChanges(_:alsoWriting:)`).
@@ -78,6 +83,19 @@ struct RemoteApply {
     private struct RecordKey: Hashable {
         let entity: String
         let recordID: String
+    }
+
+    /// One to-many relationship of one record.
+    private struct LinkSetKey: Hashable {
+        let entity: String
+        let recordID: String
+        let property: String
+    }
+
+    /// One link: a to-many relationship of one record, and the linked record's id.
+    private struct LinkKey: Hashable {
+        let set: LinkSetKey
+        let target: String
     }
 
     /// A change checked against the schema, its attribute values decoded.
@@ -418,6 +436,9 @@ struct RemoteApply {
             }
         }
         for link in item.links {
+            let setKey = LinkSetKey(entity: change.entity, recordID: change.recordID, property: link.property.name)
+            for id in link.added + link.removed { linksDecided.insert(LinkKey(set: setKey, target: id)) }
+            if let kept = link.replacingExcept { linkSetsReplaced[setKey] = Set(link.added + kept) }
             var adding: [any PersistentModel] = []
             var removing: [any PersistentModel] = []
             for id in link.added {
@@ -560,6 +581,16 @@ struct RemoteApply {
                 continue
             }
             work.pendingResolved.append(reference)
+            // A link this batch decided (added, removed, or left out of a set it replaced) is
+            // as the batch says (seed 6469: an item's link to a tag without a local row, kept
+            // pending, was removed by a rejection's rollback in the batch that brought the tag,
+            // and came back with the tag).
+            let setKey = LinkSetKey(entity: reference.entity, recordID: reference.recordID, property: reference.property)
+            if linksDecided.contains(LinkKey(set: setKey, target: reference.targetRecordID))
+                || linkSetsReplaced[setKey].map({ !$0.contains(reference.targetRecordID) }) == true
+            {
+                continue
+            }
             guard let source = try model(RecordKey(entity: reference.entity, recordID: reference.recordID)),
                 let target = try member(reference.targetEntity, recordID: reference.targetRecordID),
                 let property = properties(ofEntity: reference.entity)?[reference.property]

@@ -1,4 +1,5 @@
 import Foundation
+import OpenSwiftDataSyncProtocol
 
 /// Which entities of a container sync, how each record's scope is chosen, the clock that stamps
 /// saves, and the author under which the sync engine writes (whose saves are not captured).
@@ -21,6 +22,10 @@ package struct SyncCaptureConfiguration: Sendable {
 
     /// The synced entities, in the order they were added.
     public private(set) var entities: [Entity] = []
+    /// The fields that merge instead of being written whole, by entity and property name. A
+    /// save records a merged field's contribution (for a counter, the difference from the value
+    /// the saving context had) instead of its value.
+    public private(set) var merges: [String: [String: MergeKind]] = [:]
     /// The wall clock that hybrid-logical-clock stamps start from (a simulator injects its own).
     public var clock: @Sendable () -> Date
     /// The author of the sync engine's own writes: saves by a context with this author are not
@@ -51,15 +56,24 @@ package struct SyncCaptureConfiguration: Sendable {
         entities.append(Entity(name: name, scope: erased))
     }
 
+    /// Declares that a property of a synced entity merges as `kind`. Checked when capture is
+    /// enabled: ``SyncCaptureError/mergeKindMismatch(entity:property:kind:reason:)`` for a kind
+    /// that does not fit the property, ``SyncCaptureError/mergeNotSupported(entity:property:kind:)``
+    /// for a kind not merged yet.
+    public mutating func merge(entity: String, property: String, kind: MergeKind) {
+        merges[entity, default: [:]][property] = kind
+    }
+
     /// A configuration of entities without scope rules, with the system clock.
     public init(_ first: any PersistentModel.Type, _ more: any PersistentModel.Type...) {
         self.init(engineAuthor: SyncCaptureConfiguration.defaultEngineAuthor)
         for type in [first] + more { entities.append(Entity(name: Schema.entityName(of: type), scope: nil)) }
     }
 
-    /// The names only, as the store records them.
-    init(entityNames: [String]) {
+    /// The names and merged fields only, as the store records them.
+    init(entityNames: [String], merges: [String: [String: MergeKind]] = [:]) {
         self.init(engineAuthor: SyncCaptureConfiguration.defaultEngineAuthor)
         entities = entityNames.map { Entity(name: $0, scope: nil) }
+        self.merges = merges
     }
 }

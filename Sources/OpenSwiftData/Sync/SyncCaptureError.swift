@@ -25,6 +25,14 @@ package enum SyncCaptureError: DescriptiveError, Sendable, Hashable, CustomStrin
     /// whose delete rules differ: a synced reference carries one delete rule, and which
     /// collection holds a model is not part of the reference.
     case sharedInverseDeleteRules(entity: String, property: String, collections: [String])
+    /// A merged field is declared with a kind that does not fit the property (a `.counter` on a
+    /// `Bool`, a `.text` on an `Int`), or on a property that cannot merge (optional, the record
+    /// id, not synced).
+    case mergeKindMismatch(entity: String, property: String, kind: MergeKind, reason: String)
+    /// A merged field is declared with a kind this version does not merge yet (`.set`, `.text`).
+    case mergeNotSupported(entity: String, property: String, kind: MergeKind)
+    /// A save would take a counter past the range of its integer type.
+    case counterOverflow(entity: String, property: String)
     /// Sync capture is not enabled on this container.
     case notEnabled
     /// A sync log entry cannot be read.
@@ -49,6 +57,10 @@ package enum SyncCaptureError: DescriptiveError, Sendable, Hashable, CustomStrin
         case let .sharedInverseDeleteRules(entity, property, collections):
             return
                 "\(entity) cannot sync: \(entity).\(property) is the inverse of \(collections.joined(separator: " and ")), whose delete rules differ; a synced reference has one delete rule, so give those relationships the same delete rule"
+        case let .mergeKindMismatch(entity, property, kind, reason): return "\(entity).\(property) cannot merge as a \(kind.rawValue): \(reason)"
+        case let .mergeNotSupported(entity, property, kind):
+            return "\(entity).\(property) is declared to merge as a \(kind.rawValue), which this version does not support yet; only .counter merges"
+        case let .counterOverflow(entity, property): return "saving \(entity).\(property) would overflow the counter"
         case .notEnabled: return "sync capture is not enabled on this container"
         case let .corruptLogEntry(sequence): return "sync log entry \(sequence) is corrupt and cannot be read"
         }

@@ -22,6 +22,9 @@ final class SyncCaptureState: Sendable {
         self.configuration = configuration
         self.attachments = container.store.attachments
         let names = Set(configuration.entities.map(\.name))
+        if !lenient, let entity = configuration.merges.keys.sorted().first(where: { !names.contains($0) }) {
+            throw SyncCaptureError.unknownEntity(entity)
+        }
         var plans: [String: SyncEntityPlan] = [:]
         for entity in configuration.entities {
             guard let layout = container.layout(named: entity.name) else {
@@ -30,7 +33,8 @@ final class SyncCaptureState: Sendable {
             }
             do {
                 try SyncEntityPlan.checkSharedInverses(of: layout, container: container, synced: names)
-                plans[entity.name] = try SyncEntityPlan(layout: layout, scope: entity.scope, synced: names)
+                plans[entity.name] = try SyncEntityPlan(
+                    layout: layout, scope: entity.scope, synced: names, merges: configuration.merges[entity.name] ?? [:], lenient: lenient)
             } catch  where lenient {
                 continue
             }

@@ -28,10 +28,14 @@ package struct SyncChange: Sendable, Hashable {
     public var fields: [SyncField]
     /// Many-to-many link additions and removals, per relationship.
     public var links: [SyncLinkChange]
+    /// Counters' contributions (an update's difference per `.counter` field it changed); such a
+    /// field is not in `fields`.
+    public var counterDeltas: [SyncField]
 
     /// A change.
     public init(
-        kind: Kind, entity: String, recordID: String, scope: String?, baseVersion: Int64?, fields: [SyncField] = [], links: [SyncLinkChange] = []
+        kind: Kind, entity: String, recordID: String, scope: String?, baseVersion: Int64?, fields: [SyncField] = [], links: [SyncLinkChange] = [],
+        counterDeltas: [SyncField] = []
     ) {
         self.kind = kind
         self.entity = entity
@@ -40,6 +44,7 @@ package struct SyncChange: Sendable, Hashable {
         self.baseVersion = baseVersion
         self.fields = fields
         self.links = links
+        self.counterDeltas = counterDeltas
     }
 
     /// The value of a field, when the change carries it.

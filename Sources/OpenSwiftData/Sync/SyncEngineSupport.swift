@@ -20,6 +20,8 @@ package struct SyncEntityField: Sendable, Hashable {
     /// For a to-one relationship, what happens to this record when its destination is
     /// deleted: the delete rule of the destination's inverse relationship (nil: no inverse).
     public var destinationDeleteRule: Schema.Relationship.DeleteRule? = nil
+    /// How it merges (nil: written whole).
+    public var merge: MergeKind? = nil
 }
 
 /// The synced shape of one entity: its fields and its many-to-many link sets.
@@ -35,6 +37,9 @@ package struct SyncEntityShape: Sendable, Hashable {
 
     /// The kind of a field (nil when the entity has no such synced field).
     public func kind(of field: String) -> SyncValueKind? { fields.first { $0.name == field }?.kind }
+
+    /// Whether a field is a `.counter`.
+    public func isCounter(_ field: String) -> Bool { fields.contains { $0.name == field && $0.merge == .counter } }
 }
 
 extension ModelContainer {
@@ -50,7 +55,8 @@ extension ModelContainer {
             fields.append(
                 SyncEntityField(
                     name: plan.fieldNames[position], kind: plan.fieldKinds[position], destination: plan.fieldTargets[position],
-                    optional: plan.layout.columns[column].codec.isOptional, destinationDeleteRule: rule
+                    optional: plan.layout.columns[column].codec.isOptional, destinationDeleteRule: rule,
+                    merge: plan.counterColumns.contains(column) ? .counter : nil
                 ))
         }
         return SyncEntityShape(

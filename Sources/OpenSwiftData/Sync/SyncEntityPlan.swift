@@ -31,10 +31,17 @@ final class SyncEntityPlan: @unchecked Sendable {
     /// The many-to-many relationships whose join table this entity writes and whose destination
     /// syncs.
     let links: [PropertyLayout]
+    /// The columns of the fields declared `.counter`, ascending: a save logs their difference.
+    let counterColumns: [Int]
 
-    /// Validates an entity's identity and builds its plan; `synced` names every synced entity
-    /// (references to others are not captured).
-    init(layout: EntityLayout, scope: (@Sendable (any PersistentModel) -> String?)?, synced: Set<String>) throws {
+    /// Validates an entity's identity and its merged fields (`merges`, by property name), and
+    /// builds its plan; `synced` names every synced entity (references to others are not
+    /// captured). With `lenient` (a store reopened), a merged field that no longer fits is
+    /// written whole instead of refused.
+    init(
+        layout: EntityLayout, scope: (@Sendable (any PersistentModel) -> String?)?, synced: Set<String>, merges: [String: MergeKind] = [:],
+        lenient: Bool = false
+    ) throws {
         self.layout = layout
         self.scope = scope
         let constraints = layout.uniquenessConstraints
@@ -91,6 +98,48 @@ final class SyncEntityPlan: @unchecked Sendable {
             else { return false }
             return synced.contains(destination)
         }
+        var counters: [Int] = []
+        for (property, kind) in merges.sorted(by: { $0.key < $1.key }) {
+            do {
+                counters.append(
+                    try Self.mergedColumn(
+                        property, kind: kind, layout: layout, recordIDColumn: recordIDColumn, fieldOfColumn: fieldOfColumn, kinds: kinds))
+            } catch  where lenient {
+                continue
+            }
+        }
+        counterColumns = counters.sorted()
+    }
+
+    /// The column of a merged field, checked: a synced, non-optional stored attribute other than
+    /// the record id, whose type fits `kind`. Only counters merge in this version.
+    private static func mergedColumn(
+        _ property: String, kind: MergeKind, layout: EntityLayout, recordIDColumn: Int?, fieldOfColumn: [Int?], kinds: [SyncValueKind]
+    ) throws -> Int {
+        func mismatch(_ reason: String) -> SyncCaptureError {
+            SyncCaptureError.mergeKindMismatch(entity: layout.name, property: property, kind: kind, reason: reason)
+        }
+        guard let column = layout.columns.firstIndex(where: { $0.name == property }) else {
+            throw mismatch("\(layout.name) has no stored attribute \(property)")
+        }
+        let attribute = layout.columns[column]
+        guard attribute.relationship == nil, let field = fieldOfColumn[column] else { throw mismatch("it is not a synced attribute") }
+        guard column != recordIDColumn else { throw mismatch("it is the record's unique id") }
+        guard !attribute.codec.isOptional else { throw mismatch("it is optional, and nil has no merge; make it non-optional with a default") }
+        let valueType = type(of: attribute.keyPath).valueType
+        switch kind {
+        case .counter:
+            guard kinds[field] == .int || kinds[field] == .double, CounterBridge.isCounterType(valueType) else {
+                throw mismatch("a counter is an Int, Int64 or Double, not \(valueType)")
+            }
+        case .set:
+            guard kinds[field] == .json else { throw mismatch("a set is an array or a Set of Codable, Hashable elements, not \(valueType)") }
+            throw SyncCaptureError.mergeNotSupported(entity: layout.name, property: property, kind: kind)
+        case .text:
+            guard kinds[field] == .string, valueType == String.self else { throw mismatch("text merges a String, not \(valueType)") }
+            throw SyncCaptureError.mergeNotSupported(entity: layout.name, property: property, kind: kind)
+        }
+        return column
     }
 
     /// Refuses a synced to-one relationship that several collections of its (synced)

@@ -16,6 +16,8 @@ enum SyncLog {
     static let consumersTable = "osd_sync_consumers"
     /// The metadata key listing the synced entities (one name per line).
     static let entitiesKey = "syncEntities"
+    /// The metadata key listing the merged fields (`Entity<tab>property<tab>kind`, one a line).
+    static let mergesKey = "syncMerges"
     static let stampKey = "hlc"
 
     static let createStatements =
@@ -39,6 +41,32 @@ enum SyncLog {
             let value = try String.fetchOne(db, sql: "SELECT value FROM \(quoted(SQLiteStore.metadataTable)) WHERE key = ?", arguments: [entitiesKey])
         else { return nil }
         return value.split(separator: "\n").map(String.init)
+    }
+
+    /// The merged fields the store records (none when capture never declared any).
+    static func recordedMerges(in db: Database) throws -> [String: [String: MergeKind]] {
+        guard
+            let value = try String.fetchOne(db, sql: "SELECT value FROM \(quoted(SQLiteStore.metadataTable)) WHERE key = ?", arguments: [mergesKey])
+        else { return [:] }
+        var merges: [String: [String: MergeKind]] = [:]
+        for line in value.split(separator: "\n") {
+            let parts = line.split(separator: "\t").map(String.init)
+            guard parts.count == 3, let kind = MergeKind(rawValue: parts[2]) else { continue }
+            merges[parts[0], default: [:]][parts[1]] = kind
+        }
+        return merges
+    }
+
+    /// Records the merged fields, so that a later open merges them from its first save.
+    static func recordMerges(_ merges: [String: [String: MergeKind]], in db: Database) throws {
+        let lines = merges.flatMap { entity, fields in fields.map { "\(entity)\t\($0.key)\t\($0.value.rawValue)" } }.sorted()
+        if lines.isEmpty {
+            try db.execute(sql: "DELETE FROM \(quoted(SQLiteStore.metadataTable)) WHERE key = ?", arguments: [mergesKey])
+        } else {
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO \(quoted(SQLiteStore.metadataTable)) (key, value) VALUES (?, ?)",
+                arguments: [mergesKey, lines.joined(separator: "\n")])
+        }
     }
 
     /// Creates the tables and records the synced entities (giving each its code in

@@ -17,12 +17,17 @@ import OpenSwiftDataSyncProtocol
 /// left before the changes, so a save encodes each change as it writes the row (while its
 /// values are at hand) into one buffer.
 ///
+/// Version 4: version 3, where a listed field's kind code may carry ``deltaFlag``: its value is
+/// a counter's contribution (the difference the save made), not the field's value.
+///
 /// Version 2: as version 3 with a byte each for kind, record id form, scope and base version
 /// presence and field form, links after the fields, every UUID record id as 16 bytes. Version 1
 /// (stores written before that): no field lists, every field with its name and kind, record ids
 /// as text. Both are still read, so that a log written by an earlier version keeps its entries.
 enum SyncLogCoding {
-    static let formatVersion: UInt8 = 3
+    static let formatVersion: UInt8 = 4
+    /// Set on a listed field's kind code (version 4): the value is a counter's contribution.
+    static let deltaFlag: UInt8 = 0x80
     /// Each field kind's code in the blob is its position here: fixed, as entries on disk use
     /// them (a new kind goes at the end).
     static let kinds: [SyncValueKind] = [.bool, .int, .double, .string, .date, .data, .uuid, .decimal, .url, .json, .reference]
@@ -219,7 +224,7 @@ enum SyncLogCoding {
     /// The changes of a blob, or nil when it is not a valid encoding.
     static func decode(_ data: Data) -> [SyncChange]? {
         var reader = HistoryCoding.ByteReader(bytes: [UInt8](data))
-        guard let version = reader.byte(), (1...3).contains(version), let nameCount = reader.count() else { return nil }
+        guard let version = reader.byte(), (1...4).contains(version), let nameCount = reader.count() else { return nil }
         var names: [String] = []
         for _ in 0..<nameCount {
             guard let name = reader.string() else { return nil }
@@ -277,17 +282,22 @@ enum SyncLogCoding {
             }
             return links
         }
+        var deltas: [SyncField] = []
         func readFields(_ tag: FieldsTag?, entity entityIndex: Int) -> [SyncField]? {
             var fields: [SyncField] = []
+            deltas = []
             switch tag {
             case .listed?:
                 guard let fieldCount = reader.count() else { return nil }
                 fields.reserveCapacity(fieldCount)
                 for _ in 0..<fieldCount {
-                    guard let field = name(reader.count()), let fieldKind = fieldKindOf(reader.byte()),
-                        let value = reader.value(), let stored = value
-                    else { return nil }
-                    fields.append(SyncField(name: field, value: SyncFieldValue(kind: fieldKind, stored: SyncStoredValue(stored))))
+                    guard let field = name(reader.count()), let code = reader.byte() else { return nil }
+                    let isDelta = version >= 4 && code & deltaFlag != 0
+                    guard let fieldKind = fieldKindOf(isDelta ? code & ~deltaFlag : code), let value = reader.value(), let stored = value else {
+                        return nil
+                    }
+                    let read = SyncField(name: field, value: SyncFieldValue(kind: fieldKind, stored: SyncStoredValue(stored)))
+                    if isDelta { deltas.append(read) } else { fields.append(read) }
                 }
             case .all?:
                 guard let list = fieldLists[entityIndex] else { return nil }
@@ -321,7 +331,7 @@ enum SyncLogCoding {
             }
         }
         for _ in 0..<count {
-            if version == 3 {
+            if version >= 3 {
                 guard let flags = reader.byte(), let kind = SyncChange.Kind(rawValue: flags & Flag.kindMask),
                     let entityIndex = reader.count(), let entity = name(entityIndex),
                     let recordID = readRecordID(IDTag(rawValue: (flags & Flag.idMask) >> Flag.idShift))
@@ -343,7 +353,9 @@ enum SyncLogCoding {
                 }
                 guard let fields = readFields(flags & Flag.allFields != 0 ? .all : .listed, entity: entityIndex) else { return nil }
                 changes.append(
-                    SyncChange(kind: kind, entity: entity, recordID: recordID, scope: scope, baseVersion: baseVersion, fields: fields, links: links))
+                    SyncChange(
+                        kind: kind, entity: entity, recordID: recordID, scope: scope, baseVersion: baseVersion, fields: fields, links: links,
+                        counterDeltas: deltas))
                 continue
             }
             guard let kind = reader.byte().flatMap(SyncChange.Kind.init(rawValue:)), let entityIndex = reader.count(),

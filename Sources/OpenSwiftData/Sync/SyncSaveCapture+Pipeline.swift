@@ -61,6 +61,20 @@ extension SyncSaveCapture: SaveCapture {
         try linksChanged(registration, plan: plan, relationship: relationship, row: row, old: old, new: new, in: db)
     }
 
+    /// A counter's column, while the save is not the sync engine's own (an applied pulled
+    /// value is written as it is).
+    func mergedColumns(of layout: EntityLayout) -> [Int] {
+        guard logs, let plan = plan(of: layout) else { return [] }
+        return plan.counterColumns
+    }
+
+    func merge(
+        _ registration: Registration, layout: EntityLayout, row: Int64, column: Int, seen: DatabaseValue?, written: DatabaseValue, in db: Database
+    ) throws -> MergedValue? {
+        guard let plan = plan(of: layout) else { return nil }
+        return try merge(registration, plan: plan, row: row, column: column, seen: seen, written: written, in: db)
+    }
+
     func finish(author: String?, in db: Database) throws {
         try appendEntry(author: author, in: db)
     }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import GRDBSQLite
+import OpenSwiftDataMerge
 
 /// Collects, while one save writes, what it changed in synced entities: keeps each synced row's
 /// record identity (`SyncRecords`) and, unless the save is the sync engine's own, builds the
@@ -37,6 +38,8 @@ final class SyncSaveCapture {
         /// as is: no copy per row), else the values of `fields`, in their order.
         var values: [DatabaseValue]
         var links: [SyncLinkChange] = []
+        /// Counters' contributions: the field's position in the plan and the difference.
+        var deltas: [(field: Int, value: DatabaseValue)] = []
 
         /// The value of the `index`-th logged field.
         @inline(__always)
@@ -84,6 +87,9 @@ final class SyncSaveCapture {
     @exclusivity(unchecked) private var lastPlan: SyncEntityPlan?
     @exclusivity(unchecked) private var lastCodePlan: SyncEntityPlan?
     @exclusivity(unchecked) private var lastCode: Int64 = 0
+    /// The contributions ``merge(_:plan:row:column:seen:written:in:)`` computed for the save's
+    /// changed rows, by storage, logged by ``updated(_:plan:row:columns:values:in:)``.
+    @exclusivity(unchecked) private var counterDeltas: [ObjectIdentifier: [(field: Int, value: DatabaseValue)]] = [:]
     /// The record ids of new rows without a unique attribute or temporary identifier.
     @exclusivity(unchecked) private var newRecordIDs = RandomRecordID()
 
@@ -132,7 +138,7 @@ final class SyncSaveCapture {
     /// theirs, in that order).
     private func encode(
         _ kind: SyncChange.Kind, plan: SyncEntityPlan, recordID: CapturedRecordID, scope: String?, baseVersion: Int64?,
-        fields: [Int]?, values: [DatabaseValue]
+        fields: [Int]?, values: [DatabaseValue], deltas: [(field: Int, value: DatabaseValue)] = []
     ) {
         // The plan of the last change and its encoder, without copying its interned names (a
         // bulk insert encodes one entity's rows one after the other).
@@ -145,7 +151,10 @@ final class SyncSaveCapture {
         let count = fields?.count ?? plan.fieldColumns.count
         encoder.change(
             kind, entity: lastInterned.entity, recordID: recordID, scope: scope, baseVersion: baseVersion, links: [], allFields: fields == nil,
-            fieldCount: count)
+            fieldCount: count + deltas.count)
+        for (field, value) in deltas {
+            encoder.field(name: lastInterned.fields[field], kindCode: plan.fieldKindCodes[field] | SyncLogCoding.deltaFlag, value: value)
+        }
         guard count > 0 else { return }
         values.withUnsafeBufferPointer { values in
             if let fields {
@@ -391,17 +400,31 @@ final class SyncSaveCapture {
         if scope != record.scope { try SyncRecords.setScope(scope, entity: plan.layout.name, row: row, in: db) }
         if let version = apply?.versionsOfNew[key] { try SyncRecords.setServerVersion(version, entity: plan.layout.name, row: row, in: db) }
         guard logs else { return }
+        // Counters log their inserted value as a contribution, added to the row's (see
+        // `merge`), the other fields their values.
+        var fields: [Int]?
+        var logged = values
+        let deltas = counterDeltas.removeValue(forKey: key) ?? []
+        if !plan.counterColumns.isEmpty {
+            var listed: [Int] = []
+            logged = []
+            for (field, column) in plan.fieldColumns.enumerated() where !plan.counterColumns.contains(column) {
+                listed.append(field)
+                logged.append(values[column])
+            }
+            fields = listed
+        }
         if encodesNow(.update, plan: plan) {
             encode(
-                .update, plan: plan, recordID: CapturedRecordID(record.recordID), scope: scope, baseVersion: record.serverVersion, fields: nil,
-                values: values)
+                .update, plan: plan, recordID: CapturedRecordID(record.recordID), scope: scope, baseVersion: record.serverVersion, fields: fields,
+                values: logged, deltas: deltas)
             return
         }
         changeOfStorage[key] = changes.count
         changes.append(
             Captured(
-                kind: .update, plan: plan, recordID: CapturedRecordID(record.recordID), scope: scope, baseVersion: record.serverVersion, fields: nil,
-                values: values))
+                kind: .update, plan: plan, recordID: CapturedRecordID(record.recordID), scope: scope, baseVersion: record.serverVersion,
+                fields: fields, values: logged, deltas: deltas))
     }
 
     /// A changed row: `columns` are the changed column indexes, `values` their new values.
@@ -419,22 +442,61 @@ final class SyncSaveCapture {
         guard logs else { return }
         var fields: [Int] = []
         var fieldValues: [DatabaseValue] = []
+        // A counter's contribution replaces its value (a save that left it as it was logs none).
+        let deltas = counterDeltas.removeValue(forKey: key) ?? []
         for (column, value) in zip(columns, values) {
             guard let field = plan.fieldOfColumn[column] else { continue }
+            if !plan.counterColumns.isEmpty, plan.counterColumns.contains(column),
+                deltas.contains(where: { $0.field == field }) || CounterBridge.counter(value, kind: plan.fieldKinds[field]) != nil
+            {
+                continue
+            }
             fields.append(field)
             fieldValues.append(value)
         }
         if encodesNow(.update, plan: plan) {
             encode(
                 .update, plan: plan, recordID: CapturedRecordID(record.recordID), scope: scope, baseVersion: record.serverVersion, fields: fields,
-                values: fieldValues)
+                values: fieldValues, deltas: deltas)
             return
         }
         changeOfStorage[key] = changes.count
         changes.append(
             Captured(
                 kind: .update, plan: plan, recordID: CapturedRecordID(record.recordID), scope: scope, baseVersion: record.serverVersion,
-                fields: fields, values: fieldValues))
+                fields: fields, values: fieldValues, deltas: deltas))
+    }
+
+    /// A counter's column about to be updated: its contribution is the difference between what
+    /// the saving context wrote and what it had read (`seen`; zero when nothing was read, as for
+    /// an inserted model that takes over an existing row, whose value the server adds to the
+    /// record's), kept for ``updated(_:plan:row:columns:values:in:)``; the column gets its
+    /// current value plus that difference, so that contributions landed meanwhile (another
+    /// context's save, a pulled change) are kept. Nil when the column is not a counter.
+    func merge(
+        _ registration: Registration, plan: SyncEntityPlan, row: Int64, column: Int, seen: DatabaseValue?, written: DatabaseValue, in db: Database
+    ) throws -> MergedValue? {
+        guard let field = plan.fieldOfColumn[column] else { return nil }
+        let kind = plan.fieldKinds[field]
+        guard let writtenValue = CounterBridge.counter(written, kind: kind) else { return nil }
+        let property = plan.layout.columns[column]
+        let stored = try DatabaseValue.fetchOne(
+            db, sql: "SELECT \(quoted(property.name)) FROM \(quoted(plan.layout.table.name)) WHERE \(quoted(TableDescription.primaryKey)) = ?",
+            arguments: [row])
+        let current = stored.flatMap { CounterBridge.counter($0, kind: kind) } ?? writtenValue.zero
+        let base = seen.flatMap { CounterBridge.counter($0, kind: kind) } ?? writtenValue.zero
+        let valueType = type(of: property.keyPath).valueType
+        guard let delta = writtenValue.subtracting(base), let result = current.adding(delta),
+            let value = CounterBridge.swiftValue(result, as: valueType)
+        else {
+            throw SyncCaptureError.counterOverflow(entity: plan.layout.name, property: property.name)
+        }
+        if !delta.isZero {
+            counterDeltas[ObjectIdentifier(registration.storage), default: []].append((field, CounterBridge.stored(delta)))
+        }
+        return MergedValue(
+            stored: CounterBridge.stored(result), value: value, replaces: result != writtenValue,
+            difference: delta.isZero ? nil : CounterBridge.swiftValue(delta, as: valueType))
     }
 
     /// A deleted row (called before the row goes): its record goes with it. A row that never
@@ -526,7 +588,11 @@ final class SyncSaveCapture {
             let count = changes[position].fields?.count ?? plan.fieldColumns.count
             encoder.change(
                 changes[position].kind, entity: names.entity, recordID: changes[position].recordID, scope: changes[position].scope,
-                baseVersion: changes[position].baseVersion, links: changes[position].links, allFields: allFields, fieldCount: count)
+                baseVersion: changes[position].baseVersion, links: changes[position].links, allFields: allFields,
+                fieldCount: count + changes[position].deltas.count)
+            for (field, value) in changes[position].deltas {
+                encoder.field(name: names.fields[field], kindCode: plan.fieldKindCodes[field] | SyncLogCoding.deltaFlag, value: value)
+            }
             for index in 0..<count {
                 let field = allFields ? index : changes[position].fields?[index] ?? index
                 var value = changes[position].value(at: index)

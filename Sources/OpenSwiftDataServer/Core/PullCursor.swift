@@ -43,8 +43,12 @@ struct PullCursor: Codable, Hashable, Sendable {
     /// change found at the position of a cursor without a mark means the same (a cursor from
     /// before marks is so reset once).
     var mark: Int64?
+    /// The server's clock when the cursor was issued (nil: a cursor from before it was kept): a
+    /// push whose cursor was issued before the server last started is not decided (see
+    /// `SyncService.push`).
+    var issued: HLCTimestamp?
 
-    private enum CodingKeys: String, CodingKey { case epoch = "e", seq = "s", scopes = "c", snapshot = "n", mark = "m" }
+    private enum CodingKeys: String, CodingKey { case epoch = "e", seq = "s", scopes = "c", snapshot = "n", mark = "m", issued = "i" }
 }
 
 /// Signs and checks cursors with HMAC-SHA256, so a client can neither forge nor alter one.

@@ -272,12 +272,16 @@ struct PushEvaluator: Sendable {
                 return
             }
             try checkKinds(change, record: nil, schema: entitySchema, key: key)
+            try checkMerges(change, record: nil, schema: entitySchema, key: key)
             let values = try resolveReferences(change.fields, of: key, working: working)
             claim(change.scope, &working)
             var fields: [SyncName: StoredField] = [:]
             for (name, value) in values {
-                fields[name] = StoredField(value: value, kind: value.kind ?? schemaKind(entitySchema, name), stamp: stamp, client: clientID)
+                fields[name] = StoredField(
+                    value: value, kind: value.kind ?? schemaKind(entitySchema, name), stamp: stamp, client: clientID,
+                    merge: declaredMerge(entitySchema, name))
             }
+            _ = try apply(change.merge, to: &fields, stamp: stamp, key: key)
             var links: [SyncName: [RecordID: StoredLink]] = [:]
             for (name, linkChange) in change.links {
                 for target in linkChange.added { links[name, default: [:]][target] = StoredLink(present: true, stamp: stamp, client: clientID) }
@@ -339,7 +343,14 @@ struct PushEvaluator: Sendable {
         let key = existing.key
         let clientID = request.clientID
         try checkKinds(change, record: existing, schema: entitySchema, key: key)
+        try checkMerges(change, record: existing, schema: entitySchema, key: key)
         var fieldsToApply = try resolveReferences(change.fields, of: key, working: working)
+        // Contributions to merged fields, and plain writes of such fields turned into ones:
+        // applied whatever the policy decides for the other fields.
+        var plainFields = fieldsToApply
+        var merges = try contributions(ofPlain: &plainFields, change: change, existing: existing, schema: entitySchema, snapshot: snapshot)
+        fieldsToApply = plainFields
+        merges.merge(change.merge) { _, new in new }
         var linksToApply = change.links
         var unconditional = false
         let policy = policy(for: change.entity, schema: request.schema ?? snapshot.client?.schema)
@@ -347,7 +358,7 @@ struct PushEvaluator: Sendable {
             switch resolver(ResolverInput(serverRecord: existing.state, change: change, stamp: stamp, clientID: clientID)) {
             case .usePolicy: break
             case .apply(let fields, let links):
-                fieldsToApply = try resolveReferences(fields, of: key, working: working)
+                fieldsToApply = try resolveReferences(fields, of: key, working: working).filter { merges[$0.key] == nil }
                 linksToApply = links
                 unconditional = true
             case .refuse(let message):
@@ -367,12 +378,26 @@ struct PushEvaluator: Sendable {
             case .recordLastWriterWins:
                 if !wins(existing.stamp, existing.writer) {
                     working.conflicts += fieldsToApply.count
+                    // Logged with the values that won, as a losing field is (below).
+                    for (name, value) in fieldsToApply {
+                        if let old = existing.fields[name], old.value != value { changedFields[name] = old.value }
+                    }
+                    for (name, linkChange) in linksToApply {
+                        let present = existing.links[name] ?? [:]
+                        let added = linkChange.removed.filter { present[$0]?.present == true }
+                        let removed = linkChange.added.filter { present[$0]?.present != true }
+                        if !added.isEmpty || !removed.isEmpty {
+                            changedLinks[name] = LinkChange(added: added.sorted(), removed: removed.sorted())
+                        }
+                    }
                     fieldsToApply = [:]
                     linksToApply = [:]
                 }
                 unconditional = true
             case .rejectStale:
-                if isStale(existing, change: change, snapshot: snapshot) {
+                // Contributions alone are never stale: they commute with every other write.
+                let onlyContributions = change.op == .update && fieldsToApply.isEmpty && linksToApply.isEmpty && !merges.isEmpty
+                if !onlyContributions, isStale(existing, change: change, snapshot: snapshot) {
                     throw Rejection(
                         reason: .stale,
                         message:
@@ -382,15 +407,23 @@ struct PushEvaluator: Sendable {
                 unconditional = true
             }
         }
+        // A write that loses to a later one is logged with the value that won: the writer's
+        // model shows its own value until a pulled change says otherwise, and the later write
+        // may have logged nothing (it wrote the value the field already had). Seed 3111: a
+        // title set to t2 lost to another device's later t3, written when the field already
+        // held t3, and the writer kept showing t2.
         for (name, value) in fieldsToApply {
             if let old = record.fields[name], !unconditional, !wins(old.stamp, old.client) {
                 working.conflicts += 1
+                if old.value != value { changedFields[name] = old.value }
                 continue
             }
             let kind = value.kind ?? record.fields[name]?.kind ?? schemaKind(entitySchema, name)
-            record.fields[name] = StoredField(value: value, kind: kind, stamp: stamp, client: clientID)
+            record.fields[name] = StoredField(
+                value: value, kind: kind, stamp: stamp, client: clientID, merge: record.fields[name]?.merge ?? declaredMerge(entitySchema, name))
             if existing.fields[name]?.value != value { changedFields[name] = value }
         }
+        changedFields.merge(try apply(merges, to: &record.fields, stamp: stamp, key: key)) { _, total in total }
         for (name, linkChange) in linksToApply {
             var added: [RecordID] = []
             var removed: [RecordID] = []
@@ -399,6 +432,10 @@ struct PushEvaluator: Sendable {
                     let old = record.links[name]?[target]
                     if let old, !unconditional, !wins(old.stamp, old.client) {
                         working.conflicts += 1
+                        // Logged as it stands, as for a field (above).
+                        if old.present != present {
+                            if old.present { added.append(target) } else { removed.append(target) }
+                        }
                         continue
                     }
                     record.links[name, default: [:]][target] = StoredLink(present: present, stamp: stamp, client: clientID)
@@ -412,12 +449,23 @@ struct PushEvaluator: Sendable {
             }
         }
         let moved = change.scope != existing.scope
+        let latest = stamp > record.stamp || (stamp == record.stamp && clientID > record.writer)
         if changedFields.isEmpty, changedLinks.isEmpty, !moved {
-            // Every write lost to a later one, or changed nothing: applied, nothing to log.
+            // Every write lost to a later one, or wrote the value already there: applied,
+            // nothing to log. A write of the same value that won is kept all the same (its stamp
+            // and writer), so that an older write arriving after it loses to it, as it would
+            // have had it arrived first.
+            if record != existing {
+                if latest {
+                    record.stamp = stamp
+                    record.writer = clientID
+                }
+                working.set(record, for: key)
+            }
             return
         }
         if moved { claim(change.scope, &working) }
-        if stamp > record.stamp || (stamp == record.stamp && clientID > record.writer) {
+        if latest {
             record.stamp = stamp
             record.writer = clientID
         }
@@ -477,7 +525,7 @@ struct PushEvaluator: Sendable {
     /// Stale: the record changed after the change's base version through another client's
     /// mutation (a client never conflicts with itself). Below the compaction horizon the log
     /// no longer says who wrote, so any change counts.
-    private func isStale(_ record: StoredRecord, change: RecordChange, snapshot: PushSnapshot) -> Bool {
+    func isStale(_ record: StoredRecord, change: RecordChange, snapshot: PushSnapshot) -> Bool {
         let base = change.baseVersion ?? 0
         guard record.version > base else { return false }
         if base < snapshot.horizon { return true }

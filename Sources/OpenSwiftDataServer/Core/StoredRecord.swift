@@ -20,8 +20,8 @@ package struct RecordKey: Hashable, Sendable, Comparable, CustomStringConvertibl
     package var description: String { "\(entity) \(recordID.debugDescription)" }
 }
 
-/// One field as the server keeps it: the value, the kind the field holds, and the write that
-/// set it (stamp and client), which per-field last-writer-wins compares.
+/// One field as the server keeps it: the value, the kind the field holds, the write that set it
+/// (stamp and client), which per-field last-writer-wins compares, and whether it merges.
 package struct StoredField: Hashable, Sendable, Codable {
     /// The value.
     package var value: SyncValue
@@ -31,17 +31,21 @@ package struct StoredField: Hashable, Sendable, Codable {
     package var stamp: HLCTimestamp
     /// The client whose write set it.
     package var client: ClientID
+    /// How the field merges, once a client's schema declared it (sticky: a client whose schema
+    /// does not declare it, an older app, cannot overwrite the merged value unseen).
+    package var merge: MergeKind?
 
     /// Makes a stored field.
-    package init(value: SyncValue, kind: SyncValueKind?, stamp: HLCTimestamp, client: ClientID) {
+    package init(value: SyncValue, kind: SyncValueKind?, stamp: HLCTimestamp, client: ClientID, merge: MergeKind? = nil) {
         self.value = value
         self.kind = kind
         self.stamp = stamp
         self.client = client
+        self.merge = merge
     }
 
     private enum CodingKeys: String, CodingKey {
-        case value = "v", kind = "k", stamp = "s", client = "c"
+        case value = "v", kind = "k", stamp = "s", client = "c", merge = "m"
     }
 }
 

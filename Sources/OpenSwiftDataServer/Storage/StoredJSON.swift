@@ -53,6 +53,7 @@ extension SyncJSONReader {
         var kind: SyncValueKind?
         var stamp: HLCTimestamp?
         var client: ClientID?
+        var merge: MergeKind?
         if try beginObject() {
             repeat {
                 let (key, escaped) = try memberKey()
@@ -67,12 +68,15 @@ extension SyncJSONReader {
                     }
                 case UInt8(ascii: "s"): stamp = try self.stamp()
                 case UInt8(ascii: "c"): client = try string()
+                case UInt8(ascii: "m"):
+                    guard let parsed = MergeKind(rawValue: try string()) else { throw Mismatch() }
+                    merge = parsed
                 default: throw Mismatch()
                 }
             } while try nextMember()
         }
         guard let value, let stamp, let client else { throw Mismatch() }
-        return StoredField(value: value, kind: kind, stamp: stamp, client: client)
+        return StoredField(value: value, kind: kind, stamp: stamp, client: client, merge: merge)
     }
 
     /// `[SyncName: StoredField]`.

@@ -4,8 +4,9 @@ import OpenSwiftDataSyncProtocol
 /// The stored columns' JSON (`osd_records.fields`, `osd_changes.payload`), written with the
 /// protocol's writer, byte for byte as `JSONEncoder` writes the same values.
 extension SyncJSONWriter {
-    /// `[SyncName: StoredField]` as `{"name": {"c": client, "k": kind, "s": stamp, "v": value}}`
-    /// (the kind left out when nil), the form of `StoredField`'s `Codable`.
+    /// `[SyncName: StoredField]` as `{"name": {"c": client, "k": kind, "m": merge, "s": stamp,
+    /// "v": value}}` (the kind and merge left out when nil), the form of `StoredField`'s
+    /// `Codable`.
     mutating func storedFields(_ fields: [SyncName: StoredField]) throws {
         try object(fields) { writer, field in
             writer.raw("{\"c\":")
@@ -13,6 +14,10 @@ extension SyncJSONWriter {
             if let kind = field.kind {
                 writer.raw(",\"k\":")
                 writer.string(kind.rawValue)
+            }
+            if let merge = field.merge {
+                writer.raw(",\"m\":")
+                writer.string(merge.rawValue)
             }
             writer.raw(",\"s\":")
             writer.stamp(field.stamp)

@@ -28,6 +28,12 @@ package protocol SyncStorageBackend: SyncStorage {
     /// The server's identity and signing material, created with the database.
     func metadata() async throws -> StorageMetadata
 
+    /// A server's start: moves the server's clock past every stamp it handed out (to
+    /// `wallMilliseconds` at least) in one transaction, and returns the new stamp. Every cursor
+    /// issued since carries a later or equal clock; one issued before, in this history or in one
+    /// a restore lost, an earlier one.
+    func start(wallMilliseconds: UInt64) async throws -> HLCTimestamp
+
     /// One push in one transaction: loads ``PushSnapshot`` for `load`, calls `decide`, writes
     /// the plan it returns (the plan's log entries take the sequence numbers after the head it
     /// was given, in order; a backend whose transactions commit out of order shifts them by

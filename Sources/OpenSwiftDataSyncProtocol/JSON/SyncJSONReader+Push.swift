@@ -117,6 +117,24 @@ extension SyncJSONReader {
         return LinkChange(added: added, removed: removed)
     }
 
+    /// Contributions to merged fields by field name, each `{"counter": value}`.
+    @inlinable
+    package mutating func fieldMerges() throws -> [SyncName: FieldMerge] {
+        var merges: [SyncName: FieldMerge] = [:]
+        if try beginObject() {
+            repeat {
+                let (name, escaped) = try memberKey()
+                guard try beginObject() else { throw Mismatch() }
+                let (kind, kindEscaped) = try memberKey()
+                guard !kindEscaped, isKey(kind, "counter") else { throw Mismatch() }
+                let merge = FieldMerge.counter(try syncValue())
+                guard try !nextMember() else { throw Mismatch() }
+                guard merges.updateValue(merge, forKey: try text(name, escaped: escaped)) == nil else { throw Mismatch() }
+            } while try nextMember()
+        }
+        return merges
+    }
+
     /// Link changes by relationship name.
     @inlinable
     package mutating func linkChanges() throws -> [SyncName: LinkChange] {
@@ -139,6 +157,7 @@ extension SyncJSONReader {
         var baseVersion: ServerVersion?
         var fields: [SyncName: SyncValue]?
         var links: [SyncName: LinkChange]?
+        var merge: [SyncName: FieldMerge]?
         if try beginObject() {
             repeat {
                 let (key, escaped) = try memberKey()
@@ -158,6 +177,8 @@ extension SyncJSONReader {
                     fields = try syncValues()
                 } else if isKey(key, "links"), links == nil {
                     links = try linkChanges()
+                } else if isKey(key, "merge"), merge == nil {
+                    merge = try fieldMerges()
                 } else {
                     // A null, a repeated key or an unknown one: the decoder decides.
                     throw Mismatch()
@@ -166,7 +187,8 @@ extension SyncJSONReader {
         }
         guard let op, let entity, let recordID, let scope else { throw Mismatch() }
         return RecordChange(
-            op: op, entity: entity, recordID: recordID, scope: scope, baseVersion: baseVersion, fields: fields ?? [:], links: links ?? [:])
+            op: op, entity: entity, recordID: recordID, scope: scope, baseVersion: baseVersion, fields: fields ?? [:], links: links ?? [:],
+            merge: merge ?? [:])
     }
 
     @inlinable

@@ -232,6 +232,17 @@ package struct SyncJSONWriter {
             raw(",\"links\":")
             linkChanges(change.links)
         }
+        if !change.merge.isEmpty {
+            raw(",\"merge\":")
+            try object(change.merge) { writer, merge in
+                switch merge {
+                case let .counter(delta):
+                    writer.raw("{\"counter\":")
+                    try writer.syncValue(delta)
+                    writer.byte("}")
+                }
+            }
+        }
         raw(",\"op\":")
         string(change.op.rawValue)
         raw(",\"recordID\":")

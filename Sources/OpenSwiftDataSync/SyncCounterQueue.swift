@@ -1,0 +1,121 @@
+import OpenSwiftDataMerge
+import OpenSwiftDataSyncProtocol
+
+/// The contributions to counters that this client's unsettled mutations make, in order, for
+/// re-applying them onto pulled totals: a device shows the server's total plus its own
+/// contributions the server has not counted yet, so its unpushed increments stay visible and
+/// nothing flickers.
+///
+/// A pulled total already counts this client's mutations up to the last of its own changes of
+/// that record seen in the pulled pages (the server applies a client's mutations in order), and
+/// every mutation up to the `lastMutationID` of the last page that reached the server's head
+/// (each was applied, so the totals pulled since count it, or rejected, so it counts nowhere),
+/// answered or not: only later ones are re-applied.
+struct SyncCounterQueue {
+    struct Item {
+        /// The mutation's id (`MutationID.max` for a save not sent yet).
+        var mutation: MutationID
+        var field: String
+        var delta: CounterValue
+    }
+
+    private var items: [SyncRebase.RecordRef: [Item]] = [:]
+    /// Records a pending mutation deletes: what follows starts a new life (an insert's values
+    /// are the record's, not contributions to a pulled total).
+    private var restarted: Set<SyncRebase.RecordRef> = []
+    /// Per record, the last of this client's mutations the pulled changes so far showed.
+    private var echoed: [SyncRebase.RecordRef: MutationID] = [:]
+    /// This client's id, to recognize its own changes in pulled pages.
+    let clientID: ClientID
+    /// The mutations the server had processed for this client when a pull last reached its head
+    /// (this page, or the previous pull's last page; 0 when unknown).
+    let processedThrough: MutationID
+    /// Whether a field of an entity is a counter (an insert's value of it is a contribution).
+    let isCounter: (String, String) -> Bool
+
+    init(
+        clientID: ClientID, processedThrough: MutationID = 0, echoed: [SyncRebase.RecordRef: MutationID] = [:],
+        isCounter: @escaping (String, String) -> Bool = { _, _ in false }
+    ) {
+        self.clientID = clientID
+        self.processedThrough = processedThrough
+        self.echoed = echoed
+        self.isCounter = isCounter
+    }
+
+    /// Per record, the last of this client's mutations the pulled changes so far showed (kept
+    /// from page to page of one pull: a later page's totals of the record count it too).
+    var echoes: [SyncRebase.RecordRef: MutationID] { echoed }
+
+    var isEmpty: Bool { items.isEmpty }
+
+    /// Adds the contributions of one mutation's changes: counters' differences, and the values
+    /// inserts give counters (the server adds them to a record the insert takes over, so a
+    /// pulled total holds them once the insert is counted).
+    mutating func add(_ changes: [RecordChange], mutation: MutationID) {
+        for change in changes {
+            let ref = SyncRebase.RecordRef(entity: change.entity, recordID: change.recordID)
+            switch change.op {
+            case .delete:
+                items[ref] = nil
+                restarted.insert(ref)
+                continue
+            case .insert where !restarted.contains(ref):
+                for (field, value) in change.fields.sorted(by: { $0.key < $1.key }) where isCounter(change.entity, field) {
+                    guard let delta = Self.counter(value), !delta.isZero else { continue }
+                    items[ref, default: []].append(Item(mutation: mutation, field: field, delta: delta))
+                }
+            case .insert, .update:
+                break
+            }
+            for (field, merge) in change.merge.sorted(by: { $0.key < $1.key }) {
+                guard case let .counter(value) = merge, let delta = Self.counter(value) else { continue }
+                items[ref, default: []].append(Item(mutation: mutation, field: field, delta: delta))
+            }
+        }
+    }
+
+    /// Whether a pending mutation deletes the record (what follows is a new life, not to be
+    /// put on top of totals pulled before it).
+    func restarts(_ ref: SyncRebase.RecordRef) -> Bool { restarted.contains(ref) }
+
+    /// Notes a pulled change: when it is this client's own, its record's total counts that
+    /// mutation and every earlier one.
+    mutating func observe(_ change: PulledChange) {
+        guard change.clientID == clientID, let mutation = change.mutationID else { return }
+        let ref = SyncRebase.RecordRef(entity: change.entity, recordID: change.recordID)
+        echoed[ref] = max(echoed[ref] ?? 0, mutation)
+    }
+
+    /// Whether the record has contributions still to count to `field`.
+    func hasPending(_ ref: SyncRebase.RecordRef, _ field: String) -> Bool {
+        !restarted.contains(ref) && (items[ref]?.contains { $0.field == field } ?? false)
+    }
+
+    /// `total` plus the contributions to `field` of the record that the pulled total does not
+    /// count yet (nil when `total` is not a number, or the sum does not fit).
+    func rebased(_ total: SyncValue, _ ref: SyncRebase.RecordRef, _ field: String) -> SyncValue? {
+        guard let confirmed = Self.counter(total) else { return nil }
+        var counter = CounterState(confirmed: confirmed)
+        let counted = max(echoed[ref] ?? 0, processedThrough)
+        for item in items[ref] ?? [] where item.field == field && item.mutation > counted {
+            do { try counter.add(item.delta, key: item.mutation) } catch { return nil }
+        }
+        return counter.value.map(Self.wire)
+    }
+
+    static func counter(_ value: SyncValue) -> CounterValue? {
+        switch value {
+        case let .int(number): .int(number)
+        case let .double(number): .double(number)
+        default: nil
+        }
+    }
+
+    static func wire(_ value: CounterValue) -> SyncValue {
+        switch value {
+        case let .int(number): .int(number)
+        case let .double(number): .double(number)
+        }
+    }
+}
