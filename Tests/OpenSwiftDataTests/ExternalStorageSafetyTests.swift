@@ -147,6 +147,29 @@ struct ExternalStorageSafetyTests {
         #expect(attachmentFiles(of: url).isEmpty)
     }
 
+    @Test("while another process's migration stage may run (its copy of the store exists), neither a save nor the sweep removes a file")
+    func stageInAnotherProcessKeepsFiles() throws {
+        let directory = try TemporaryDirectory()
+        let url = directory.file("photos.store")
+        let value = try savePhoto(url)
+        let hex = AttachmentReference(of: value).hex
+        // What a stage in another process leaves while it runs: the copy it may put back.
+        let backup = url.path + StoreFile.stageBackupSuffix
+        #expect(FileManager.default.createFile(atPath: backup, contents: Data()))
+        do {
+            let context = ModelContext(try container(url))
+            let photo = try #require(try context.fetch(FetchDescriptor<ExternalPhoto>()).first)
+            context.delete(photo)
+            try context.save()
+            #expect(attachmentFiles(of: url) == [hex], "the copy may name it")
+        }
+        _ = try container(url)
+        #expect(attachmentFiles(of: url) == [hex], "not swept while the copy exists")
+        try FileManager.default.removeItem(atPath: backup)
+        _ = try container(url)
+        #expect(attachmentFiles(of: url).isEmpty, "swept once the stage is over")
+    }
+
     #if os(Linux)
     @Test("when a file cannot be mapped it is read instead, with the same value")
     func readWithoutMapping() throws {

@@ -68,10 +68,12 @@ enum MigrationRunner {
             _ = try ModelContainer(for: Schema(versionedSchema: to), configurations: [configuration])
         case let .custom(_, _, willMigrate, didMigrate):
             let backup = path + StoreFile.stageBackupSuffix
-            StoreFile.removeDatabase(at: backup)
-            try StoreFile.copy(from: path, to: backup)
+            // Marked as running before the copy: a collection of this process that checked the
+            // store before the copy existed must not remove a file the copy names.
             StoreFile.setStageRunning(true, at: path)
             defer { StoreFile.setStageRunning(false, at: path) }
+            StoreFile.removeDatabase(at: backup)
+            try StoreFile.copy(from: path, to: backup)
             try StoreFile.setMetadata([markerKey: "\(from.versionIdentifier) -> \(to.versionIdentifier)"], at: path)
             do {
                 if let willMigrate {

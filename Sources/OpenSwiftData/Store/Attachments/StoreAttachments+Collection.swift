@@ -42,8 +42,9 @@ import Darwin
 ///   files are kept as pending and retried when this store's reads end, at the next write, and
 ///   when the store closes; the next open's sweep removes what is left.
 /// - **Migration stages.** A custom stage is rolled back by copying the database file back:
-///   while one runs on a file of the store, nothing is removed, and the sweep of the open that
-///   follows the stage removes what it left unnamed.
+///   while one runs on a file of the store, in this process or another (its copy,
+///   `<file>-stage-backup`, exists, checked in the write transaction), nothing is removed, and
+///   the sweep of the open that follows the stage removes what it left unnamed.
 extension StoreAttachments {
     /// The temporary table the triggers note released references in.
     static let releasedTable = "osd_attachments_released"
@@ -170,11 +171,23 @@ extension StoreAttachments {
     /// failure puts back a copy of the database file, which may name files removed meanwhile.
     var isMigrating: Bool { databaseFiles.contains { StoreFile.isStageRunning(at: $0) } }
 
+    /// Whether a custom migration stage may be running on a file of the store in any process:
+    /// the copy a stage makes before it runs (`<file>-stage-backup`) exists. Checked in the
+    /// write transaction that removes files, after the in-process check: a stage in another
+    /// process copies the file before it writes, so a collection that holds the write lock
+    /// and sees no copy removes nothing the copy can name.
+    var hasStageBackup: Bool {
+        databaseFiles.contains { FileManager.default.fileExists(atPath: $0 + StoreFile.stageBackupSuffix) }
+    }
+
     /// Removes the files of `candidates` that nothing names, in the write transaction `db`;
     /// returns those that could not be removed (a read holds their directory's lock file).
     private func removeUnnamed(_ candidates: Set<Candidate>, in db: Database) throws -> Set<Candidate> {
         // A probe of the lock files first: while reads hold them (another process reading all
         // the time), a retry costs no queries and no flush.
+        // While a stage may be running in another process, nothing is removed (see
+        // ``hasStageBackup``); the files stay pending.
+        guard !hasStageBackup else { return candidates }
         let free = Set(candidates.map(\.directory).filter { $0.withExclusiveLock({ true }) == true })
         var left = candidates.filter { !free.contains($0.directory) }
         var unnamed: [AttachmentDirectory: [Candidate]] = [:]
@@ -247,6 +260,8 @@ extension StoreAttachments {
     /// Returns the number of files removed.
     @discardableResult
     func sweep(in db: Database) throws -> Int {
+        // A stage that may be running in another process: the next sweep removes what is left.
+        guard !hasStageBackup else { return 0 }
         var removed = 0
         var flushed = false
         for directory in directories {
