@@ -42,12 +42,9 @@ final class SQLiteStore: Sendable {
         self.deferredColumns = deferredColumns
     }
 
-    /// Closing the store: files of `.externalStorage` values that earlier collections had to
-    /// leave (a read held them) are removed if nothing names them.
-    deinit {
-        guard let attachments, attachments.isWritable else { return }
-        attachments.collectPending(writer: writer)
-    }
+    // No collection when the store goes: `deinit` runs on whatever thread drops the last
+    // reference (the writer's own queue included, where a synchronous write traps), so files of
+    // `.externalStorage` values left pending when it goes are removed by the next open's sweep.
 
     /// Opens (or creates) the store at `url`, or a private in-memory store when `url` is nil.
     ///

@@ -39,8 +39,8 @@ import Darwin
 ///   snapshot until its values are mapped (``reading(writer:_:)``); a removal takes the lock
 ///   file exclusively without waiting (`flock`, `LOCK_NB`), so it never removes a file a read
 ///   in progress, in this process or another, may still map. When it cannot take the lock, the
-///   files are kept as pending and retried when this store's reads end, at the next write, and
-///   when the store closes; the next open's sweep removes what is left.
+///   files are kept as pending and retried when this store's reads end and at the next write;
+///   the next open's sweep removes what is left (nothing is collected when the store goes).
 /// - **Migration stages.** A custom stage is rolled back by copying the database file back:
 ///   while one runs on a file of the store, in this process or another (its copy,
 ///   `<file>-stage-backup`, exists, checked in the write transaction), nothing is removed, and
@@ -118,11 +118,6 @@ extension StoreAttachments {
         } catch {
             keepPending(all)
         }
-    }
-
-    /// Retries the pending files: when the store closes.
-    func collectPending(writer: any DatabaseWriter) {
-        collect([], writer: writer)
     }
 
     /// Retries the pending files on `writer`'s queue, after the write in progress if any: when
