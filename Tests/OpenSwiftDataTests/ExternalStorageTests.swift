@@ -335,5 +335,9 @@ struct ExternalStorageTests {
         #expect(try names(#Predicate { $0.image == tricky }) == ["tricky"])
         #expect(try names(#Predicate { $0.image == large || $0.image == other }) == ["large", "other"])
         #expect(try fresh.fetchCount(FetchDescriptor(predicate: #Predicate<ExternalPhoto> { $0.image == other })) == 1)
+        // Membership in a captured array (`IN`) matches as `==` does.
+        let wanted: [Data?] = [large, small, tricky]
+        #expect(try names(#Predicate { wanted.contains($0.image) }) == ["large", "small", "tricky"])
+        #expect(try names(#Predicate { !wanted.contains($0.image) }) == ["other", "none"])
     }
 }

@@ -40,7 +40,16 @@ extension PredicateTranslator {
         }
         let value = try operand(element)
         let encoded = try items.map { try encode($0, as: form) }
-        let withoutNull = encoded.filter { !$0.isNull }
+        var withoutNull = encoded.filter { !$0.isNull }
+        // An `.externalStorage` column holds the reference of a value kept in a file: each such
+        // `Data` value is matched by its reference too, as `==` does (see `equality`).
+        if case let .value(text, .stored) = element, text.arguments.isEmpty, externalColumns.contains(text.sql) {
+            for item in withoutNull {
+                guard case let .blob(data) = item.storage, data.count > StoreAttachments.threshold || AttachmentReference.startsWithMagic(data)
+                else { continue }
+                withoutNull.append(AttachmentReference(of: data).encoded.databaseValue)
+            }
+        }
         var tests: [SQLText] = []
         if withoutNull.count < encoded.count { tests.append("(\(value) IS NULL)") }
         // `IN` is NULL for a NULL value; the `IS NOT NULL` keeps the test two-valued under `!`.
