@@ -206,8 +206,12 @@ extension StoreAttachments {
     /// transaction commits meanwhile; a commit that a checkpoint already copied into the
     /// database file was flushed by that checkpoint (`synchronous=NORMAL` flushes the file
     /// after a checkpoint), and one still in the log is flushed here. A file that is missing is
-    /// skipped: a log that is gone was checkpointed and removed by SQLite.
+    /// skipped: a log that is gone was checkpointed and removed by SQLite. Then each file's
+    /// directory is flushed, once.
     func flushCommits() throws {
+        // The directories of the files too, each once: a log created since the last flush is
+        // an entry of its directory.
+        let directories = Set(databaseFiles.map { URL(fileURLWithPath: $0).deletingLastPathComponent().path }).sorted()
         for file in databaseFiles {
             for path in [file + "-wal", file] {
                 let descriptor = open(path, O_RDONLY | O_CLOEXEC)
@@ -219,6 +223,16 @@ extension StoreAttachments {
                 guard fsync(descriptor) == 0 else {
                     throw SwiftDataError(.storeFailure, "flushing \(path): \(String(cString: strerror(errno)))")
                 }
+            }
+        }
+        for directory in directories {
+            let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            guard descriptor >= 0 else {
+                throw SwiftDataError(.storeFailure, "opening the directory \(directory) to flush it: \(String(cString: strerror(errno)))")
+            }
+            defer { close(descriptor) }
+            guard fsync(descriptor) == 0 else {
+                throw SwiftDataError(.storeFailure, "flushing the directory \(directory): \(String(cString: strerror(errno)))")
             }
         }
     }
