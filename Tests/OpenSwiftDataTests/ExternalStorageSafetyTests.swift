@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import OpenSwiftDataTestSupport
+import Synchronization
 import Testing
 
 @testable import OpenSwiftData
@@ -169,6 +170,26 @@ struct ExternalStorageSafetyTests {
         try FileManager.default.removeItem(atPath: backup)
         _ = try container(url)
         #expect(attachmentFiles(of: url).isEmpty, "swept once the stage is over")
+    }
+
+    @Test("a read holds the lock file now at its path, even after the one it held before was removed and made again")
+    func readLockFollowsARecreatedLockFile() throws {
+        let directory = try TemporaryDirectory()
+        let url = directory.file("photos.store")
+        _ = try savePhoto(url)
+        let container = try container(url)
+        // A first read opens (and caches) the lock file's descriptor.
+        _ = try ModelContext(container).fetchCount(FetchDescriptor<ExternalPhoto>())
+        let attachmentDirectory = AttachmentDirectory(storePath: url.path)
+        #expect(unlink(attachmentDirectory.lockPath) == 0)
+        try attachmentDirectory.prepare()
+        let held = try container.store.read { _ in
+            // What another process's removal does: take the new lock file exclusively.
+            let other = open(attachmentDirectory.lockPath, O_RDWR | O_CLOEXEC)
+            defer { close(other) }
+            return flock(other, LOCK_EX | LOCK_NB) != 0
+        }
+        #expect(held, "the read holds the lock file that is at the path now")
     }
 
     #if os(Linux)

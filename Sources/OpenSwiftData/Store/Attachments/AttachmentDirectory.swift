@@ -131,6 +131,8 @@ struct AttachmentDirectory: Sendable, Hashable {
             return Data(bytesNoCopy: region, count: count, deallocator: .custom { pointer, count in munmap(pointer, count) })
         }
         var data = Data(count: count)
+        // `errno` of a failed `pread`, saved before anything else can change it.
+        var readError: Int32 = 0
         let read = data.withUnsafeMutableBytes { buffer -> Int in
             // An empty value has no address and nothing to read.
             guard let base = buffer.baseAddress else { return 0 }
@@ -140,6 +142,7 @@ struct AttachmentDirectory: Sendable, Hashable {
                 let got = pread(descriptor, base + offset, buffer.count - offset, off_t(offset))
                 if got < 0 {
                     if errno == EINTR { continue }
+                    readError = errno
                     return -1
                 }
                 if got == 0 { break }
@@ -150,7 +153,7 @@ struct AttachmentDirectory: Sendable, Hashable {
         guard read == count else {
             if read < 0 {
                 throw AttachmentError(
-                    reference: reference, path: file, kind: .unreadable, problem: "cannot be read: \(String(cString: strerror(errno)))")
+                    reference: reference, path: file, kind: .unreadable, problem: "cannot be read: \(String(cString: strerror(readError)))")
             }
             throw AttachmentError(reference: reference, path: file, kind: .damaged, problem: "ended after \(read) of \(count) bytes")
         }
@@ -184,6 +187,20 @@ struct AttachmentDirectory: Sendable, Hashable {
         if descriptor >= 0 { return descriptor }
         return open(lockPath, O_RDONLY | O_CLOEXEC)
     }
+
+    /// Whether `descriptor` is open on the file now at ``lockPath`` (same device and inode):
+    /// false once the lock file was removed or replaced, when a lock on `descriptor` no longer
+    /// excludes what locks the file at the path.
+    func isCurrentLock(_ descriptor: Int32) -> Bool {
+        var held = stat()
+        var current = stat()
+        guard fstat(descriptor, &held) == 0, stat(lockPath, &current) == 0 else { return false }
+        return held.st_dev == current.st_dev && held.st_ino == current.st_ino
+    }
+
+    /// Whether the lock file is free: no read holds it, in this process or another (taken
+    /// exclusively without waiting, and released at once).
+    var isLockFree: Bool { withExclusiveLock({ true }) == true }
 
     /// Runs `body` holding the lock file exclusively, taken without waiting; nil, without
     /// running `body`, when a read holds it (in this process or another) or there is no lock

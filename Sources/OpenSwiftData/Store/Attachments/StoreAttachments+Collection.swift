@@ -182,8 +182,8 @@ extension StoreAttachments {
         // the time), a retry costs no queries and no flush.
         // While a stage may be running in another process, nothing is removed (see
         // ``hasStageBackup``); the files stay pending.
-        guard !hasStageBackup else { return candidates }
-        let free = Set(candidates.map(\.directory).filter { $0.withExclusiveLock({ true }) == true })
+        guard !hasStageBackup, !readLocks.hasUnprotectedReads else { return candidates }
+        let free = Set(candidates.map(\.directory).filter(\.isLockFree))
         var left = candidates.filter { !free.contains($0.directory) }
         var unnamed: [AttachmentDirectory: [Candidate]] = [:]
         for candidate in candidates.sorted(by: { $0.reference.hex < $1.reference.hex })
@@ -270,7 +270,7 @@ extension StoreAttachments {
     @discardableResult
     func sweep(in db: Database) throws -> Int {
         // A stage that may be running in another process: the next sweep removes what is left.
-        guard !hasStageBackup else { return 0 }
+        guard !hasStageBackup, !readLocks.hasUnprotectedReads else { return 0 }
         var removed = 0
         var flushed = false
         for directory in directories {

@@ -165,6 +165,8 @@ final class AttachmentReadLocks: Sendable {
         var descriptors: [Int32]
         /// Reads in progress.
         var holders = 0
+        /// Whether a lock could not be taken for the reads in progress.
+        var unprotected = false
     }
 
     private let directories: [AttachmentDirectory]
@@ -182,21 +184,42 @@ final class AttachmentReadLocks: Sendable {
     }
 
     /// Counts a read in progress; the first takes every lock shared, waiting while a collection
-    /// holds one (only while it removes files). A lock file that cannot be opened (a directory
-    /// that does not exist yet and cannot be made) is not taken.
+    /// holds one (only while it removes files). A cached descriptor whose lock file was removed
+    /// or replaced since (another inode at the path) is reopened first: a lock on the old file
+    /// would exclude no one.
+    ///
+    /// A lock that cannot be taken (a lock file that cannot be opened, a directory that does
+    /// not exist yet and cannot be made, a failing `flock`) does not fail the read: it goes on
+    /// unprotected. Collection is then conservative: no collection or sweep of this store
+    /// removes a file while such a read is in progress (``hasUnprotectedReads``). Another
+    /// process cannot know of the read; its removals are excluded only by locks that were taken.
     func acquire() {
         state.withLock { state in
             if state.holders == 0 {
+                state.unprotected = false
                 for (index, directory) in directories.enumerated() {
+                    if state.descriptors[index] >= 0, !directory.isCurrentLock(state.descriptors[index]) {
+                        close(state.descriptors[index])
+                        state.descriptors[index] = -1
+                    }
                     if state.descriptors[index] < 0 { state.descriptors[index] = directory.openLock() }
                     let descriptor = state.descriptors[index]
-                    guard descriptor >= 0 else { continue }
-                    while flock(descriptor, LOCK_SH) != 0 && errno == EINTR {}
+                    guard descriptor >= 0 else {
+                        state.unprotected = true
+                        continue
+                    }
+                    var result = flock(descriptor, LOCK_SH)
+                    while result != 0 && errno == EINTR { result = flock(descriptor, LOCK_SH) }
+                    if result != 0 { state.unprotected = true }
                 }
             }
             state.holders += 1
         }
     }
+
+    /// Whether a read in progress could not take a lock (see ``acquire()``): nothing of the
+    /// store may be removed until it ends.
+    var hasUnprotectedReads: Bool { state.withLock { $0.holders > 0 && $0.unprotected } }
 
     /// Ends a read; the last one releases the locks and returns true.
     func release() -> Bool {
