@@ -192,6 +192,33 @@ struct ExternalStorageSafetyTests {
         #expect(held, "the read holds the lock file that is at the path now")
     }
 
+    @Test("while another process's read holds the lock file, a retry at the end of a read opens no write transaction")
+    func retryWithoutTransactionWhileLockBusy() throws {
+        let directory = try TemporaryDirectory()
+        let url = directory.file("photos.store")
+        let value = try savePhoto(url)
+        let container = try container(url)
+        let context = ModelContext(container)
+        let photo = try #require(try context.fetch(FetchDescriptor<ExternalPhoto>()).first)
+        // Another process's read: the lock file held shared through a descriptor of its own.
+        let other = open(AttachmentDirectory(storePath: url.path).lockPath, O_RDWR | O_CLOEXEC)
+        #expect(other >= 0 && flock(other, LOCK_SH) == 0)
+        context.delete(photo)
+        try context.save()
+        #expect(attachmentFiles(of: url) == [AttachmentReference(of: value).hex], "the other read holds it")
+        let statements = Mutex<[String]>([])
+        try container.store.writer.writeWithoutTransaction { db in
+            db.trace { event in statements.withLock { $0.append("\(event)") } }
+        }
+        _ = try context.fetchCount(FetchDescriptor<ExternalPhoto>())
+        try container.store.writer.writeWithoutTransaction { _ in }
+        #expect(!statements.withLock { $0.contains { $0.uppercased().contains("BEGIN") } }, "no transaction while the lock is busy")
+        close(other)
+        _ = try context.fetchCount(FetchDescriptor<ExternalPhoto>())
+        try container.store.writer.writeWithoutTransaction { db in db.trace(options: [], nil) }
+        #expect(attachmentFiles(of: url).isEmpty, "removed once the lock is free")
+    }
+
     #if os(Linux)
     @Test("when a file cannot be mapped it is read instead, with the same value")
     func readWithoutMapping() throws {

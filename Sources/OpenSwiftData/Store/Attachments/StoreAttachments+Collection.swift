@@ -125,6 +125,13 @@ extension StoreAttachments {
     func collectLater(writer: any DatabaseWriter) {
         writer.asyncWriteWithoutTransaction { [self] db in
             guard let all = takePending(adding: []) else { return }
+            // Without a directory whose lock file is free (a read of another process holds
+            // them), nothing could be removed: no write transaction, which would make other
+            // processes' saves wait or fail as busy. Kept for the next read end or save.
+            guard Set(all.map(\.directory)).contains(where: \.isLockFree) else {
+                keepPending(all)
+                return
+            }
             do {
                 var left: Set<Candidate> = []
                 try db.inTransaction(.immediate) {
@@ -168,9 +175,9 @@ extension StoreAttachments {
 
     /// Whether a custom migration stage may be running on a file of the store in any process:
     /// the copy a stage makes before it runs (`<file>-stage-backup`) exists. Checked in the
-    /// write transaction that removes files, after the in-process check: a stage in another
-    /// process copies the file before it writes, so a collection that holds the write lock
-    /// and sees no copy removes nothing the copy can name.
+    /// write transaction that removes files, which runs after the transaction that released
+    /// them committed: the copy's file is created before the stage reads the store, so a copy
+    /// that is not there yet will be read from a snapshot that no longer names them.
     var hasStageBackup: Bool {
         databaseFiles.contains { FileManager.default.fileExists(atPath: $0 + StoreFile.stageBackupSuffix) }
     }
@@ -178,11 +185,11 @@ extension StoreAttachments {
     /// Removes the files of `candidates` that nothing names, in the write transaction `db`;
     /// returns those that could not be removed (a read holds their directory's lock file).
     private func removeUnnamed(_ candidates: Set<Candidate>, in db: Database) throws -> Set<Candidate> {
+        // While a stage may be running in another process (see ``hasStageBackup``), or a read
+        // of this store could not take its lock, nothing is removed; the files stay pending.
+        guard !hasStageBackup, !readLocks.hasUnprotectedReads else { return candidates }
         // A probe of the lock files first: while reads hold them (another process reading all
         // the time), a retry costs no queries and no flush.
-        // While a stage may be running in another process, nothing is removed (see
-        // ``hasStageBackup``); the files stay pending.
-        guard !hasStageBackup, !readLocks.hasUnprotectedReads else { return candidates }
         let free = Set(candidates.map(\.directory).filter(\.isLockFree))
         var left = candidates.filter { !free.contains($0.directory) }
         var unnamed: [AttachmentDirectory: [Candidate]] = [:]
