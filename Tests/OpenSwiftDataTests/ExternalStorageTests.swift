@@ -309,6 +309,16 @@ struct ExternalStorageTests {
         #expect(try fresh.fetch(FetchDescriptor<ExternalDocsV2.ExternalDoc>()).first?.body == doc)
     }
 
+    @Test("a reference in history bytes is found when a magic starts less than a reference's length before it")
+    func occurrencesAfterAFalseMagic() {
+        let value = externalBytes(threshold + 5, seed: 8)
+        let reference = AttachmentReference(of: value)
+        // An inline value that starts with the magic, 10 bytes long, then the real reference.
+        let bytes = Data([9, 9] + AttachmentReference.magic + [1, 2] + reference.encoded + [3])
+        let found = bytes.withUnsafeBytes { AttachmentReference.occurrences(in: $0) }
+        #expect(found.contains(reference.hex))
+    }
+
     @Test("== and != with a Data constant match a value kept in a file, on disk and in memory", arguments: [false, true])
     func predicateEquality(inMemory: Bool) throws {
         let directory = try TemporaryDirectory()

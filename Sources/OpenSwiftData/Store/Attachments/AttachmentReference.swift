@@ -72,18 +72,15 @@ struct AttachmentReference: Hashable, Sendable {
     }
 
     /// The references that occur anywhere in `bytes` (a history entry, which keeps stored
-    /// values byte for byte), by digest.
+    /// values byte for byte), by digest. Every offset is tried: a magic inside an inline value
+    /// may start less than a reference's length before a real reference, which must not be
+    /// skipped (an extra digest only keeps a file longer).
     static func occurrences(in bytes: UnsafeRawBufferPointer) -> Set<String> {
         var found: Set<String> = []
         guard bytes.count >= encodedCount else { return found }
-        var offset = 0
-        while offset + encodedCount <= bytes.count {
-            if bytes[offset] == magic[0], startsWithMagic(UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + encodedCount)])) {
-                found.insert(hex(Array(bytes[(offset + 16)..<(offset + 48)])))
-                offset += encodedCount
-            } else {
-                offset += 1
-            }
+        for offset in 0...(bytes.count - encodedCount)
+        where bytes[offset] == magic[0] && startsWithMagic(UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + encodedCount)])) {
+            found.insert(hex(Array(bytes[(offset + 16)..<(offset + 48)])))
         }
         return found
     }
