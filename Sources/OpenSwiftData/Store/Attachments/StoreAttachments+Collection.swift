@@ -300,6 +300,8 @@ extension StoreAttachments {
                     let entries = try Data.fetchCursor(
                         db, sql: "SELECT \"changes\" FROM \(quoted(HistoryLog.table)) WHERE instr(\"changes\", ?) > 0", arguments: [magic])
                     while let entry = try entries.next() {
+                        // The buffer is used only inside the closure, which `occurrences` reads
+                        // within its bounds (`rebasing` slices of it) and does not keep.
                         named.formUnion(entry.withUnsafeBytes { AttachmentReference.occurrences(in: $0) })
                     }
                 }

@@ -112,8 +112,17 @@ final class StoreAttachments: Sendable {
             data.count > Self.threshold || AttachmentReference.startsWithMagic(data)
         else { return value }
         let reference = AttachmentReference(of: data)
-        if try entry.directory.store(data, as: reference) {
-            state.withLock { _ = $0.written.insert(Candidate(directory: entry.directory, reference: reference)) }
+        let candidate = Candidate(directory: entry.directory, reference: reference)
+        do {
+            if try entry.directory.store(data, as: reference) {
+                state.withLock { _ = $0.written.insert(candidate) }
+            }
+        } catch {
+            // A failure after the file got its name (flushing its directory) leaves a file the
+            // failed save's collection must check, as one it wrote; one that is not there, or
+            // that a row names, stays as it is.
+            state.withLock { _ = $0.written.insert(candidate) }
+            throw error
         }
         return reference.encoded.databaseValue
     }
