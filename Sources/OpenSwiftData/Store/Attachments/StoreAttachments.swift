@@ -214,7 +214,9 @@ final class AttachmentReadLocks: Sendable {
                     if state.descriptors[index] < 0 { state.descriptors[index] = directory.openLock() }
                     let descriptor = state.descriptors[index]
                     guard descriptor >= 0 else {
-                        state.unprotected = true
+                        // A directory that does not exist holds no file to protect (a store
+                        // with BLOB columns but no value in files yet).
+                        if FileManager.default.fileExists(atPath: directory.path) { state.unprotected = true }
                         continue
                     }
                     var result = flock(descriptor, LOCK_SH)
