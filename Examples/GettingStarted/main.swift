@@ -76,3 +76,22 @@ actor TodoImporter {
 let importer = TodoImporter(modelContainer: container)
 let importedIDs = try await importer.importItems(titled: ["Water the plants", "Call the bank"])
 print(importedIDs.compactMap { (context.model(for: $0) as? TodoItem)?.title })
+
+// Several configurations: each keeps its entities in its own store. The drafts live in memory
+// and vanish with the process; the to-do items stay in their file.
+@Model
+final class Draft {
+    var text: String
+    init(text: String) { self.text = text }
+}
+
+let itemsURL = FileManager.default.temporaryDirectory.appendingPathComponent("items-\(UUID().uuidString).store")
+defer { try? FileManager.default.removeItem(at: itemsURL) }
+let items = ModelConfiguration("Items", schema: Schema([TodoItem.self]), url: itemsURL)
+let scratch = ModelConfiguration("Scratch", schema: Schema([Draft.self]), isStoredInMemoryOnly: true)
+let split = try ModelContainer(for: TodoItem.self, Draft.self, configurations: items, scratch)
+let splitContext = ModelContext(split)
+splitContext.insert(TodoItem(title: "Kept on disk"))
+splitContext.insert(Draft(text: "Kept in memory"))
+try splitContext.save()
+print("Split: \(try splitContext.fetchCount(FetchDescriptor<TodoItem>())) item, \(try splitContext.fetchCount(FetchDescriptor<Draft>())) draft")

@@ -27,13 +27,19 @@ public struct SyncServerConfiguration: Sendable {
     /// `Retry-After` header (the storage cannot serve: the database is unreachable or cannot
     /// write).
     public var retryAfter: Int
+    /// The secret of the admin console at `/admin` (nil or empty: no console, and `/admin` is
+    /// `404` like any unknown path). The console takes it as `Authorization: Bearer <token>`
+    /// or as a Basic password; it is not a user token, and user tokens do not open the
+    /// console. Serve the console only over TLS: the token travels in every request.
+    public var adminToken: String?
 
     /// Makes a configuration.
     public init(
         hostname: String = "127.0.0.1", port: Int = 8080, auth: AuthConfiguration = AuthConfiguration(), maxBodySize: Int = 8 * 1024 * 1024,
         sync: SyncServiceConfiguration = SyncServiceConfiguration(), compactionInterval: TimeInterval = 3600, shutdownGracePeriod: TimeInterval = 10,
-        retryAfter: Int = 5
+        retryAfter: Int = 5, adminToken: String? = nil
     ) {
+        self.adminToken = adminToken
         self.retryAfter = max(1, retryAfter)
         self.hostname = hostname
         self.port = port
@@ -74,6 +80,11 @@ public final class SyncServer: Sendable {
     public let metrics: ServerMetrics
     /// The live connections.
     public let hub: LiveHub
+    /// What this server did lately, for the admin console: nil without an admin token, so a
+    /// server without the console keeps no record of it.
+    package let activity: ServerActivity?
+    private let startedAt: Date
+    private let now: @Sendable () -> Date
 
     /// Opens the server over a storage (`SQLiteSyncStorage` from `OpenSwiftDataServerSQLite`,
     /// or `PostgresSyncStorage` from `OpenSwiftDataServerPostgres`) and loads its keys. `now` is
@@ -81,17 +92,33 @@ public final class SyncServer: Sendable {
     public init(configuration: SyncServerConfiguration, storage: any SyncStorage, now: @escaping @Sendable () -> Date = { Date() }) async throws {
         let metrics = ServerMetrics()
         let hub = LiveHub(onCount: { metrics.liveClients($0) })
+        let activity = AdminCredential(token: configuration.adminToken) == nil ? nil : ServerActivity()
         self.configuration = configuration
         self.metrics = metrics
         self.hub = hub
+        self.activity = activity
+        self.now = now
+        self.startedAt = now()
         self.service = try await SyncService(
             storage: storage, configuration: configuration.sync, now: now,
-            observer: SyncObserver(event: { event in Task { await hub.publish(event) } }, pushed: { metrics.pushed($0) }))
+            observer: SyncObserver(
+                event: { event in Task { await hub.publish(event) } },
+                pushed: { summary in
+                    metrics.pushed(summary)
+                    activity?.processed(summary.applied + summary.rejected)
+                }))
         self.verifier = try await TokenVerifier(configuration: configuration.auth, now: now)
     }
 
     private var httpRoutes: SyncRoutes {
-        SyncRoutes(service: service, verifier: verifier, metrics: metrics, maxBodySize: configuration.maxBodySize)
+        SyncRoutes(service: service, verifier: verifier, metrics: metrics, maxBodySize: configuration.maxBodySize, activity: activity, now: now)
+    }
+
+    /// The admin console's routes, or nil when no admin token is configured.
+    private var admin: AdminRoutes? {
+        guard let credential = AdminCredential(token: configuration.adminToken), let activity else { return nil }
+        return AdminRoutes(
+            console: AdminConsole(service: service, hub: hub, activity: activity, startedAt: startedAt, now: now), credential: credential)
     }
 
     /// The protocol's routes, to mount with `router.addRoutes(_:atPath:)`: `POST /v1/push`,
@@ -120,8 +147,23 @@ public final class SyncServer: Sendable {
         return routes
     }
 
-    /// A service serving the protocol, with the live channel and periodic compaction, to run in
-    /// a `ServiceGroup`. Its graceful shutdown ends within
+    /// The admin console's routes, to mount with `router.addRoutes(_:atPath:)` if the
+    /// application wants them, with the sync middleware: `GET /admin` (the page), `GET
+    /// /admin/api/state` (what it shows, as JSON), and the `POST /admin/api/…` actions (grant,
+    /// revoke, rotate the epoch). Every one of them needs
+    /// ``SyncServerConfiguration/adminToken``; without one the collection is empty, so
+    /// `/admin` is an unknown path. Serve it only over TLS.
+    public func adminRoutes<Context: RequestContext>(context: Context.Type = Context.self) -> RouteCollection<Context> {
+        let routes = RouteCollection(context: Context.self)
+        guard let admin else { return routes }
+        routes.add(middleware: SyncMiddleware(metrics: metrics, retryAfter: configuration.retryAfter))
+        admin.add(to: routes)
+        return routes
+    }
+
+    /// A service serving the protocol, with the live channel, the monitoring routes, the admin
+    /// console (when ``SyncServerConfiguration/adminToken`` is set) and periodic compaction, to
+    /// run in a `ServiceGroup`. Its graceful shutdown ends within
     /// ``SyncServerConfiguration/shutdownGracePeriod`` whatever clients do: live connections are
     /// closed with `1001 going away` first, then the server stops accepting connections and
     /// answers the requests in flight, and what still runs when the period ends is cancelled.
@@ -138,6 +180,11 @@ public final class SyncServer: Sendable {
         httpRoutes.add(to: routes)
         httpRoutes.addMonitoring(to: routes)
         router.addRoutes(routes)
+        if let admin {
+            let adminRoutes = RouteCollection(context: BasicSyncRequestContext.self)
+            admin.add(to: adminRoutes)
+            router.addRoutes(adminRoutes)
+        }
         let liveRoutes = RouteCollection(context: BasicSyncRequestContext.self)
         LiveRoute(verifier: verifier, hub: hub, metrics: metrics).add(to: liveRoutes)
         let liveRouter = Router(context: BasicSyncRequestContext.self)

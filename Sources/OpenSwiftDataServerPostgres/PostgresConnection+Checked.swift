@@ -16,7 +16,7 @@ import Synchronization
 /// dropped write, holding nothing but its own memory.
 final class TransactionStatements: Sendable {
     private struct State {
-        var waiting: [Int: CheckedContinuation<PostgresRowSequence, any Error>] = [:]
+        var waiting: [Int: @Sendable (any Error) -> Void] = [:]
         var next = 0
         var failed = false
         var finished = false
@@ -60,14 +60,15 @@ final class TransactionStatements: Sendable {
     /// Whether the connection has closed.
     var connectionClosed: Bool { connection?.isClosed ?? false }
 
-    /// Runs `query` on `connection`, released by ``fail()``.
-    func run(_ query: PostgresQuery, on connection: PostgresConnection, logger: Logger) async throws -> PostgresRowSequence {
-        try await withCheckedThrowingContinuation { continuation in
+    /// Runs `operation` (one statement, read to its end) in a task of its own, released by
+    /// ``fail()``.
+    func run<Value: Sendable>(_ operation: @escaping @Sendable () async throws -> Value) async throws -> Value {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in
             let id: Int? = state.withLock { state in
                 guard !state.failed else { return nil }
                 let id = state.next
                 state.next += 1
-                state.waiting[id] = continuation
+                state.waiting[id] = { continuation.resume(throwing: $0) }
                 return id
             }
             guard let id else {
@@ -75,9 +76,10 @@ final class TransactionStatements: Sendable {
                 return
             }
             Task {
-                let result: Result<PostgresRowSequence, any Error>
-                do { result = .success(try await connection.query(query, logger: logger)) } catch { result = .failure(error) }
-                state.withLock { $0.waiting.removeValue(forKey: id) }?.resume(with: result)
+                let result: Result<Value, any Error>
+                do { result = .success(try await operation()) } catch { result = .failure(error) }
+                // Whichever removes the entry resumes the continuation: this task or `fail()`.
+                if state.withLock({ $0.waiting.removeValue(forKey: id) }) != nil { continuation.resume(with: result) }
             }
         }
     }
@@ -90,7 +92,7 @@ final class TransactionStatements: Sendable {
             defer { state.waiting.removeAll() }
             return Array(state.waiting.values)
         }
-        for continuation in waiting { continuation.resume(throwing: Self.closed) }
+        for release in waiting { release(Self.closed) }
     }
 }
 
@@ -102,6 +104,23 @@ extension PostgresConnection {
     func checkedQuery(_ query: PostgresQuery, logger: Logger) async throws -> PostgresRowSequence {
         guard !isClosed else { throw TransactionStatements.closed }
         guard let statements = TransactionStatements.current else { return try await self.query(query, logger: logger) }
-        return try await statements.run(query, on: self, logger: logger)
+        return try await statements.run { try await self.query(query, logger: logger) }
+    }
+
+    /// The rows of a prepared statement, read to the end, with the same guarantees as
+    /// ``checkedQuery(_:logger:)``: a prepared statement's write is dropped on a closed channel
+    /// just as a query's is.
+    @discardableResult
+    func checkedRows<Statement: PostgresPreparedStatement & Sendable>(
+        _ statement: Statement, logger: Logger
+    ) async throws -> [Statement.Row] where Statement.Row: Sendable {
+        guard !isClosed else { throw TransactionStatements.closed }
+        let rows: @Sendable () async throws -> [Statement.Row] = {
+            var rows: [Statement.Row] = []
+            for try await row in try await self.execute(statement, logger: logger) { rows.append(row) }
+            return rows
+        }
+        guard let statements = TransactionStatements.current else { return try await rows() }
+        return try await statements.run(rows)
     }
 }

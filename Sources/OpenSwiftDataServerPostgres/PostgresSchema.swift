@@ -87,6 +87,14 @@ enum PostgresSchema {
                 WHERE NOT r.deleted AND f.value->'v'->>'t' = 'reference' AND jsonb_typeof(f.value->'v'->'v') = 'string'
                 """,
             ]),
+        // When each client last pushed, for the admin console's list of clients (the most
+        // recently seen first). Clients from before it read 0: not known.
+        Migration(
+            version: 3, name: "osd-server v3 client activity",
+            statements: [
+                "ALTER TABLE osd_clients ADD COLUMN last_seen_at bigint NOT NULL DEFAULT 0",
+                "CREATE INDEX osd_clients_by_seen ON osd_clients (last_seen_at, client_id)",
+            ]),
     ]
 
     /// The newest migration this server knows.

@@ -16,19 +16,17 @@ struct HeadRow: Sendable {
 
     /// Locks the head row for the rest of the transaction (writers queue here) and reads it.
     static func lock(_ connection: PostgresConnection, _ logger: Logger) async throws -> HeadRow {
-        try await first(connection.execute(LockHeadStatement(), logger: logger))
+        try first(await connection.checkedRows(LockHeadStatement(), logger: logger))
     }
 
     /// Reads the head row in the transaction's snapshot.
     static func read(_ connection: PostgresConnection, _ logger: Logger) async throws -> HeadRow {
-        try await first(connection.execute(ReadHeadStatement(), logger: logger))
+        try first(await connection.checkedRows(ReadHeadStatement(), logger: logger))
     }
 
-    private static func first<S: AsyncSequence>(_ rows: S) async throws -> HeadRow where S.Element == (Int64, Int64, Int64) {
-        for try await (seq, horizon, clock) in rows {
-            return HeadRow(seq: seq, horizon: horizon, clock: HLCTimestamp(rawValue: UInt64(bitPattern: clock)))
-        }
-        throw SyncServiceError(500, .internalError, "the database has no head row")
+    private static func first(_ rows: [(Int64, Int64, Int64)]) throws -> HeadRow {
+        guard let (seq, horizon, clock) = rows.first else { throw SyncServiceError(500, .internalError, "the database has no head row") }
+        return HeadRow(seq: seq, horizon: horizon, clock: HLCTimestamp(rawValue: UInt64(bitPattern: clock)))
     }
 }
 

@@ -107,12 +107,10 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
     /// Gives the database a new epoch in place (`osd-server epoch rotate --postgres URL`): after
     /// restoring it with `pg_dump`/`pg_restore`, so that clients resend what the copy lost.
     /// Every server sharing the database must be stopped first and started after (a server
-    /// reads the epoch when it starts). Returns the old epoch and the new one.
+    /// reads the epoch when it starts; the admin console's rotation also updates the server it
+    /// runs in). Returns the old epoch and the new one.
     public func rotateEpoch() async throws -> EpochChange {
-        let previous = try await metadata().epoch
-        let current = UUID().uuidString
-        try await client.query("UPDATE osd_metadata SET value = \(current) WHERE key = 'epoch'", logger: logger)
-        return EpochChange(previous: previous, current: current)
+        try await rotateEpoch(expecting: nil)
     }
 
     /// Whether the database answers a query (for `/ready`) within the connect timeout
@@ -222,7 +220,7 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         }
     }
 
-    private func writeTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection, HeadRow) async throws -> T) async throws -> T {
+    func writeTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection, HeadRow) async throws -> T) async throws -> T {
         try checkOpen()
         let logger = logger
         return try await mappingOutage {
@@ -233,7 +231,7 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         }
     }
 
-    private func readTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    func readTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         try checkOpen()
         return try await mappingOutage {
             try await Self.transaction(
@@ -333,7 +331,7 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
 
     private func loadPush(_ load: PushLoad, head: HeadRow, _ connection: PostgresConnection) async throws -> PushSnapshot {
         var client: ClientRecord?
-        for try await (user, last, hash, schema) in try await connection.execute(ClientStatement(clientID: load.clientID), logger: logger) {
+        for (user, last, hash, schema) in try await connection.checkedRows(ClientStatement(clientID: load.clientID), logger: logger) {
             client = ClientRecord(
                 clientID: load.clientID, user: user, lastMutationID: last, lastHash: hash,
                 schema: try schema.map { try JSONDecoder().decode(SchemaDescriptor.self, from: Data($0.utf8)) })
@@ -382,7 +380,7 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         guard !keys.isEmpty else { return [] }
         var records: [StoredRecord] = []
         var linked: [RecordKey] = []
-        for try await row in try await connection.execute(
+        for row in try await connection.checkedRows(
             RecordsStatement(entities: keys.map(\.entity), recordIDs: keys.map(\.recordID)), logger: logger)
         {
             records.append(try row.record())
@@ -406,7 +404,7 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         var records: [StoredRecord] = []
         var linked: [RecordKey] = []
         var seen: Set<RecordKey> = []
-        for try await row in try await connection.execute(statement, logger: logger) {
+        for row in try await connection.checkedRows(statement, logger: logger) {
             let record = try row.record()
             guard seen.insert(record.key).inserted else { continue }
             records.append(record)
@@ -469,8 +467,9 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
             let schema = try client.schema.map { try json($0) }
             try await connection.checkedQuery(
                 """
-                INSERT INTO osd_clients (client_id, user_id, last_mutation_id, last_hash, schema) VALUES (\(client.clientID), \(client.user), \(client.lastMutationID), \(client.lastHash), \(schema))
-                ON CONFLICT (client_id) DO UPDATE SET last_mutation_id = excluded.last_mutation_id, last_hash = excluded.last_hash, schema = excluded.schema
+                INSERT INTO osd_clients (client_id, user_id, last_mutation_id, last_hash, schema, last_seen_at) VALUES (\(client.clientID), \(client.user), \(client.lastMutationID), \(client.lastHash), \(schema), \(plan.now))
+                ON CONFLICT (client_id) DO UPDATE SET last_mutation_id = excluded.last_mutation_id, last_hash = excluded.last_hash, schema = excluded.schema,
+                    last_seen_at = CASE WHEN excluded.last_seen_at - osd_clients.last_seen_at >= 60000 THEN excluded.last_seen_at ELSE osd_clients.last_seen_at END
                 """, logger: logger)
         }
         if let below = plan.resultsAcknowledgedBelow {
@@ -592,7 +591,7 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
             }
             var owner: String?
             var last: MutationID = 0
-            for try await (user, lastMutationID, _, _) in try await connection.execute(ClientStatement(clientID: clientID), logger: logger) {
+            for (user, lastMutationID, _, _) in try await connection.checkedRows(ClientStatement(clientID: clientID), logger: logger) {
                 owner = user
                 last = lastMutationID
             }
@@ -816,7 +815,7 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         }
     }
 
-    private func count(_ connection: PostgresConnection, _ query: PostgresQuery) async throws -> Int {
+    func count(_ connection: PostgresConnection, _ query: PostgresQuery) async throws -> Int {
         var result = 0
         for try await value in try await connection.checkedQuery(query, logger: logger).decode(Int64.self) { result = Int(value) }
         return result
@@ -913,7 +912,9 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
                 let names = scopes.map(\.rawValue)
                 let query: PostgresQuery =
                     "SELECT owner FROM osd_scopes WHERE scope = ANY(\(names)::text[]) UNION SELECT user_id FROM osd_grants WHERE scope = ANY(\(names)::text[])"
-                if let rows = try? await client.query(query, logger: logger).collect() {
+                // Bounded, as a request's statements are: a query on a connection the database
+                // dropped may never end, and this task delivers every later event.
+                if let rows = try? await within(.seconds(5), { try await client.query(query, logger: logger).collect() }) ?? nil {
                     for row in rows { if let user = try? row.decode(String.self) { readers.insert(user) } }
                 }
                 event = .changed(scopes: scopes, version: message.version ?? 0, readers: readers)
@@ -955,7 +956,7 @@ struct EventMessage: Codable {
 
 extension PostgresConnection {
     /// Executes a prepared statement that returns no rows, to completion.
-    func run<Statement: PostgresPreparedStatement>(_ statement: Statement, logger: Logger) async throws where Statement.Row == () {
-        for try await _ in try await execute(statement, logger: logger) {}
+    func run<Statement: PostgresPreparedStatement & Sendable>(_ statement: Statement, logger: Logger) async throws where Statement.Row == () {
+        try await checkedRows(statement, logger: logger)
     }
 }

@@ -62,6 +62,15 @@ enum SQLiteSchema {
                         WHERE r.deleted = 0 AND json_extract(f.value, '$.v.t') = 'reference' AND json_type(f.value, '$.v.v') = 'text';
                     """)
         }
+        // When each client last pushed, for the admin console's list of clients (the most
+        // recently seen first). Clients from before it read 0: not known.
+        migrator.registerMigration("osd-server v3 client activity") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE osd_clients ADD COLUMN last_seen_at INTEGER NOT NULL DEFAULT 0;
+                    CREATE INDEX osd_clients_by_seen ON osd_clients (last_seen_at, client_id);
+                    """)
+        }
         return migrator
     }
 }

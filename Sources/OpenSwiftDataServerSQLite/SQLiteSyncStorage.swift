@@ -114,7 +114,7 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
 
     /// A write transaction; a failure of the file (full, read-only, failing, locked past the
     /// busy timeout) becomes `503 unavailable`. Records the outcome for ``isReady()``.
-    private func write<T: Sendable>(_ updates: @Sendable (Database) throws -> T) async throws -> T {
+    func write<T: Sendable>(_ updates: @Sendable (Database) throws -> T) async throws -> T {
         do {
             let value = try await pool.write(updates)
             health.withLock { $0 = WriteHealth(failed: false, at: ContinuousClock.now, probing: $0.probing) }
@@ -126,7 +126,7 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
     }
 
     /// A read; a failure of the file becomes `503 unavailable`.
-    private func read<T: Sendable>(_ value: @Sendable (Database) throws -> T) async throws -> T {
+    func read<T: Sendable>(_ value: @Sendable (Database) throws -> T) async throws -> T {
         do {
             return try await pool.read(value)
         } catch let error as DatabaseError where Self.isUnavailable(error) {
@@ -243,7 +243,7 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
             marks: marks)
     }
 
-    private static func headRow(_ db: Database) throws -> (ServerVersion, ServerVersion, HLCTimestamp) {
+    static func headRow(_ db: Database) throws -> (ServerVersion, ServerVersion, HLCTimestamp) {
         guard let row = try Row.fetchOne(db, sql: "SELECT seq, horizon, clock FROM osd_head WHERE id = 1") else {
             throw SyncServiceError(500, .internalError, "the database has no head row")
         }
@@ -280,10 +280,13 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
         if let client = plan.client {
             try db.execute(
                 sql: """
-                    INSERT INTO osd_clients (client_id, user, last_mutation_id, last_hash, schema) VALUES (?, ?, ?, ?, ?)
-                    ON CONFLICT (client_id) DO UPDATE SET last_mutation_id = excluded.last_mutation_id, last_hash = excluded.last_hash, schema = excluded.schema
+                    INSERT INTO osd_clients (client_id, user, last_mutation_id, last_hash, schema, last_seen_at) VALUES (?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (client_id) DO UPDATE SET last_mutation_id = excluded.last_mutation_id, last_hash = excluded.last_hash, schema = excluded.schema,
+                        last_seen_at = CASE WHEN excluded.last_seen_at - osd_clients.last_seen_at >= 60000 THEN excluded.last_seen_at ELSE osd_clients.last_seen_at END
                     """,
-                arguments: [client.clientID, client.user, client.lastMutationID, client.lastHash, try client.schema.map { try encoder.encode($0) }])
+                arguments: [
+                    client.clientID, client.user, client.lastMutationID, client.lastHash, try client.schema.map { try encoder.encode($0) }, plan.now,
+                ])
         }
         if let below = plan.resultsAcknowledgedBelow {
             try db.execute(sql: "DELETE FROM osd_results WHERE client_id = ? AND mutation_id < ?", arguments: [clientID, below])

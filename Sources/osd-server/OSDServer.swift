@@ -26,6 +26,7 @@ struct OSDServer: AsyncParsableCommand {
               --max-changes (OSD_MAX_CHANGES)   --max-pull-limit (OSD_MAX_PULL_LIMIT)
               --retention-days (OSD_RETENTION_DAYS)   --compaction-interval (OSD_COMPACTION_INTERVAL)
               --shutdown-grace-period (OSD_SHUTDOWN_GRACE_PERIOD)
+              --admin-token (OSD_ADMIN_TOKEN: the admin console at /admin; off without it)
               --log-level (OSD_LOG_LEVEL)
               --postgres (OSD_POSTGRES_URL: PostgreSQL instead of SQLite; several servers may share it)
               --postgres-schema (OSD_POSTGRES_SCHEMA)   --postgres-pool-size (OSD_POSTGRES_POOL_SIZE)
@@ -141,6 +142,12 @@ struct Serve: AsyncParsableCommand {
     )
     var shutdownGracePeriod: Double = environment("OSD_SHUTDOWN_GRACE_PERIOD").flatMap { Double($0) } ?? 10
 
+    @Option(
+        help:
+            "Secret that opens the admin console at /admin, at least 16 characters (env OSD_ADMIN_TOKEN, better than the flag, which other users of the machine can read in the process list). The console shows clients, live channels, traffic, rejections, scopes, the log and the epoch, and grants, revokes and rotates the epoch; send the secret as a Bearer token or as the password of the browser's login prompt. It is not a user token. Without it there is no console: /admin is 404. Serve it only behind TLS."
+    )
+    var adminToken: String?
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (env OSD_LOG_LEVEL).")
     var logLevel: String = environment("OSD_LOG_LEVEL") ?? "info"
 
@@ -167,6 +174,10 @@ struct Serve: AsyncParsableCommand {
                 "refusing to serve on \(hostname) with the development secret, which anyone can use to sign tokens; set --jwt-secret (or OSD_JWT_SECRET), --jwks-file or --jwks-url, or serve on 127.0.0.1"
             )
         }
+        let adminToken = adminToken ?? environment("OSD_ADMIN_TOKEN")
+        if let adminToken, adminToken.count < 16 {
+            throw ValidationError("the admin token (--admin-token, OSD_ADMIN_TOKEN) must be at least 16 characters; it opens the admin console")
+        }
         let auth = AuthConfiguration(
             hmacSecret: usesDevelopmentSecret ? developmentSecret : jwtSecret, jwksJSON: jwks, jwksURL: jwksURL.flatMap { URL(string: $0) },
             clockSkew: jwtClockSkew, issuer: jwtIssuer ?? environment("OSD_JWT_ISSUER"), audience: jwtAudience ?? environment("OSD_JWT_AUDIENCE"),
@@ -175,7 +186,7 @@ struct Serve: AsyncParsableCommand {
             hostname: hostname, port: port, auth: auth, maxBodySize: maxBodyBytes,
             sync: SyncServiceConfiguration(
                 maxMutationsPerPush: maxMutations, maxChangesPerPush: maxChanges, maxPullLimit: maxPullLimit, retention: retentionDays * 86_400),
-            compactionInterval: compactionInterval, shutdownGracePeriod: shutdownGracePeriod)
+            compactionInterval: compactionInterval, shutdownGracePeriod: shutdownGracePeriod, adminToken: adminToken)
         let storage: any SyncStorage
         var shownDatabase = URL(fileURLWithPath: database).standardizedFileURL.path
         if let url = postgres ?? environment("OSD_POSTGRES_URL") {
@@ -196,6 +207,9 @@ struct Serve: AsyncParsableCommand {
         let app = server.makeApplication(logger: logger) { port in
             print("osd-server listening on http://\(hostname):\(port)")
             print("database: \(database)")
+            if adminToken != nil {
+                print("admin console: http://\(hostname):\(port)/admin (serve it behind TLS beyond this machine)")
+            }
             if usesDevelopmentSecret {
                 print("auth: development HS256 secret (set --jwt-secret or --jwks-file for production)")
                 print("get a token: swift run osd-server token --user alice")

@@ -139,6 +139,7 @@ func surface(url: URL, id: PersistentIdentifier) async throws {
     let deleted: Bool = trip.isDeleted
     _ = (context, modelID, changed, deleted, trip.id, trip.hashValue, trip == trip)
     let metadata: [Schema.PropertyMetadata] = SurfaceTrip.schemaMetadata
+    let _: SurfaceTrip.Root.Type = SurfaceTrip.self
     _ = Schema.PropertyMetadata(name: "name", keypath: \SurfaceTrip.name, defaultValue: nil, metadata: nil)
     _ = Schema.PropertyMetadata(name: "name", keypath: \SurfaceTrip.name)
     _ = metadata

@@ -24,7 +24,7 @@ struct LiveServer {
 
     static func run<T>(
         _ backend: Backend = .sqlite, maxBodySize: Int = 64 * 1024, sync: SyncServiceConfiguration = SyncServiceConfiguration(),
-        auth: AuthConfiguration = AuthConfiguration(hmacSecret: secret),
+        auth: AuthConfiguration = AuthConfiguration(hmacSecret: secret), adminToken: String? = nil,
         logger: Logger? = nil, storage makeStorage: ((String) throws -> SQLiteSyncStorage)? = nil, _ body: (LiveServer) async throws -> T
     ) async throws -> T {
         let directory = try TemporaryDirectory()
@@ -35,16 +35,19 @@ struct LiveServer {
         } else {
             storage = try await TestStorage.make(backend, directory: directory, name: "server.sqlite")
         }
-        return try await run(storage: storage, directory: directory, maxBodySize: maxBodySize, sync: sync, auth: auth, logger: logger, body)
+        return try await run(
+            storage: storage, directory: directory, maxBodySize: maxBodySize, sync: sync, auth: auth, adminToken: adminToken, logger: logger, body)
     }
 
     /// Serves over a given storage (closed when the server stops).
     static func run<T>(
         storage: TestStorage, directory: TemporaryDirectory, maxBodySize: Int = 64 * 1024,
         sync: SyncServiceConfiguration = SyncServiceConfiguration(),
-        auth: AuthConfiguration = AuthConfiguration(hmacSecret: secret), logger: Logger? = nil, _ body: (LiveServer) async throws -> T
+        auth: AuthConfiguration = AuthConfiguration(hmacSecret: secret), adminToken: String? = nil, logger: Logger? = nil,
+        _ body: (LiveServer) async throws -> T
     ) async throws -> T {
-        let configuration = SyncServerConfiguration(hostname: "127.0.0.1", port: 0, auth: auth, maxBodySize: maxBodySize, sync: sync)
+        let configuration = SyncServerConfiguration(
+            hostname: "127.0.0.1", port: 0, auth: auth, maxBodySize: maxBodySize, sync: sync, adminToken: adminToken)
         let server = try await SyncServer(configuration: configuration, storage: storage.storage)
         let logger =
             logger

@@ -123,6 +123,8 @@ private final class GatedStorage: SyncStorageBackend {
         try await base.updateScope(scope, decide: decide)
     }
     func compact(before milliseconds: Int64) async throws -> CompactionResult { try await base.compact(before: milliseconds) }
+    func overview(_ limits: OverviewLimits) async throws -> StorageOverview { try await base.overview(limits) }
+    func rotateEpoch(expecting expected: String?) async throws -> EpochChange { try await base.rotateEpoch(expecting: expected) }
     func isReady() async -> Bool { await base.isReady() }
     func close() async throws { try await base.close() }
 }

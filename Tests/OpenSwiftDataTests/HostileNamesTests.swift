@@ -67,7 +67,8 @@ final class HostileNames {
         var Root: Int
     }
 
-    typealias Root = Int
+    // No nested `Root`: it is `PersistentModel`'s associated type (the topmost model class), as
+    // in SwiftData, which a model's own type of that name would take the place of.
     struct KeyPath {}
     struct AnyKeyPath {}
     struct Sendable {}

@@ -51,6 +51,15 @@ struct InheritanceTests {
         #expect(Car.schemaMetadata.map(\.name) == ["doors", "sunroof"], "a subclass lists its own properties, as in SwiftData")
     }
 
+    @Test("PersistentModel.Root is the topmost model class: the class itself, or for a subclass its model superclass")
+    func root() {
+        func root<T: PersistentModel>(of type: T.Type) -> ObjectIdentifier { ObjectIdentifier(T.Root.self) }
+        #expect(root(of: Car.self) == ObjectIdentifier(Vehicle.self))
+        #expect(root(of: Vehicle.self) == ObjectIdentifier(Vehicle.self))
+        #expect(root(of: ParkedCar.self) == ObjectIdentifier(Parked.self))
+        #expect(root(of: Note.self) == ObjectIdentifier(Note.self))
+    }
+
     @Test("a hand-written entity with subentities links them")
     func handWritten() {
         let sub = Schema.Entity("Sub")

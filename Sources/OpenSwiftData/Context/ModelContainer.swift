@@ -61,20 +61,16 @@ public final class ModelContainer: Equatable, @unchecked Sendable {
         for configuration in configurations where !names.insert(configuration.name).inserted {
             throw SwiftDataError(.duplicateConfiguration, "two configurations are named \"\(configuration.name)\"")
         }
-        guard configurations.count == 1, let configuration = configurations.first else {
-            throw SwiftDataError(
-                .loadIssueModelContainer, "a container with several configurations is not supported yet; use one configuration per container")
-        }
-        try configuration.validate()
+        for configuration in configurations { try configuration.validate() }
         var schema = givenSchema
-        if let own = configuration.schema {
+        for own in configurations.compactMap(\.schema) {
             for entity in own.entities where givenSchema.entitiesByName[entity.name] == nil {
                 throw SwiftDataError(
                     .configurationSchemaNotFoundInContainerSchema, "the configuration's entity \(entity.name) is not in the container's schema",
                     entity: entity.name)
             }
-            if givenSchema.entities.isEmpty { schema = own }
         }
+        if givenSchema.entities.isEmpty, configurations.count == 1, let own = configurations.first?.schema { schema = own }
         let layout = try schema.storeLayout()
         self.schema = schema
         self.configurationList = configurations
@@ -91,13 +87,18 @@ public final class ModelContainer: Equatable, @unchecked Sendable {
             }
         }
         self.subclassLayouts = subclassLayouts
-        self.store = try SQLiteStore.open(
-            at: configuration.isStoredInMemoryOnly ? nil : configuration.url,
-            layout: layout,
-            schemaVersion: schema.version,
-            readOnly: !configuration.allowsSave,
-            migration: configuration.migrationOptions
-        )
+        if configurations.count == 1, let configuration = configurations.first {
+            self.store = try SQLiteStore.open(
+                at: configuration.isStoredInMemoryOnly ? nil : configuration.url,
+                layout: layout,
+                schemaVersion: schema.version,
+                readOnly: !configuration.allowsSave,
+                migration: configuration.migrationOptions
+            )
+        } else {
+            self.store = try SQLiteStore.open(
+                parts: try Self.storeParts(of: schema, configurations, layout: layout), layout: layout, schemaVersion: schema.version)
+        }
         try resumeSyncCapture()
     }
 

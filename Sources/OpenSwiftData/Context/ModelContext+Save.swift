@@ -192,7 +192,9 @@ extension ModelContext {
                     let family = container.keyFamily(of: layout)
                     let familyKey = family.first ?? layout.name
                     families[familyKey] = family
-                    let row = try nextKeys[familyKey] ?? family.reduce(Int64(1)) { try max($0, HistoryLog.nextPrimaryKey(of: $1, in: db)) }
+                    let row =
+                        try nextKeys[familyKey]
+                        ?? family.reduce(Int64(1)) { try max($0, HistoryLog.nextPrimaryKey(of: $1, sequence: store.sequence(of: $1), in: db)) }
                     nextKeys[familyKey] = row + 1
                     try run(layout) { try table.insert(values, primaryKey: row) }
                     storage.primaryKey = row
@@ -201,7 +203,9 @@ extension ModelContext {
                 }
             }
             for (familyKey, next) in nextKeys {
-                for entity in families[familyKey] ?? [familyKey] { try HistoryLog.recordLargestPrimaryKey(next - 1, of: entity, in: db) }
+                for entity in families[familyKey] ?? [familyKey] {
+                    try HistoryLog.recordLargestPrimaryKey(next - 1, of: entity, sequence: store.sequence(of: entity), in: db)
+                }
             }
             var fixedValues: [ObjectIdentifier: [(column: Int, value: DatabaseValue)]] = [:]  // for upserts
             for (registration, columns) in fixups {

@@ -173,6 +173,17 @@ extension ModelContainer {
         for givenSchema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)? = nil, configurations: [ModelConfiguration]
     ) throws {
         let givenSchema = Self.versioned(givenSchema, by: migrationPlan)
+        if let migrationPlan, configurations.count > 1,
+            migrationPlan.stages.count > 1 || migrationPlan.stages.contains(where: { if case .custom = $0 { true } else { false } })
+        {
+            // Each file of a split container migrates alone, by inference, straight to the last
+            // version: no context spans the files before the container exists, and a chain of
+            // renames needs each stage.
+            throw SwiftDataError(
+                .loadIssueModelContainer,
+                "\(migrationPlan) has custom stages or more than one stage, which run for a container with one configuration; a container with several migrates each file by inference in one step"
+            )
+        }
         if let migrationPlan, let configuration = configurations.first, configurations.count == 1,
             !configuration.isStoredInMemoryOnly, configuration.allowsSave
         {

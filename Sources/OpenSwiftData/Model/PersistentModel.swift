@@ -6,6 +6,10 @@ import Observation
 /// Identity follows ``persistentModelID``: two instances are equal when they stand for the same
 /// row, and `id` is the persistent identifier unless the class declares its own `id`.
 public protocol PersistentModel: AnyObject, Observable, Hashable, Identifiable, SendableMetatype {
+    /// The topmost model class of the model's class hierarchy: the class itself for a model
+    /// without a model superclass, and that superclass's `Root` for a subclass (which inherits
+    /// the conformance).
+    associatedtype Root: PersistentModel = Self
     /// Creates an instance around existing backing data, without running the class's own
     /// initializer. The store uses this to materialise fetched rows.
     init(backingData: any BackingData<Self>)

@@ -81,9 +81,11 @@ enum HistoryLog {
 
     /// The primary key the next inserted row of `entity` takes: above every key in the table and
     /// every key the table ever held.
-    static func nextPrimaryKey(of entity: String, in db: Database) throws -> Int64 {
+    /// `sequence` is the quoted name of the sequence table that keeps the entity's keys (the
+    /// table's own file's, in a container with several configurations).
+    static func nextPrimaryKey(of entity: String, sequence: String = quoted(sequenceTable), in db: Database) throws -> Int64 {
         let largestNow = try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(\(quoted(TableDescription.primaryKey))), 0) FROM \(quoted(entity))") ?? 0
-        let largestEver = try Int64.fetchOne(db, sql: "SELECT largest FROM \(quoted(sequenceTable)) WHERE entity = ?", arguments: [entity]) ?? 0
+        let largestEver = try Int64.fetchOne(db, sql: "SELECT largest FROM \(sequence) WHERE entity = ?", arguments: [entity]) ?? 0
         return max(largestNow, largestEver) + 1
     }
 
@@ -97,10 +99,10 @@ enum HistoryLog {
     }
 
     /// Records the largest primary key given to a row of `entity`.
-    static func recordLargestPrimaryKey(_ key: Int64, of entity: String, in db: Database) throws {
+    static func recordLargestPrimaryKey(_ key: Int64, of entity: String, sequence: String = quoted(sequenceTable), in db: Database) throws {
         try db.execute(
             sql:
-                "INSERT INTO \(quoted(sequenceTable)) (entity, largest) VALUES (?, ?) ON CONFLICT (entity) DO UPDATE SET largest = MAX(largest, excluded.largest)",
+                "INSERT INTO \(sequence) (entity, largest) VALUES (?, ?) ON CONFLICT (entity) DO UPDATE SET largest = MAX(largest, excluded.largest)",
             arguments: [entity, key]
         )
     }

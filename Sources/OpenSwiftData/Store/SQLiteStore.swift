@@ -22,8 +22,15 @@ final class SQLiteStore: Sendable {
     static let metadataTable = "osd_metadata"
     static let formatVersion = "1"
 
-    private init(writer: any DatabaseWriter, identifier: String, layout: StoreLayout, isReadOnly: Bool, deferredColumns: [String: Set<String>] = [:])
-    {
+    /// For the tables of a container's attached parts: the quoted, qualified name of the
+    /// sequence table that keeps their keys (their own file's). Empty for a single store.
+    let partSequences: [String: String]
+
+    init(
+        writer: any DatabaseWriter, identifier: String, layout: StoreLayout, isReadOnly: Bool, deferredColumns: [String: Set<String>] = [:],
+        partSequences: [String: String] = [:]
+    ) {
+        self.partSequences = partSequences
         self.writer = writer
         self.identifier = identifier
         self.layout = layout
@@ -107,7 +114,7 @@ final class SQLiteStore: Sendable {
         return SQLiteStore(writer: pool, identifier: identifier, layout: layout, isReadOnly: readOnly)
     }
 
-    private static func configuration(readOnly: Bool) -> Configuration {
+    static func configuration(readOnly: Bool) -> Configuration {
         var configuration = Configuration()
         configuration.readonly = readOnly
         configuration.foreignKeysEnabled = true
@@ -254,7 +261,7 @@ final class SQLiteStore: Sendable {
         return (removed + added).joined(separator: "\n")
     }
 
-    private static func create(_ layout: StoreLayout, identifier: String, version: Schema.Version, in db: Database) throws {
+    static func create(_ layout: StoreLayout, identifier: String, version: Schema.Version, in db: Database) throws {
         try db.execute(sql: "CREATE TABLE \(quoted(metadataTable)) (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) STRICT")
         for table in layout.tables {
             for statement in table.createStatements { try db.execute(sql: statement) }
@@ -275,6 +282,9 @@ final class SQLiteStore: Sendable {
             try db.execute(sql: "INSERT INTO \(quoted(metadataTable)) (key, value) VALUES (?, ?)", arguments: [key, value])
         }
     }
+
+    /// The quoted name of the sequence table that keeps `table`'s keys.
+    func sequence(of table: String) -> String { partSequences[table] ?? quoted(HistoryLog.sequenceTable) }
 
     /// Reads in a consistent snapshot.
     func read<T>(_ body: (Database) throws -> T) throws -> T {

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import OpenSwiftDataSyncProtocol
+import Synchronization
 
 /// The sync server's semantics without any transport: push, pull and scope membership for an
 /// authenticated user, over a ``SyncStorage`` and an injected time source. The HTTP routes, the
@@ -12,11 +13,14 @@ public final class SyncService: Sendable {
     package let backend: any SyncStorageBackend
     /// The settings.
     public let configuration: SyncServiceConfiguration
-    /// The server's epoch (a cursor from another one gets a reset).
-    public let epoch: String
+    /// The server's epoch (a cursor from another one gets a reset): the storage's when the
+    /// service opened, or the one the admin console's rotation gave it since.
+    public var epoch: String { currentEpoch.withLock { $0.epoch } }
+    /// The epoch, and whether a rotation is under way.
+    let currentEpoch: Mutex<(epoch: String, rotating: Bool)>
     private let now: @Sendable () -> Date
     private let cursors: CursorCodec
-    private let observer: SyncObserver
+    let observer: SyncObserver
     /// The server's clock when this service started (see ``SyncStorageBackend/start(wallMilliseconds:)``).
     private let started: HLCTimestamp
 
@@ -43,7 +47,7 @@ public final class SyncService: Sendable {
         self.backend = backend
         self.configuration = configuration
         self.now = now
-        self.epoch = metadata.epoch
+        self.currentEpoch = Mutex((metadata.epoch, false))
         self.cursors = CursorCodec(key: metadata.cursorKey)
         self.observer = observer
     }
@@ -196,6 +200,7 @@ public final class SyncService: Sendable {
         guard !request.clientID.isEmpty, request.clientID.utf8.count <= 256 else {
             throw SyncServiceError.malformed("clientID must be 1 to 256 bytes")
         }
+        let epoch = self.epoch
         var cursor: PullCursor?
         var epochReset = false
         if let token = request.cursor {

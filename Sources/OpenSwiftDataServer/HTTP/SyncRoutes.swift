@@ -9,6 +9,11 @@ struct SyncRoutes: Sendable {
     let verifier: TokenVerifier
     let metrics: ServerMetrics
     let maxBodySize: Int
+    /// Where answered and refused pushes and pulls are recorded for the admin console (nil
+    /// without it).
+    let activity: ServerActivity?
+    /// The time the activity is stamped with (the server's).
+    let now: @Sendable () -> Date
 
     /// Adds `/v1/push`, `/v1/pull` and the `/v1/scopes` routes.
     func add<Context: RequestContext>(to router: RouteCollection<Context>) {
@@ -91,29 +96,48 @@ struct SyncRoutes: Sendable {
     }
 
     private func push(_ request: Request, _ context: some RequestContext) async throws -> Response {
-        let user = try await authenticate(request)
-        var request = request
-        let body = try await readBody(&request)
-        let push = try JSONBody.decode(PushRequest.self, from: body)
-        let start = ContinuousClock.now
-        let response = try await service.push(user: user, request: push)
-        metrics.pushDuration(nanoseconds: (ContinuousClock.now - start).nanoseconds)
-        return JSONBody.response(response)
+        var user: String?
+        var clientID: ClientID?
+        do {
+            let caller = try await authenticate(request)
+            user = caller
+            var request = request
+            let body = try await readBody(&request)
+            let push = try JSONBody.decode(PushRequest.self, from: body)
+            clientID = push.clientID
+            let start = ContinuousClock.now
+            let response = try await service.push(user: caller, request: push)
+            metrics.pushDuration(nanoseconds: (ContinuousClock.now - start).nanoseconds)
+            activity?.pushed(user: caller, clientID: push.clientID, response: response, at: now())
+            return JSONBody.response(response)
+        } catch let error as SyncServiceError {
+            activity?.refused(route: "push", user: user, clientID: clientID, error: error, at: now())
+            throw error
+        }
     }
 
     private func pull(_ request: Request, _ context: some RequestContext) async throws -> Response {
-        let user = try await authenticate(request)
         let items = URLComponents(string: request.uri.description)?.queryItems ?? []
-        let pull: PullRequest
+        var user: String?
         do {
-            pull = try PullRequest(queryItems: items)
-        } catch let error as SyncError {
-            throw SyncServiceError(400, error.code, error.message)
+            let caller = try await authenticate(request)
+            user = caller
+            let pull: PullRequest
+            do {
+                pull = try PullRequest(queryItems: items)
+            } catch let error as SyncError {
+                throw SyncServiceError(400, error.code, error.message)
+            }
+            let start = ContinuousClock.now
+            let response = try await service.pull(user: caller, request: pull)
+            metrics.pulled(nanoseconds: (ContinuousClock.now - start).nanoseconds)
+            activity?.pulled(user: caller, clientID: pull.clientID, at: now())
+            return JSONBody.response(response)
+        } catch let error as SyncServiceError {
+            let clientID = items.first { $0.name == "clientID" }?.value
+            activity?.refused(route: "pull", user: user, clientID: clientID, error: error, at: now())
+            throw error
         }
-        let start = ContinuousClock.now
-        let response = try await service.pull(user: user, request: pull)
-        metrics.pulled(nanoseconds: (ContinuousClock.now - start).nanoseconds)
-        return JSONBody.response(response)
     }
 }
 

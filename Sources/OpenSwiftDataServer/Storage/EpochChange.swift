@@ -13,3 +13,11 @@ public struct EpochChange: Sendable, Equatable {
         self.current = current
     }
 }
+
+extension SyncServiceError {
+    /// The refusal of an epoch rotation confirmed for another epoch than the stored one (it
+    /// was rotated meanwhile): nothing changed.
+    package static func epochMoved(stored: String, expected: String) -> SyncServiceError {
+        SyncServiceError(409, .staleEpoch, "the epoch is \(stored) now, not \(expected): it was rotated meanwhile; look again, then confirm again")
+    }
+}

@@ -62,6 +62,19 @@ package protocol SyncStorageBackend: SyncStorage {
     /// checks a cursor at the horizon against a restored copy's log. Push results are not removed by age: they stay
     /// until their client acknowledges them (``PushPlan/resultsAcknowledgedBelow``).
     func compact(before milliseconds: Int64) async throws -> CompactionResult
+
+    /// What the storage holds, within `limits`, read in one read transaction (for the admin
+    /// console): the stored epoch, the log's head and horizon, the first scopes by name with
+    /// their owner, members and live record count, the most recently seen clients. Every
+    /// query is bounded by the limits, whatever the database's size.
+    func overview(_ limits: OverviewLimits) async throws -> StorageOverview
+
+    /// Gives the database a new epoch in one writing transaction, serialized with pushes.
+    /// With `expected`, only when the stored epoch is that one: otherwise nothing changes and
+    /// it throws `409 staleEpoch` (someone rotated it meanwhile). Returns the old epoch and the
+    /// new one. A server reads the epoch when it starts: ``SyncService/rotateEpoch(expecting:)``
+    /// also updates the server it runs in.
+    func rotateEpoch(expecting expected: String?) async throws -> EpochChange
 }
 
 /// What a storage keeps about itself.
