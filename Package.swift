@@ -246,6 +246,7 @@ let package = Package(
             name: "OpenSwiftDataServerTests",
             dependencies: [
                 "OpenSwiftDataServer",
+                "OpenSwiftDataMerge",
                 "OpenSwiftDataServerSQLite",
                 "OpenSwiftDataServerPostgres",
                 "OpenSwiftDataTestSupport",
