@@ -125,6 +125,7 @@ let package = Package(
                 "OpenSwiftDataServer",
                 "OpenSwiftDataServerSQLite",
                 "OpenSwiftDataSyncProtocol",
+                "OpenSwiftDataMerge",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Tests/OpenSwiftDataSimulator"

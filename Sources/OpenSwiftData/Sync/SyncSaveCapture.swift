@@ -375,11 +375,9 @@ final class SyncSaveCapture {
         let scope = apply?.scopes[key] ?? plan.scope?(registration.model)
         try insertRecord(plan, row: row, recordID: id, scope: scope, serverVersion: apply?.versionsOfNew[key], in: db)
         guard logs else { return }
-        var values = values
-        // A set's inserted value is logged without repeats (its elements are the record's adds).
-        for column in plan.setColumns {
-            if let elements = SetBridge.elements(values[column]) { values[column] = SetBridge.stored(elements) }
-        }
+        // A set's inserted value is logged as the row holds it, repeats included: the server
+        // takes its elements as adds, and the value it answers with (without repeats) then
+        // differs from the logged one, so that settling the insert writes it to the row.
         if encodesNow(.insert, plan: plan) {
             encode(.insert, plan: plan, recordID: id, scope: scope, baseVersion: nil, fields: nil, values: values)
             return
