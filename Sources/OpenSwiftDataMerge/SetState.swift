@@ -30,6 +30,7 @@ public struct SetState: Hashable, Sendable, Codable {
             self.index = index
         }
 
+        /// Ascending by version, then by place among the change's adds.
         public static func < (lhs: Tag, rhs: Tag) -> Bool { (lhs.version, lhs.index) < (rhs.version, rhs.index) }
 
         /// A tag's stored form is `[version, index]`.

@@ -92,6 +92,7 @@ public struct SetChange: Hashable, Sendable, Codable {
 
     private enum CodingKeys: String, CodingKey { case add, remove }
 
+    /// Reads `{"add": [...], "remove": [...]}`; a missing member is empty.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         add = try container.decodeIfPresent([String].self, forKey: .add) ?? []

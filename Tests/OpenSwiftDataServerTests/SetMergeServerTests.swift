@@ -92,6 +92,24 @@ struct SetMergeServerTests {
         #expect(try await h.state("alice")["Message/m1"]?["readBy"] == .json("[\"bob\",\"carol\",\"dave\"]"))
     }
 
+    @Test(
+        "two devices that insert the same record both keep their elements; a value written before the field merged is taken over",
+        arguments: Backend.all)
+    func insertsOfOneRecordUnite(_ backend: Backend) async throws {
+        let h = try await CoreHarness(backend)
+        let first = change(.insert, fields: ["body": .string("a"), "readBy": .json("[\"ann\",\"bob\"]")])
+        #expect(try await push(h, client: "phone", 1, first)?.status == .applied)
+        let second = change(.insert, fields: ["body": .string("a"), "readBy": .json("[\"carol\",\"ann\"]")])
+        #expect(try await push(h, client: "laptop", 1, second)?.status == .applied)
+        #expect(try await h.state("alice")["Message/m1"]?["readBy"] == .json("[\"ann\",\"bob\",\"carol\"]"))
+        // An older app created the record: its value becomes adds every device has seen.
+        let h2 = try await CoreHarness(backend)
+        let old = change(.insert, fields: ["body": .string("a"), "readBy": .json("[\"ann\"]")])
+        #expect(try await push(h2, client: "old", 1, old, merging: false, version: .plainFields)?.status == .applied)
+        #expect(try await push(h2, client: "new", 1, change(.update, base: 1, merge: set(add: ["bob"], remove: ["ann"])))?.status == .applied)
+        #expect(try await h2.state("alice")["Message/m1"]?["readBy"] == .json("[\"bob\"]"))
+    }
+
     @Test("a set's stored form (\"t\") reads back by hand and through JSONDecoder, byte for byte as JSONEncoder writes it")
     func storedSetRoundTrips() throws {
         var state = SetState()
