@@ -519,7 +519,12 @@ final class SyncSaveCapture {
         in db: Database
     ) throws -> MergedValue? {
         let property = plan.layout.columns[column]
-        guard let writtenElements = SetBridge.elements(written) else { return nil }
+        // A value that is no JSON array, or a merged one that does not decode, fails the save
+        // rather than leave the change out of the log.
+        func unmergeable(_ reason: String) -> SyncCaptureError {
+            SyncCaptureError.mergeKindMismatch(entity: plan.layout.name, property: property.name, kind: .set, reason: reason)
+        }
+        guard let writtenElements = SetBridge.elements(written) else { throw unmergeable("the saved value is not a JSON array") }
         let stored = try DatabaseValue.fetchOne(
             db, sql: "SELECT \(quoted(property.name)) FROM \(quoted(plan.layout.table.name)) WHERE \(quoted(TableDescription.primaryKey)) = ?",
             arguments: [row])
@@ -528,7 +533,9 @@ final class SyncSaveCapture {
         let (adds, removes) = SetElements.difference(from: base, to: writtenElements)
         let result = SetElements.applying(adds, removing: removes, to: current)
         let valueType = type(of: property.keyPath).valueType
-        guard let value = SetBridge.swiftValue(result, as: valueType) else { return nil }
+        guard let value = SetBridge.swiftValue(result, as: valueType) else {
+            throw unmergeable("the merged elements do not decode as \(valueType)")
+        }
         let changed = !adds.isEmpty || !removes.isEmpty
         if changed {
             counterDeltas[ObjectIdentifier(registration.storage), default: []].append(
