@@ -320,6 +320,25 @@ struct SetCaptureTests {
         #expect(try setChanges(change).isEmpty)
     }
 
+    @Test("an inserted model that takes over an existing row by its unique value adds its elements to the row's")
+    func upsertAddsItsElements() throws {
+        let container = try rosterContainer(at: syncStoreURL())
+        let context = ModelContext(container)
+        let roster = CaptureRoster(key: "r")
+        roster.members = ["ann", "bob"]
+        context.insert(roster)
+        try context.save()
+        let other = ModelContext(container)
+        let again = CaptureRoster(key: "r")
+        again.members = ["carol", "ann"]
+        other.insert(again)
+        try other.save()
+        #expect(again.members == ["ann", "bob", "carol"])
+        let change = try lastChange(container)
+        #expect(try setChanges(change)["members"] == SetChange(add: ["\"carol\"", "\"ann\""]))
+        #expect(try ModelContext(container).fetch(FetchDescriptor<CaptureRoster>()).first?.members == ["ann", "bob", "carol"])
+    }
+
     @Test("two contexts merge: the second save's adds and removes apply to what the first saved")
     func twoContextsMerge() throws {
         let container = try rosterContainer(at: syncStoreURL())
