@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import OpenSwiftData
 import OpenSwiftDataServer
 import OpenSwiftDataSync
@@ -345,6 +346,49 @@ struct SetMergeTests {
             #expect(try new.message().readBy == ["bob", "carol", "dave"])
             #expect(try old.message().readBy == ["bob", "carol", "dave"])
         }
+    }
+
+    @Test(
+        "a device restored from a backup taken while its insert was unanswered does not bring back, under a new client id, an element another device removed since"
+    )
+    func restoredDeviceInsertAddsNothingAgain() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer()
+        let phone = try Device.chat(server, name: "phone", directory: directory)
+        try await phone.engine.syncNow()
+        let message = MessageEntity(messageID: "m1")
+        message.readBy = ["ann", "bob"]
+        phone.context.insert(message)
+        try phone.context.save()
+        // The backup holds the insert unanswered; the phone then pushes it, and a later push
+        // acknowledges its answer, which the server drops.
+        let live = try DatabaseQueue(path: directory.path("phone.sqlite"))
+        try await live.writeWithoutTransaction { db in
+            try db.execute(sql: "VACUUM INTO ?", arguments: [directory.path("restored.sqlite")])
+        }
+        try live.close()
+        try await phone.engine.syncNow()
+        try phone.message().body = "Lunch?"
+        try phone.context.save()
+        try await phone.engine.syncNow()
+        // The laptop removes bob.
+        let laptop = try Device.chat(server, name: "laptop", directory: directory)
+        try await laptop.engine.syncNow()
+        try laptop.message().readBy.removeAll { $0 == "bob" }
+        try laptop.context.save()
+        try await laptop.engine.syncNow()
+
+        // The restored device sends the insert again under a new client id: bob stays removed.
+        let restored = try Device.chat(server, name: "restored", directory: directory)
+        let clientBefore = await restored.engine.currentClientID
+        try await restored.engine.syncNow()
+        try await restored.engine.syncNow()
+        #expect(await restored.engine.currentClientID != clientBefore)
+        #expect(try restored.message().readBy == ["ann"])
+        try await laptop.engine.syncNow()
+        #expect(try laptop.message().readBy == ["ann"])
+        try await phone.engine.syncNow()
+        #expect(try phone.message().readBy == ["ann"])
     }
 
     @Test("undoing a save takes back only its own adds and removes")
