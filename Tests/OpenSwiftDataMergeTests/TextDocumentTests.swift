@@ -163,3 +163,48 @@ struct SplitMix {
         return z ^ (z >> 31)
     }
 }
+
+@Suite struct TextDocumentCodingTests {
+    @Test func aStateReadBackMergesAsTheOriginalWould() throws {
+        var alice = TextDocument()
+        alice.insert("Hello 👋🏽 world", at: 0, replica: 1)
+        alice.delete(at: 5, count: 3)
+        var bob = alice
+        let fromBob = bob.insert(", dear", at: 5, replica: 2)
+        // A deletion of scalars Alice does not hold yet waits in the state.
+        let early = TextOperation(deletions: [TextOperation.Deletion(start: TextID(replica: 3, seq: 0), count: 2)])
+        try alice.apply(early)
+        var restored = try TextDocument(encoded: alice.encoded())
+        #expect(restored.text == alice.text)
+        #expect(restored.scalarCount == alice.scalarCount)
+        try restored.apply(fromBob)
+        try alice.apply(fromBob)
+        #expect(restored.text == alice.text)
+        // Local edits continue on the restored state, including inside a run it read.
+        let edit = restored.insert("!", at: 2, replica: 1)
+        try alice.apply(edit)
+        #expect(restored.text == alice.text)
+        // The waiting deletion applies when its scalars arrive.
+        let late = TextOperation(insertions: [
+            TextOperation.Insertion(id: TextID(replica: 3, seq: 0), originLeft: nil, originRight: nil, content: ["x", "y", "z"])
+        ])
+        try restored.apply(late)
+        try alice.apply(late)
+        #expect(restored.text == alice.text)
+        #expect(restored.text.hasSuffix("z") || restored.text.hasPrefix("z"))
+    }
+
+    @Test func damagedStatesAreRefusedNamingWhatIsWrong() throws {
+        var document = TextDocument()
+        document.insert("state", at: 0, replica: 1)
+        let bytes = document.encoded()
+        #expect(throws: TextDocument.Failure.self) { try TextDocument(encoded: bytes.dropLast()) }
+        #expect(throws: TextDocument.Failure.self) { try TextDocument(encoded: [2] + bytes.dropFirst()) }
+        #expect(throws: TextDocument.Failure.self) { try TextDocument(encoded: bytes + [0]) }
+        // Every truncation is refused, none crashes.
+        for length in 0..<bytes.count {
+            #expect(throws: TextDocument.Failure.self) { try TextDocument(encoded: bytes.prefix(length)) }
+        }
+        #expect(try TextDocument(encoded: bytes).text == "state")
+    }
+}

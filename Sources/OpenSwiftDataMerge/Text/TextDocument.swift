@@ -27,6 +27,9 @@ public struct TextDocument: Sendable {
         case conflictingIdentity(TextID)
         /// An insertion would give a scalar a sequence number past the largest one.
         case sequenceOverflow(TextID)
+        /// Bytes given to ``init(encoded:)`` are not a state ``encoded()`` wrote; the message
+        /// names what does not fit.
+        case malformedState(String)
     }
 
     /// One run: consecutive scalars of one replica, inserted together, adjacent in the text,
