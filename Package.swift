@@ -125,6 +125,7 @@ let package = Package(
                 "OpenSwiftDataServer",
                 "OpenSwiftDataServerSQLite",
                 "OpenSwiftDataSyncProtocol",
+                "OpenSwiftDataMerge",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Tests/OpenSwiftDataSimulator"
@@ -243,12 +244,15 @@ let package = Package(
             ],
             path: "Benchmarks/Sources/osd-sync-benchmarks"
         ),
+        // The merge core on a real editing trace: `swift run -c release osd-merge-benchmarks`.
+        .executableTarget(name: "osd-merge-benchmarks", dependencies: ["OpenSwiftDataMerge"], path: "Benchmarks/Sources/osd-merge-benchmarks"),
         // What the test targets share: a temporary directory, a manual clock, seeded generators.
         .target(name: "OpenSwiftDataTestSupport", dependencies: ["OpenSwiftDataSyncProtocol"], path: "Tests/OpenSwiftDataTestSupport"),
         .testTarget(
             name: "OpenSwiftDataServerTests",
             dependencies: [
                 "OpenSwiftDataServer",
+                "OpenSwiftDataMerge",
                 "OpenSwiftDataServerSQLite",
                 "OpenSwiftDataServerPostgres",
                 "OpenSwiftDataTestSupport",

@@ -99,12 +99,17 @@ public struct SyncConfiguration: Sendable {
     /// another device ends at 1. Every device shows the sum of all applied contributions, its
     /// own unpushed ones included.
     ///
+    /// A `.set` (an array or a `Set` of `Codable & Hashable` elements, not optional) syncs the
+    /// elements each save added and removed: concurrent adds are all kept, every remove of an
+    /// element the device had seen applies, and an add concurrent with a remove wins. An
+    /// array's order is the order in which the server took the adds, the same on every device.
+    ///
     /// ``SyncEngine/init(container:transport:user:configuration:)`` checks the declarations: a
     /// kind that does not fit the property throws
     /// ``SyncEngineError/mergeKindMismatch(entity:property:kind:reason:)`` naming it (`.counter`
-    /// on a `Bool`, `.text` on an `Int`, `.set` on a `String`); `.set` and `.text` on properties
-    /// they fit throw ``SyncEngineError/mergeNotSupported(entity:property:kind:)`` in this
-    /// version. An engine with merged fields speaks protocol version 2.
+    /// on a `Bool`, `.text` on an `Int`, `.set` on a `String`); `.text` on a property it fits
+    /// throws ``SyncEngineError/mergeNotSupported(entity:property:kind:)`` in this version. An
+    /// engine with merged fields speaks protocol version 2.
     public mutating func merge<T: PersistentModel, V>(_ keyPath: KeyPath<T, V>, _ kind: MergeKind) {
         let entity = Schema.entityName(for: T.self)
         let property = T.schemaMetadata.first { $0.keypath == keyPath }?.name

@@ -189,7 +189,7 @@ extension SyncEngine {
         // later totals count those mutations as well.
         var counters = SyncCounterQueue(
             clientID: clientID, processedThrough: page.hasMore ? (resetting ? 0 : countedThrough) : page.lastMutationID,
-            echoed: resetting ? [:] : counterEchoes, isCounter: { [shapes] in shapes[$0]?.isCounter($1) ?? false })
+            echoed: resetting ? [:] : counterEchoes, isMerged: { [shapes] in shapes[$0]?.isMerged($1) ?? false })
         let unsettled = sentRows.filter { $0.mutation.id > (settleThrough ?? MutationID.min) }
         for row in unsettled { counters.add(row.mutation.changes, mutation: row.mutation.id) }
         counters.add(Array(pending.after.dropFirst(unsettled.reduce(0) { $0 + $1.mutation.changes.count })), mutation: MutationID.max)

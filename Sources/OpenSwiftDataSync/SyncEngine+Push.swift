@@ -183,7 +183,7 @@ extension SyncEngine {
             try SyncEngineStore.set(SyncEngineStore.countedThroughKey, nil, in: db)
             let dropped =
                 try processedThrough.map { last in
-                    try SyncEngineStore.dropContributions(through: last, isCounter: { shapes[$0]?.isCounter($1) ?? false }, in: db)
+                    try SyncEngineStore.dropContributions(through: last, isMerged: { shapes[$0]?.isMerged($1) ?? false }, in: db)
                 } ?? false
             if dropped { try SyncEngineStore.set("cursor", nil, in: db) }
             let next = try SyncEngineStore.renumber(above: 0, from: 1, in: db)

@@ -36,8 +36,8 @@ public enum SyncEngineError: Error, Sendable, Hashable, CustomStringConvertible 
     /// A field declared to merge cannot merge that way (the kind does not fit its type, or the
     /// property is optional, the record id, not persisted, or its model does not sync).
     case mergeKindMismatch(entity: String, property: String, kind: MergeKind, reason: String)
-    /// A field is declared with a merge kind this version does not support yet (`.set`,
-    /// `.text`): only `.counter` merges.
+    /// A field is declared with a merge kind this version does not support yet (`.text`): only
+    /// `.counter` and `.set` merge.
     case mergeNotSupported(entity: String, property: String, kind: MergeKind)
     /// The server does not speak the protocol version this engine needs (version 2, for merged
     /// fields): nothing is pushed or pulled, and the queue is kept until the server is updated.
@@ -61,7 +61,8 @@ public enum SyncEngineError: Error, Sendable, Hashable, CustomStringConvertible 
         case .signedOut: return "the sync engine is signed out"
         case let .mergeKindMismatch(entity, property, kind, reason): return "\(entity).\(property) cannot merge as a \(kind.rawValue): \(reason)"
         case let .mergeNotSupported(entity, property, kind):
-            return "\(entity).\(property) is declared to merge as a \(kind.rawValue), which this version does not support yet; only .counter merges"
+            return
+                "\(entity).\(property) is declared to merge as a \(kind.rawValue), which this version does not support yet; .counter and .set merge"
         case let .serverTooOld(required, supported):
             return
                 "the server speaks protocol versions \(supported.map(String.init).joined(separator: ", ")); merged fields need version \(required): update the server"

@@ -248,11 +248,12 @@ enum SyncEngineStore {
         return next
     }
 
-    /// Takes the counters' contributions out of the unanswered mutations through `last` (the
-    /// server processed them under a client id this device gives up): their differences, and
-    /// the values their inserts give counters (`isCounter(entity, field)`), which are set to
-    /// zero. True when one had any.
-    static func dropContributions(through last: MutationID, isCounter: (String, String) -> Bool, in db: Database) throws -> Bool {
+    /// Takes the merged fields' contributions out of the unanswered mutations through `last`
+    /// (the server processed them under a client id this device gives up): counters'
+    /// differences and sets' adds and removes, and the values their inserts give merged fields
+    /// (`isMerged(entity, field)`): counters set to zero, sets emptied (resent, an insert's
+    /// elements would come back after others removed them). True when one had any.
+    static func dropContributions(through last: MutationID, isMerged: (String, String) -> Bool, in db: Database) throws -> Bool {
         var dropped = false
         for var item in try rows(db, where: "id <= ? AND status = 'sent'", arguments: [last]) {
             var changed = false
@@ -263,10 +264,11 @@ enum SyncEngineStore {
                     changed = true
                 }
                 if change.op == .insert {
-                    for (name, value) in change.fields where isCounter(change.entity, name) {
+                    for (name, value) in change.fields where isMerged(change.entity, name) {
                         switch value {
                         case let .int(number) where number != 0: change.fields[name] = .int(0)
                         case let .double(number) where number != 0: change.fields[name] = .double(0)
+                        case let .json(text) where text != "[]": change.fields[name] = .json("[]")
                         default: continue
                         }
                         changed = true

@@ -29,7 +29,16 @@ struct SyncOutbox {
             links[link.relationship] = merged
         }
         var merge: [SyncName: FieldMerge] = [:]
-        for delta in change.counterDeltas { merge[delta.name] = .counter(SyncValueMapping.wire(delta.value)) }
+        for delta in change.counterDeltas {
+            // A set's contribution is logged as the JSON of its adds and removes.
+            if delta.value.kind == .json {
+                guard case let .text(text) = delta.value.stored, let setChange = try? JSONDecoder().decode(SetChange.self, from: Data(text.utf8))
+                else { continue }
+                merge[delta.name] = .set(setChange)
+            } else {
+                merge[delta.name] = .counter(SyncValueMapping.wire(delta.value))
+            }
+        }
         return RecordChange(
             op: op, entity: change.entity, recordID: change.recordID, scope: scope(change.scope), baseVersion: change.baseVersion, fields: fields,
             links: links, merge: merge)

@@ -119,7 +119,7 @@ struct SyncRebase {
     /// A counter's pulled total with this client's pending contributions re-applied (nil: not a
     /// counter with pending contributions).
     private func rebasedCounter(_ ref: RecordRef, _ name: String, _ total: SyncValue, shape: SyncEntityShape) -> SyncValue? {
-        guard !counters.isEmpty, shape.isCounter(name), counters.hasPending(ref, name) else { return nil }
+        guard !counters.isEmpty, shape.isMerged(name), counters.hasPending(ref, name) else { return nil }
         return counters.rebased(total, ref, name)
     }
 
@@ -192,7 +192,7 @@ struct SyncRebase {
                     for (name, value) in change.fields {
                         let key = SyncShadowPart.field(name)
                         guard Self.isMasked(key, by: mask) else { continue }
-                        if shape.isCounter(name) {
+                        if shape.isMerged(name) {
                             // A counter shows the total with the pending contributions on top of
                             // it, a pending insert's value among them until the total counts it
                             // (after a pending delete, the insert's value and what follows).

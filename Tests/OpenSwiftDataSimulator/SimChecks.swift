@@ -14,6 +14,7 @@ enum SimState {
         "SimTag": ["label", "space"],
         "SimCounter": ["value", "space"],
         "SimTally": ["hits", "space"],
+        "SimRoster": ["members", "space"],
         "SimMark": ["client"],
     ]
 
@@ -25,6 +26,7 @@ enum SimState {
         case let .bool(flag)?: return "\(flag)"
         case let .double(number)?: return "\(number)"
         case let .reference(id)?: return "→\(id)"
+        case let .json(text)?: return text
         case let other?: return "\(other)"
         }
     }
@@ -33,6 +35,11 @@ enum SimState {
         let names = Self.fields[entity] ?? []
         let values = names.map { "\($0)=\(fields[$0] ?? "nil")" }.joined(separator: " ")
         return "\(entity)|\(id)|\(values)|tags=\(links.sorted().joined(separator: ","))"
+    }
+
+    /// A roster's members as the server's JSON array of them.
+    static func members(_ members: [String]) -> String {
+        "[" + members.map { "\"\($0)\"" }.joined(separator: ",") + "]"
     }
 
     /// A client's visible records (references to records it does not hold are left out, as
@@ -63,6 +70,10 @@ enum SimState {
         }
         for tally in try client.fetch(SimTally.self) {
             lines.append(line(entity: "SimTally", id: tally.key, fields: ["hits": "\(tally.hits)", "space": text(tally.space)], links: []))
+        }
+        for roster in try client.fetch(SimRoster.self) {
+            lines.append(
+                line(entity: "SimRoster", id: roster.key, fields: ["members": members(roster.members), "space": text(roster.space)], links: []))
         }
         for mark in try client.fetch(SimMark.self) {
             lines.append(line(entity: "SimMark", id: mark.key, fields: ["client": text(mark.client)], links: []))

@@ -86,6 +86,8 @@ final class SimClient {
         configuration.sync(SimCounter.self, policy: .rejectStale, scope: \SimCounter.space)
         configuration.sync(SimTally.self, scope: \SimTally.space)
         configuration.merge(\SimTally.hits, .counter)
+        configuration.sync(SimRoster.self, scope: \SimRoster.space)
+        configuration.merge(\SimRoster.members, .set)
         configuration.sync(SimMark.self)
         // Small batches and pages: several pushes per sync, snapshots in several pages.
         configuration.maxMutationsPerPush = 5

@@ -83,6 +83,21 @@ final class SimTally {
     }
 }
 
+/// A set that merges (`members` is declared `.set`): clients add and remove members of a small
+/// pool concurrently; every replica must show what an observed-remove set fed the applied
+/// changes in server order holds, in the same order.
+@Model
+final class SimRoster {
+    @Attribute(.unique) var key: String
+    var members: [String] = []
+    var space: String?
+
+    init(key: String, space: String?) {
+        self.key = key
+        self.space = space
+    }
+}
+
 /// The ledger: every save the workload makes also inserts one mark, so each committed save
 /// is one record whose fate (on the server, or reported rejected) the checks can look up.
 @Model
@@ -96,4 +111,6 @@ final class SimMark {
     }
 }
 
-let simModelTypes: [any PersistentModel.Type] = [SimList.self, SimItem.self, SimTag.self, SimCounter.self, SimTally.self, SimMark.self]
+let simModelTypes: [any PersistentModel.Type] = [
+    SimList.self, SimItem.self, SimTag.self, SimCounter.self, SimTally.self, SimRoster.self, SimMark.self,
+]

@@ -1,4 +1,6 @@
 import Foundation
+import GRDB
+import OpenSwiftDataMerge
 import OpenSwiftDataServer
 import OpenSwiftDataSync
 import OpenSwiftDataSyncProtocol
@@ -27,6 +29,13 @@ final class SimNetwork {
     var held: [HeldRequest] = []
     var counts: SimCounts
     var trace: [String] = []
+    /// Every change of a `SimRoster` the server applied, in the order it applied them (see
+    /// ``deliver(user:_:)``).
+    var rosterChanges: [SimRosterChange] = []
+    /// The applications recorded, as `client#mutation#txn`.
+    private var recorded: Set<String> = []
+    /// What was recorded when the server's snapshot was taken (a restore goes back to it).
+    private var atSnapshot: (changes: Int, recorded: Set<String>) = (0, [])
 
     init(server: SimServer, rng: SyncRandom, counts: SimCounts) {
         self.server = server
@@ -45,6 +54,58 @@ final class SimNetwork {
         return error
     }
 
+    /// Delivers a push to the server, and records the changes of rosters each of its mutations
+    /// made if the server applied it: read back from the server's change log (the version of
+    /// the roster's entry, the mutation's transaction for the order).
+    func deliver(user: String, _ request: PushRequest) async throws -> PushResponse {
+        defer { recordRosterChanges(request) }
+        return try await server.service.push(user: user, request: request)
+    }
+
+    private func recordRosterChanges(_ request: PushRequest) {
+        for mutation in request.mutations where mutation.changes.contains(where: { $0.entity == "SimRoster" }) {
+            let rows =
+                (try? server.read { db in
+                    try Row.fetchAll(
+                        db, sql: "SELECT seq, txn, entity, record_id FROM osd_changes WHERE client_id = ? AND mutation_id = ? ORDER BY seq",
+                        arguments: [request.clientID, mutation.id])
+                }) ?? []
+            guard let txn: Int64 = rows.last?["txn"] else { continue }
+            let key = "\(request.clientID)#\(mutation.id)#\(txn)"
+            guard recorded.insert(key).inserted else { continue }
+            for change in mutation.changes where change.entity == "SimRoster" {
+                let version =
+                    rows.last { ($0["entity"] as String?) == "SimRoster" && ($0["record_id"] as String?) == change.recordID }?["seq"] as Int64?
+                var adds: [String] = []
+                var removes: [String] = []
+                switch change.op {
+                case .insert:
+                    if case let .json(text)? = change.fields["members"] { adds = SetElements.split(text) ?? [] }
+                case .update:
+                    if case let .set(setChange)? = change.merge["members"] {
+                        adds = setChange.add
+                        removes = setChange.remove
+                    }
+                case .delete:
+                    break
+                }
+                rosterChanges.append(
+                    SimRosterChange(
+                        roster: change.recordID, client: request.clientID, txn: txn, version: version ?? txn, op: change.op, adds: adds,
+                        removes: removes, seen: change.baseVersion))
+            }
+        }
+    }
+
+    /// The server's snapshot was taken: a restore goes back to what was recorded now.
+    func snapshotTaken() { atSnapshot = (rosterChanges.count, recorded) }
+
+    /// The server was restored from its snapshot: the applications since are lost.
+    func snapshotRestored() {
+        rosterChanges.removeLast(rosterChanges.count - min(atSnapshot.changes, rosterChanges.count))
+        recorded = atSnapshot.recorded
+    }
+
     /// Delivers one held request, chosen by the seed (its answer is lost: the client gave up on it).
     func deliverHeld() async {
         guard !held.isEmpty else { return }
@@ -54,7 +115,7 @@ final class SimNetwork {
         switch request {
         case let .push(user, push):
             trace.append("  late push \(push.mutations.first?.id ?? 0)…\(push.mutations.last?.id ?? 0)")
-            _ = try? await server.service.push(user: user, request: push)
+            _ = try? await deliver(user: user, push)
         case let .pull(user, pull):
             trace.append("  late pull")
             _ = try? await server.service.pull(user: user, request: pull)
@@ -100,7 +161,7 @@ final class SimTransport: SyncTransport, @unchecked Sendable {
             dead = true
             network.counts.add("fault.crashMidPush")
             // Half the time the server got the batch before the process died.
-            if network.rng.next() % 2 == 0 { _ = try? await network.server.service.push(user: user, request: request) }
+            if network.rng.next() % 2 == 0 { _ = try? await network.deliver(user: user, request) }
             network.trace.append("  \(name) killed mid-push \(request.mutations.first?.id ?? 0)…\(request.mutations.last?.id ?? 0)")
             throw SimCrash()
         }
@@ -113,13 +174,13 @@ final class SimTransport: SyncTransport, @unchecked Sendable {
             network.held.append(.push(user: user, request))
             throw SyncTransportError.unreachable("timed out")
         case .dropResponse:
-            _ = try? await network.server.service.push(user: user, request: request)
+            _ = try? await network.deliver(user: user, request)
             throw SyncTransportError.unreachable("answer lost")
         case .duplicate:
-            _ = try? await network.server.service.push(user: user, request: request)
+            _ = try? await network.deliver(user: user, request)
             fallthrough
         case .deliver:
-            do { return try await network.server.service.push(user: user, request: request) } catch { throw SimNetwork.map(error) }
+            do { return try await network.deliver(user: user, request) } catch { throw SimNetwork.map(error) }
         }
     }
 
@@ -163,5 +224,51 @@ final class SimCounts {
 
     func merge(_ other: SimCounts) {
         for (key, value) in other.values { values[key, default: 0] += value }
+    }
+}
+
+/// One change of a roster the server applied.
+struct SimRosterChange {
+    var roster: String
+    var client: String
+    /// The applying mutation's transaction (the order the server applied mutations in).
+    var txn: Int64
+    /// The version of the roster's log entry (the add's version).
+    var version: Int64
+    var op: RecordOperation
+    var adds: [String]
+    var removes: [String]
+    /// The version the change was based on.
+    var seen: Int64?
+}
+
+/// The reference model of a roster: an observed-remove set that keeps every add as a tag
+/// (client, version, place), a remove dropping the tags its client had observed (at or below
+/// the version it was based on, or its own); elements ordered by their first live tag.
+struct SimRosterModel {
+    private var tags: [String: [(client: String, version: Int64, index: Int)]] = [:]
+
+    mutating func apply(_ change: SimRosterChange) {
+        for element in change.removes {
+            tags[element]?.removeAll { $0.client == change.client || $0.version <= (change.seen ?? Int64.min) }
+            if tags[element]?.isEmpty == true { tags[element] = nil }
+        }
+        var seen = Set<String>()
+        for element in change.adds where seen.insert(element).inserted {
+            tags[element, default: []].append((change.client, change.version, seen.count - 1))
+        }
+    }
+
+    var elements: [String] {
+        var firsts: [(element: String, version: Int64, index: Int)] = []
+        for (element, tags) in self.tags {
+            guard let first = tags.min(by: { ($0.version, $0.index) < ($1.version, $1.index) }) else { continue }
+            firsts.append((element, first.version, first.index))
+        }
+        firsts.sort { lhs, rhs in
+            if (lhs.version, lhs.index) != (rhs.version, rhs.index) { return (lhs.version, lhs.index) < (rhs.version, rhs.index) }
+            return lhs.element.utf8.lexicographicallyPrecedes(rhs.element.utf8)
+        }
+        return firsts.map(\.element)
     }
 }

@@ -244,10 +244,12 @@ struct SimRun {
                 let newEpoch = chance(500) ? "epoch-\(rng.next())" : nil
                 counts.add(newEpoch == nil ? "fault.snapshotRestore" : "fault.snapshotRestoreNewEpoch")
                 try await server.restoreSnapshot(newEpoch: newEpoch)
+                network.snapshotRestored()
                 trace.append("server restored from its snapshot\(newEpoch == nil ? "" : " with a new epoch")")
             } else {
                 counts.add("fault.snapshotTaken")
                 try await server.takeSnapshot()
+                network.snapshotTaken()
                 trace.append("server snapshot taken")
             }
         case .compaction:
@@ -288,7 +290,7 @@ struct SimRun {
     mutating func workload(_ client: SimClient) {
         let ops = [
             "insertItem", "insertItem", "updateItem", "updateItem", "deleteItem", "reinsert", "toOne", "manyToMany", "insertList", "insertTag",
-            "cascade", "counter", "counter", "largeSave", "tally", "tally",
+            "cascade", "counter", "counter", "largeSave", "tally", "tally", "roster", "roster",
         ]
         let op = ops[random(ops.count)]
         let space = spaces(of: client)[random(2)]
@@ -421,6 +423,38 @@ struct SimRun {
                 detail = "\(tallyKey) \(outright.map { "= \($0)" } ?? "+= \(step)") (\(delta >= 0 ? "+" : "")\(delta))"
                 if committed, delta != 0 { tallyLedger.append((tally: tallyKey, mark: mark, delta: delta)) }
             }
+        case "roster":
+            let rosters = ((try? client.fetch(SimRoster.self)) ?? []).sorted { $0.key < $1.key }
+            let pool = ["u1", "u2", "u3", "u4", "u5"]
+            if rosters.isEmpty || chance(100) {
+                let rosterKey = key("r")
+                let initial = chance(500) ? [pool[random(pool.count)], pool[random(pool.count)]] : []
+                detail = "new \(rosterKey) \(initial)"
+                committed = client.save(mark: mark) { context in
+                    let roster = SimRoster(key: rosterKey, space: space)
+                    roster.members = initial
+                    context.insert(roster)
+                }
+            } else {
+                // Adds and removes of a small pool's members, so that devices add and remove
+                // the same ones concurrently; sometimes the whole array rewritten.
+                let rosterKey = rosters[random(rosters.count)].key
+                let added = pool[random(pool.count)]
+                let removedAt = random(8)
+                let rewrite: [String]? = chance(100) ? [pool[random(pool.count)], pool[random(pool.count)]] : nil
+                var shown: [String] = []
+                committed = client.save(mark: mark) { context in
+                    guard let roster = try context.fetch(FetchDescriptor<SimRoster>()).first(where: { $0.key == rosterKey }) else { return }
+                    if let rewrite {
+                        roster.members = rewrite
+                    } else {
+                        if removedAt < roster.members.count { roster.members.remove(at: removedAt) }
+                        if removedAt % 2 == 0 { roster.members.append(added) }
+                    }
+                    shown = roster.members
+                }
+                detail = "\(rosterKey) \(rewrite.map { "= \($0)" } ?? "-#\(removedAt) +\(removedAt % 2 == 0 ? added : "-")") → \(shown)"
+            }
         default:  // largeSave
             let first = nextKey + 1
             var keys: [String] = []
@@ -523,6 +557,32 @@ struct SimRun {
                     failures.append(
                         "counter: \(id) holds \(SimState.render(record.fields["hits"])) on the server, the applied contributions sum to \(SimState.render(want))"
                     )
+                }
+            }
+        }
+        // 15b. A set is what an observed-remove set fed the changes the server applied, in the
+        // server's order, holds, in the same order: on the server and on every client.
+        var models: [String: SimRosterModel] = [:]
+        for change in (network?.rosterChanges ?? []).enumerated().sorted(by: { ($0.element.txn, $0.offset) < ($1.element.txn, $1.offset) }) {
+            models[change.element.roster, default: SimRosterModel()].apply(change.element)
+        }
+        var checkedRosters: Set<String> = []
+        for view in serverViews.values {
+            for (id, record) in view.records where id.hasPrefix("r") && !checkedRosters.contains(id) {
+                checkedRosters.insert(id)
+                counts.add("check.roster")
+                let want = SimState.members((models[id]?.elements ?? []).map { String($0.dropFirst().dropLast()) })
+                if SimState.render(record.fields["members"]) != want {
+                    failures.append("set: \(id) holds \(SimState.render(record.fields["members"])) on the server, the applied changes give \(want)")
+                }
+            }
+        }
+        for client in clients {
+            for roster in (try? client.fetch(SimRoster.self)) ?? [] {
+                let want = SimState.members((models[roster.key]?.elements ?? []).map { String($0.dropFirst().dropLast()) })
+                if SimState.members(roster.members) != want {
+                    failures.append(
+                        "set: \(client.name) shows \(roster.key) as \(SimState.members(roster.members)), the applied changes give \(want)")
                 }
             }
         }

@@ -117,7 +117,8 @@ struct SimulatorTests {
             "fault.snapshotRestore", "fault.snapshotRestoreNewEpoch", "fault.compaction", "fault.revoke", "fault.regrant", "fault.partition",
             "fault.partitionedRequest", "fault.liveDrop",
             "op.insertItem", "op.updateItem", "op.deleteItem", "op.reinsert", "op.toOne", "op.manyToMany",
-            "op.insertList", "op.insertTag", "op.cascade", "op.counter", "op.largeSave", "op.tally", "check.tally",
+            "op.insertList", "op.insertTag", "op.cascade", "op.counter", "op.largeSave", "op.tally", "check.tally", "op.roster",
+            "check.roster",
             "event.rejected.stale", "event.conflict", "event.reset.historyCompacted", "event.revoked",
         ]
         for key in expected {

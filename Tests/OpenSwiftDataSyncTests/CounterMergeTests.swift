@@ -647,9 +647,7 @@ struct CounterMergeTests {
         #expect(throws: SyncEngineError.mergeNotSupported(entity: "FAQEntry", property: "answer", kind: .text)) {
             try engine { $0.merge(\FAQEntry.answer, .text) }
         }
-        #expect(throws: SyncEngineError.mergeNotSupported(entity: "FAQEntry", property: "tags", kind: .set)) {
-            try engine { $0.merge(\FAQEntry.tags, .set) }
-        }
+        try engine { $0.merge(\FAQEntry.tags, .set) }
         try engine { $0.merge(\FAQEntry.usageCount, .counter) }
     }
 }

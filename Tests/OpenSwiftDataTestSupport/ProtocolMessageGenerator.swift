@@ -67,11 +67,16 @@ public struct ProtocolMessageGenerator {
         return links
     }
 
-    /// Up to two counter contributions.
+    /// Up to two counter contributions and up to one set's.
     public mutating func merges() -> [SyncName: FieldMerge] {
         var merges: [SyncName: FieldMerge] = [:]
         for _ in 0..<(next() % 3) {
             merges["n" + text()] = .counter(pick([.int(1), .int(-7), .int(.max), .double(0.5), .double(-1e21)]))
+        }
+        if next() % 2 == 0 {
+            let elements = ["\"bob\"", "{\"by\":\"ann\",\"emoji\":\"👍\"}", "[1,2]", "null", "\"" + text() + "\""]
+            merges["s" + text()] = .set(
+                SetChange(add: (0..<(next() % 3)).map { _ in pick(elements) }, remove: (0..<(next() % 2)).map { _ in pick(elements) }))
         }
         return merges
     }

@@ -260,3 +260,101 @@ struct MergeCaptureTests {
         #expect(!container.isSyncCaptureEnabled)
     }
 }
+
+/// A record whose `members` (an array) and `labels` (a `Set`) merge as sets.
+@Model
+final class CaptureRoster {
+    @Attribute(.unique) var key: String
+    var members: [String] = []
+    var labels: Set<String> = []
+
+    init(key: String) {
+        self.key = key
+    }
+}
+
+private func rosterContainer(at url: URL) throws -> ModelContainer {
+    let container = try ModelContainer(for: CaptureRoster.self, configurations: ModelConfiguration(url: url))
+    var configuration = SyncCaptureConfiguration()
+    configuration.sync(CaptureRoster.self)
+    configuration.merge(entity: "CaptureRoster", property: "members", kind: .set)
+    configuration.merge(entity: "CaptureRoster", property: "labels", kind: .set)
+    try container.enableSyncCapture(configuration)
+    return container
+}
+
+@Suite("Sync capture: sets")
+struct SetCaptureTests {
+    /// A logged set contribution, decoded.
+    private func setChanges(_ change: SyncChange) throws -> [String: SetChange] {
+        var changes: [String: SetChange] = [:]
+        for delta in change.counterDeltas {
+            guard case let .text(text) = delta.value.stored else { continue }
+            changes[delta.name] = try JSONDecoder().decode(SetChange.self, from: Data(text.utf8))
+        }
+        return changes
+    }
+
+    @Test("a set's save logs the elements it added and removed, not its value; a reorder or a repeat logs nothing")
+    func savesLogAddsAndRemoves() throws {
+        let container = try rosterContainer(at: syncStoreURL())
+        let context = ModelContext(container)
+        let roster = CaptureRoster(key: "r")
+        roster.members = ["ann", "bob"]
+        context.insert(roster)
+        try context.save()
+        // An insert carries the value: its elements are its adds.
+        #expect(try lastChange(container).value(of: "members")?.stored == .text("[\"ann\",\"bob\"]"))
+        roster.members = ["bob", "carol", "carol"]
+        roster.labels.insert("vip")
+        try context.save()
+        var change = try lastChange(container)
+        #expect(change.value(of: "members") == nil)
+        #expect(try setChanges(change)["members"] == SetChange(add: ["\"carol\""], remove: ["\"ann\""]))
+        #expect(try setChanges(change)["labels"] == SetChange(add: ["\"vip\""]))
+        // The model shows the merged value: repeats collapse.
+        #expect(roster.members == ["bob", "carol"])
+        roster.members = ["carol", "bob"]
+        try context.save()
+        change = try lastChange(container)
+        #expect(try setChanges(change).isEmpty)
+    }
+
+    @Test("an inserted model that takes over an existing row by its unique value adds its elements to the row's")
+    func upsertAddsItsElements() throws {
+        let container = try rosterContainer(at: syncStoreURL())
+        let context = ModelContext(container)
+        let roster = CaptureRoster(key: "r")
+        roster.members = ["ann", "bob"]
+        context.insert(roster)
+        try context.save()
+        let other = ModelContext(container)
+        let again = CaptureRoster(key: "r")
+        again.members = ["carol", "ann"]
+        other.insert(again)
+        try other.save()
+        #expect(again.members == ["ann", "bob", "carol"])
+        let change = try lastChange(container)
+        #expect(try setChanges(change)["members"] == SetChange(add: ["\"carol\"", "\"ann\""]))
+        #expect(try ModelContext(container).fetch(FetchDescriptor<CaptureRoster>()).first?.members == ["ann", "bob", "carol"])
+    }
+
+    @Test("two contexts merge: the second save's adds and removes apply to what the first saved")
+    func twoContextsMerge() throws {
+        let container = try rosterContainer(at: syncStoreURL())
+        let context = ModelContext(container)
+        let roster = CaptureRoster(key: "r")
+        roster.members = ["ann"]
+        context.insert(roster)
+        try context.save()
+        let other = ModelContext(container)
+        let seenByOther = try #require(try other.fetch(FetchDescriptor<CaptureRoster>()).first)
+        #expect(seenByOther.members == ["ann"])
+        roster.members.append("bob")
+        try context.save()
+        seenByOther.members = ["carol"]
+        try other.save()
+        #expect(seenByOther.members == ["bob", "carol"])
+        #expect(try ModelContext(container).fetch(FetchDescriptor<CaptureRoster>()).first?.members == ["bob", "carol"])
+    }
+}

@@ -1,4 +1,5 @@
 import Foundation
+import OpenSwiftDataMerge
 
 /// What undoing (or redoing) one save does to the context's models.
 struct UndoStep {
@@ -127,7 +128,8 @@ extension ModelContext {
         return open(registration.model)
     }
 
-    /// `value` plus (or minus) `difference`, both of one counter type; nil on overflow.
+    /// `value` plus (or minus) `difference`, both of one counter type (nil on overflow), or a
+    /// set with its save's ``SetDifference`` applied (or taken back).
     private static func offset(_ value: Any, by difference: Any, adding: Bool) -> Any? {
         func integer<N: FixedWidthInteger>(_ value: N, _ difference: N) -> N? {
             let result = adding ? value.addingReportingOverflow(difference) : value.subtractingReportingOverflow(difference)
@@ -138,6 +140,16 @@ extension ModelContext {
         case let (value as Int64, difference as Int64): return integer(value, difference)
         case let (value as Double, difference as Double): return adding ? value + difference : value - difference
         case let (value as Float, difference as Float): return adding ? value + difference : value - difference
+        case let (value as any Encodable, difference as SetDifference):
+            // A set: its save's adds go and its removes come back (or the other way round).
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            guard let data = try? encoder.encode(value), let elements = SetElements.split(String(decoding: data, as: UTF8.self)) else { return nil }
+            let result =
+                adding
+                ? SetElements.applying(difference.adds, removing: difference.removes, to: elements)
+                : SetElements.applying(difference.removes, removing: difference.adds, to: elements)
+            return SetBridge.swiftValue(result, as: difference.type)
         default: return nil
         }
     }

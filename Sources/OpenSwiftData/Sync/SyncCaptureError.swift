@@ -29,7 +29,7 @@ package enum SyncCaptureError: DescriptiveError, Sendable, Hashable, CustomStrin
     /// `Bool`, a `.text` on an `Int`), or on a property that cannot merge (optional, the record
     /// id, not synced).
     case mergeKindMismatch(entity: String, property: String, kind: MergeKind, reason: String)
-    /// A merged field is declared with a kind this version does not merge yet (`.set`, `.text`).
+    /// A merged field is declared with a kind this version does not merge yet (`.text`).
     case mergeNotSupported(entity: String, property: String, kind: MergeKind)
     /// A save would take a counter past the range of its integer type.
     case counterOverflow(entity: String, property: String)
@@ -59,7 +59,8 @@ package enum SyncCaptureError: DescriptiveError, Sendable, Hashable, CustomStrin
                 "\(entity) cannot sync: \(entity).\(property) is the inverse of \(collections.joined(separator: " and ")), whose delete rules differ; a synced reference has one delete rule, so give those relationships the same delete rule"
         case let .mergeKindMismatch(entity, property, kind, reason): return "\(entity).\(property) cannot merge as a \(kind.rawValue): \(reason)"
         case let .mergeNotSupported(entity, property, kind):
-            return "\(entity).\(property) is declared to merge as a \(kind.rawValue), which this version does not support yet; only .counter merges"
+            return
+                "\(entity).\(property) is declared to merge as a \(kind.rawValue), which this version does not support yet; .counter and .set merge"
         case let .counterOverflow(entity, property): return "saving \(entity).\(property) would overflow the counter"
         case .notEnabled: return "sync capture is not enabled on this container"
         case let .corruptLogEntry(sequence): return "sync log entry \(sequence) is corrupt and cannot be read"

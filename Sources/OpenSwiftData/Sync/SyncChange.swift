@@ -28,8 +28,9 @@ package struct SyncChange: Sendable, Hashable {
     public var fields: [SyncField]
     /// Many-to-many link additions and removals, per relationship.
     public var links: [SyncLinkChange]
-    /// Counters' contributions (an update's difference per `.counter` field it changed); such a
-    /// field is not in `fields`.
+    /// Merged fields' contributions, such a field not being in `fields`: an update's difference
+    /// per `.counter` field it changed, and per `.set` field the JSON text of its ``SetChange``
+    /// (`{"add": [...], "remove": [...]}`, kind `json`).
     public var counterDeltas: [SyncField]
 
     /// A change.

@@ -40,6 +40,12 @@ package struct SyncEntityShape: Sendable, Hashable {
 
     /// Whether a field is a `.counter`.
     public func isCounter(_ field: String) -> Bool { fields.contains { $0.name == field && $0.merge == .counter } }
+
+    /// Whether a field is a `.set`.
+    public func isSet(_ field: String) -> Bool { fields.contains { $0.name == field && $0.merge == .set } }
+
+    /// Whether a field merges (a `.counter` or a `.set`).
+    public func isMerged(_ field: String) -> Bool { fields.contains { $0.name == field && $0.merge != nil } }
 }
 
 extension ModelContainer {
@@ -56,7 +62,7 @@ extension ModelContainer {
                 SyncEntityField(
                     name: plan.fieldNames[position], kind: plan.fieldKinds[position], destination: plan.fieldTargets[position],
                     optional: plan.layout.columns[column].codec.isOptional, destinationDeleteRule: rule,
-                    merge: plan.counterColumns.contains(column) ? .counter : nil
+                    merge: plan.counterColumns.contains(column) ? .counter : plan.setColumns.contains(column) ? .set : nil
                 ))
         }
         return SyncEntityShape(

@@ -33,6 +33,11 @@ final class SyncEntityPlan: @unchecked Sendable {
     let links: [PropertyLayout]
     /// The columns of the fields declared `.counter`, ascending: a save logs their difference.
     let counterColumns: [Int]
+    /// The columns of the fields declared `.set`, ascending: a save logs the elements it added
+    /// and removed.
+    let setColumns: [Int]
+    /// The columns of every merged field (counters and sets), ascending.
+    let mergedColumns: [Int]
 
     /// Validates an entity's identity and its merged fields (`merges`, by property name), and
     /// builds its plan; `synced` names every synced entity (references to others are not
@@ -99,20 +104,23 @@ final class SyncEntityPlan: @unchecked Sendable {
             return synced.contains(destination)
         }
         var counters: [Int] = []
+        var sets: [Int] = []
         for (property, kind) in merges.sorted(by: { $0.key < $1.key }) {
             do {
-                counters.append(
-                    try Self.mergedColumn(
-                        property, kind: kind, layout: layout, recordIDColumn: recordIDColumn, fieldOfColumn: fieldOfColumn, kinds: kinds))
+                let column = try Self.mergedColumn(
+                    property, kind: kind, layout: layout, recordIDColumn: recordIDColumn, fieldOfColumn: fieldOfColumn, kinds: kinds)
+                if kind == .set { sets.append(column) } else { counters.append(column) }
             } catch  where lenient {
                 continue
             }
         }
         counterColumns = counters.sorted()
+        setColumns = sets.sorted()
+        mergedColumns = (counters + sets).sorted()
     }
 
     /// The column of a merged field, checked: a synced, non-optional stored attribute other than
-    /// the record id, whose type fits `kind`. Only counters merge in this version.
+    /// the record id, whose type fits `kind`. Counters and sets merge in this version.
     private static func mergedColumn(
         _ property: String, kind: MergeKind, layout: EntityLayout, recordIDColumn: Int?, fieldOfColumn: [Int?], kinds: [SyncValueKind]
     ) throws -> Int {
@@ -133,8 +141,9 @@ final class SyncEntityPlan: @unchecked Sendable {
                 throw mismatch("a counter is an Int, Int64 or Double, not \(valueType)")
             }
         case .set:
-            guard kinds[field] == .json else { throw mismatch("a set is an array or a Set of Codable, Hashable elements, not \(valueType)") }
-            throw SyncCaptureError.mergeNotSupported(entity: layout.name, property: property, kind: kind)
+            guard kinds[field] == .json, SetBridge.isSetType(valueType) else {
+                throw mismatch("a set is an array or a Set of Codable, Hashable elements, not \(valueType)")
+            }
         case .text:
             guard kinds[field] == .string, valueType == String.self else { throw mismatch("text merges a String, not \(valueType)") }
             throw SyncCaptureError.mergeNotSupported(entity: layout.name, property: property, kind: kind)

@@ -61,11 +61,11 @@ extension SyncSaveCapture: SaveCapture {
         try linksChanged(registration, plan: plan, relationship: relationship, row: row, old: old, new: new, in: db)
     }
 
-    /// A counter's column, while the save is not the sync engine's own (an applied pulled
-    /// value is written as it is).
+    /// The columns of merged fields (counters and sets), while the save is not the sync
+    /// engine's own (an applied pulled value is written as it is).
     func mergedColumns(of layout: EntityLayout) -> [Int] {
         guard logs, let plan = plan(of: layout) else { return [] }
-        return plan.counterColumns
+        return plan.mergedColumns
     }
 
     func merge(

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import GRDBSQLite
 import OpenSwiftDataMerge
+import OpenSwiftDataSyncProtocol
 
 /// Collects, while one save writes, what it changed in synced entities: keeps each synced row's
 /// record identity (`SyncRecords`) and, unless the save is the sync engine's own, builds the
@@ -374,6 +375,9 @@ final class SyncSaveCapture {
         let scope = apply?.scopes[key] ?? plan.scope?(registration.model)
         try insertRecord(plan, row: row, recordID: id, scope: scope, serverVersion: apply?.versionsOfNew[key], in: db)
         guard logs else { return }
+        // A set's inserted value is logged as the row holds it, repeats included: the server
+        // takes its elements as adds, and the value it answers with (without repeats) then
+        // differs from the logged one, so that settling the insert writes it to the row.
         if encodesNow(.insert, plan: plan) {
             encode(.insert, plan: plan, recordID: id, scope: scope, baseVersion: nil, fields: nil, values: values)
             return
@@ -400,15 +404,15 @@ final class SyncSaveCapture {
         if scope != record.scope { try SyncRecords.setScope(scope, entity: plan.layout.name, row: row, in: db) }
         if let version = apply?.versionsOfNew[key] { try SyncRecords.setServerVersion(version, entity: plan.layout.name, row: row, in: db) }
         guard logs else { return }
-        // Counters log their inserted value as a contribution, added to the row's (see
-        // `merge`), the other fields their values.
+        // Counters log their inserted value as a contribution, added to the row's, and sets
+        // their elements as adds (see `merge`), the other fields their values.
         var fields: [Int]?
         var logged = values
         let deltas = counterDeltas.removeValue(forKey: key) ?? []
-        if !plan.counterColumns.isEmpty {
+        if !plan.mergedColumns.isEmpty {
             var listed: [Int] = []
             logged = []
-            for (field, column) in plan.fieldColumns.enumerated() where !plan.counterColumns.contains(column) {
+            for (field, column) in plan.fieldColumns.enumerated() where !plan.mergedColumns.contains(column) {
                 listed.append(field)
                 logged.append(values[column])
             }
@@ -446,6 +450,8 @@ final class SyncSaveCapture {
         let deltas = counterDeltas.removeValue(forKey: key) ?? []
         for (column, value) in zip(columns, values) {
             guard let field = plan.fieldOfColumn[column] else { continue }
+            // A set's adds and removes replace its value.
+            if !plan.setColumns.isEmpty, plan.setColumns.contains(column) { continue }
             if !plan.counterColumns.isEmpty, plan.counterColumns.contains(column),
                 deltas.contains(where: { $0.field == field }) || CounterBridge.counter(value, kind: plan.fieldKinds[field]) != nil
             {
@@ -477,6 +483,9 @@ final class SyncSaveCapture {
         _ registration: Registration, plan: SyncEntityPlan, row: Int64, column: Int, seen: DatabaseValue?, written: DatabaseValue, in db: Database
     ) throws -> MergedValue? {
         guard let field = plan.fieldOfColumn[column] else { return nil }
+        if !plan.setColumns.isEmpty, plan.setColumns.contains(column) {
+            return try mergeSet(registration, plan: plan, field: field, row: row, column: column, seen: seen, written: written, in: db)
+        }
         let kind = plan.fieldKinds[field]
         guard let writtenValue = CounterBridge.counter(written, kind: kind) else { return nil }
         let property = plan.layout.columns[column]
@@ -497,6 +506,46 @@ final class SyncSaveCapture {
         return MergedValue(
             stored: CounterBridge.stored(result), value: value, replaces: result != writtenValue,
             difference: delta.isZero ? nil : CounterBridge.swiftValue(delta, as: valueType))
+    }
+
+    /// A set's column about to be updated: its contribution is the elements the saving context
+    /// added and removed from what it had read (`seen`; nothing when nothing was read, as for an
+    /// inserted model that takes over an existing row, whose elements the server adds to the
+    /// record's), kept for ``updated(_:plan:row:columns:values:in:)``; the column gets its
+    /// current elements with those removed and the added ones appended, so that elements
+    /// another context or a pull brought meanwhile are kept.
+    private func mergeSet(
+        _ registration: Registration, plan: SyncEntityPlan, field: Int, row: Int64, column: Int, seen: DatabaseValue?, written: DatabaseValue,
+        in db: Database
+    ) throws -> MergedValue? {
+        let property = plan.layout.columns[column]
+        // A value that is no JSON array, or a merged one that does not decode, fails the save
+        // rather than leave the change out of the log.
+        func unmergeable(_ reason: String) -> SyncCaptureError {
+            SyncCaptureError.mergeKindMismatch(entity: plan.layout.name, property: property.name, kind: .set, reason: reason)
+        }
+        guard let writtenElements = SetBridge.elements(written) else { throw unmergeable("the saved value is not a JSON array") }
+        let stored = try DatabaseValue.fetchOne(
+            db, sql: "SELECT \(quoted(property.name)) FROM \(quoted(plan.layout.table.name)) WHERE \(quoted(TableDescription.primaryKey)) = ?",
+            arguments: [row])
+        let current = stored.flatMap(SetBridge.elements) ?? []
+        let base = seen.flatMap(SetBridge.elements) ?? []
+        let (adds, removes) = SetElements.difference(from: base, to: writtenElements)
+        let result = SetElements.applying(adds, removing: removes, to: current)
+        let valueType = type(of: property.keyPath).valueType
+        guard let value = SetBridge.swiftValue(result, as: valueType) else {
+            throw unmergeable("the merged elements do not decode as \(valueType)")
+        }
+        let changed = !adds.isEmpty || !removes.isEmpty
+        if changed {
+            counterDeltas[ObjectIdentifier(registration.storage), default: []].append(
+                (field, SetBridge.storedChange(SetChange(add: adds, remove: removes))))
+        }
+        var writtenAsIs: [String]?
+        if case let .string(text) = written.storage { writtenAsIs = SetElements.split(text) }
+        return MergedValue(
+            stored: SetBridge.stored(result), value: value, replaces: result != writtenAsIs,
+            difference: changed ? SetDifference(adds: adds, removes: removes, type: valueType) : nil)
     }
 
     /// A deleted row (called before the row goes): its record goes with it. A row that never

@@ -1,3 +1,4 @@
+import Foundation
 import OpenSwiftDataMerge
 import OpenSwiftDataSyncProtocol
 
@@ -72,8 +73,74 @@ extension PushEvaluator {
                         reason: .wrongValueType,
                         message: "\(key): counter \(name.debugDescription) holds \(expected.rawValue) values, not \(kind.rawValue)", keys: [key])
                 }
+            case let .set(setChange):
+                let expected = live?.fields[name]?.kind ?? schema?.fields.first { $0.name == name }?.kind
+                if let expected, expected != .json {
+                    throw Rejection(
+                        reason: .wrongValueType, message: "\(key): set \(name.debugDescription) holds \(expected.rawValue) values, not json",
+                        keys: [key])
+                }
+                try Self.checkElements(setChange.add + setChange.remove, of: name, key: key)
             }
         }
+    }
+
+    /// Checks a set's elements: each one JSON value of at most ``SetElements/maximumElementBytes``
+    /// bytes, and no more than ``SetElements/maximumCount`` of them.
+    static func checkElements(_ elements: [String], of name: SyncName, key: RecordKey) throws {
+        guard elements.count <= 2 * SetElements.maximumCount else {
+            throw Rejection(
+                reason: .validation,
+                message:
+                    "\(key): a change of set \(name.debugDescription) names \(elements.count) elements, more than a set holds (\(SetElements.maximumCount))",
+                keys: [key])
+        }
+        for element in elements {
+            guard element.utf8.count <= SetElements.maximumElementBytes else {
+                throw Rejection(
+                    reason: .validation,
+                    message:
+                        "\(key): an element of set \(name.debugDescription) takes \(element.utf8.count) bytes of JSON, more than \(SetElements.maximumElementBytes)",
+                    keys: [key])
+            }
+            guard SetElements.split(SetElements.json([element])) == [element],
+                (try? JSONSerialization.jsonObject(with: Data(element.utf8), options: [.fragmentsAllowed])) != nil
+            else {
+                throw Rejection(
+                    reason: .validation, message: "\(key): an element of set \(name.debugDescription) is not one JSON value: \(element.prefix(200))",
+                    keys: [key])
+            }
+        }
+    }
+
+    /// The elements of a set's whole value (a JSON array), checked.
+    static func setElements(_ value: SyncValue, of name: SyncName, key: RecordKey) throws -> [String] {
+        guard case let .json(text) = value, let elements = SetElements.split(text) else {
+            throw Rejection(
+                reason: .wrongValueType, message: "\(key): set \(name.debugDescription) holds a JSON array, not \(value.kind?.rawValue ?? "null")",
+                keys: [key])
+        }
+        try checkElements(elements, of: name, key: key)
+        return SetElements.unique(elements)
+    }
+
+    /// The sets a new record's insert writes whole, as the inserting client's adds (its
+    /// elements in order, at the insert's version), replacing their values with the canonical
+    /// one.
+    func insertSets(_ fields: inout [SyncName: StoredField], schema: EntityDescriptor?, version: Int64, key: RecordKey) throws {
+        for (name, field) in fields.sorted(by: { $0.key < $1.key }) where declaredMerge(schema, name) == .set {
+            let state = SetState(elements: try Self.setElements(field.value, of: name, key: key), client: request.clientID, version: version)
+            guard state.count <= SetElements.maximumCount else { throw Self.tooMany(name, key: key) }
+            fields[name]?.value = .json(SetElements.json(state.elements))
+            fields[name]?.kind = .json
+            fields[name]?.set = state
+        }
+    }
+
+    static func tooMany(_ name: SyncName, key: RecordKey) -> Rejection {
+        Rejection(
+            reason: .validation, message: "\(key): set \(name.debugDescription) would hold more than \(SetElements.maximumCount) elements",
+            keys: [key])
     }
 
     /// Plain writes of fields that merge, turned into contributions: an insert of a record that
@@ -90,6 +157,12 @@ extension PushEvaluator {
         let key = existing.key
         for (name, value) in fields.sorted(by: { $0.key < $1.key }) {
             let declared = declaredMerge(schema, name)
+            if existing.fields[name]?.merge == .set || declared == .set {
+                merges[name] = try setContribution(
+                    ofPlain: value, name: name, declared: declared, change: change, existing: existing, snapshot: snapshot)
+                fields[name] = nil
+                continue
+            }
             guard existing.fields[name]?.merge == .counter || declared == .counter else { continue }
             guard let written = Self.counterValue(value) else { continue }
             let current = existing.fields[name].flatMap { Self.counterValue($0.value) } ?? written.zero
@@ -115,14 +188,63 @@ extension PushEvaluator {
         return merges
     }
 
-    /// Adds contributions to `fields`; returns the merged fields whose value changed, with their
-    /// new totals.
+    /// A set written whole, as a contribution: an insert by a client that declares the set, of a
+    /// record that exists already, adds its elements (two devices created it: both sets count);
+    /// any other whole write (an older app, or a save queued before the update declared the set)
+    /// adds and removes what it changed from the value it saw, unless another client changed the
+    /// record since the version the write is based on (it could remove elements added meanwhile
+    /// by an add it has not seen, or drop removes: refused, naming the field).
+    private func setContribution(
+        ofPlain value: SyncValue, name: SyncName, declared: MergeKind?, change: RecordChange, existing: StoredRecord, snapshot: PushSnapshot
+    ) throws -> FieldMerge {
+        let key = existing.key
+        let written = try Self.setElements(value, of: name, key: key)
+        if declared == .set, change.op == .insert { return .set(SetChange(add: written)) }
+        if change.baseVersion == nil || isStale(existing, change: change, snapshot: snapshot) {
+            throw Rejection(
+                reason: .validation,
+                message:
+                    "\(key): field \(name.debugDescription) merges as a set since a newer version of the app; this write, based on version \(change.baseVersion ?? 0) while another client changed the record up to version \(existing.version), would lose elements it has not seen: update the app",
+                keys: [key])
+        }
+        let current = existing.fields[name].map(Self.currentElements) ?? []
+        let difference = SetElements.difference(from: current, to: written)
+        return .set(SetChange(add: difference.adds, remove: difference.removes))
+    }
+
+    /// A set's elements as the server holds them (from its tags, else from a value written
+    /// before the field merged).
+    static func currentElements(_ field: StoredField) -> [String] {
+        if let set = field.set { return set.elements }
+        guard case let .json(text) = field.value else { return [] }
+        return SetElements.unique(SetElements.split(text) ?? [])
+    }
+
+    /// Adds contributions to `fields`, as client `request.clientID`'s change at server version
+    /// `version` based on version `seen`; returns the merged fields whose value changed (for a
+    /// set, whose tags changed), with their new values.
     func apply(
-        _ merges: [SyncName: FieldMerge], to fields: inout [SyncName: StoredField], stamp: HLCTimestamp, key: RecordKey
+        _ merges: [SyncName: FieldMerge], to fields: inout [SyncName: StoredField], stamp: HLCTimestamp, version: Int64, seen: Int64?,
+        key: RecordKey
     ) throws -> [SyncName: SyncValue] {
         var changed: [SyncName: SyncValue] = [:]
         for (name, merge) in merges.sorted(by: { $0.key < $1.key }) {
             switch merge {
+            case let .set(setChange):
+                let old = fields[name]
+                // A value written before the field merged is taken over as its writer's adds,
+                // seen by everyone (version 0).
+                var state = old?.set ?? SetState(elements: old.map(Self.currentElements) ?? [], client: old?.client ?? request.clientID, version: 0)
+                let tagsChanged = state.apply(
+                    adds: setChange.add, removes: setChange.remove, client: request.clientID, version: version, seen: seen)
+                guard state.count <= SetElements.maximumCount else { throw Self.tooMany(name, key: key) }
+                if !tagsChanged, old?.merge == .set, old?.set != nil { continue }
+                let value = SyncValue.json(SetElements.json(state.elements))
+                fields[name] = StoredField(
+                    value: value, kind: .json, stamp: max(stamp, old?.stamp ?? stamp), client: request.clientID, merge: .set, set: state)
+                // Logged whenever the tags changed, so that the record's version moves past the
+                // new tags (a remove based on it observes them).
+                if tagsChanged || old?.value != value { changed[name] = value }
             case let .counter(deltaValue):
                 guard let delta = Self.counterValue(deltaValue) else { continue }
                 let old = fields[name]

@@ -281,7 +281,8 @@ struct PushEvaluator: Sendable {
                     value: value, kind: value.kind ?? schemaKind(entitySchema, name), stamp: stamp, client: clientID,
                     merge: declaredMerge(entitySchema, name))
             }
-            _ = try apply(change.merge, to: &fields, stamp: stamp, key: key)
+            try insertSets(&fields, schema: entitySchema, version: working.head + 1, key: key)
+            _ = try apply(change.merge, to: &fields, stamp: stamp, version: working.head + 1, seen: change.baseVersion, key: key)
             var links: [SyncName: [RecordID: StoredLink]] = [:]
             for (name, linkChange) in change.links {
                 for target in linkChange.added { links[name, default: [:]][target] = StoredLink(present: true, stamp: stamp, client: clientID) }
@@ -423,7 +424,9 @@ struct PushEvaluator: Sendable {
                 value: value, kind: kind, stamp: stamp, client: clientID, merge: record.fields[name]?.merge ?? declaredMerge(entitySchema, name))
             if existing.fields[name]?.value != value { changedFields[name] = value }
         }
-        changedFields.merge(try apply(merges, to: &record.fields, stamp: stamp, key: key)) { _, total in total }
+        changedFields.merge(try apply(merges, to: &record.fields, stamp: stamp, version: working.head + 1, seen: change.baseVersion, key: key)) {
+            _, total in total
+        }
         for (name, linkChange) in linksToApply {
             var added: [RecordID] = []
             var removed: [RecordID] = []

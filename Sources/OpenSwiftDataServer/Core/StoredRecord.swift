@@ -1,3 +1,4 @@
+import OpenSwiftDataMerge
 import OpenSwiftDataSyncProtocol
 
 /// A record's identity on the server: entity and record id (across every scope).
@@ -34,18 +35,21 @@ package struct StoredField: Hashable, Sendable, Codable {
     /// How the field merges, once a client's schema declared it (sticky: a client whose schema
     /// does not declare it, an older app, cannot overwrite the merged value unseen).
     package var merge: MergeKind?
+    /// A merged set's tags (nil for other fields), from which `value` is computed.
+    package var set: SetState?
 
     /// Makes a stored field.
-    package init(value: SyncValue, kind: SyncValueKind?, stamp: HLCTimestamp, client: ClientID, merge: MergeKind? = nil) {
+    package init(value: SyncValue, kind: SyncValueKind?, stamp: HLCTimestamp, client: ClientID, merge: MergeKind? = nil, set: SetState? = nil) {
         self.value = value
         self.kind = kind
         self.stamp = stamp
         self.client = client
         self.merge = merge
+        self.set = set
     }
 
     private enum CodingKeys: String, CodingKey {
-        case value = "v", kind = "k", stamp = "s", client = "c", merge = "m"
+        case value = "v", kind = "k", stamp = "s", client = "c", merge = "m", set = "t"
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import OpenSwiftDataMerge
 import OpenSwiftDataSyncProtocol
 
 /// Stored data the SQLite storage cannot read: a column whose bytes are not the form it
@@ -54,6 +55,7 @@ extension SyncJSONReader {
         var stamp: HLCTimestamp?
         var client: ClientID?
         var merge: MergeKind?
+        var set: SetState?
         if try beginObject() {
             repeat {
                 let (key, escaped) = try memberKey()
@@ -71,12 +73,37 @@ extension SyncJSONReader {
                 case UInt8(ascii: "m"):
                     guard let parsed = MergeKind(rawValue: try string()) else { throw Mismatch() }
                     merge = parsed
+                case UInt8(ascii: "t"): set = try setState()
                 default: throw Mismatch()
                 }
             } while try nextMember()
         }
         guard let value, let stamp, let client else { throw Mismatch() }
-        return StoredField(value: value, kind: kind, stamp: stamp, client: client, merge: merge)
+        return StoredField(value: value, kind: kind, stamp: stamp, client: client, merge: merge, set: set)
+    }
+
+    /// A merged set's tags, `{element: {client: [version, index]}}`.
+    private mutating func setState() throws -> SetState {
+        var tags: [String: [String: SetState.Tag]] = [:]
+        if try beginObject() {
+            repeat {
+                let (key, escaped) = try memberKey()
+                let element = try text(key, escaped: escaped)
+                var clients: [String: SetState.Tag] = [:]
+                if try beginObject() {
+                    repeat {
+                        let (clientKey, clientEscaped) = try memberKey()
+                        let client = try text(clientKey, escaped: clientEscaped)
+                        let pair = try array { try $0.int64() }
+                        guard pair.count == 2, clients.updateValue(SetState.Tag(version: pair[0], index: pair[1]), forKey: client) == nil else {
+                            throw Mismatch()
+                        }
+                    } while try nextMember()
+                }
+                guard tags.updateValue(clients, forKey: element) == nil else { throw Mismatch() }
+            } while try nextMember()
+        }
+        return SetState(tags: tags)
     }
 
     /// `[SyncName: StoredField]`.

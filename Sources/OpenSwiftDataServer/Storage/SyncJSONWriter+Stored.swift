@@ -1,12 +1,13 @@
 import Foundation
+import OpenSwiftDataMerge
 import OpenSwiftDataSyncProtocol
 
 /// The stored columns' JSON (`osd_records.fields`, `osd_changes.payload`), written with the
 /// protocol's writer, byte for byte as `JSONEncoder` writes the same values.
 extension SyncJSONWriter {
     /// `[SyncName: StoredField]` as `{"name": {"c": client, "k": kind, "m": merge, "s": stamp,
-    /// "v": value}}` (the kind and merge left out when nil), the form of `StoredField`'s
-    /// `Codable`.
+    /// "t": set tags, "v": value}}` (the kind, merge and tags left out when nil), the form of
+    /// `StoredField`'s `Codable`.
     mutating func storedFields(_ fields: [SyncName: StoredField]) throws {
         try object(fields) { writer, field in
             writer.raw("{\"c\":")
@@ -21,6 +22,18 @@ extension SyncJSONWriter {
             }
             writer.raw(",\"s\":")
             writer.stamp(field.stamp)
+            if let set = field.set {
+                writer.raw(",\"t\":")
+                writer.object(set.tags) { writer, clients in
+                    writer.object(clients) { writer, tag in
+                        writer.byte("[")
+                        writer.int(tag.version)
+                        writer.byte(",")
+                        writer.int(tag.index)
+                        writer.byte("]")
+                    }
+                }
+            }
             writer.raw(",\"v\":")
             try writer.syncValue(field.value)
             writer.byte("}")

@@ -117,7 +117,26 @@ extension SyncJSONReader {
         return LinkChange(added: added, removed: removed)
     }
 
-    /// Contributions to merged fields by field name, each `{"counter": value}`.
+    /// A set's contribution, `{"add": [...], "remove": [...]}`.
+    @inlinable
+    package mutating func setChange() throws -> SetChange {
+        var add: [String]?
+        var remove: [String]?
+        try members { reader, key, escaped in
+            guard !escaped else { throw Mismatch() }
+            if reader.isKey(key, "add"), add == nil {
+                add = try reader.strings()
+            } else if reader.isKey(key, "remove"), remove == nil {
+                remove = try reader.strings()
+            } else {
+                throw Mismatch()
+            }
+        }
+        return SetChange(add: add ?? [], remove: remove ?? [])
+    }
+
+    /// Contributions to merged fields by field name, each `{"counter": value}` or
+    /// `{"set": {"add": [...], "remove": [...]}}`.
     @inlinable
     package mutating func fieldMerges() throws -> [SyncName: FieldMerge] {
         var merges: [SyncName: FieldMerge] = [:]
@@ -126,8 +145,15 @@ extension SyncJSONReader {
                 let (name, escaped) = try memberKey()
                 guard try beginObject() else { throw Mismatch() }
                 let (kind, kindEscaped) = try memberKey()
-                guard !kindEscaped, isKey(kind, "counter") else { throw Mismatch() }
-                let merge = FieldMerge.counter(try syncValue())
+                guard !kindEscaped else { throw Mismatch() }
+                let merge: FieldMerge
+                if isKey(kind, "counter") {
+                    merge = .counter(try syncValue())
+                } else if isKey(kind, "set") {
+                    merge = .set(try setChange())
+                } else {
+                    throw Mismatch()
+                }
                 guard try !nextMember() else { throw Mismatch() }
                 guard merges.updateValue(merge, forKey: try text(name, escaped: escaped)) == nil else { throw Mismatch() }
             } while try nextMember()

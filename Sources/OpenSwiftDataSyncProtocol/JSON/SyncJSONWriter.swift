@@ -240,6 +240,12 @@ package struct SyncJSONWriter {
                     writer.raw("{\"counter\":")
                     try writer.syncValue(delta)
                     writer.byte("}")
+                case let .set(change):
+                    writer.raw("{\"set\":{\"add\":")
+                    writer.stringArray(change.add)
+                    writer.raw(",\"remove\":")
+                    writer.stringArray(change.remove)
+                    writer.raw("}}")
                 }
             }
         }

@@ -1,0 +1,205 @@
+// Applying operations by identity (another replica's, or this one's own through the same path).
+//
+// An insertion is placed with FugueMax's rule in its list form: starting right after its left
+// origin, it passes the runs that were inserted concurrently at the same place and belong after
+// it, and stops before the first that does not. Runs of one replica typed in one go are kept as
+// one run, so typing costs one comparison per save, not per character.
+extension TextDocument {
+    /// Applies an operation: its insertions, then its deletions. An insertion already applied is
+    /// skipped, so an operation applies once however often it arrives; a deletion of scalars not
+    /// inserted yet is kept and applied when they arrive.
+    ///
+    /// - Throws: ``Failure/missingOrigin(_:)`` when an insertion's origin is not in the text
+    ///   (nothing of the operation is applied then).
+    public mutating func apply(_ operation: TextOperation) throws {
+        try check(operation)
+        for insertion in operation.insertions { integrate(insertion) }
+        for deletion in operation.deletions { delete(deletion) }
+    }
+
+    /// Checks that every origin an insertion names is held, or is inserted by an earlier
+    /// insertion of the same operation.
+    func check(_ operation: TextOperation) throws {
+        var inserted: [UInt64: [(UInt32, UInt32)]] = [:]
+        func held(_ id: TextID) -> Bool {
+            if let packed = packed(id), locate(packed) != nil { return true }
+            return inserted[id.replica]?.contains { id.seq >= $0.0 && id.seq - $0.0 < $0.1 } ?? false
+        }
+        for insertion in operation.insertions {
+            for origin in [insertion.originLeft, insertion.originRight] {
+                if let origin, !held(origin) { throw Failure.missingOrigin(origin) }
+            }
+            guard UInt64(insertion.id.seq) + UInt64(insertion.count) <= UInt64(UInt32.max) else {
+                throw Failure.sequenceOverflow(insertion.id)
+            }
+            inserted[insertion.id.replica, default: []].append((insertion.id.seq, UInt32(insertion.count)))
+        }
+    }
+
+    /// Places one insertion (its origins are held).
+    mutating func integrate(_ insertion: TextOperation.Insertion) {
+        var insertion = insertion
+        let replica = index(of: insertion.id.replica)
+        // Skip what is held already (a replayed operation, or one that overlaps).
+        while !insertion.content.isEmpty, locate(PackedTextID(replica: replica, seq: insertion.id.seq)) != nil {
+            insertion.originLeft = insertion.id
+            insertion.id.seq += 1
+            insertion.content.removeFirst()
+        }
+        guard !insertion.content.isEmpty, let left = packed(insertion.originLeft), let right = packed(insertion.originRight) else { return }
+        let leftRun = left.isNone ? nil : endRun(at: left)
+        let rightRun = right.isNone ? nil : beginRun(at: right)
+        let leftPlace = leftRun.map { place(($0, runs[Int($0)].count - 1)) }
+        let rightPlace = rightRun.map { place(($0, 0)) }
+
+        // Scan from right after the left origin to the right origin.
+        var position: (chunk: Int, slot: Int) = leftRun.map { slot(after: $0) } ?? firstSlot()
+        var destination = position
+        var scanning = false
+        while true {
+            if !scanning { destination = position }
+            guard let other = run(at: position.chunk, slot: position.slot), other != rightRun else { break }
+            let otherRun = runs[Int(other)]
+            let otherLeft = otherRun.originLeft.isNone ? nil : locate(otherRun.originLeft).map { place($0) }
+            let otherRight = otherRun.originRight.isNone ? nil : locate(otherRun.originRight).map { place($0) }
+            if Self.precedes(otherLeft, leftPlace) { break }
+            if otherLeft.map({ p in leftPlace.map { $0 == p } ?? false }) ?? (leftPlace == nil) {
+                if Self.precedesAtEnd(otherRight, rightPlace) {
+                    scanning = true
+                } else if Self.sameAtEnd(otherRight, rightPlace) {
+                    if insertion.id.replica < replicas[Int(otherRun.replica)] { break }
+                    scanning = false
+                } else {
+                    scanning = false
+                }
+            }
+            position = advance(position, past: other)
+        }
+
+        // Content, by sequence number.
+        let start = Int(insertion.id.seq)
+        var scalars = content[Int(replica)]
+        content[Int(replica)] = []
+        if scalars.count < start { scalars.append(contentsOf: repeatElement("\u{FFFD}", count: start - scalars.count)) }
+        let appended = scalars.count == start
+        let end = start + insertion.content.count
+        if appended {
+            scalars.append(contentsOf: insertion.content)
+        } else {
+            let overlap = min(end, scalars.count)
+            scalars.replaceSubrange(start..<overlap, with: insertion.content.prefix(overlap - start))
+            if end > overlap { scalars.append(contentsOf: insertion.content.dropFirst(overlap - start)) }
+        }
+        content[Int(replica)] = scalars
+
+        let count = UInt32(insertion.content.count)
+        if let previous = run(before: destination.chunk, slot: destination.slot), previous == leftRun, appended {
+            let run = runs[Int(previous)]
+            if run.replica == replica, run.seq + run.count == insertion.id.seq, run.next < 0, !run.deleted, run.originRight == right {
+                runs[Int(previous)].count += count
+                adjustVisible(chunk: Int(run.chunk), by: Int(count))
+                applyPendingDeletions(replica: insertion.id.replica, from: insertion.id.seq, count: count)
+                return
+            }
+        }
+        let index = insert(
+            Run(replica: replica, seq: insertion.id.seq, count: count, originLeft: left, originRight: right, deleted: false, chunk: 0, next: -1),
+            chunk: destination.chunk, slot: destination.slot)
+        registerStart(replica: replica, seq: insertion.id.seq, run: index)
+        applyPendingDeletions(replica: insertion.id.replica, from: insertion.id.seq, count: count)
+    }
+
+    /// The slot after `run`, which sits at `position`.
+    func advance(_ position: (chunk: Int, slot: Int), past run: Int32) -> (chunk: Int, slot: Int) {
+        let chunk = Int(runs[Int(run)].chunk)
+        let slot = (chunks[chunk].runs.firstIndex(of: run) ?? position.slot) + 1
+        if slot < chunks[chunk].runs.count { return (chunk, slot) }
+        var chunkRank = Int(rank[chunk]) + 1
+        while chunkRank < order.count {
+            if !chunks[Int(order[chunkRank])].runs.isEmpty { return (Int(order[chunkRank]), 0) }
+            chunkRank += 1
+        }
+        return (chunk, chunks[chunk].runs.count)
+    }
+
+    mutating func registerStart(replica: UInt32, seq: UInt32, run: Int32) {
+        var list = starts[Int(replica)]
+        starts[Int(replica)] = []
+        if let last = list.last, last.seq > seq {
+            let at = list.firstIndex { $0.seq > seq } ?? list.count
+            list.insert((seq, run), at: at)
+        } else {
+            list.append((seq, run))
+        }
+        starts[Int(replica)] = list
+    }
+
+    /// Whether a left origin's place comes before another's (nil: the start of the text, before
+    /// everything).
+    static func precedes(_ lhs: (Int32, Int, UInt32)?, _ rhs: (Int32, Int, UInt32)?) -> Bool {
+        guard let rhs else { return false }
+        guard let lhs else { return true }
+        return lhs < rhs
+    }
+
+    /// Whether a right origin's place comes before another's (nil: the end, after everything).
+    static func precedesAtEnd(_ lhs: (Int32, Int, UInt32)?, _ rhs: (Int32, Int, UInt32)?) -> Bool {
+        guard let lhs else { return false }
+        guard let rhs else { return true }
+        return lhs < rhs
+    }
+
+    static func sameAtEnd(_ lhs: (Int32, Int, UInt32)?, _ rhs: (Int32, Int, UInt32)?) -> Bool {
+        switch (lhs, rhs) {
+        case (nil, nil): true
+        case let (lhs?, rhs?): lhs == rhs
+        default: false
+        }
+    }
+
+    // MARK: Deletions
+
+    /// Deletes a range of one replica's scalars: those held now, and the rest when they arrive.
+    mutating func delete(_ deletion: TextOperation.Deletion) {
+        guard deletion.count > 0 else { return }
+        guard let replica = replicaIndex[deletion.start.replica] else {
+            pendingDeletions[deletion.start.replica, default: []].append(deletion)
+            return
+        }
+        var seq = deletion.start.seq
+        let end = UInt64(deletion.start.seq) + UInt64(deletion.count)
+        while UInt64(seq) < end {
+            let id = PackedTextID(replica: replica, seq: seq)
+            guard let run = beginRun(at: id) else {
+                // Not held: wait for the scalars up to the next insertion held.
+                let next = starts[Int(replica)].first { $0.seq > seq }.map { UInt64($0.seq) } ?? end
+                let stop = min(next, end)
+                pendingDeletions[deletion.start.replica, default: []].append(
+                    TextOperation.Deletion(start: TextID(replica: deletion.start.replica, seq: seq), count: UInt32(stop - UInt64(seq))))
+                seq = UInt32(stop)
+                continue
+            }
+            let available = UInt64(runs[Int(run)].count)
+            if end - UInt64(seq) < available { split(run, at: UInt32(end - UInt64(seq))) }
+            let current = runs[Int(run)]
+            if !current.deleted {
+                runs[Int(run)].deleted = true
+                adjustVisible(chunk: Int(current.chunk), by: -Int(current.count))
+            }
+            seq += current.count
+        }
+    }
+
+    mutating func applyPendingDeletions(replica: UInt64, from seq: UInt32, count: UInt32) {
+        guard var pending = pendingDeletions[replica] else { return }
+        let end = UInt64(seq) + UInt64(count)
+        var due: [TextOperation.Deletion] = []
+        pending.removeAll { deletion in
+            let overlaps = UInt64(deletion.start.seq) < end && UInt64(deletion.start.seq) + UInt64(deletion.count) > UInt64(seq)
+            if overlaps { due.append(deletion) }
+            return overlaps
+        }
+        pendingDeletions[replica] = pending.isEmpty ? nil : pending
+        for deletion in due { delete(deletion) }
+    }
+}

@@ -1,0 +1,68 @@
+import OpenSwiftDataMerge
+import Testing
+
+@Suite struct SetStateTests {
+    @Test func concurrentAddsAreAllKeptInServerOrder() {
+        var set = SetState()
+        set.apply(adds: ["\"bob\""], removes: [], client: "phone", version: 3, seen: 2)
+        set.apply(adds: ["\"carol\"", "\"ann\""], removes: [], client: "laptop", version: 4, seen: 2)
+        #expect(set.elements == ["\"bob\"", "\"carol\"", "\"ann\""])
+    }
+
+    @Test func anAddConcurrentWithARemoveWins() {
+        // phone added bob at 2; tablet saw it (base 2) and removes it, while laptop, based on
+        // 1, added bob too: laptop's add was not observed.
+        var removeFirst = SetState()
+        removeFirst.apply(adds: ["\"bob\""], removes: [], client: "phone", version: 2, seen: 1)
+        removeFirst.apply(adds: [], removes: ["\"bob\""], client: "tablet", version: 3, seen: 2)
+        removeFirst.apply(adds: ["\"bob\""], removes: [], client: "laptop", version: 4, seen: 1)
+        var addFirst = SetState()
+        addFirst.apply(adds: ["\"bob\""], removes: [], client: "phone", version: 2, seen: 1)
+        addFirst.apply(adds: ["\"bob\""], removes: [], client: "laptop", version: 3, seen: 1)
+        addFirst.apply(adds: [], removes: ["\"bob\""], client: "tablet", version: 4, seen: 2)
+        #expect(removeFirst.elements == ["\"bob\""])
+        #expect(addFirst.elements == ["\"bob\""])
+    }
+
+    @Test func aRemoveTakesEveryObservedTagAndTheClientsOwn() {
+        var set = SetState()
+        set.apply(adds: ["1"], removes: [], client: "a", version: 2, seen: 1)
+        set.apply(adds: ["1"], removes: [], client: "b", version: 3, seen: 1)
+        // c saw version 3: both adds.
+        set.apply(adds: [], removes: ["1"], client: "c", version: 4, seen: 3)
+        #expect(set.elements == [])
+        // a's own add not yet seen through a pull (base 1) is still observed by a.
+        set.apply(adds: ["2"], removes: [], client: "a", version: 5, seen: 4)
+        set.apply(adds: [], removes: ["2"], client: "a", version: 6, seen: 1)
+        #expect(set.elements == [])
+        // Without a base, only the client's own tags go.
+        set.apply(adds: ["3"], removes: [], client: "a", version: 7, seen: 6)
+        set.apply(adds: [], removes: ["3"], client: "b", version: 8, seen: nil)
+        #expect(set.elements == ["3"])
+    }
+
+    @Test func tagsRoundTripThroughCodable() throws {
+        var set = SetState()
+        set.apply(adds: ["\"x\"", "{\"a\":1}"], removes: [], client: "c", version: 9, seen: nil)
+        #expect(set.tags["{\"a\":1}"]?["c"] == SetState.Tag(version: 9, index: 1))
+        #expect(SetState(tags: set.tags) == set)
+    }
+
+    @Test func splitAndJoin() {
+        #expect(SetElements.split("[]") == [])
+        #expect(SetElements.split(" [ \"a,b\" , {\"k\":[1,2]} ,null,\"q\\\"]\"] ") == ["\"a,b\"", "{\"k\":[1,2]}", "null", "\"q\\\"]\""])
+        #expect(SetElements.split("[1,]") == nil)
+        #expect(SetElements.split("[1") == nil)
+        #expect(SetElements.split("{}") == nil)
+        #expect(SetElements.split("[1] x") == nil)
+        #expect(SetElements.json(["1", "\"a\""]) == "[1,\"a\"]")
+    }
+
+    @Test func differenceAndPrediction() {
+        let change = SetElements.difference(from: ["a", "b", "c"], to: ["c", "d", "a", "d"])
+        #expect(change.adds == ["d"])
+        #expect(change.removes == ["b"])
+        #expect(SetElements.difference(from: ["a", "b"], to: ["b", "a"]).adds.isEmpty)
+        #expect(SetElements.applying(["d", "a"], removing: ["b"], to: ["a", "b", "c"]) == ["a", "c", "d"])
+    }
+}
