@@ -175,7 +175,8 @@ struct ExternalStorageTests {
             let range = fields[0].split(separator: "-").compactMap { UInt($0, radix: 16) }
             return range.count == 2 && range[0] <= address && address < range[1]
         }
-        #expect(mapped)
+        let lines = maps.split(separator: "\n").filter { $0.contains(AttachmentReference(of: value).hex) }
+        #expect(mapped, "address \(String(address, radix: 16)); the file's lines in /proc/self/maps: \(lines)")
         #expect(image == value)
     }
     #endif
