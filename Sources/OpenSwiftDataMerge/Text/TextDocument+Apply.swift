@@ -73,7 +73,8 @@ extension TextDocument {
                     scanning = false
                 }
             }
-            position = advance(position, past: other)
+            // The slot after it (`run(at:slot:)` goes on to the next chunk from a chunk's end).
+            position = slot(after: other)
         }
 
         // Content, by sequence number.
@@ -107,19 +108,6 @@ extension TextDocument {
             chunk: destination.chunk, slot: destination.slot)
         registerStart(replica: replica, seq: insertion.id.seq, run: index)
         applyPendingDeletions(replica: insertion.id.replica, from: insertion.id.seq, count: count)
-    }
-
-    /// The slot after `run`, which sits at `position`.
-    func advance(_ position: (chunk: Int, slot: Int), past run: Int32) -> (chunk: Int, slot: Int) {
-        let chunk = Int(runs[Int(run)].chunk)
-        let slot = (chunks[chunk].runs.firstIndex(of: run) ?? position.slot) + 1
-        if slot < chunks[chunk].runs.count { return (chunk, slot) }
-        var chunkRank = Int(rank[chunk]) + 1
-        while chunkRank < order.count {
-            if !chunks[Int(order[chunkRank])].runs.isEmpty { return (Int(order[chunkRank]), 0) }
-            chunkRank += 1
-        }
-        return (chunk, chunks[chunk].runs.count)
     }
 
     mutating func registerStart(replica: UInt32, seq: UInt32, run: Int32) {
