@@ -16,35 +16,41 @@
 ///
 /// The value's order is the same for every replica: ascending by each element's first live tag.
 public struct SetState: Hashable, Sendable, Codable {
-    /// Where an add took place: the server version of the change and the element's place among
-    /// that change's adds.
+    /// Where an add took place: the server version of the change, the element's place among
+    /// that change's adds, and the id of the client's mutation that made it.
     public struct Tag: Hashable, Sendable, Comparable, Codable {
         /// The server version at which the element was added.
         public var version: Int64
         /// The element's position among the adds of that change.
         public var index: Int64
+        /// The id of the adding client's mutation (nil: not recorded, for tags stored before
+        /// it was, and for values taken over from before the field merged).
+        public var mutation: Int64?
 
         /// Makes a tag.
-        public init(version: Int64, index: Int64) {
+        public init(version: Int64, index: Int64, mutation: Int64? = nil) {
             self.version = version
             self.index = index
+            self.mutation = mutation
         }
 
         /// Ascending by version, then by place among the change's adds.
         public static func < (lhs: Tag, rhs: Tag) -> Bool { (lhs.version, lhs.index) < (rhs.version, rhs.index) }
 
-        /// A tag's stored form is `[version, index]`.
+        /// A tag's stored form is `[version, index]` or `[version, index, mutation]`.
         public init(from decoder: any Decoder) throws {
             var container = try decoder.unkeyedContainer()
             version = try container.decode(Int64.self)
             index = try container.decode(Int64.self)
+            mutation = container.isAtEnd ? nil : try container.decode(Int64.self)
         }
 
-        /// Writes `[version, index]`.
+        /// Writes `[version, index]`, or `[version, index, mutation]` when the mutation is known.
         public func encode(to encoder: any Encoder) throws {
             var container = encoder.unkeyedContainer()
             try container.encode(version)
             try container.encode(index)
+            if let mutation { try container.encode(mutation) }
         }
     }
 
@@ -92,16 +98,31 @@ public struct SetState: Hashable, Sendable, Codable {
     /// Applies one change of `client`, given server version `version`, based on the record at
     /// version `seen` (nil: unknown, so that only the client's own tags are observed): removes
     /// first, then adds. Returns whether the tags changed.
+    ///
+    /// - Parameters:
+    ///   - mutation: The id of the client's mutation the change belongs to, recorded in its
+    ///     adds' tags.
+    ///   - predecessors: The client ids the same installation pushed under before it took
+    ///     `client`, each with the last mutation id processed under it. The installation saw
+    ///     the adds of those mutations (they were its own), so its removes drop their tags
+    ///     as they drop its current id's, whatever version they were based on.
     @discardableResult
-    public mutating func apply(adds: [String], removes: [String], client: String, version: Int64, seen: Int64?) -> Bool {
+    public mutating func apply(
+        adds: [String], removes: [String], client: String, version: Int64, seen: Int64?, mutation: Int64? = nil,
+        predecessors: [String: Int64] = [:]
+    ) -> Bool {
         let before = tags
         for element in removes {
             guard let clients = tags[element] else { continue }
-            let kept = clients.filter { tag in tag.key != client && tag.value.version > (seen ?? Int64.min) }
+            let kept = clients.filter { tag in
+                guard tag.key != client, tag.value.version > (seen ?? Int64.min) else { return false }
+                if let through = predecessors[tag.key], let made = tag.value.mutation, made <= through { return false }
+                return true
+            }
             tags[element] = kept.isEmpty ? nil : kept
         }
         for (index, element) in SetElements.unique(adds).enumerated() {
-            tags[element, default: [:]][client] = Tag(version: version, index: Int64(index))
+            tags[element, default: [:]][client] = Tag(version: version, index: Int64(index), mutation: mutation)
         }
         return tags != before
     }

@@ -70,7 +70,8 @@ extension SyncEngine {
             do {
                 response = try await transport.push(
                     PushRequest(
-                        protocolVersion: protocolVersion, clientID: clientID, mutations: batch, schema: schemaSent ? nil : pushSchema, cursor: cursor)
+                        protocolVersion: protocolVersion, clientID: clientID, mutations: batch, schema: schemaSent ? nil : pushSchema, cursor: cursor,
+                        predecessors: predecessors.request)
                 )
             } catch let error as SyncTransportError {
                 // The server was restored since this client's last pull: nothing was processed.
@@ -178,7 +179,11 @@ extension SyncEngine {
     func takeNewClientID(processedThrough: MutationID? = nil) throws {
         let client = Self.makeClientID(&random)
         let shapes = shapes
+        // The saves resent under the new id may remove what this device added under the old
+        // one: the server counts the old id's processed adds as the device's own.
+        let lineage = processedThrough.map { predecessors.adding(clientID, through: $0) } ?? predecessors
         let (next, dropped) = try storeWrite { db -> (MutationID, Bool) in
+            try SyncEngineStore.set(SyncPredecessors.key, lineage.stored, in: db)
             try db.execute(sql: "DELETE FROM \(SyncEngineStore.sentTable) WHERE status != 'sent'")
             try SyncEngineStore.set(SyncEngineStore.countedThroughKey, nil, in: db)
             let dropped =
@@ -192,6 +197,7 @@ extension SyncEngine {
             return (next, dropped)
         }
         clientID = client
+        predecessors = lineage
         nextMutationID = next
         countedThrough = 0
         schemaSent = false

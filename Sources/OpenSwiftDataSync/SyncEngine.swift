@@ -50,6 +50,8 @@ public actor SyncEngine {
 
     // Persistent state, mirrored from `osd_sync_engine`.
     var clientID: ClientID = ""
+    /// The client ids this installation pushed under before ``clientID``.
+    var predecessors = SyncPredecessors()
     var cursor: String?
     /// The cursor to continue a staged (inconsistent) download from.
     var requestCursor: String?
@@ -181,6 +183,7 @@ public actor SyncEngine {
         let state = try Self.loadState(container: container, user: user, schema: schema, random: &random)
         self.random = random
         clientID = state.clientID
+        predecessors = state.predecessors
         cursor = state.cursor
         requestCursor = state.cursor
         nextMutationID = state.next
@@ -203,7 +206,10 @@ public actor SyncEngine {
     /// user other than the last one).
     private static func loadState(
         container: ModelContainer, user: String, schema: SchemaDescriptor, random: inout SyncRandom
-    ) throws -> (clientID: ClientID, cursor: String?, next: MutationID, pushSchema: SchemaDescriptor, countedThrough: MutationID) {
+    ) throws -> (
+        clientID: ClientID, predecessors: SyncPredecessors, cursor: String?, next: MutationID, pushSchema: SchemaDescriptor,
+        countedThrough: MutationID
+    ) {
         do {
             try container.registerSyncConsumer(SyncEngineStore.consumer)
             // One user's edits are never pushed into another's account: another user's
@@ -226,6 +232,7 @@ public actor SyncEngine {
                     try SyncEngineStore.set("clientID", fresh, in: db)
                     try SyncEngineStore.set("user", user, in: db)
                     try SyncEngineStore.set("cursor", nil, in: db)
+                    try SyncEngineStore.set(SyncPredecessors.key, nil, in: db)
                 }
                 // An app update that syncs entities or fields the last run did not: those the
                 // last run's pulls skipped as they arrived are downloaded again (pending changes
@@ -269,7 +276,8 @@ public actor SyncEngine {
                 let next = MutationID(try SyncEngineStore.value("nextMutationID", in: db) ?? "1") ?? 1
                 // Only with the cursor it was counted with.
                 let counted = cursor == nil ? 0 : try SyncEngineStore.value(SyncEngineStore.countedThroughKey, in: db).flatMap { MutationID($0) } ?? 0
-                return (client ?? fresh, cursor, next, schema.merged(with: earlier), counted)
+                let predecessors = SyncPredecessors(stored: try SyncEngineStore.value(SyncPredecessors.key, in: db))
+                return (client ?? fresh, predecessors, cursor, next, schema.merged(with: earlier), counted)
             }
         } catch let error as SyncEngineError {
             throw error

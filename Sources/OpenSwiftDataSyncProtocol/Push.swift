@@ -23,17 +23,25 @@ public struct PushRequest: Hashable, Codable, Sendable {
     /// never decides a mutation whose answer the client may already hold from the lost
     /// history. Not part of a mutation's hash.
     public var cursor: String?
+    /// The client ids this installation pushed under before it took ``clientID`` (after a
+    /// ``SyncErrorCode/clientForked`` answer), each with the last mutation id the server had
+    /// processed under it (the answer's `lastMutationID`). The installation saw the adds those
+    /// mutations made to merged sets (they were its own), so its removes drop them whatever
+    /// version they are based on, as they drop the current id's own adds (optional: absent for
+    /// an installation that never changed its id).
+    public var predecessors: [ClientID: MutationID]?
 
     /// Makes a push request.
     public init(
         protocolVersion: ProtocolVersion = .plainFields, clientID: ClientID, mutations: [Mutation], schema: SchemaDescriptor? = nil,
-        cursor: String? = nil
+        cursor: String? = nil, predecessors: [ClientID: MutationID]? = nil
     ) {
         self.protocolVersion = protocolVersion
         self.clientID = clientID
         self.mutations = mutations
         self.schema = schema
         self.cursor = cursor
+        self.predecessors = predecessors
     }
 }
 

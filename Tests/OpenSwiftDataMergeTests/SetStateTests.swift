@@ -1,3 +1,4 @@
+import Foundation
 import OpenSwiftDataMerge
 import Testing
 
@@ -39,6 +40,35 @@ import Testing
         set.apply(adds: ["3"], removes: [], client: "a", version: 7, seen: 6)
         set.apply(adds: [], removes: ["3"], client: "b", version: 8, seen: nil)
         #expect(set.elements == ["3"])
+    }
+
+    @Test func aRemoveUnderANewClientIDTakesTheAddsOfTheOldIDsProcessedMutations() {
+        // "old" added 1 in its mutation 4 and 2 in its mutation 9; the installation took the
+        // id "new" when the server had processed "old" through mutation 6.
+        var set = SetState()
+        set.apply(adds: ["1"], removes: [], client: "old", version: 5, seen: 1, mutation: 4)
+        set.apply(adds: ["2"], removes: [], client: "old", version: 8, seen: 1, mutation: 9)
+        set.apply(adds: ["1", "2"], removes: [], client: "other", version: 9, seen: 1, mutation: 1)
+        set.apply(adds: [], removes: ["1", "2"], client: "new", version: 10, seen: 1, mutation: 1, predecessors: ["old": 6])
+        // The remove took old's add of 1 (its own, processed through 6), not old's later add
+        // of 2 nor other's concurrent adds.
+        #expect(set.tags["1"].map { Set($0.keys) } == ["other"])
+        #expect(set.tags["2"].map { Set($0.keys) } == ["old", "other"])
+        // Without predecessors, old's add of 1 survives a remove based on version 1.
+        var plain = SetState()
+        plain.apply(adds: ["1"], removes: [], client: "old", version: 5, seen: 1, mutation: 4)
+        plain.apply(adds: [], removes: ["1"], client: "new", version: 6, seen: 1, mutation: 1)
+        #expect(plain.elements == ["1"])
+    }
+
+    @Test func tagsWithAndWithoutAMutationRoundTripThroughJSON() throws {
+        var set = SetState()
+        set.apply(adds: ["1"], removes: [], client: "a", version: 2, seen: nil, mutation: 7)
+        set.apply(adds: ["2"], removes: [], client: "b", version: 3, seen: nil)
+        let json = try JSONEncoder().encode(set)
+        #expect(String(decoding: json, as: UTF8.self).contains("[2,0,7]"))
+        #expect(String(decoding: json, as: UTF8.self).contains("[3,0]"))
+        #expect(try JSONDecoder().decode(SetState.self, from: json) == set)
     }
 
     @Test func tagsRoundTripThroughCodable() throws {

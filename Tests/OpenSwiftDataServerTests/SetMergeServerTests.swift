@@ -114,7 +114,7 @@ struct SetMergeServerTests {
     func storedSetRoundTrips() throws {
         var state = SetState()
         state.apply(adds: ["\"bob\"", "{\"by\":\"ann\",\"emoji\":\"👍\"}", "\"a b\""], removes: [], client: "c", version: 4, seen: nil)
-        state.apply(adds: ["\"bob\""], removes: [], client: "d", version: 7, seen: 4)
+        state.apply(adds: ["\"bob\""], removes: [], client: "d", version: 7, seen: 4, mutation: 12)
         let fields: [SyncName: StoredField] = [
             "readBy": StoredField(
                 value: .json(SetElements.json(state.elements)), kind: .json, stamp: stamp(1_790_000_000_000), client: "c", merge: .set, set: state),

@@ -91,8 +91,8 @@ final class SimNetwork {
                 }
                 rosterChanges.append(
                     SimRosterChange(
-                        roster: change.recordID, client: request.clientID, txn: txn, version: version ?? txn, op: change.op, adds: adds,
-                        removes: removes, seen: change.baseVersion))
+                        roster: change.recordID, client: request.clientID, mutation: mutation.id, txn: txn, version: version ?? txn, op: change.op,
+                        adds: adds, removes: removes, seen: change.baseVersion, predecessors: request.predecessors ?? [:]))
             }
         }
     }
@@ -231,6 +231,8 @@ final class SimCounts {
 struct SimRosterChange {
     var roster: String
     var client: String
+    /// The id of the client's mutation.
+    var mutation: Int64
     /// The applying mutation's transaction (the order the server applied mutations in).
     var txn: Int64
     /// The version of the roster's log entry (the add's version).
@@ -240,22 +242,30 @@ struct SimRosterChange {
     var removes: [String]
     /// The version the change was based on.
     var seen: Int64?
+    /// The client's earlier ids, with the last mutation processed under each.
+    var predecessors: [String: Int64]
 }
 
 /// The reference model of a roster: an observed-remove set that keeps every add as a tag
 /// (client, version, place), a remove dropping the tags its client had observed (at or below
-/// the version it was based on, or its own); elements ordered by their first live tag.
+/// the version it was based on, its own, or those of its earlier client ids' processed
+/// mutations); elements ordered by their first live tag.
 struct SimRosterModel {
-    private var tags: [String: [(client: String, version: Int64, index: Int)]] = [:]
+    private var tags: [String: [(client: String, mutation: Int64, version: Int64, index: Int)]] = [:]
 
     mutating func apply(_ change: SimRosterChange) {
         for element in change.removes {
-            tags[element]?.removeAll { $0.client == change.client || $0.version <= (change.seen ?? Int64.min) }
+            tags[element]?.removeAll { tag in
+                tag.client == change.client || tag.version <= (change.seen ?? Int64.min)
+                    || change.predecessors[tag.client].map { tag.mutation <= $0 } == true
+            }
             if tags[element]?.isEmpty == true { tags[element] = nil }
         }
         var seen = Set<String>()
         for element in change.adds where seen.insert(element).inserted {
-            tags[element, default: []].append((change.client, change.version, seen.count - 1))
+            // One tag per client and element: a later add by the same client replaces it.
+            tags[element, default: []].removeAll { $0.client == change.client }
+            tags[element, default: []].append((change.client, change.mutation, change.version, seen.count - 1))
         }
     }
 

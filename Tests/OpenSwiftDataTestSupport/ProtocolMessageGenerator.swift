@@ -97,7 +97,8 @@ public struct ProtocolMessageGenerator {
     /// A push request without a schema, mutation ids ascending from 1.
     public mutating func pushRequest() -> PushRequest {
         let mutations = (0..<(next() % 4)).map { mutation(id: Int64($0 + 1)) }
-        return PushRequest(clientID: text(), mutations: mutations, cursor: pick([nil, text()]))
+        let predecessors = Dictionary([(text(), Int64(next() >> 1)), ("c-earlier", 9)], uniquingKeysWith: max)
+        return PushRequest(clientID: text(), mutations: mutations, cursor: pick([nil, text()]), predecessors: pick([nil, predecessors]))
     }
 
     /// A pull page of up to three changes, every optional part sometimes present.

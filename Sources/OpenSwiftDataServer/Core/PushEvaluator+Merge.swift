@@ -125,11 +125,14 @@ extension PushEvaluator {
     }
 
     /// The sets a new record's insert writes whole, as the inserting client's adds (its
-    /// elements in order, at the insert's version), replacing their values with the canonical
-    /// one.
-    func insertSets(_ fields: inout [SyncName: StoredField], schema: EntityDescriptor?, version: Int64, key: RecordKey) throws {
+    /// elements in order, at the insert's version, made by mutation `mutation`), replacing
+    /// their values with the canonical one.
+    func insertSets(_ fields: inout [SyncName: StoredField], schema: EntityDescriptor?, version: Int64, mutation: MutationID, key: RecordKey) throws {
         for (name, field) in fields.sorted(by: { $0.key < $1.key }) where declaredMerge(schema, name) == .set {
-            let state = SetState(elements: try Self.setElements(field.value, of: name, key: key), client: request.clientID, version: version)
+            var state = SetState()
+            state.apply(
+                adds: try Self.setElements(field.value, of: name, key: key), removes: [], client: request.clientID, version: version, seen: nil,
+                mutation: mutation)
             guard state.count <= SetElements.maximumCount else { throw Self.tooMany(name, key: key) }
             fields[name]?.value = .json(SetElements.json(state.elements))
             fields[name]?.kind = .json
@@ -221,11 +224,11 @@ extension PushEvaluator {
     }
 
     /// Adds contributions to `fields`, as client `request.clientID`'s change at server version
-    /// `version` based on version `seen`; returns the merged fields whose value changed (for a
-    /// set, whose tags changed), with their new values.
+    /// `version` based on version `seen`, in its mutation `mutation`; returns the merged fields
+    /// whose value changed (for a set, whose tags changed), with their new values.
     func apply(
         _ merges: [SyncName: FieldMerge], to fields: inout [SyncName: StoredField], stamp: HLCTimestamp, version: Int64, seen: Int64?,
-        key: RecordKey
+        mutation: MutationID, key: RecordKey
     ) throws -> [SyncName: SyncValue] {
         var changed: [SyncName: SyncValue] = [:]
         for (name, merge) in merges.sorted(by: { $0.key < $1.key }) {
@@ -236,7 +239,8 @@ extension PushEvaluator {
                 // seen by everyone (version 0).
                 var state = old?.set ?? SetState(elements: old.map(Self.currentElements) ?? [], client: old?.client ?? request.clientID, version: 0)
                 let tagsChanged = state.apply(
-                    adds: setChange.add, removes: setChange.remove, client: request.clientID, version: version, seen: seen)
+                    adds: setChange.add, removes: setChange.remove, client: request.clientID, version: version, seen: seen, mutation: mutation,
+                    predecessors: request.predecessors ?? [:])
                 guard state.count <= SetElements.maximumCount else { throw Self.tooMany(name, key: key) }
                 if !tagsChanged, old?.merge == .set, old?.set != nil { continue }
                 let value = SyncValue.json(SetElements.json(state.elements))

@@ -281,8 +281,10 @@ struct PushEvaluator: Sendable {
                     value: value, kind: value.kind ?? schemaKind(entitySchema, name), stamp: stamp, client: clientID,
                     merge: declaredMerge(entitySchema, name))
             }
-            try insertSets(&fields, schema: entitySchema, version: working.head + 1, key: key)
-            _ = try apply(change.merge, to: &fields, stamp: stamp, version: working.head + 1, seen: change.baseVersion, key: key)
+            try insertSets(&fields, schema: entitySchema, version: working.head + 1, mutation: working.currentMutation, key: key)
+            _ = try apply(
+                change.merge, to: &fields, stamp: stamp, version: working.head + 1, seen: change.baseVersion, mutation: working.currentMutation,
+                key: key)
             var links: [SyncName: [RecordID: StoredLink]] = [:]
             for (name, linkChange) in change.links {
                 for target in linkChange.added { links[name, default: [:]][target] = StoredLink(present: true, stamp: stamp, client: clientID) }
@@ -424,7 +426,11 @@ struct PushEvaluator: Sendable {
                 value: value, kind: kind, stamp: stamp, client: clientID, merge: record.fields[name]?.merge ?? declaredMerge(entitySchema, name))
             if existing.fields[name]?.value != value { changedFields[name] = value }
         }
-        changedFields.merge(try apply(merges, to: &record.fields, stamp: stamp, version: working.head + 1, seen: change.baseVersion, key: key)) {
+        changedFields.merge(
+            try apply(
+                merges, to: &record.fields, stamp: stamp, version: working.head + 1, seen: change.baseVersion, mutation: working.currentMutation,
+                key: key)
+        ) {
             _, total in total
         }
         for (name, linkChange) in linksToApply {

@@ -151,6 +151,10 @@ public final class SyncService: Sendable {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// How many earlier client ids a push may name (``PushRequest/predecessors``): an
+    /// installation keeps its latest ones.
+    static let maximumPredecessors = 64
+
     private func validate(_ request: PushRequest) throws {
         guard ProtocolVersion.supported.contains(request.protocolVersion) else { throw SyncServiceError.unsupportedVersion(request.protocolVersion) }
         guard !request.clientID.isEmpty, request.clientID.utf8.count <= 256 else {
@@ -159,6 +163,18 @@ public final class SyncService: Sendable {
         guard request.mutations.count <= configuration.maxMutationsPerPush else {
             throw SyncServiceError(
                 413, .batchTooLarge, "the push holds \(request.mutations.count) mutations; the limit is \(configuration.maxMutationsPerPush)")
+        }
+        if let predecessors = request.predecessors {
+            guard predecessors.count <= Self.maximumPredecessors else {
+                throw SyncServiceError.malformed("predecessors names \(predecessors.count) client ids; at most \(Self.maximumPredecessors) are kept")
+            }
+            for (client, last) in predecessors.sorted(by: { $0.key < $1.key }) {
+                guard !client.isEmpty, client.utf8.count <= 256, client != request.clientID, last >= 0 else {
+                    throw SyncServiceError.malformed(
+                        "predecessors: \(client.prefix(256).debugDescription) must be another client id of 1 to 256 bytes, with a last mutation id of at least 0"
+                    )
+                }
+            }
         }
         let changes = request.mutations.reduce(0) { $0 + $1.changes.count }
         guard changes <= configuration.maxChangesPerPush else {

@@ -82,7 +82,7 @@ extension SyncJSONReader {
         return StoredField(value: value, kind: kind, stamp: stamp, client: client, merge: merge, set: set)
     }
 
-    /// A merged set's tags, `{element: {client: [version, index]}}`.
+    /// A merged set's tags, `{element: {client: [version, index(, mutation)]}}`.
     private mutating func setState() throws -> SetState {
         var tags: [String: [String: SetState.Tag]] = [:]
         if try beginObject() {
@@ -95,7 +95,10 @@ extension SyncJSONReader {
                         let (clientKey, clientEscaped) = try memberKey()
                         let client = try text(clientKey, escaped: clientEscaped)
                         let pair = try array { try $0.int64() }
-                        guard pair.count == 2, clients.updateValue(SetState.Tag(version: pair[0], index: pair[1]), forKey: client) == nil else {
+                        guard pair.count == 2 || pair.count == 3,
+                            clients.updateValue(
+                                SetState.Tag(version: pair[0], index: pair[1], mutation: pair.count == 3 ? pair[2] : nil), forKey: client) == nil
+                        else {
                             throw Mismatch()
                         }
                     } while try nextMember()

@@ -30,6 +30,10 @@ extension SyncJSONWriter {
                         writer.int(tag.version)
                         writer.byte(",")
                         writer.int(tag.index)
+                        if let mutation = tag.mutation {
+                            writer.byte(",")
+                            writer.int(mutation)
+                        }
                         writer.byte("]")
                     }
                 }

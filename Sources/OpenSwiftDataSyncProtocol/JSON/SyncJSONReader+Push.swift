@@ -249,6 +249,7 @@ extension SyncJSONReader {
         var clientID: ClientID?
         var mutations: [Mutation]?
         var cursor: String?
+        var predecessors: [ClientID: MutationID]?
         if try beginObject() {
             repeat {
                 let (key, escaped) = try memberKey()
@@ -261,6 +262,15 @@ extension SyncJSONReader {
                     cursor = try string()
                 } else if isKey(key, "mutations"), mutations == nil {
                     mutations = try array { try $0.mutation() }
+                } else if isKey(key, "predecessors"), predecessors == nil {
+                    var ids: [ClientID: MutationID] = [:]
+                    if try beginObject() {
+                        repeat {
+                            let (client, clientEscaped) = try memberKey()
+                            guard ids.updateValue(try int64(), forKey: try text(client, escaped: clientEscaped)) == nil else { throw Mismatch() }
+                        } while try nextMember()
+                    }
+                    predecessors = ids
                 } else {
                     throw Mismatch()
                 }
@@ -269,6 +279,6 @@ extension SyncJSONReader {
         guard let version, let clientID, let mutations, let rawVersion = Int(exactly: version) else { throw Mismatch() }
         let protocolVersion = ProtocolVersion(rawValue: rawVersion)
         guard ProtocolVersion.supported.contains(protocolVersion) else { throw Mismatch() }
-        return PushRequest(protocolVersion: protocolVersion, clientID: clientID, mutations: mutations, cursor: cursor)
+        return PushRequest(protocolVersion: protocolVersion, clientID: clientID, mutations: mutations, cursor: cursor, predecessors: predecessors)
     }
 }

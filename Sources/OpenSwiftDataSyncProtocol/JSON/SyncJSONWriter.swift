@@ -312,7 +312,12 @@ package struct SyncJSONWriter {
             if index > 0 { byte(",") }
             try self.mutation(mutation)
         }
-        raw("],\"protocolVersion\":")
+        byte("]")
+        if let predecessors = request.predecessors {
+            raw(",\"predecessors\":")
+            object(predecessors) { writer, id in writer.int(id) }
+        }
+        raw(",\"protocolVersion\":")
         int(request.protocolVersion.rawValue)
         byte("}")
     }
