@@ -14,6 +14,9 @@ public enum SetElements {
     public static let maximumElementBytes = 4096
     /// The most elements a set holds.
     public static let maximumCount = 10_000
+    /// The largest set, in UTF-8 bytes of its value's JSON array (each change of a set carries
+    /// its whole value to the readers).
+    public static let maximumBytes = 1 << 20
 
     /// The texts of a JSON array's elements, in order (whitespace around them dropped), or nil
     /// when `json` is not one JSON array.

@@ -56,7 +56,8 @@ struct SetMergeServerTests {
         #expect(pulled.last?.fields["readBy"] == .json("[\"carol\",\"bob\"]"))
     }
 
-    @Test("refusals: an element that is not one JSON value, one too large, a set change to a counter's field", arguments: Backend.all)
+    @Test(
+        "refusals: an element that is not one JSON value, one too large, a set change to a counter's field, a set past 1 MiB", arguments: Backend.all)
     func refusals(_ backend: Backend) async throws {
         let h = try await CoreHarness(backend)
         #expect(try await push(h, client: "c", 1, change(.insert, fields: ["body": .string("a"), "readBy": .json("[]")]))?.status == .applied)
@@ -69,7 +70,14 @@ struct SetMergeServerTests {
         #expect(tooLarge?.reason == .validation && tooLarge?.message?.contains("bytes") == true)
         let undeclared = try await push(h, client: "c", 5, change(.update, base: 1, merge: ["body": .set(SetChange(add: ["\"x\""]))]))
         #expect(undeclared?.reason == .validation)
-        #expect(try await h.state("alice")["Message/m1"]?["readBy"] == .json("[]"))
+        // Every change logs the whole value: a set stays within 1 MiB of JSON.
+        let big = (0..<270).map { "\"" + String(repeating: "x", count: 3_990) + "\($0)\"" }
+        let overBytes = try await push(h, client: "c", 6, change(.update, base: 1, merge: ["readBy": .set(SetChange(add: big))]))
+        #expect(overBytes?.reason == .validation && overBytes?.message?.contains("more than \(SetElements.maximumBytes)") == true)
+        #expect(
+            try await push(h, client: "c", 7, change(.update, base: 1, merge: ["readBy": .set(SetChange(add: Array(big.prefix(200))))]))?.status
+                == .applied)
+        #expect(try await h.state("alice")["Message/m1"]?["readBy"] == .json(SetElements.json(Array(big.prefix(200)))))
     }
 
     @Test(

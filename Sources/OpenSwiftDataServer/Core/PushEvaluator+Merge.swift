@@ -133,17 +133,29 @@ extension PushEvaluator {
             state.apply(
                 adds: try Self.setElements(field.value, of: name, key: key), removes: [], client: request.clientID, version: version, seen: nil,
                 mutation: mutation)
-            guard state.count <= SetElements.maximumCount else { throw Self.tooMany(name, key: key) }
-            fields[name]?.value = .json(SetElements.json(state.elements))
+            let json = SetElements.json(state.elements)
+            try Self.checkSize(state, json: json, of: name, key: key)
+            fields[name]?.value = .json(json)
             fields[name]?.kind = .json
             fields[name]?.set = state
         }
     }
 
-    static func tooMany(_ name: SyncName, key: RecordKey) -> Rejection {
-        Rejection(
-            reason: .validation, message: "\(key): set \(name.debugDescription) would hold more than \(SetElements.maximumCount) elements",
-            keys: [key])
+    /// Checks that a set that took adds stays within ``SetElements/maximumCount`` elements and
+    /// ``SetElements/maximumBytes`` bytes of JSON (every change of it logs its whole value).
+    static func checkSize(_ state: SetState, json: String, of name: SyncName, key: RecordKey) throws {
+        guard state.count <= SetElements.maximumCount else {
+            throw Rejection(
+                reason: .validation, message: "\(key): set \(name.debugDescription) would hold more than \(SetElements.maximumCount) elements",
+                keys: [key])
+        }
+        guard json.utf8.count <= SetElements.maximumBytes else {
+            throw Rejection(
+                reason: .validation,
+                message:
+                    "\(key): set \(name.debugDescription) would take \(json.utf8.count) bytes of JSON, more than \(SetElements.maximumBytes)",
+                keys: [key])
+        }
     }
 
     /// Plain writes of fields that merge, turned into contributions: an insert of a record that
@@ -241,9 +253,11 @@ extension PushEvaluator {
                 let tagsChanged = state.apply(
                     adds: setChange.add, removes: setChange.remove, client: request.clientID, version: version, seen: seen, mutation: mutation,
                     predecessors: request.predecessors ?? [:])
-                guard state.count <= SetElements.maximumCount else { throw Self.tooMany(name, key: key) }
                 if !tagsChanged, old?.merge == .set, old?.set != nil { continue }
-                let value = SyncValue.json(SetElements.json(state.elements))
+                let json = SetElements.json(state.elements)
+                // Only adds are checked: a remove from a set past the limits is always taken.
+                if !setChange.add.isEmpty { try Self.checkSize(state, json: json, of: name, key: key) }
+                let value = SyncValue.json(json)
                 fields[name] = StoredField(
                     value: value, kind: .json, stamp: max(stamp, old?.stamp ?? stamp), client: request.clientID, merge: .set, set: state)
                 // Logged whenever the tags changed, so that the record's version moves past the
