@@ -71,6 +71,31 @@ import Testing
         #expect(try JSONDecoder().decode(SetState.self, from: json) == set)
     }
 
+    @Test func elementsWrittenAnotherWayHaveOneCanonicalText() throws {
+        #expect(SetElements.canonical("\"bob\"") == "\"bob\"")
+        #expect(SetElements.canonical("\"\\u0062ob\"") == "\"bob\"")
+        #expect(SetElements.canonical(" 42 ") == "42")
+        #expect(SetElements.canonical("1.0") == "1")
+        #expect(SetElements.canonical("{ \"emoji\": \"👍\", \"by\": \"ann\" }") == "{\"by\":\"ann\",\"emoji\":\"👍\"}")
+        #expect(SetElements.canonical("[1, \"a/b\", null, true]") == "[1,\"a\\/b\",null,true]")
+        #expect(SetElements.canonical("18446744073709551615") == "18446744073709551615")
+        #expect(SetElements.canonical("bob") == nil)
+        #expect(SetElements.canonical("1,2") == nil)
+        #expect(SetElements.canonical("") == nil)
+        // What a model's stored JSON holds is canonical already.
+        struct Reaction: Codable {
+            var emoji: String
+            var by: String
+            var at: Double
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        for reaction in [Reaction(emoji: "👍", by: "a/b \"q\"\n", at: 0.1), Reaction(emoji: "é", by: "", at: 2)] {
+            let text = String(decoding: try encoder.encode(reaction), as: UTF8.self)
+            #expect(SetElements.canonical(text) == text)
+        }
+    }
+
     @Test func tagsRoundTripThroughCodable() throws {
         var set = SetState()
         set.apply(adds: ["\"x\"", "{\"a\":1}"], removes: [], client: "c", version: 9, seen: nil)

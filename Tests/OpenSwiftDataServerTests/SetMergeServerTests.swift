@@ -57,6 +57,20 @@ struct SetMergeServerTests {
     }
 
     @Test(
+        "an element written another way (escapes, spacing, key order) is the same element: added once, removed by any of its forms",
+        arguments: Backend.all)
+    func elementsAreCanonical(_ backend: Backend) async throws {
+        let h = try await CoreHarness(backend)
+        #expect(try await push(h, client: "c", 1, change(.insert, fields: ["body": .string("a"), "readBy": .json("[\"bob\"]")]))?.status == .applied)
+        let adds = ["\"\\u0062ob\"", "{ \"emoji\": \"👍\", \"by\": \"ann\" }"]
+        #expect(try await push(h, client: "d", 1, change(.update, base: 1, merge: ["readBy": .set(SetChange(add: adds))]))?.status == .applied)
+        #expect(try await h.state("alice")["Message/m1"]?["readBy"] == .json("[\"bob\",{\"by\":\"ann\",\"emoji\":\"👍\"}]"))
+        let removes = ["{\"by\":\"ann\",\n \"emoji\":\"\\ud83d\\udc4d\"}"]
+        #expect(try await push(h, client: "c", 2, change(.update, base: 2, merge: ["readBy": .set(SetChange(remove: removes))]))?.status == .applied)
+        #expect(try await h.state("alice")["Message/m1"]?["readBy"] == .json("[\"bob\"]"))
+    }
+
+    @Test(
         "refusals: an element that is not one JSON value, one too large, a set change to a counter's field, a set past 1 MiB", arguments: Backend.all)
     func refusals(_ backend: Backend) async throws {
         let h = try await CoreHarness(backend)

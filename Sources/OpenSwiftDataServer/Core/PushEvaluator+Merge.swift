@@ -85,9 +85,13 @@ extension PushEvaluator {
         }
     }
 
-    /// Checks a set's elements: each one JSON value of at most ``SetElements/maximumElementBytes``
-    /// bytes, and no more than ``SetElements/maximumCount`` of them.
-    static func checkElements(_ elements: [String], of name: SyncName, key: RecordKey) throws {
+    /// A set's elements in their canonical form (``SetElements/canonical(_:)``), checked: each
+    /// one JSON value of at most ``SetElements/maximumElementBytes`` bytes, and no more than
+    /// twice ``SetElements/maximumCount`` of them (a change's adds and removes). An element
+    /// written another way than its canonical text (a hand-written client's escapes, spacing,
+    /// key order or `1.0`) is the same element.
+    @discardableResult
+    static func checkElements(_ elements: [String], of name: SyncName, key: RecordKey) throws -> [String] {
         guard elements.count <= 2 * SetElements.maximumCount else {
             throw Rejection(
                 reason: .validation,
@@ -95,21 +99,23 @@ extension PushEvaluator {
                     "\(key): a change of set \(name.debugDescription) names \(elements.count) elements, more than a set holds (\(SetElements.maximumCount))",
                 keys: [key])
         }
-        for element in elements {
-            guard element.utf8.count <= SetElements.maximumElementBytes else {
-                throw Rejection(
-                    reason: .validation,
-                    message:
-                        "\(key): an element of set \(name.debugDescription) takes \(element.utf8.count) bytes of JSON, more than \(SetElements.maximumElementBytes)",
-                    keys: [key])
-            }
-            guard SetElements.split(SetElements.json([element])) == [element],
-                (try? JSONSerialization.jsonObject(with: Data(element.utf8), options: [.fragmentsAllowed])) != nil
-            else {
+        return try elements.map { element in
+            // An element past twice the limit is refused unread (only escapes could bring it
+            // within the limit once canonical).
+            let canonical = element.utf8.count <= 2 * SetElements.maximumElementBytes ? SetElements.canonical(element) : ""
+            guard let canonical, SetElements.split(SetElements.json([element])) == [element] else {
                 throw Rejection(
                     reason: .validation, message: "\(key): an element of set \(name.debugDescription) is not one JSON value: \(element.prefix(200))",
                     keys: [key])
             }
+            guard !canonical.isEmpty, canonical.utf8.count <= SetElements.maximumElementBytes else {
+                throw Rejection(
+                    reason: .validation,
+                    message:
+                        "\(key): an element of set \(name.debugDescription) takes \(max(canonical.utf8.count, element.utf8.count)) bytes of JSON, more than \(SetElements.maximumElementBytes)",
+                    keys: [key])
+            }
+            return canonical
         }
     }
 
@@ -120,8 +126,7 @@ extension PushEvaluator {
                 reason: .wrongValueType, message: "\(key): set \(name.debugDescription) holds a JSON array, not \(value.kind?.rawValue ?? "null")",
                 keys: [key])
         }
-        try checkElements(elements, of: name, key: key)
-        return SetElements.unique(elements)
+        return SetElements.unique(try checkElements(elements, of: name, key: key))
     }
 
     /// The sets a new record's insert writes whole, as the inserting client's adds (its
@@ -251,7 +256,9 @@ extension PushEvaluator {
                 // seen by everyone (version 0).
                 var state = old?.set ?? SetState(elements: old.map(Self.currentElements) ?? [], client: old?.client ?? request.clientID, version: 0)
                 let tagsChanged = state.apply(
-                    adds: setChange.add, removes: setChange.remove, client: request.clientID, version: version, seen: seen, mutation: mutation,
+                    adds: try Self.checkElements(setChange.add, of: name, key: key),
+                    removes: try Self.checkElements(setChange.remove, of: name, key: key), client: request.clientID, version: version, seen: seen,
+                    mutation: mutation,
                     predecessors: request.predecessors ?? [:])
                 if !tagsChanged, old?.merge == .set, old?.set != nil { continue }
                 let json = SetElements.json(state.elements)
