@@ -1,5 +1,6 @@
 import Foundation
 import OpenSwiftData
+import OpenSwiftDataMerge
 import OpenSwiftDataServer
 import OpenSwiftDataSync
 import OpenSwiftDataSyncProtocol
@@ -566,11 +567,34 @@ struct SimRun {
         for change in (network?.rosterChanges ?? []).enumerated().sorted(by: { ($0.element.txn, $0.offset) < ($1.element.txn, $1.offset) }) {
             models[change.element.roster, default: SimRosterModel()].apply(change.element)
         }
+        // 15c. Whatever the algorithm: since a roster's last delete, an element the server
+        // holds was added by an applied change, and one that an applied change added and no
+        // applied change removed is held (no acknowledged add is lost).
+        var sinceDelete: [String: (added: Set<String>, removed: Set<String>)] = [:]
+        for change in (network?.rosterChanges ?? []).enumerated().sorted(by: { ($0.element.txn, $0.offset) < ($1.element.txn, $1.offset) }) {
+            let change = change.element
+            if change.op == .delete {
+                sinceDelete[change.roster] = nil
+                continue
+            }
+            sinceDelete[change.roster, default: ([], [])].added.formUnion(change.adds)
+            sinceDelete[change.roster, default: ([], [])].removed.formUnion(change.removes)
+        }
         var checkedRosters: Set<String> = []
         for view in serverViews.values {
             for (id, record) in view.records where id.hasPrefix("r") && !checkedRosters.contains(id) {
                 checkedRosters.insert(id)
                 counts.add("check.roster")
+                var held: Set<String> = []
+                if case let .json(text)? = record.fields["members"] { held = Set(SetElements.split(text) ?? []) }
+                let history = sinceDelete[id] ?? ([], [])
+                if !held.isSubset(of: history.added) {
+                    failures.append("set: \(id) holds \(held.subtracting(history.added).sorted()) on the server, which no applied change added")
+                }
+                let kept = history.added.subtracting(history.removed)
+                if !kept.isSubset(of: held) {
+                    failures.append("set: \(id) lost \(kept.subtracting(held).sorted()), added by applied changes and removed by none")
+                }
                 let want = SimState.members((models[id]?.elements ?? []).map { String($0.dropFirst().dropLast()) })
                 if SimState.render(record.fields["members"]) != want {
                     failures.append("set: \(id) holds \(SimState.render(record.fields["members"])) on the server, the applied changes give \(want)")
