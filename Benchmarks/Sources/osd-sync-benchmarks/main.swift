@@ -1,12 +1,14 @@
 // Sync engine figures against an in-process osd-server on loopback (HTTP and WebSocket):
-//   swift run -c release osd-sync-benchmarks [records] [saves] [rounds]
+//   swift run -c release osd-sync-benchmarks [records] [saves] [rounds] [mergeSaves]
 // 1. initial sync of `records` (default 100,000) server records into an empty store;
 // 2. steady push of `saves` (default 10,000) local saves: throughput, and p50/p99 from a
 //    save's commit to the server's acknowledgement;
 // 3. propagation: a save on client A until the change is in a live query on client B, over the
 //    live channel (`rounds`, default 200);
 // 4. the engine's memory with 100,000 pending changes;
-// 5. back online: `saves` saves made offline, then one `syncNow()` (push, pull, settle).
+// 5. back online: `saves` saves made offline, then one `syncNow()` (push, pull, settle);
+// 6. merged fields: `mergeSaves` (default 2,000) saves of one record as plain writes, as a
+//    `.counter` and as a `.set` (see MergedFields.swift).
 import Foundation
 import Logging
 import OpenSwiftData
@@ -63,6 +65,7 @@ func benchmark() async throws {
     let records = arguments.first ?? 100_000
     let saves = arguments.dropFirst().first ?? 10_000
     let rounds = arguments.dropFirst(2).first ?? 200
+    let mergeSaves = arguments.dropFirst(3).first ?? 2_000
     let clock = ContinuousClock()
 
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("osd-sync-bench-\(UUID().uuidString)")
@@ -218,6 +221,9 @@ func benchmark() async throws {
         String(
             format: "back online: %d queued saves pushed and settled by one sync in %.0f ms (%.0f saves/s), %d left pending", queued,
             milliseconds(online), Double(queued) / (milliseconds(online) / 1000), left))
+
+    // 6. Fields that merge against plain writes.
+    try await mergedFieldsBenchmark(server: url, verifier: verifier, directory: directory, saves: mergeSaves)
 
     await group.triggerGracefulShutdown()
     _ = await serverTask.result
