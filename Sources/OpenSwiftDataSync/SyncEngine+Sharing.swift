@@ -10,7 +10,7 @@ extension SyncEngine {
     /// returns the scope's members after it. Sharing with a user who was granted the scope
     /// already changes their role; sharing a scope nobody has written into yet claims it for
     /// the signed-in user. The user's engine downloads the scope on its next pull; a reader's
-    /// saves into it are rejected (``RejectionReason/readOnly``) and rolled back.
+    /// saves into it are rejected (`RejectionReason.readOnly`) and rolled back.
     ///
     /// Emits ``SyncEvent/grantsChanged(_:)`` with the members. Throws
     /// ``SyncEngineError/notScopeOwner(_:)`` when another user owns the scope,

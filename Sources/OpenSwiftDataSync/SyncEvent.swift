@@ -112,7 +112,7 @@ public struct ScopeMembers: Sendable, Hashable {
     /// The users granted it as writers (they read and write it), sorted.
     public var writers: [String]
     /// The users granted it as readers (they read it; their saves into it are rejected with
-    /// ``RejectionReason/readOnly``), sorted.
+    /// `RejectionReason.readOnly`), sorted.
     public var readers: [String]
 
     /// Makes a membership list.
