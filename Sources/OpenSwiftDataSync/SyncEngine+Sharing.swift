@@ -14,14 +14,22 @@ extension SyncEngine {
     ///
     /// Emits ``SyncEvent/grantsChanged(_:)`` with the members. Throws
     /// ``SyncEngineError/notScopeOwner(_:)`` when another user owns the scope,
-    /// ``SyncEngineError/invalidSharing(scope:reason:)`` for a malformed scope or user id, and
-    /// ``SyncEngineError/transport(_:)`` when the server cannot be reached.
+    /// ``SyncEngineError/invalidSharing(scope:reason:)`` for a malformed scope or user id,
+    /// ``SyncEngineError/transport(_:)`` when the server cannot be reached, and
+    /// ``SyncEngineError/badServerAnswer(_:)`` when the server granted another role than the one
+    /// asked for (a server from before roles grants every user writing).
     @discardableResult
     public func share(_ scope: ScopeID, with user: String, role: ScopeGrantRole = .writer) async throws -> ScopeMembers {
         try checkSharing(scope, user: user)
         let request = GrantRequest(protocolVersion: protocolVersion, user: user, role: role)
         let members = try await sharingCall(scope, owned: true) { try await self.transport.grant(request, in: scope) }
         emit(.grantsChanged(SyncGrantsChange(members: members)))
+        if members.role(of: user) != role, user != members.owner {
+            // A server from before roles ignores the role and grants writing: said, not hidden.
+            throw SyncEngineError.badServerAnswer(
+                "asked to share scope \(scope) with \(user) as a \(role.rawValue), the server granted \(members.role(of: user).map { "a \($0.rawValue)" } ?? "nothing") (a server without reader grants?)"
+            )
+        }
         return members
     }
 

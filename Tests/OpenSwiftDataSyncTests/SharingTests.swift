@@ -153,4 +153,35 @@ struct SharingTests {
             await owner.engine.stop()
         }
     }
+
+    @Test("a server that grants writing when asked for a reader (one from before roles) is reported, not hidden")
+    func serverWithoutRoles() async throws {
+        let directory = try TemporaryDirectory()
+        let container = try ModelContainer(for: BoardCard.self, configurations: ModelConfiguration(url: directory.file("old.sqlite")))
+        var configuration = SyncConfiguration()
+        configuration.sync(BoardCard.self, scope: \BoardCard.board)
+        let engine = try SyncEngine(
+            container: container, transport: RolelessTransport(), user: "alice", configuration: configuration, clock: SystemSyncClock(), seed: 1)
+        await #expect(throws: SyncEngineError.self) { try await engine.share("board:b1", with: "bob", role: .reader) }
+        #expect(try await engine.share("board:b1", with: "bob", role: .writer).writers == ["bob"])
+    }
+}
+
+/// A transport whose server knows no roles: every grant makes a writer, and answers carry no
+/// readers.
+private struct RolelessTransport: SyncTransport {
+    func push(_ request: PushRequest) async throws -> PushResponse { throw SyncTransportError.unreachable("no server") }
+    func pull(_ request: PullRequest) async throws -> PullResponse { throw SyncTransportError.unreachable("no server") }
+    func live(clientID: ClientID) -> AsyncThrowingStream<LiveMessage, any Error> {
+        AsyncThrowingStream { $0.finish(throwing: SyncTransportError.unreachable("no server")) }
+    }
+    func members(of scope: ScopeID) async throws -> ScopeMembersResponse { ScopeMembersResponse(scope: scope, owner: "alice", members: []) }
+    func grant(_ request: GrantRequest, in scope: ScopeID) async throws -> ScopeMembersResponse {
+        let old = try JSONDecoder().decode(
+            ScopeMembersResponse.self, from: Data(#"{"scope": "\#(scope.rawValue)", "owner": "alice", "members": ["\#(request.user)"]}"#.utf8))
+        return old
+    }
+    func revoke(_ user: String, in scope: ScopeID) async throws -> ScopeMembersResponse {
+        ScopeMembersResponse(scope: scope, owner: "alice", members: [])
+    }
 }
