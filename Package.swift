@@ -155,6 +155,9 @@ let package = Package(
         .executableTarget(name: "SyncedNotes", dependencies: ["OpenSwiftData", "OpenSwiftDataSync"], path: "Examples/SyncedNotes"),
         // A counter that merges (the sync guide quotes it).
         .executableTarget(name: "SyncedFAQ", dependencies: ["OpenSwiftData", "OpenSwiftDataSync"], path: "Examples/SyncedFAQ"),
+        // A list shared with a writer and a reader (the sync guide quotes it).
+        .executableTarget(
+            name: "SharedLists", dependencies: ["OpenSwiftData", "OpenSwiftDataSync", "OpenSwiftDataSyncProtocol"], path: "Examples/SharedLists"),
         // The same app after an update that adds a property; the app-update kill test runs it on
         // a store SyncedNotes left mid-push.
         .executableTarget(name: "SyncedNotesV2", dependencies: ["OpenSwiftData", "OpenSwiftDataSync"], path: "Examples/SyncedNotesV2"),

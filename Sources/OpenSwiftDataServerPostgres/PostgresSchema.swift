@@ -95,6 +95,13 @@ enum PostgresSchema {
                 "ALTER TABLE osd_clients ADD COLUMN last_seen_at bigint NOT NULL DEFAULT 0",
                 "CREATE INDEX osd_clients_by_seen ON osd_clients (last_seen_at, client_id)",
             ]),
+        // Each grant's role: `reader` (reads only) or `writer`. Grants from before roles were
+        // all writers.
+        Migration(
+            version: 4, name: "osd-server v4 grant roles",
+            statements: [
+                "ALTER TABLE osd_grants ADD COLUMN role text NOT NULL DEFAULT 'writer'"
+            ]),
     ]
 
     /// The newest migration this server knows.

@@ -443,16 +443,16 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         ).decode((String, String).self) {
             owners[scope] = owner
         }
-        var members: [String: Set<String>] = [:]
-        for try await (scope, user) in try await connection.checkedQuery(
-            "SELECT scope, user_id FROM osd_grants WHERE scope = ANY(\(names)::text[])", logger: logger
-        ).decode((String, String).self) {
-            members[scope, default: []].insert(user)
+        var members: [String: [String: ScopeGrantRole]] = [:]
+        for try await (scope, user, role) in try await connection.checkedQuery(
+            "SELECT scope, user_id, role FROM osd_grants WHERE scope = ANY(\(names)::text[])", logger: logger
+        ).decode((String, String, String).self) {
+            members[scope, default: [:]][user] = ScopeGrantRole(stored: role)
         }
         var result: [ScopeRecord] = []
         for scope in scopes {
             if let owner = owners[scope.rawValue] {
-                result.append(ScopeRecord(scope: scope, owner: owner, members: members[scope.rawValue] ?? []))
+                result.append(ScopeRecord(scope: scope, owner: owner, members: members[scope.rawValue] ?? [:]))
             } else if let owner = scope.privateOwner, let granted = members[scope.rawValue], !granted.isEmpty {
                 result.append(ScopeRecord(scope: scope, owner: owner, members: granted))
             }
@@ -732,14 +732,17 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
 
     package func scopes(of user: String) async throws -> [ScopeAccess] {
         try await readTransaction { [self] connection in
-            var result: [ScopeID: ScopeRole] = [:]
-            for try await scope in try await connection.checkedQuery("SELECT scope FROM osd_grants WHERE user_id = \(user)", logger: logger).decode(
-                String.self)
-            { result[ScopeID(rawValue: scope)] = .member }
+            var result: [ScopeID: ScopeAccess] = [:]
+            for try await (scope, role) in try await connection.checkedQuery(
+                "SELECT scope, role FROM osd_grants WHERE user_id = \(user)", logger: logger
+            ).decode((String, String).self) {
+                let id = ScopeID(rawValue: scope)
+                result[id] = ScopeAccess(scope: id, role: .member, grant: ScopeGrantRole(stored: role))
+            }
             for try await scope in try await connection.checkedQuery("SELECT scope FROM osd_scopes WHERE owner = \(user)", logger: logger).decode(
                 String.self)
-            { result[ScopeID(rawValue: scope)] = .owner }
-            return result.map { ScopeAccess(scope: $0.key, role: $0.value) }
+            { result[ScopeID(rawValue: scope)] = ScopeAccess(scope: ScopeID(rawValue: scope), role: .owner) }
+            return Array(result.values)
         }
     }
 
@@ -748,11 +751,12 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
     }
 
     private func scopeRecord(_ scope: ScopeID, _ connection: PostgresConnection) async throws -> ScopeRecord? {
-        var members: Set<String> = []
-        for try await user in try await connection.checkedQuery("SELECT user_id FROM osd_grants WHERE scope = \(scope.rawValue)", logger: logger)
-            .decode(
-                String.self)
-        { members.insert(user) }
+        var members: [String: ScopeGrantRole] = [:]
+        for try await (user, role) in try await connection.checkedQuery(
+            "SELECT user_id, role FROM osd_grants WHERE scope = \(scope.rawValue)", logger: logger
+        ).decode((String, String).self) {
+            members[user] = ScopeGrantRole(stored: role)
+        }
         for try await owner in try await connection.checkedQuery("SELECT owner FROM osd_scopes WHERE scope = \(scope.rawValue)", logger: logger)
             .decode(
                 String.self)
@@ -772,11 +776,18 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
                 logger: logger)
             try await connection.checkedQuery("DELETE FROM osd_grants WHERE scope = \(scope.rawValue)", logger: logger)
             if !next.members.isEmpty {
-                let members = next.members.sorted()
+                let members = next.members.sorted { $0.key < $1.key }
+                let users = members.map(\.key)
+                let roles = members.map(\.value.rawValue)
                 try await connection.checkedQuery(
-                    "INSERT INTO osd_grants (scope, user_id) SELECT \(scope.rawValue), * FROM unnest(\(members)::text[])", logger: logger)
+                    "INSERT INTO osd_grants (scope, user_id, role) SELECT \(scope.rawValue), * FROM unnest(\(users)::text[], \(roles)::text[])",
+                    logger: logger)
             }
-            let changed = (current?.members ?? []).symmetricDifference(next.members).union(
+            // A member whose role changed is told too: what their client may write changed.
+            let before = current?.members ?? [:]
+            let changed = Set(before.keys).symmetricDifference(next.members.keys).union(
+                next.members.filter { member in before[member.key].map { $0 != member.value } ?? false }.map(\.key)
+            ).union(
                 current.map { $0.owner == next.owner ? [] : [$0.owner, next.owner] } ?? [next.owner])
             if !changed.isEmpty { try await notify([.grantsChanged(users: changed)], connection) }
             return next

@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import OpenSwiftDataServer
 
-/// The tables of the SQLite storage, created by one migration.
+/// The tables of the SQLite storage, created and changed by its migrations, one per step.
 enum SQLiteSchema {
     static func migrator() -> DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -70,6 +70,11 @@ enum SQLiteSchema {
                     ALTER TABLE osd_clients ADD COLUMN last_seen_at INTEGER NOT NULL DEFAULT 0;
                     CREATE INDEX osd_clients_by_seen ON osd_clients (last_seen_at, client_id);
                     """)
+        }
+        // Each grant's role: `reader` (reads only) or `writer`. Grants from before roles were
+        // all writers.
+        migrator.registerMigration("osd-server v4 grant roles") { db in
+            try db.execute(sql: "ALTER TABLE osd_grants ADD COLUMN role TEXT NOT NULL DEFAULT 'writer'")
         }
         return migrator
     }

@@ -223,11 +223,10 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
         let scopeIDs = load.scopes.union(records.values.map(\.scope))
         for scope in scopeIDs {
             if let owner = try String.fetchOne(db, sql: "SELECT owner FROM osd_scopes WHERE scope = ?", arguments: [scope.rawValue]) {
-                let members = try String.fetchAll(db, sql: "SELECT user FROM osd_grants WHERE scope = ?", arguments: [scope.rawValue])
-                scopes[scope] = ScopeRecord(scope: scope, owner: owner, members: Set(members))
-            } else if scope.privateOwner != nil {
-                let members = try String.fetchAll(db, sql: "SELECT user FROM osd_grants WHERE scope = ?", arguments: [scope.rawValue])
-                if !members.isEmpty, let owner = scope.privateOwner { scopes[scope] = ScopeRecord(scope: scope, owner: owner, members: Set(members)) }
+                scopes[scope] = ScopeRecord(scope: scope, owner: owner, members: try Self.members(of: scope, db))
+            } else if let owner = scope.privateOwner {
+                let members = try Self.members(of: scope, db)
+                if !members.isEmpty { scopes[scope] = ScopeRecord(scope: scope, owner: owner, members: members) }
             }
         }
         var history: [RecordKey: [(version: ServerVersion, client: ClientID?)]] = [:]
@@ -482,14 +481,15 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
 
     package func scopes(of user: String) async throws -> [ScopeAccess] {
         try await read { db in
-            var result: [ScopeID: ScopeRole] = [:]
-            for scope in try String.fetchAll(db, sql: "SELECT scope FROM osd_grants WHERE user = ?", arguments: [user]) {
-                result[ScopeID(rawValue: scope)] = .member
+            var result: [ScopeID: ScopeAccess] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT scope, role FROM osd_grants WHERE user = ?", arguments: [user]) {
+                let scope = ScopeID(rawValue: try row.decode(atIndex: 0))
+                result[scope] = ScopeAccess(scope: scope, role: .member, grant: ScopeGrantRole(stored: try row.decode(atIndex: 1)))
             }
             for scope in try String.fetchAll(db, sql: "SELECT scope FROM osd_scopes WHERE owner = ?", arguments: [user]) {
-                result[ScopeID(rawValue: scope)] = .owner
+                result[ScopeID(rawValue: scope)] = ScopeAccess(scope: ScopeID(rawValue: scope), role: .owner)
             }
-            return result.map { ScopeAccess(scope: $0.key, role: $0.value) }
+            return Array(result.values)
         }
     }
 
@@ -497,8 +497,17 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
         try await read { db in try Self.scopeRecord(scope, db) }
     }
 
+    /// The members of a scope, with their roles.
+    private static func members(of scope: ScopeID, _ db: Database) throws -> [String: ScopeGrantRole] {
+        var members: [String: ScopeGrantRole] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT user, role FROM osd_grants WHERE scope = ?", arguments: [scope.rawValue]) {
+            members[try row.decode(atIndex: 0)] = ScopeGrantRole(stored: try row.decode(atIndex: 1))
+        }
+        return members
+    }
+
     private static func scopeRecord(_ scope: ScopeID, _ db: Database) throws -> ScopeRecord? {
-        let members = Set(try String.fetchAll(db, sql: "SELECT user FROM osd_grants WHERE scope = ?", arguments: [scope.rawValue]))
+        let members = try members(of: scope, db)
         if let owner = try String.fetchOne(db, sql: "SELECT owner FROM osd_scopes WHERE scope = ?", arguments: [scope.rawValue]) {
             return ScopeRecord(scope: scope, owner: owner, members: members)
         }
@@ -512,8 +521,9 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
             let next = try decide(current)
             try db.execute(sql: "INSERT OR REPLACE INTO osd_scopes (scope, owner) VALUES (?, ?)", arguments: [scope.rawValue, next.owner])
             try db.execute(sql: "DELETE FROM osd_grants WHERE scope = ?", arguments: [scope.rawValue])
-            for member in next.members {
-                try db.execute(sql: "INSERT INTO osd_grants (scope, user) VALUES (?, ?)", arguments: [scope.rawValue, member])
+            for (member, role) in next.members.sorted(by: { $0.key < $1.key }) {
+                try db.execute(
+                    sql: "INSERT INTO osd_grants (scope, user, role) VALUES (?, ?, ?)", arguments: [scope.rawValue, member, role.rawValue])
             }
             return next
         }

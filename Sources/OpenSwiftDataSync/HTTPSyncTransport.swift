@@ -7,8 +7,8 @@ import NIOCore
 import NIOHTTP1
 import OpenSwiftDataSyncProtocol
 
-/// The transport to `osd-server`: `POST /v1/push` and `GET /v1/pull` over AsyncHTTPClient,
-/// and the `/v1/live` WebSocket. Every request carries a bearer token from the token provider;
+/// The transport to `osd-server`: `POST /v1/push`, `GET /v1/pull` and the
+/// `/v1/scopes/{scope}/members` routes over AsyncHTTPClient, and the `/v1/live` WebSocket. Every request carries a bearer token from the token provider;
 /// an answer of 401 asks the provider for a new token once and retries the request.
 public final class HTTPSyncTransport: SyncTransport {
     /// The server's base URL (`http://host:port`).
@@ -80,6 +80,42 @@ public final class HTTPSyncTransport: SyncTransport {
         if let page = SyncJSONReader.pullResponse(body) { return page }
         return try decode(PullResponse.self, from: body, path: SyncEndpoint.pull)
     }
+
+    /// Asks for a scope's members.
+    public func members(of scope: ScopeID) async throws -> ScopeMembersResponse {
+        let path = Self.membersPath(scope)
+        return try decode(ScopeMembersResponse.self, from: try await send(.GET, path, body: nil), path: path)
+    }
+
+    /// Grants a user a scope (or sets their role).
+    public func grant(_ request: GrantRequest, in scope: ScopeID) async throws -> ScopeMembersResponse {
+        let path = Self.membersPath(scope)
+        let body: Data
+        do {
+            body = try JSONEncoder.syncProtocol().encode(request)
+        } catch {
+            throw SyncTransportError.malformedResponse("cannot encode the request: \(error)")
+        }
+        return try decode(ScopeMembersResponse.self, from: try await send(.POST, path, body: body), path: path)
+    }
+
+    /// Revokes a user's grant of a scope.
+    public func revoke(_ user: String, in scope: ScopeID) async throws -> ScopeMembersResponse {
+        let path = Self.membersPath(scope) + "/" + Self.pathSegment(user)
+        return try decode(ScopeMembersResponse.self, from: try await send(.DELETE, path, body: nil), path: path)
+    }
+
+    /// `/v1/scopes/{scope}/members`, the scope percent-encoded as one path segment.
+    private static func membersPath(_ scope: ScopeID) -> String {
+        SyncEndpoint.scopes + "/" + pathSegment(scope.rawValue) + "/members"
+    }
+
+    /// A text as one path segment: everything but unreserved characters and `:` percent-encoded.
+    private static func pathSegment(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: segmentCharacters) ?? text
+    }
+
+    private static let segmentCharacters = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:")
 
     private func token() async throws -> String {
         do { return try await tokenProvider() } catch {

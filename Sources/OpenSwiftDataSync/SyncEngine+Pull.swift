@@ -237,6 +237,19 @@ extension SyncEngine {
             }
         }
         let keptRevoked = revokedScopes.isEmpty ? nil : revokedScopes.sorted().joined(separator: "\n")
+        // The scopes the user may read, as the last page of a pull names them: a change from
+        // the ones the previous pull named is reported (the first pull only records them).
+        let storedReadable = try storeRead { db in try SyncEngineStore.value(SyncEngineStore.readableScopesKey, in: db) }
+        var keptReadable = storedReadable
+        var grantsChange: SyncGrantsChange?
+        if !page.hasMore, let readable = page.cursorScopes {
+            let now = Set(readable)
+            keptReadable = now.map(\.rawValue).sorted().joined(separator: "\n")
+            if let storedReadable, keptReadable != storedReadable {
+                let before = Set(storedReadable.split(separator: "\n").map { ScopeID(rawValue: String($0)) })
+                grantsChange = SyncGrantsChange(added: now.subtracting(before).sorted(), removed: before.subtracting(now).sorted())
+            }
+        }
         // The records a rejection leaves whose server state this client cannot know: it
         // downloads everything again after this page, which brings them whole.
         var unknownRecords: Set<SyncRebase.RecordRef> = []
@@ -388,6 +401,7 @@ extension SyncEngine {
                     try SyncEngineStore.set("cursor", cursor, in: db)
                     if storeCounted { try SyncEngineStore.set(SyncEngineStore.countedThroughKey, counted == 0 ? nil : String(counted), in: db) }
                     if keptRevoked != storedRevoked { try SyncEngineStore.set("revokedScopes", keptRevoked, in: db) }
+                    if keptReadable != storedReadable { try SyncEngineStore.set(SyncEngineStore.readableScopesKey, keptReadable, in: db) }
                     if let settleThrough { try SyncEngineStore.settle(through: settleThrough, retention: retention, in: db) }
                     try SyncEngineStore.updateShadows(newShadows, from: storedShadows, in: db)
                     if !skipped.isEmpty { try SyncEngineStore.addSkipped(skipped, in: db) }
@@ -412,6 +426,7 @@ extension SyncEngine {
             events.insert(.revoked(revoked + unheld), at: 0)
             revoked = []
         }
+        if let grantsChange { events.insert(.grantsChanged(grantsChange), at: 0) }
         if changeCount > 0 { emit(.pulled(changes: changeCount)) }
         for event in events { emit(event) }
     }

@@ -92,7 +92,7 @@ public actor SyncEngine {
     private var busy = false
     private var lockWaiters: [CheckedContinuation<Void, Never>] = []
     var liveConnected = false
-    private var signedOut = false
+    private(set) var signedOut = false
 
     /// Sets up an engine over any transport.
     ///

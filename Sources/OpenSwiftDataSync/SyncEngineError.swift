@@ -42,6 +42,14 @@ public enum SyncEngineError: Error, Sendable, Hashable, CustomStringConvertible 
     /// The server does not speak the protocol version this engine needs (version 2, for merged
     /// fields): nothing is pushed or pulled, and the queue is kept until the server is updated.
     case serverTooOld(required: Int, supported: [Int])
+    /// ``SyncEngine/share(_:with:role:)`` or ``SyncEngine/unshare(_:from:)`` of a scope the
+    /// signed-in user does not own: only its owner shares it.
+    case notScopeOwner(ScopeID)
+    /// ``SyncEngine/members(of:)`` of a scope the signed-in user may not read.
+    case scopeNotGranted(ScopeID)
+    /// A sharing call the server refused as malformed: the scope is not of the form `kind:id`,
+    /// or the user id is empty or longer than 256 bytes.
+    case invalidSharing(scope: ScopeID, reason: String)
 
     /// A readable explanation.
     public var description: String {
@@ -66,6 +74,9 @@ public enum SyncEngineError: Error, Sendable, Hashable, CustomStringConvertible 
         case let .serverTooOld(required, supported):
             return
                 "the server speaks protocol versions \(supported.map(String.init).joined(separator: ", ")); merged fields need version \(required): update the server"
+        case let .notScopeOwner(scope): return "only the owner of scope \(scope) may share it or unshare it"
+        case let .scopeNotGranted(scope): return "scope \(scope) is not granted to this user"
+        case let .invalidSharing(scope, reason): return "cannot share scope \(scope): \(reason)"
         }
     }
 }

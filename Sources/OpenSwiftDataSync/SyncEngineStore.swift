@@ -92,6 +92,10 @@ enum SyncEngineStore {
     /// The state key of ``skipped(in:)``: present (perhaps empty) once the engine tracks it.
     static let skippedKey = "skippedByPulls"
 
+    /// The scopes the user could read at the last pull that named them, one a line, sorted:
+    /// a pull that names others reports ``SyncEvent/grantsChanged(_:)``.
+    static let readableScopesKey = "readableScopes"
+
     // MARK: Sent mutations
 
     /// What the engine knows of a mutation it sent.

@@ -26,6 +26,12 @@ public enum SyncEvent: Sendable, Hashable {
     case lostInServerRestore([MutationID])
     /// The user lost access to scopes; their records were removed locally.
     case revoked([ScopeID])
+    /// Grants changed: a pull found that the scopes this user may read are not the ones the
+    /// previous pull found (a scope shared with the user, or claimed by one of the user's
+    /// writes, is added; a revoked one is removed), or this engine's own
+    /// ``SyncEngine/share(_:with:role:)`` or ``SyncEngine/unshare(_:from:)`` changed a scope's
+    /// members.
+    case grantsChanged(SyncGrantsChange)
     /// A download's progress (records received of total).
     case progress(PullProgress)
     /// Something failed; transient failures are retried.
@@ -74,4 +80,58 @@ public enum SyncConflictResolution: Sendable, Hashable {
     case keepLocal
     /// Write these field values, based on the server's version.
     case merged([SyncName: SyncValue])
+}
+
+/// What a ``SyncEvent/grantsChanged(_:)`` event says changed.
+public struct SyncGrantsChange: Sendable, Hashable {
+    /// Scopes this user may read now and could not at the previous pull, sorted (empty after a
+    /// share or unshare).
+    public var added: [ScopeID]
+    /// Scopes this user could read at the previous pull and may not now, sorted (empty after a
+    /// share or unshare).
+    public var removed: [ScopeID]
+    /// After ``SyncEngine/share(_:with:role:)`` or ``SyncEngine/unshare(_:from:)``: the
+    /// scope's members as the server answered (nil for a change a pull found).
+    public var members: ScopeMembers?
+
+    /// Makes a change.
+    public init(added: [ScopeID] = [], removed: [ScopeID] = [], members: ScopeMembers? = nil) {
+        self.added = added
+        self.removed = removed
+        self.members = members
+    }
+}
+
+/// Who may read and write a scope: what ``SyncEngine/members(of:)``,
+/// ``SyncEngine/share(_:with:role:)`` and ``SyncEngine/unshare(_:from:)`` answer.
+public struct ScopeMembers: Sendable, Hashable {
+    /// The scope.
+    public var scope: ScopeID
+    /// Its owner: reads and writes it, and alone shares and unshares it.
+    public var owner: String
+    /// The users granted it as writers (they read and write it), sorted.
+    public var writers: [String]
+    /// The users granted it as readers (they read it; their saves into it are rejected with
+    /// `RejectionReason.readOnly`), sorted.
+    public var readers: [String]
+
+    /// Makes a membership list.
+    public init(scope: ScopeID, owner: String, writers: [String], readers: [String]) {
+        self.scope = scope
+        self.owner = owner
+        self.writers = writers
+        self.readers = readers
+    }
+
+    /// The list a server answered.
+    init(_ response: ScopeMembersResponse) {
+        self.init(scope: response.scope, owner: response.owner, writers: response.members, readers: response.readers)
+    }
+
+    /// What `user` was granted: nil for the owner and for a user who was not granted the scope.
+    public func role(of user: String) -> ScopeGrantRole? {
+        if writers.contains(user) { return .writer }
+        if readers.contains(user) { return .reader }
+        return nil
+    }
 }

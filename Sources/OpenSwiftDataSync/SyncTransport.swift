@@ -1,9 +1,10 @@
 import Foundation
 import OpenSwiftDataSyncProtocol
 
-/// The engine's only access to the network: push a batch, pull a page, and listen on the live
-/// channel. ``HTTPSyncTransport`` speaks HTTP and WebSocket to `osd-server`; tests and the
-/// simulator plug in an in-memory transport that calls the server's core directly.
+/// The engine's only access to the network: push a batch, pull a page, listen on the live
+/// channel, and read and change a scope's members. ``HTTPSyncTransport`` speaks HTTP and
+/// WebSocket to `osd-server`; tests and the simulator plug in an in-memory transport that calls
+/// the server's core directly.
 ///
 /// Errors are ``SyncTransportError``s: the engine decides from them whether to retry, refresh
 /// its client id, or give up on a request.
@@ -15,6 +16,15 @@ public protocol SyncTransport: Sendable {
     /// Opens the live channel: a stream of the server's notifications that ends (or throws)
     /// when the channel drops. The engine opens it again with backoff.
     func live(clientID: ClientID) -> AsyncThrowingStream<LiveMessage, any Error>
+    /// Asks who may read and write a scope (`GET /v1/scopes/{scope}/members`): its owner,
+    /// writers and readers. Only they may ask.
+    func members(of scope: ScopeID) async throws -> ScopeMembersResponse
+    /// Grants a user a scope, or sets their role (`POST /v1/scopes/{scope}/members`), and
+    /// returns the scope's members after it. Only the owner may.
+    func grant(_ request: GrantRequest, in scope: ScopeID) async throws -> ScopeMembersResponse
+    /// Revokes a user's grant of a scope (`DELETE /v1/scopes/{scope}/members/{user}`), and
+    /// returns the scope's members after it. Only the owner may.
+    func revoke(_ user: String, in scope: ScopeID) async throws -> ScopeMembersResponse
 }
 
 /// Why a transport request failed.

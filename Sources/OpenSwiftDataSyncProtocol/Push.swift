@@ -75,6 +75,11 @@ public enum RejectionReason: String, Codable, Sendable, CaseIterable {
     case validation
     /// The server's conflict resolver refused it.
     case resolverRefused
+    /// The caller was granted the scope the record is in (or the one it names) as a reader: it
+    /// reads the scope and may not write into it; the message names the scope. Sent to clients
+    /// of protocol version 2 and later; a client of version 1 gets ``scopeNotGranted`` with the
+    /// same message.
+    case readOnly
 }
 
 /// The server's answer for one mutation of a push.

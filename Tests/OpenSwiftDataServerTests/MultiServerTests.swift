@@ -48,8 +48,9 @@ struct MultiServerTests {
                 PostgresQuery(unsafeSQL: "SELECT COUNT(*) FROM \(configuration.schema).osd_migrations"), logger: PostgresTestDatabase.quietLogger
             ).collect().first?.decode(Int64.self)
         }
-        // One row per migration (v1, v2's reference index, v3's client activity), each applied once.
-        #expect(migrations == 3)
+        // One row per migration (v1, v2's reference index, v3's client activity, v4's grant
+        // roles), each applied once.
+        #expect(migrations == 4)
     }
 
     @Test("a push through one server is pulled through the other", arguments: Backend.postgresOnly)

@@ -41,7 +41,7 @@ struct ScopePullTests {
             request: PushRequest(
                 clientID: "b", mutations: [mutation(3, .insert, "m2", scope: room, entity: "Message", fields: ["text": .string("yo")])]))
         #expect(write.results.first?.status == .applied)
-        #expect(try await h.service.scopes(user: "bob").scopes.contains(ScopeAccess(scope: room, role: .member)))
+        #expect(try await h.service.scopes(user: "bob").scopes.contains(ScopeAccess(scope: room, role: .member, grant: .writer)))
         // Revoked: the pull says so, and writes are rejected at once.
         _ = try await h.service.revoke(user: "alice", scope: room, member: "bob")
         let revoked = try await h.pullAll("bob", client: "b", cursor: granted.last.cursor)

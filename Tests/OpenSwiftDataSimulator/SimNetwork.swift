@@ -209,6 +209,31 @@ final class SimTransport: SyncTransport, @unchecked Sendable {
         }
     }
 
+    /// Membership calls reach the server's core without a drawn fate: the simulator changes
+    /// grants itself, and drawing none keeps every seed's schedule.
+    func members(of scope: ScopeID) async throws -> ScopeMembersResponse {
+        try checkReachable()
+        do { return try await network.server.service.members(user: user, scope: scope) } catch { throw SimNetwork.map(error) }
+    }
+
+    /// Grants through the server's core (see ``members(of:)``).
+    func grant(_ request: GrantRequest, in scope: ScopeID) async throws -> ScopeMembersResponse {
+        try checkReachable()
+        do { return try await network.server.service.grant(user: user, scope: scope, request: request) } catch { throw SimNetwork.map(error) }
+    }
+
+    /// Revokes through the server's core (see ``members(of:)``).
+    func revoke(_ member: String, in scope: ScopeID) async throws -> ScopeMembersResponse {
+        try checkReachable()
+        do { return try await network.server.service.revoke(user: user, scope: scope, member: member) } catch { throw SimNetwork.map(error) }
+    }
+
+    /// Throws for a dead process or a partitioned device.
+    private func checkReachable() throws {
+        guard !dead else { throw SimCrash() }
+        guard !partitioned else { throw SyncTransportError.unreachable("partitioned") }
+    }
+
     /// The simulator models the live channel itself (a client with a live channel up is
     /// prompted to sync after others push); the engine's own live task is never started.
     func live(clientID: ClientID) -> AsyncThrowingStream<LiveMessage, any Error> {

@@ -105,6 +105,24 @@ public final class InMemorySyncTransport: SyncTransport, @unchecked Sendable {
         return response
     }
 
+    /// Asks the server core for a scope's members (unreachable while offline).
+    public func members(of scope: ScopeID) async throws -> ScopeMembersResponse {
+        guard online else { throw SyncTransportError.unreachable("offline") }
+        do { return try await service.members(user: user, scope: scope) } catch { throw map(error) }
+    }
+
+    /// Grants through the server core (unreachable while offline).
+    public func grant(_ request: GrantRequest, in scope: ScopeID) async throws -> ScopeMembersResponse {
+        guard online else { throw SyncTransportError.unreachable("offline") }
+        do { return try await service.grant(user: user, scope: scope, request: request) } catch { throw map(error) }
+    }
+
+    /// Revokes through the server core (unreachable while offline).
+    public func revoke(_ member: String, in scope: ScopeID) async throws -> ScopeMembersResponse {
+        guard online else { throw SyncTransportError.unreachable("offline") }
+        do { return try await service.revoke(user: user, scope: scope, member: member) } catch { throw map(error) }
+    }
+
     /// A live channel that says `hello` at once, then carries ``announce(_:)``'s messages, and
     /// drops when the transport goes offline.
     public func live(clientID: ClientID) -> AsyncThrowingStream<LiveMessage, any Error> {

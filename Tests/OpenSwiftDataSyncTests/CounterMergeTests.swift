@@ -659,4 +659,7 @@ struct UnreachableTransport: SyncTransport {
     func live(clientID: ClientID) -> AsyncThrowingStream<LiveMessage, any Error> {
         AsyncThrowingStream { $0.finish(throwing: SyncTransportError.unreachable("no server")) }
     }
+    func members(of scope: ScopeID) async throws -> ScopeMembersResponse { throw SyncTransportError.unreachable("no server") }
+    func grant(_ request: GrantRequest, in scope: ScopeID) async throws -> ScopeMembersResponse { throw SyncTransportError.unreachable("no server") }
+    func revoke(_ user: String, in scope: ScopeID) async throws -> ScopeMembersResponse { throw SyncTransportError.unreachable("no server") }
 }

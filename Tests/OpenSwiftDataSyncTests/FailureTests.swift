@@ -690,4 +690,10 @@ struct SlowSecondPull: SyncTransport {
     private static func block(seconds: Double) { Thread.sleep(forTimeInterval: seconds) }
 
     func live(clientID: ClientID) -> AsyncThrowingStream<LiveMessage, any Error> { inner.live(clientID: clientID) }
+
+    func members(of scope: ScopeID) async throws -> ScopeMembersResponse { try await inner.members(of: scope) }
+
+    func grant(_ request: GrantRequest, in scope: ScopeID) async throws -> ScopeMembersResponse { try await inner.grant(request, in: scope) }
+
+    func revoke(_ user: String, in scope: ScopeID) async throws -> ScopeMembersResponse { try await inner.revoke(user, in: scope) }
 }

@@ -1,10 +1,14 @@
+import OpenSwiftDataSyncProtocol
+
 // The bodies of the admin console's actions and their answers.
 
-/// `POST /admin/api/grant`: grant `user` the scope; an unclaimed scope is claimed for `owner`.
+/// `POST /admin/api/grant`: grant `user` the scope as `role` (absent: a writer); an unclaimed
+/// scope is claimed for `owner`.
 struct AdminGrantRequest: Codable, Sendable {
     var scope: String
     var user: String
     var owner: String?
+    var role: ScopeGrantRole?
 }
 
 /// `POST /admin/api/revoke`: revoke `user`'s grant of the scope.

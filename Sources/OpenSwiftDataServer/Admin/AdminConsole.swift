@@ -67,7 +67,8 @@ struct AdminConsole: Sendable {
 
     /// Grants a user a scope (see `SyncService.administerGrant`).
     func grant(_ request: AdminGrantRequest) async throws -> ScopeMembersResponse {
-        try await service.administerGrant(scope: ScopeID(rawValue: request.scope), member: request.user, owner: request.owner)
+        try await service.administerGrant(
+            scope: ScopeID(rawValue: request.scope), member: request.user, owner: request.owner, role: request.role ?? .writer)
     }
 
     /// Revokes a user's grant of a scope (see `SyncService.administerRevoke`).

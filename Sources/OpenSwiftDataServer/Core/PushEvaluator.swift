@@ -223,6 +223,21 @@ struct PushEvaluator: Sendable {
         ScopeAccessLevel.of(user, to: scope, record: working.scopes[scope])
     }
 
+    /// Refuses a write into `scope` unless the user may write into it: `readOnly` for a reader
+    /// (a version 1 client gets `scopeNotGranted`, see `SyncService.push`), `scopeNotGranted`
+    /// for anyone else. `keys` are the records whose server state the answer shows.
+    private func checkWritable(_ scope: ScopeID, _ key: RecordKey, keys: [RecordKey], _ working: Working) throws {
+        switch access(scope, working) {
+        case .owner, .member, .unclaimed:
+            return
+        case .reader:
+            throw Rejection(
+                reason: .readOnly, message: "\(key): scope \(scope) is read-only for you (you were granted it as a reader)", keys: keys)
+        case .none:
+            throw Rejection(reason: .scopeNotGranted, message: "\(key): scope \(scope) is not granted to you", keys: keys)
+        }
+    }
+
     private func claim(_ scope: ScopeID, _ working: inout Working) {
         guard scope.privateOwner == nil, working.scopes[scope] == nil else { return }
         working.claim(ScopeRecord(scope: scope, owner: user))
@@ -263,11 +278,11 @@ struct PushEvaluator: Sendable {
                     throw Rejection(reason: .recordIDTaken, message: "\(key) exists in a scope you may not read; choose another record id", keys: [])
                 }
             }
-            guard access(change.scope, working).canWrite else {
-                throw Rejection(reason: .scopeNotGranted, message: "\(key): scope \(change.scope) is not granted to you", keys: [key])
-            }
+            try checkWritable(change.scope, key, keys: [key], working)
             if let existing, !existing.deleted {
-                // Two devices created the same record (a natural key): merge as an update.
+                // Two devices created the same record (a natural key): merge as an update, which
+                // writes into the record's scope too (a reader of it may not).
+                if existing.scope != change.scope { try checkWritable(existing.scope, key, keys: [key], working) }
                 try update(existing, with: change, stamp: stamp, schema: entitySchema, working: &working, snapshot: snapshot)
                 return
             }
@@ -310,9 +325,9 @@ struct PushEvaluator: Sendable {
                         "\(key) was deleted at version \(existing.version)\(change.baseVersion.map { ", after the version \($0) this update is based on" } ?? "")",
                     keys: [key])
             }
-            if change.scope != existing.scope, !access(change.scope, working).canWrite {
-                throw Rejection(reason: .scopeNotGranted, message: "\(key): scope \(change.scope) is not granted to you", keys: [key])
-            }
+            // Both the scope it is in and the one it moves to are written.
+            try checkWritable(existing.scope, key, keys: [key], working)
+            if change.scope != existing.scope { try checkWritable(change.scope, key, keys: [key], working) }
             try update(existing, with: change, stamp: stamp, schema: entitySchema, working: &working, snapshot: snapshot)
         case .delete:
             guard let existing else {
@@ -322,6 +337,7 @@ struct PushEvaluator: Sendable {
                 throw Rejection(reason: .scopeNotGranted, message: "\(key): its scope is not granted to you", keys: [])
             }
             if existing.deleted { return }
+            try checkWritable(existing.scope, key, keys: [key], working)
             let policy = policy(for: change.entity, schema: schema)
             if let resolver = configuration.resolvers[change.entity] {
                 if case .refuse(let message) = resolver(ResolverInput(serverRecord: existing.state, change: change, stamp: stamp, clientID: clientID))

@@ -4,24 +4,30 @@ import OpenSwiftDataSyncProtocol
 enum ScopeAccessLevel: Equatable {
     /// Owns it: reads, writes, grants.
     case owner
-    /// Was granted it: reads and writes.
+    /// Was granted it as a writer: reads and writes.
     case member
+    /// Was granted it as a reader: reads only.
+    case reader
     /// Nobody claimed it yet and it is not a private scope: the first write claims it.
     case unclaimed
     /// No access.
     case none
 
     /// Whether the user may read it.
-    var canRead: Bool { self == .owner || self == .member }
+    var canRead: Bool { self == .owner || self == .member || self == .reader }
     /// Whether the user may write into it.
-    var canWrite: Bool { self != .none }
+    var canWrite: Bool { self == .owner || self == .member || self == .unclaimed }
 
     /// The access of `user` to `scope`, given its record (nil when unclaimed).
     static func of(_ user: String, to scope: ScopeID, record: ScopeRecord?) -> ScopeAccessLevel {
         if scope.privateOwner == user { return .owner }
         if let record {
             if record.owner == user { return .owner }
-            return record.members.contains(user) ? .member : .none
+            switch record.members[user] {
+            case .writer: return .member
+            case .reader: return .reader
+            case nil: return .none
+            }
         }
         return scope.privateOwner == nil ? .unclaimed : .none
     }

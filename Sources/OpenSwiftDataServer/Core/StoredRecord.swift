@@ -132,24 +132,35 @@ package struct StoredRecord: Hashable, Sendable {
     }
 }
 
-/// A scope's owner and the users it was granted to.
+/// A scope's owner and the users it was granted to, each with their role.
 package struct ScopeRecord: Hashable, Sendable {
     /// The scope.
     package var scope: ScopeID
     /// Its owner.
     package var owner: String
-    /// The users granted it.
-    package var members: Set<String>
+    /// The users granted it, and what each may do.
+    package var members: [String: ScopeGrantRole]
 
     /// Makes a scope record.
-    package init(scope: ScopeID, owner: String, members: Set<String> = []) {
+    package init(scope: ScopeID, owner: String, members: [String: ScopeGrantRole] = [:]) {
         self.scope = scope
         self.owner = owner
         self.members = members
     }
 
-    /// Every user who may read and write it.
-    package var readers: Set<String> { members.union([owner]) }
+    /// Every user who may read it: the owner and every member.
+    package var readers: Set<String> { Set(members.keys).union([owner]) }
+
+    /// The members granted it as writers, sorted.
+    package var writerMembers: [String] { members.filter { $0.value == .writer }.map(\.key).sorted() }
+
+    /// The members granted it as readers, sorted.
+    package var readerMembers: [String] { members.filter { $0.value == .reader }.map(\.key).sorted() }
+
+    /// The membership list the protocol answers with.
+    package var response: ScopeMembersResponse {
+        ScopeMembersResponse(scope: scope, owner: owner, members: writerMembers, readers: readerMembers)
+    }
 }
 
 /// A client installation as the server knows it.
@@ -212,4 +223,10 @@ package struct LogEntry: Hashable, Sendable {
         self.change = change
         self.createdAt = createdAt
     }
+}
+
+extension ScopeGrantRole {
+    /// A role as the `role` column of `osd_grants` holds it: a value this server does not know
+    /// (written by a newer one) reads as a reader, the role that allows least.
+    package init(stored: String) { self = ScopeGrantRole(rawValue: stored) ?? .reader }
 }

@@ -5,11 +5,14 @@ import OpenSwiftDataSyncProtocol
 // rather than a scope's owner, the epoch's rotation while the server runs, and a bounded view
 // of the stored state.
 extension SyncService {
-    /// Grants `member` the scope as the operator: whoever owns it. A scope nobody has claimed
-    /// yet is claimed for `owner` (a private scope `user:<id>` is always its user's); without
-    /// one it is `404 notFound`. Granting the owner changes nothing. The member's live
-    /// connections are told, so that their clients pull the scope.
-    package func administerGrant(scope: ScopeID, member: String, owner: String?) async throws -> ScopeMembersResponse {
+    /// Grants `member` the scope as `role`, as the operator: whoever owns it. A scope nobody has
+    /// claimed yet is claimed for `owner` (a private scope `user:<id>` is always its user's);
+    /// without one it is `404 notFound`. Granting the owner changes nothing; granting a member
+    /// again sets their role. The member's live connections are told, so that their clients
+    /// pull the scope.
+    package func administerGrant(
+        scope: ScopeID, member: String, owner: String?, role: ScopeGrantRole = .writer
+    ) async throws -> ScopeMembersResponse {
         try Self.checkAdministered(scope: scope, user: member)
         if let owner { try Self.checkAdministered(scope: scope, user: owner) }
         let record = try await backend.updateScope(scope) { current in
@@ -23,11 +26,11 @@ extension SyncService {
             } else {
                 throw SyncServiceError(404, .notFound, "scope \(scope) has no owner yet: name the user to claim it for")
             }
-            if member != record.owner { record.members.insert(member) }
+            if member != record.owner { record.members[member] = role }
             return record
         }
         observer.event(.grantsChanged(users: [member]))
-        return ScopeMembersResponse(scope: scope, owner: record.owner, members: record.members.sorted())
+        return record.response
     }
 
     /// Revokes `member`'s grant of the scope as the operator: from the commit on, that user
@@ -36,14 +39,14 @@ extension SyncService {
     package func administerRevoke(scope: ScopeID, member: String) async throws -> ScopeMembersResponse {
         try Self.checkAdministered(scope: scope, user: member)
         let record = try await backend.updateScope(scope) { current in
-            guard var record = current ?? ScopeRecord.implicit(scope), record.members.contains(member) else {
+            guard var record = current ?? ScopeRecord.implicit(scope), record.members[member] != nil else {
                 throw SyncServiceError(404, .notFound, "\(member) is not a member of scope \(scope)")
             }
-            record.members.remove(member)
+            record.members[member] = nil
             return record
         }
         observer.event(.grantsChanged(users: [member]))
-        return ScopeMembersResponse(scope: scope, owner: record.owner, members: record.members.sorted())
+        return record.response
     }
 
     /// Gives the database a new epoch and serves it at once: from then on every cursor of the

@@ -135,6 +135,14 @@ public final class SyncService: Sendable {
         // The answer speaks the request's version (a version 1 client checks it).
         var response = plan.response
         response.protocolVersion = request.protocolVersion
+        if request.protocolVersion < .fieldMerges {
+            // Version 1 knows no `readOnly`: a reader's refused write is `scopeNotGranted` there
+            // (its message still says the scope is read-only). Decided here rather than when
+            // the mutation was, so that a replay is answered in the version of the replay.
+            for index in response.results.indices where response.results[index].reason == .readOnly {
+                response.results[index].reason = .scopeNotGranted
+            }
+        }
         return response
     }
 
@@ -244,16 +252,17 @@ public final class SyncService: Sendable {
         return ScopeListResponse(scopes: list.sorted { $0.scope < $1.scope })
     }
 
-    /// Who may read and write a scope; only its owner and members may ask.
+    /// Who may read and write a scope: its owner, its writers and its readers; only they may
+    /// ask.
     public func members(user: String, scope: ScopeID) async throws -> ScopeMembersResponse {
         guard scope.isWellFormed else { throw SyncServiceError.malformed("scope \(scope.rawValue.debugDescription) is not of the form kind:id") }
         let record = try await backend.scope(scope) ?? ScopeRecord.implicit(scope)
         guard let record, record.readers.contains(user) else { throw SyncServiceError.forbidden("scope \(scope) is not granted to you") }
-        return ScopeMembersResponse(scope: scope, owner: record.owner, members: record.members.sorted())
+        return record.response
     }
 
-    /// The owner grants `request.user` the scope (claiming the scope for the caller if nobody
-    /// has written into it).
+    /// The owner grants `request.user` the scope as `request.role` (claiming the scope for the
+    /// caller if nobody has written into it); granting a member again sets their role.
     public func grant(user: String, scope: ScopeID, request: GrantRequest) async throws -> ScopeMembersResponse {
         guard ProtocolVersion.supported.contains(request.protocolVersion) else { throw SyncServiceError.unsupportedVersion(request.protocolVersion) }
         guard scope.isWellFormed else { throw SyncServiceError.malformed("scope \(scope.rawValue.debugDescription) is not of the form kind:id") }
@@ -269,11 +278,11 @@ public final class SyncService: Sendable {
                 record = ScopeRecord(scope: scope, owner: user)
             }
             guard record.owner == user else { throw SyncServiceError.forbidden("only the owner of scope \(scope) may grant it") }
-            if member != record.owner { record.members.insert(member) }
+            if member != record.owner { record.members[member] = request.role }
             return record
         }
         observer.event(.grantsChanged(users: [member]))
-        return ScopeMembersResponse(scope: scope, owner: record.owner, members: record.members.sorted())
+        return record.response
     }
 
     /// The owner revokes a user's grant: from the commit on, that user can neither read nor
@@ -285,11 +294,11 @@ public final class SyncService: Sendable {
                 throw SyncServiceError(404, .notFound, "scope \(scope) has no members")
             }
             guard record.owner == user else { throw SyncServiceError.forbidden("only the owner of scope \(scope) may revoke it") }
-            record.members.remove(member)
+            record.members[member] = nil
             return record
         }
         observer.event(.grantsChanged(users: [member]))
-        return ScopeMembersResponse(scope: scope, owner: record.owner, members: record.members.sorted())
+        return record.response
     }
 
     // MARK: Maintenance
