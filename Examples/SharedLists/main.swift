@@ -36,8 +36,8 @@ func watchSharing(_ engine: SyncEngine) async {
         switch event {
         case .grantsChanged(let change):
             print("lists added: \(change.added), removed: \(change.removed)")
-        case .rejected(let rejection) where rejection.reason == .readOnly:
-            print("read-only, rolled back: \(rejection.message ?? "")")
+        case .rejected(let rejection) where [.readOnly, .scopeNotGranted].contains(rejection.reason):
+            print("not writable here, rolled back: \(rejection.message ?? "")")
         default:
             break
         }

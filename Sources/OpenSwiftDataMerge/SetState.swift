@@ -103,9 +103,9 @@ public struct SetState: Hashable, Sendable, Codable {
     ///   - mutation: The id of the client's mutation the change belongs to, recorded in its
     ///     adds' tags.
     ///   - predecessors: The client ids the same installation pushed under before it took
-    ///     `client`, each with the last mutation id processed under it. The installation saw
-    ///     the adds of those mutations (they were its own), so its removes drop their tags
-    ///     as they drop its current id's, whatever version they were based on.
+    ///     `client`, each with the last mutation id processed under it. The adds of those
+    ///     mutations count as the installation's own, so its removes drop their tags as they
+    ///     drop its current id's, whatever version they were based on.
     @discardableResult
     public mutating func apply(
         adds: [String], removes: [String], client: String, version: Int64, seen: Int64?, mutation: Int64? = nil,

@@ -17,7 +17,8 @@ extension SyncEngine {
     /// ``SyncEngineError/invalidSharing(scope:reason:)`` for a malformed scope or user id,
     /// ``SyncEngineError/transport(_:)`` when the server cannot be reached, and
     /// ``SyncEngineError/badServerAnswer(_:)`` when the server granted another role than the one
-    /// asked for (a server from before roles grants every user writing).
+    /// asked for (a server from before roles grants every user writing: the engine then takes
+    /// that grant back at once, so the user is left without the scope rather than writing it).
     @discardableResult
     public func share(_ scope: ScopeID, with user: String, role: ScopeGrantRole = .writer) async throws -> ScopeMembers {
         try checkSharing(scope, user: user)
@@ -25,7 +26,12 @@ extension SyncEngine {
         let members = try await sharingCall(scope, owned: true) { try await self.transport.grant(request, in: scope) }
         emit(.grantsChanged(SyncGrantsChange(members: members)))
         if members.role(of: user) != role, user != members.owner {
-            // A server from before roles ignores the role and grants writing: said, not hidden.
+            // A server from before roles ignores the role and grants writing: taken back at
+            // once, so that a user meant to read only never keeps writing.
+            if role == .reader, members.role(of: user) == .writer {
+                let after = try? await sharingCall(scope, owned: true) { try await self.transport.revoke(user, in: scope) }
+                if let after { emit(.grantsChanged(SyncGrantsChange(members: after))) }
+            }
             throw SyncEngineError.badServerAnswer(
                 "asked to share scope \(scope) with \(user) as a \(role.rawValue), the server granted \(members.role(of: user).map { "a \($0.rawValue)" } ?? "nothing") (a server without reader grants?)"
             )

@@ -233,6 +233,9 @@ public actor SyncEngine {
                     try SyncEngineStore.set("user", user, in: db)
                     try SyncEngineStore.set("cursor", nil, in: db)
                     try SyncEngineStore.set(SyncPredecessors.key, nil, in: db)
+                    // Another user's scopes are not this one's: no event compares against them.
+                    try SyncEngineStore.set(SyncEngineStore.readableScopesKey, nil, in: db)
+                    try SyncEngineStore.set("revokedScopes", nil, in: db)
                 }
                 // An app update that syncs entities or fields the last run did not: those the
                 // last run's pulls skipped as they arrived are downloaded again (pending changes

@@ -25,10 +25,11 @@ public struct PushRequest: Hashable, Codable, Sendable {
     public var cursor: String?
     /// The client ids this installation pushed under before it took ``clientID`` (after a
     /// ``SyncErrorCode/clientForked`` answer), each with the last mutation id the server had
-    /// processed under it (the answer's `lastMutationID`). The installation saw the adds those
-    /// mutations made to merged sets (they were its own), so its removes drop them whatever
-    /// version they are based on, as they drop the current id's own adds (optional: absent for
-    /// an installation that never changed its id).
+    /// processed under it (the answer's `lastMutationID`). The adds those mutations made to
+    /// merged sets count as the installation's own (it made them, unless another installation
+    /// kept pushing under the old id), so its removes drop them whatever version they are based
+    /// on, as they drop the current id's own adds (optional: absent for an installation that
+    /// never changed its id).
     public var predecessors: [ClientID: MutationID]?
 
     /// Makes a push request.

@@ -95,12 +95,13 @@ public struct GrantRequest: Hashable, Codable, Sendable {
     public var protocolVersion: ProtocolVersion
     /// The user to grant the scope to.
     public var user: String
-    /// What the user may do in the scope (absent in the JSON: ``ScopeGrantRole/writer``, as
-    /// every grant was before roles).
-    public var role: ScopeGrantRole
+    /// What the user may do in the scope. Nil (absent in the JSON, as in every grant from
+    /// before roles): a user granted the scope already keeps their role, and a new one becomes
+    /// a ``ScopeGrantRole/writer``.
+    public var role: ScopeGrantRole?
 
     /// Makes a grant request.
-    public init(protocolVersion: ProtocolVersion = .plainFields, user: String, role: ScopeGrantRole = .writer) {
+    public init(protocolVersion: ProtocolVersion = .plainFields, user: String, role: ScopeGrantRole? = nil) {
         self.protocolVersion = protocolVersion
         self.user = user
         self.role = role
@@ -110,11 +111,11 @@ public struct GrantRequest: Hashable, Codable, Sendable {
         case protocolVersion, user, role
     }
 
-    /// Decodes a grant request; `role` may be absent (a writer).
+    /// Decodes a grant request; `role` may be absent.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         protocolVersion = try container.decode(ProtocolVersion.self, forKey: .protocolVersion)
         user = try container.decode(String.self, forKey: .user)
-        role = try container.decodeIfPresent(ScopeGrantRole.self, forKey: .role) ?? .writer
+        role = try container.decodeIfPresent(ScopeGrantRole.self, forKey: .role)
     }
 }

@@ -121,11 +121,14 @@ struct ScopeRoleTests {
         // Carol becomes a reader: hers is refused.
         _ = try await h.service.grant(user: "alice", scope: board, request: GrantRequest(user: "carol", role: .reader))
         #expect(try await push(h, "carol", client: "c", itemMutation(1, .update, "i1", fields: ["title": .string("c")]))?.reason == .readOnly)
-        // An old-style request, without a role, decodes as a writer's grant.
+        // An old-style request, without a role, makes a new member a writer, and leaves an
+        // existing member's role as it is.
         let old = try JSONDecoder().decode(GrantRequest.self, from: Data(#"{"protocolVersion": 1, "user": "dave"}"#.utf8))
-        #expect(old.role == .writer)
+        #expect(old.role == nil)
         let withDave = try await h.service.grant(user: "alice", scope: board, request: old)
         #expect(withDave.members == ["bob", "dave"] && withDave.readers == ["carol"])
+        let carolAgain = try await h.service.grant(user: "alice", scope: board, request: GrantRequest(user: "carol"))
+        #expect(carolAgain.members == ["bob", "dave"] && carolAgain.readers == ["carol"])
         #expect(try await push(h, "dave", client: "d", itemMutation(1, .update, "i1", fields: ["title": .string("dave's")]))?.status == .applied)
         // Revoked: carol neither reads nor writes.
         let revoked = try await h.service.revoke(user: "alice", scope: board, member: "carol")

@@ -4,6 +4,7 @@ import OpenSwiftDataServer
 import OpenSwiftDataSync
 import OpenSwiftDataSyncProtocol
 import OpenSwiftDataTestSupport
+import Synchronization
 import Testing
 
 /// A card on a board that several users share; `votes` merges as a counter, so the engine
@@ -154,34 +155,62 @@ struct SharingTests {
         }
     }
 
-    @Test("a server that grants writing when asked for a reader (one from before roles) is reported, not hidden")
+    @Test("a server that grants writing when asked for a reader (one from before roles): the grant is taken back and reported")
     func serverWithoutRoles() async throws {
         let directory = try TemporaryDirectory()
         let container = try ModelContainer(for: BoardCard.self, configurations: ModelConfiguration(url: directory.file("old.sqlite")))
         var configuration = SyncConfiguration()
         configuration.sync(BoardCard.self, scope: \BoardCard.board)
+        let transport = RolelessTransport()
         let engine = try SyncEngine(
-            container: container, transport: RolelessTransport(), user: "alice", configuration: configuration, clock: SystemSyncClock(), seed: 1)
-        await #expect(throws: SyncEngineError.self) { try await engine.share("board:b1", with: "bob", role: .reader) }
+            container: container, transport: transport, user: "alice", configuration: configuration, clock: SystemSyncClock(), seed: 1)
+        // Asked for a reader, granted a writer: the grant is taken back, and the call says why.
+        await #expect {
+            try await engine.share("board:b1", with: "bob", role: .reader)
+        } throws: { error in
+            guard case SyncEngineError.badServerAnswer(let message)? = error as? SyncEngineError else { return false }
+            return message.contains("reader")
+        }
+        #expect(try await engine.members(of: "board:b1").writers == [])
         #expect(try await engine.share("board:b1", with: "bob", role: .writer).writers == ["bob"])
     }
 }
 
 /// A transport whose server knows no roles: every grant makes a writer, and answers carry no
 /// readers.
-private struct RolelessTransport: SyncTransport {
+private final class RolelessTransport: SyncTransport {
+    private let writers = Mutex<Set<String>>([])
+
     func push(_ request: PushRequest) async throws -> PushResponse { throw SyncTransportError.unreachable("no server") }
     func pull(_ request: PullRequest) async throws -> PullResponse { throw SyncTransportError.unreachable("no server") }
     func live(clientID: ClientID) -> AsyncThrowingStream<LiveMessage, any Error> {
         AsyncThrowingStream { $0.finish(throwing: SyncTransportError.unreachable("no server")) }
     }
-    func members(of scope: ScopeID) async throws -> ScopeMembersResponse { ScopeMembersResponse(scope: scope, owner: "alice", members: []) }
+    func members(of scope: ScopeID) async throws -> ScopeMembersResponse {
+        try answer(scope, writers.withLock { $0.sorted() })
+    }
     func grant(_ request: GrantRequest, in scope: ScopeID) async throws -> ScopeMembersResponse {
-        let old = try JSONDecoder().decode(
-            ScopeMembersResponse.self, from: Data(#"{"scope": "\#(scope.rawValue)", "owner": "alice", "members": ["\#(request.user)"]}"#.utf8))
-        return old
+        try answer(
+            scope,
+            writers.withLock {
+                $0.insert(request.user)
+                return $0.sorted()
+            })
     }
     func revoke(_ user: String, in scope: ScopeID) async throws -> ScopeMembersResponse {
-        ScopeMembersResponse(scope: scope, owner: "alice", members: [])
+        try answer(
+            scope,
+            writers.withLock {
+                $0.remove(user)
+                return $0.sorted()
+            })
+    }
+    /// The answer of a server from before roles: no `readers` member.
+    private func answer(_ scope: ScopeID, _ members: [String]) throws -> ScopeMembersResponse {
+        try JSONDecoder().decode(
+            ScopeMembersResponse.self,
+            from: Data(
+                #"{"scope": "\#(scope.rawValue)", "owner": "alice", "members": \#(String(decoding: try JSONEncoder().encode(members), as: UTF8.self))}"#
+                    .utf8))
     }
 }

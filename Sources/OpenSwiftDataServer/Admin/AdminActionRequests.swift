@@ -2,8 +2,8 @@ import OpenSwiftDataSyncProtocol
 
 // The bodies of the admin console's actions and their answers.
 
-/// `POST /admin/api/grant`: grant `user` the scope as `role` (absent: a writer); an unclaimed
-/// scope is claimed for `owner`.
+/// `POST /admin/api/grant`: grant `user` the scope as `role` (absent: a member keeps their
+/// role, a new one becomes a writer); an unclaimed scope is claimed for `owner`.
 struct AdminGrantRequest: Codable, Sendable {
     var scope: String
     var user: String

@@ -68,7 +68,7 @@ struct AdminConsole: Sendable {
     /// Grants a user a scope (see `SyncService.administerGrant`).
     func grant(_ request: AdminGrantRequest) async throws -> ScopeMembersResponse {
         try await service.administerGrant(
-            scope: ScopeID(rawValue: request.scope), member: request.user, owner: request.owner, role: request.role ?? .writer)
+            scope: ScopeID(rawValue: request.scope), member: request.user, owner: request.owner, role: request.role)
     }
 
     /// Revokes a user's grant of a scope (see `SyncService.administerRevoke`).

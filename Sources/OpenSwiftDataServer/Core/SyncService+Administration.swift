@@ -8,10 +8,10 @@ extension SyncService {
     /// Grants `member` the scope as `role`, as the operator: whoever owns it. A scope nobody has
     /// claimed yet is claimed for `owner` (a private scope `user:<id>` is always its user's);
     /// without one it is `404 notFound`. Granting the owner changes nothing; granting a member
-    /// again sets their role. The member's live connections are told, so that their clients
-    /// pull the scope.
+    /// again sets their role (nil: keeps it; a new member becomes a writer). The member's live
+    /// connections are told, so that their clients pull the scope.
     package func administerGrant(
-        scope: ScopeID, member: String, owner: String?, role: ScopeGrantRole = .writer
+        scope: ScopeID, member: String, owner: String?, role: ScopeGrantRole? = nil
     ) async throws -> ScopeMembersResponse {
         try Self.checkAdministered(scope: scope, user: member)
         if let owner { try Self.checkAdministered(scope: scope, user: owner) }
@@ -26,7 +26,7 @@ extension SyncService {
             } else {
                 throw SyncServiceError(404, .notFound, "scope \(scope) has no owner yet: name the user to claim it for")
             }
-            if member != record.owner { record.members[member] = role }
+            if member != record.owner { record.members[member] = role ?? record.members[member] ?? .writer }
             return record
         }
         observer.event(.grantsChanged(users: [member]))
