@@ -209,6 +209,7 @@ extension SyncEngine {
             }
             rebase.absent = maskedInserts.subtracting(held)
         }
+        rebase.supersede(staged)
         for change in staged { try rebase.add(change) }
         // Scopes revoked whose records are still to be removed: a record a pending mutation
         // masks stays until that mutation is answered (rejected, the rollback removes it;

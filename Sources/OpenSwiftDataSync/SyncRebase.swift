@@ -97,6 +97,9 @@ struct SyncRebase {
     private(set) var batch: [RemoteRecordChange] = []
     /// Counters' pending contributions, re-applied onto pulled totals.
     var counters: SyncCounterQueue
+    /// Per record and field, the version of the batch's last change that carries the field
+    /// (see ``supersede(_:)``).
+    private var lastCarrying: [RecordRef: [SyncName: Int64]] = [:]
     /// Counter fields whose shadows a rejection seeded in this batch: shown again at once, with
     /// the contributions still pending (without the rejected one).
     private var rejectedCounters: Set<SyncEngineStore.ShadowKey> = []
@@ -153,6 +156,18 @@ struct SyncRebase {
     /// Adds one pulled change: unmasked parts are applied, masked ones shadowed. A change of an
     /// entity this app does not sync (a newer version's) is skipped, as are links of
     /// relationships it does not have.
+    /// Notes, before the batch's changes are added, which change of each record carries each
+    /// field last: an earlier one's merged value is superseded within the batch, so this
+    /// client's pending contributions are re-applied only onto the last (re-applying them onto
+    /// each of many changes of one record made a pull quadratic in the queue).
+    mutating func supersede(_ changes: [PulledChange]) {
+        guard !counters.isEmpty else { return }
+        for change in changes {
+            let ref = RecordRef(entity: change.entity, recordID: change.recordID)
+            for name in change.fields.keys { lastCarrying[ref, default: [:]][name] = max(lastCarrying[ref]?[name] ?? change.version, change.version) }
+        }
+    }
+
     mutating func add(_ change: PulledChange) throws {
         guard let shape = shapes[change.entity] else {
             skipped.insert(change.entity)
@@ -255,7 +270,11 @@ struct SyncRebase {
                     // A counter shows others' contributions at once, with its own pending ones
                     // on top, a pending insert's value among them (a pending delete of the
                     // record waits for settling).
-                    if !mask.deletedLocally, let rebased = rebasedCounter(ref, name, value, shape: shape) { applied[name] = rebased }
+                    if !mask.deletedLocally, (lastCarrying[ref]?[name] ?? change.version) <= change.version,
+                        let rebased = rebasedCounter(ref, name, value, shape: shape)
+                    {
+                        applied[name] = rebased
+                    }
                 } else {
                     applied[name] = value
                 }

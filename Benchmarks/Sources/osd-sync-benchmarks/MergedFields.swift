@@ -17,8 +17,8 @@ final class BenchTally {
     }
 }
 
-/// What merging costs against plain writes: the same `saves` saves of one record, each with
-/// the engine not running, then one sync that pushes them all (save + push), then one sync of
+/// What merging costs against plain writes: the same `saves` saves of one record, made with
+/// the engine not running (saves), then one sync that pushes them all (push), then one sync of
 /// a second device that pulls them (pull). Four edits, each on its own field: an `Int` written
 /// whole (`plainHits += 1`) and the same as a `.counter` (`hits += 1`); a `[String]` written
 /// whole and the same as a `.set`, where each save adds an element and, past 20, removes the
@@ -46,18 +46,20 @@ func mergedFieldsBenchmark(server url: URL, verifier: TokenVerifier, directory: 
     try await writerEngine.syncNow()
     try await readerEngine.syncNow()
 
-    func phase(_ edit: (BenchTally, Int) -> Void) async throws -> (push: Double, pull: Double) {
-        guard let tally = try writerContext.fetch(FetchDescriptor<BenchTally>()).first else { return (0, 0) }
+    func phase(_ edit: (BenchTally, Int) -> Void) async throws -> (save: Double, push: Double, pull: Double) {
+        guard let tally = try writerContext.fetch(FetchDescriptor<BenchTally>()).first else { return (0, 0, 0) }
         let start = clock.now
         for index in 0..<saves {
             edit(tally, index)
             try writerContext.save()
         }
+        let save = milliseconds(clock.now - start)
+        let pushStart = clock.now
         try await writerEngine.syncNow()
-        let push = milliseconds(clock.now - start)
+        let push = milliseconds(clock.now - pushStart)
         let pullStart = clock.now
         try await readerEngine.syncNow()
-        return (push, milliseconds(clock.now - pullStart))
+        return (save, push, milliseconds(clock.now - pullStart))
     }
     func window(_ members: inout [String], _ index: Int) {
         members.append("member \(index)")
@@ -65,7 +67,7 @@ func mergedFieldsBenchmark(server url: URL, verifier: TokenVerifier, directory: 
     }
     // Each edit twice, interleaved, keeping the faster run: the ratios compare runs made
     // under the same load.
-    var best: [String: (push: Double, pull: Double)] = [:]
+    var best: [String: (save: Double, push: Double, pull: Double)] = [:]
     for _ in 0..<2 {
         for (name, edit) in [
             ("plain int", { (tally: BenchTally, _: Int) in tally.plainHits += 1 }),
@@ -75,7 +77,7 @@ func mergedFieldsBenchmark(server url: URL, verifier: TokenVerifier, directory: 
         ] {
             let run = try await phase(edit)
             let kept = best[name] ?? run
-            best[name] = (min(kept.push, run.push), min(kept.pull, run.pull))
+            best[name] = (min(kept.save, run.save), min(kept.push, run.push), min(kept.pull, run.pull))
         }
     }
     let shown = try ModelContext(reader).fetch(FetchDescriptor<BenchTally>()).first
@@ -84,10 +86,11 @@ func mergedFieldsBenchmark(server url: URL, verifier: TokenVerifier, directory: 
     func line(_ name: String, against baseline: String) -> String {
         guard let run = best[name], let base = best[baseline] else { return name }
         return String(
-            format: "%@ %.0f ms (×%.2f) / %.0f ms (×%.2f)", name, run.push, run.push / base.push, run.pull, run.pull / base.pull)
+            format: "%@ %.0f ms (×%.2f) / %.0f ms (×%.2f) / %.0f ms (×%.2f)", name, run.save, run.save / base.save, run.push,
+            run.push / base.push, run.pull, run.pull / base.pull)
     }
     print(
-        "merged fields: \(saves) saves of one record, save + push / pull on a second device (×: against the plain write): "
+        "merged fields: \(saves) saves of one record, saves / push / pull on a second device (×: against the plain write): "
             + [
                 line("plain int", against: "plain int"), line("counter", against: "plain int"), line("plain array", against: "plain array"),
                 line("set", against: "plain array"),
