@@ -14,28 +14,51 @@ extension SetElements {
     /// SetElements.canonical("{ \"b\": 1, \"a\": 2.0 }") // "{\"a\":2,\"b\":1}"
     /// SetElements.canonical("1,2")                 // nil: two values
     /// ```
+    ///
+    /// Integers beyond 64 bits are read as `Double`s, so two of them that differ only beyond a
+    /// `Double`'s precision are one element.
     public static func canonical(_ element: String) -> String? {
-        if isPlainCanonical(element) { return element }
-        guard let value = try? JSONDecoder().decode(JSONElement.self, from: Data(element.utf8)) else { return nil }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        guard let data = try? encoder.encode(value) else { return nil }
-        return String(decoding: data, as: UTF8.self)
+        canonical([element])[0]
     }
 
-    /// Whether `element` is a string of printable ASCII that needs no escape, or an integer
-    /// without a sign or leading zero: canonical as it is (the common elements, ids and
-    /// names, take no decoding).
-    private static func isPlainCanonical(_ element: String) -> Bool {
-        let bytes = element.utf8
-        guard let first = bytes.first, let last = bytes.last else { return false }
-        if first == UInt8(ascii: "\""), last == UInt8(ascii: "\""), bytes.count >= 2 {
-            return bytes.dropFirst().dropLast().allSatisfy { byte in
-                byte >= 0x20 && byte < 0x7F && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") && byte != UInt8(ascii: "/")
+    /// The canonical text of each of `elements` (nil for one that is not one JSON value), with
+    /// one decoder and encoder for them all.
+    public static func canonical(_ elements: [String]) -> [String?] {
+        var coders: (JSONDecoder, JSONEncoder)?
+        return elements.map { element in
+            if let plain = plainCanonical(element) { return plain }
+            let (decoder, encoder) =
+                coders
+                ?? {
+                    let encoder = JSONEncoder()
+                    encoder.outputFormatting = [.sortedKeys]
+                    let made = (JSONDecoder(), encoder)
+                    coders = made
+                    return made
+                }()
+            guard let value = try? decoder.decode(JSONElement.self, from: Data(element.utf8)), let data = try? encoder.encode(value) else {
+                return nil
             }
+            return String(decoding: data, as: UTF8.self)
         }
-        guard bytes.count <= 18, bytes.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return false }
-        return first != UInt8(ascii: "0") || bytes.count == 1
+    }
+
+    /// The canonical text of a string of printable ASCII without quotes or backslashes (its
+    /// slashes escaped), or of an integer without a sign or leading zero, taken without
+    /// decoding (the common elements: ids and names); nil for anything else.
+    private static func plainCanonical(_ element: String) -> String? {
+        let bytes = element.utf8
+        guard let first = bytes.first, let last = bytes.last else { return nil }
+        if first == UInt8(ascii: "\""), last == UInt8(ascii: "\""), bytes.count >= 2 {
+            var slashes = false
+            for byte in bytes.dropFirst().dropLast() {
+                guard byte >= 0x20, byte < 0x7F, byte != UInt8(ascii: "\""), byte != UInt8(ascii: "\\") else { return nil }
+                if byte == UInt8(ascii: "/") { slashes = true }
+            }
+            return slashes ? element.replacingOccurrences(of: "/", with: "\\/") : element
+        }
+        guard bytes.count <= 18, bytes.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+        return first != UInt8(ascii: "0") || bytes.count == 1 ? element : nil
     }
 }
 

@@ -82,6 +82,8 @@ import Testing
         #expect(SetElements.canonical("bob") == nil)
         #expect(SetElements.canonical("1,2") == nil)
         #expect(SetElements.canonical("") == nil)
+        #expect(SetElements.canonical("\"https://a/b\"") == "\"https:\\/\\/a\\/b\"")
+        #expect(SetElements.canonical(["\"a\"", "x", "{\"b\":[1.5, 2]}"]) == ["\"a\"", nil, "{\"b\":[1.5,2]}"])
         // What a model's stored JSON holds is canonical already.
         struct Reaction: Codable {
             var emoji: String

@@ -99,10 +99,11 @@ extension PushEvaluator {
                     "\(key): a change of set \(name.debugDescription) names \(elements.count) elements, more than a set holds (\(SetElements.maximumCount))",
                 keys: [key])
         }
-        return try elements.map { element in
-            // An element past twice the limit is refused unread (only escapes could bring it
-            // within the limit once canonical).
-            let canonical = element.utf8.count <= 2 * SetElements.maximumElementBytes ? SetElements.canonical(element) : ""
+        // An element past twice the limit is refused unread (only escapes could bring it
+        // within the limit once canonical).
+        let canonicals = SetElements.canonical(elements.map { $0.utf8.count <= 2 * SetElements.maximumElementBytes ? $0 : "" })
+        return try zip(elements, canonicals).map { element, canonical in
+            let canonical = element.utf8.count <= 2 * SetElements.maximumElementBytes ? canonical : ""
             guard let canonical, SetElements.split(SetElements.json([element])) == [element] else {
                 throw Rejection(
                     reason: .validation, message: "\(key): an element of set \(name.debugDescription) is not one JSON value: \(element.prefix(200))",
