@@ -245,11 +245,7 @@ struct CounterMergeTests {
         try phone.context.save()
         // The backup holds the +1 unanswered; the phone then pushes it, and a later push
         // acknowledges its answer, which the server drops.
-        let live = try DatabaseQueue(path: directory.path("phone.sqlite"))
-        try await live.writeWithoutTransaction { db in
-            try db.execute(sql: "VACUUM INTO ?", arguments: [directory.path("restored.sqlite")])
-        }
-        try live.close()
+        try await directory.backUpStore("phone.sqlite", to: "restored.sqlite")
         try await phone.engine.syncNow()
         try phone.entry().answer = "Use the link in the mail."
         try phone.context.save()
@@ -282,11 +278,7 @@ struct CounterMergeTests {
         try phone.context.save()
         // The backup holds the insert unanswered; the phone then pushes it, and a later push
         // acknowledges its answer, which the server drops.
-        let live = try DatabaseQueue(path: directory.path("phone.sqlite"))
-        try await live.writeWithoutTransaction { db in
-            try db.execute(sql: "VACUUM INTO ?", arguments: [directory.path("restored.sqlite")])
-        }
-        try live.close()
+        try await directory.backUpStore("phone.sqlite", to: "restored.sqlite")
         try await phone.engine.syncNow()
         try phone.entry().answer = "Use the link in the mail."
         try phone.context.save()

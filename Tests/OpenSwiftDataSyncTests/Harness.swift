@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import OpenSwiftData
 import OpenSwiftDataServer
 import OpenSwiftDataServerSQLite
@@ -180,5 +181,17 @@ final class GatedClock: SyncClock, @unchecked Sendable {
             try Task.checkCancellation()
             try await Task.sleep(for: .milliseconds(1))
         }
+    }
+}
+
+extension TemporaryDirectory {
+    /// Copies the store file `name` as it is now (a consistent copy, WAL included) to `copy`, as
+    /// a device's backup would.
+    func backUpStore(_ name: String, to copy: String) async throws {
+        let live = try DatabaseQueue(path: path(name))
+        try await live.writeWithoutTransaction { db in
+            try db.execute(sql: "VACUUM INTO ?", arguments: [path(copy)])
+        }
+        try live.close()
     }
 }

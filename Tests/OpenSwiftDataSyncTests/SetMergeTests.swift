@@ -362,11 +362,7 @@ struct SetMergeTests {
         try phone.context.save()
         // The backup holds the insert unanswered; the phone then pushes it, and a later push
         // acknowledges its answer, which the server drops.
-        let live = try DatabaseQueue(path: directory.path("phone.sqlite"))
-        try await live.writeWithoutTransaction { db in
-            try db.execute(sql: "VACUUM INTO ?", arguments: [directory.path("restored.sqlite")])
-        }
-        try live.close()
+        try await directory.backUpStore("phone.sqlite", to: "restored.sqlite")
         try await phone.engine.syncNow()
         try phone.message().body = "Lunch?"
         try phone.context.save()
@@ -406,11 +402,7 @@ struct SetMergeTests {
         // The phone adds bob; the backup holds that save unanswered.
         try phone.message().readBy.append("bob")
         try phone.context.save()
-        let live = try DatabaseQueue(path: directory.path("phone.sqlite"))
-        try await live.writeWithoutTransaction { db in
-            try db.execute(sql: "VACUUM INTO ?", arguments: [directory.path("restored.sqlite")])
-        }
-        try live.close()
+        try await directory.backUpStore("phone.sqlite", to: "restored.sqlite")
         // The add is applied under the phone's client id, and a later push acknowledges its
         // answer, which the server drops.
         try await phone.engine.syncNow()
