@@ -97,6 +97,44 @@ import Testing
         #expect(bob.text == "hello world")
     }
 
+    @Test func identitiesReusedForOtherContentAreRefusedAndTheStateStaysReadable() throws {
+        var document = TextDocument()
+        let hello = document.insert("hello", at: 0, replica: 7)
+        // The same identities with other content, and an insertion that runs into held ones
+        // after new ones: each would give two scalars one identity.
+        let other = TextOperation(insertions: [
+            .init(id: TextID(replica: 7, seq: 0), originLeft: nil, originRight: nil, content: Array("HELLO".unicodeScalars))
+        ])
+        #expect(throws: TextDocument.Failure.conflictingIdentity(TextID(replica: 7, seq: 0))) { try document.apply(other) }
+        var later = TextDocument()
+        let far = TextOperation(insertions: [
+            .init(id: TextID(replica: 9, seq: 3), originLeft: nil, originRight: nil, content: Array("xyz".unicodeScalars))
+        ])
+        try later.apply(far)
+        let overlapping = TextOperation(insertions: [
+            .init(id: TextID(replica: 9, seq: 0), originLeft: nil, originRight: nil, content: Array("abcde".unicodeScalars))
+        ])
+        #expect(throws: TextDocument.Failure.conflictingIdentity(TextID(replica: 9, seq: 3))) { try later.apply(overlapping) }
+        #expect(later.text == "xyz")
+        #expect(try TextDocument(encoded: later.encoded()).text == "xyz")
+        // A replay, whole or in part, is no conflict.
+        try document.apply(hello)
+        #expect(document.text == "hello")
+    }
+
+    @Test func sequenceNumbersOutOfRangeAreRefusedWithoutTrapping() throws {
+        var document = TextDocument()
+        _ = document.insert("abc", at: 0, replica: 1)
+        let gap = TextOperation(insertions: [.init(id: TextID(replica: 1, seq: 4_000_000_000), originLeft: nil, originRight: nil, content: ["a"])])
+        #expect(throws: TextDocument.Failure.sequenceGap(TextID(replica: 1, seq: 4_000_000_000))) { try document.apply(gap) }
+        let past = TextOperation(deletions: [.init(start: TextID(replica: 1, seq: .max), count: 2)])
+        #expect(throws: TextDocument.Failure.sequenceOverflow(TextID(replica: 1, seq: .max))) { try document.apply(past) }
+        // The last sequence number itself may be deleted (it waits, never held here).
+        try document.apply(TextOperation(deletions: [.init(start: TextID(replica: 1, seq: .max), count: 1)]))
+        try document.apply(TextOperation(deletions: [.init(start: TextID(replica: 1, seq: 1), count: 1)]))
+        #expect(document.text == "ac")
+    }
+
     @Test func anInsertionWhoseOriginIsMissingIsRefusedWhole() throws {
         var (alice, _) = pair("hello")
         let first = alice.insert("!", at: 5, replica: 2)

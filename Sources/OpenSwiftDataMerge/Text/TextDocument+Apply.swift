@@ -9,16 +9,26 @@ extension TextDocument {
     /// skipped, so an operation applies once however often it arrives; a deletion of scalars not
     /// inserted yet is kept and applied when they arrive.
     ///
-    /// - Throws: ``Failure/missingOrigin(_:)`` when an insertion's origin is not in the text
-    ///   (nothing of the operation is applied then).
+    /// - Throws: ``Failure/missingOrigin(_:)`` when an insertion's origin is not in the text,
+    ///   ``Failure/conflictingIdentity(_:)`` when it names held scalars with other content or
+    ///   only part of a held insertion, ``Failure/sequenceOverflow(_:)`` and
+    ///   ``Failure/sequenceGap(_:)`` for sequence numbers out of range (nothing of the operation
+    ///   is applied then).
     public mutating func apply(_ operation: TextOperation) throws {
         try check(operation)
         for insertion in operation.insertions { integrate(insertion) }
         for deletion in operation.deletions { delete(deletion) }
     }
 
+    /// How many sequence numbers past the last one held an insertion may start: a replica's
+    /// operations that were never applied (a rejected save) leave a gap, and its scalars are
+    /// stored by sequence number, so an unbounded gap would be unbounded memory.
+    static let maximumSequenceGap: UInt64 = 1 << 20
+
     /// Checks that every origin an insertion names is held, or is inserted by an earlier
-    /// insertion of the same operation.
+    /// insertion of the same operation; that its identities are either all new or a replay of
+    /// held ones with the same content; and that its sequence numbers are in range, as are the
+    /// deletions'.
     func check(_ operation: TextOperation) throws {
         var inserted: [UInt64: [(UInt32, UInt32)]] = [:]
         func held(_ id: TextID) -> Bool {
@@ -32,7 +42,44 @@ extension TextDocument {
             guard UInt64(insertion.id.seq) + UInt64(insertion.count) <= UInt64(UInt32.max) else {
                 throw Failure.sequenceOverflow(insertion.id)
             }
+            let earlier = inserted[insertion.id.replica]?.map { UInt64($0.0) + UInt64($0.1) }.max() ?? 0
+            let next = max(UInt64(nextSequence(of: insertion.id.replica)), earlier)
+            guard UInt64(insertion.id.seq) <= next + Self.maximumSequenceGap else { throw Failure.sequenceGap(insertion.id) }
+            if let replica = replicaIndex[insertion.id.replica] { try checkIdentities(insertion, replica: replica) }
             inserted[insertion.id.replica, default: []].append((insertion.id.seq, UInt32(insertion.count)))
+        }
+        for deletion in operation.deletions where UInt64(deletion.start.seq) + UInt64(deletion.count) > UInt64(UInt32.max) + 1 {
+            throw Failure.sequenceOverflow(deletion.start)
+        }
+    }
+
+    /// Checks that an insertion's identities are a held prefix with the same content (a
+    /// replay), followed by identities held nowhere: an insertion that reuses held identities
+    /// for other content, or overlaps a held insertion after new ones, would give two scalars
+    /// one identity.
+    func checkIdentities(_ insertion: TextOperation.Insertion, replica: UInt32) throws {
+        var seq = UInt64(insertion.id.seq)
+        let end = seq + UInt64(insertion.count)
+        var offset = 0
+        let scalars = content[Int(replica)]
+        while seq < end, locate(PackedTextID(replica: replica, seq: UInt32(seq))) != nil {
+            guard Int(seq) < scalars.count, scalars[Int(seq)] == insertion.content[offset] else {
+                throw Failure.conflictingIdentity(TextID(replica: insertion.id.replica, seq: UInt32(seq)))
+            }
+            seq += 1
+            offset += 1
+        }
+        guard seq < end else { return }
+        // The first insertion held after `seq` must start at or after the end.
+        let list = starts[Int(replica)]
+        var low = 0
+        var high = list.count
+        while low < high {
+            let middle = (low + high) / 2
+            if UInt64(list[middle].seq) <= seq { low = middle + 1 } else { high = middle }
+        }
+        if low < list.count, UInt64(list[low].seq) < end {
+            throw Failure.conflictingIdentity(TextID(replica: insertion.id.replica, seq: list[low].seq))
         }
     }
 
@@ -154,27 +201,28 @@ extension TextDocument {
             pendingDeletions[deletion.start.replica, default: []].append(deletion)
             return
         }
-        var seq = deletion.start.seq
-        let end = UInt64(deletion.start.seq) + UInt64(deletion.count)
-        while UInt64(seq) < end {
-            let id = PackedTextID(replica: replica, seq: seq)
-            guard let run = beginRun(at: id) else {
+        // Sequence numbers as 64 bits: a range may end at 2^32 (`check` refuses beyond).
+        var cursor = UInt64(deletion.start.seq)
+        let end = min(UInt64(deletion.start.seq) + UInt64(deletion.count), UInt64(UInt32.max) + 1)
+        while cursor < end {
+            let seq = UInt32(cursor)
+            guard let run = beginRun(at: PackedTextID(replica: replica, seq: seq)) else {
                 // Not held: wait for the scalars up to the next insertion held.
                 let next = starts[Int(replica)].first { $0.seq > seq }.map { UInt64($0.seq) } ?? end
                 let stop = min(next, end)
                 pendingDeletions[deletion.start.replica, default: []].append(
-                    TextOperation.Deletion(start: TextID(replica: deletion.start.replica, seq: seq), count: UInt32(stop - UInt64(seq))))
-                seq = UInt32(stop)
+                    TextOperation.Deletion(start: TextID(replica: deletion.start.replica, seq: seq), count: UInt32(stop - cursor)))
+                cursor = stop
                 continue
             }
             let available = UInt64(runs[Int(run)].count)
-            if end - UInt64(seq) < available { split(run, at: UInt32(end - UInt64(seq))) }
+            if end - cursor < available { split(run, at: UInt32(end - cursor)) }
             let current = runs[Int(run)]
             if !current.deleted {
                 runs[Int(run)].deleted = true
                 adjustVisible(chunk: Int(current.chunk), by: -Int(current.count))
             }
-            seq += current.count
+            cursor += UInt64(current.count)
         }
     }
 

@@ -25,8 +25,11 @@ public struct TextDocument: Sendable {
         case missingOrigin(TextID)
         /// An insertion reuses an identity this document holds for other content.
         case conflictingIdentity(TextID)
-        /// An insertion would give a scalar a sequence number past the largest one.
+        /// An insertion or a deletion would reach a sequence number past the largest one.
         case sequenceOverflow(TextID)
+        /// An insertion starts further past its replica's last sequence number than a replica
+        /// can leave unapplied (``TextDocument`` stores scalars by sequence number).
+        case sequenceGap(TextID)
         /// Bytes given to ``init(encoded:)`` are not a state ``encoded()`` wrote; the message
         /// names what does not fit.
         case malformedState(String)
