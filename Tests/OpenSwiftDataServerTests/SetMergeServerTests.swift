@@ -132,6 +132,28 @@ struct SetMergeServerTests {
         #expect(try await h2.state("alice")["Message/m1"]?["readBy"] == .json("[\"bob\"]"))
     }
 
+    @Test("a resolver that writes a set's field whole does not overwrite it: the set merges whatever the resolver says", arguments: Backend.all)
+    func resolverWritesDoNotOverwriteSets(_ backend: Backend) async throws {
+        var configuration = SyncServiceConfiguration()
+        configuration.resolvers["Message"] = { input in
+            input.change.op == .update ? .apply(fields: input.change.fields.merging(["readBy": .json("[]")]) { $1 }, links: [:]) : .usePolicy
+        }
+        let h = try await CoreHarness(backend, configuration: configuration)
+        #expect(
+            try await push(h, client: "phone", 1, change(.insert, fields: ["body": .string("hi"), "readBy": .json("[\"ann\"]")]))?.status == .applied)
+        // A change of the body alone: the resolver's whole readBy is not taken.
+        #expect(try await push(h, client: "phone", 2, change(.update, base: 1, fields: ["body": .string("hi!")]))?.status == .applied)
+        var state = try await h.state("alice")["Message/m1"]
+        #expect(state?["readBy"] == .json("[\"ann\"]"))
+        #expect(state?["body"] == .string("hi!"))
+        // Nor beside the set's own change.
+        #expect(
+            try await push(h, client: "laptop", 1, change(.update, base: 2, fields: ["body": .string("hey")], merge: set(add: ["bob"])))?.status
+                == .applied)
+        state = try await h.state("alice")["Message/m1"]
+        #expect(state?["readBy"] == .json("[\"ann\",\"bob\"]"))
+    }
+
     @Test("a set's stored form (\"t\") reads back by hand and through JSONDecoder, byte for byte as JSONEncoder writes it")
     func storedSetRoundTrips() throws {
         var state = SetState()

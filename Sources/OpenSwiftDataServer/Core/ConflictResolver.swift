@@ -18,7 +18,8 @@ public enum ResolverDecision: Sendable {
     /// Apply the change as the entity's policy would.
     case usePolicy
     /// Apply these fields and links instead of the change's, unconditionally (they win over
-    /// every stamp).
+    /// every stamp). Fields that merge (counters and sets) are left out: they take the change's
+    /// contributions whatever the resolver decides.
     case apply(fields: [SyncName: SyncValue], links: [SyncName: LinkChange])
     /// Refuse the mutation (`RejectionReason.resolverRefused`) with a message.
     case refuse(String)

@@ -377,7 +377,11 @@ struct PushEvaluator: Sendable {
             switch resolver(ResolverInput(serverRecord: existing.state, change: change, stamp: stamp, clientID: clientID)) {
             case .usePolicy: break
             case .apply(let fields, let links):
-                fieldsToApply = try resolveReferences(fields, of: key, working: working).filter { merges[$0.key] == nil }
+                // A merged field merges whatever the resolver says: a value it writes whole
+                // would drop the field's state (a set's tags) and others' contributions.
+                fieldsToApply = try resolveReferences(fields, of: key, working: working).filter {
+                    merges[$0.key] == nil && existing.fields[$0.key]?.merge == nil && declaredMerge(entitySchema, $0.key) == nil
+                }
                 linksToApply = links
                 unconditional = true
             case .refuse(let message):
