@@ -24,18 +24,11 @@ extension SetElements {
     /// The canonical text of each of `elements` (nil for one that is not one JSON value), with
     /// one decoder and encoder for them all.
     public static func canonical(_ elements: [String]) -> [String?] {
-        var coders: (JSONDecoder, JSONEncoder)?
+        let decoder = JSONDecoder()
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
         return elements.map { element in
             if let plain = plainCanonical(element) { return plain }
-            let (decoder, encoder) =
-                coders
-                ?? {
-                    let encoder = JSONEncoder()
-                    encoder.outputFormatting = [.sortedKeys]
-                    let made = (JSONDecoder(), encoder)
-                    coders = made
-                    return made
-                }()
             guard let value = try? decoder.decode(JSONElement.self, from: Data(element.utf8)), let data = try? encoder.encode(value) else {
                 return nil
             }

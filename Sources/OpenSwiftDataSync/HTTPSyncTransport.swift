@@ -8,8 +8,9 @@ import NIOHTTP1
 import OpenSwiftDataSyncProtocol
 
 /// The transport to `osd-server`: `POST /v1/push`, `GET /v1/pull` and the
-/// `/v1/scopes/{scope}/members` routes over AsyncHTTPClient, and the `/v1/live` WebSocket. Every request carries a bearer token from the token provider;
-/// an answer of 401 asks the provider for a new token once and retries the request.
+/// `/v1/scopes/{scope}/members` routes over AsyncHTTPClient, and the `/v1/live` WebSocket.
+/// Every request carries a bearer token from the token provider; an answer of 401 asks the
+/// provider for a new token once and retries the request.
 public final class HTTPSyncTransport: SyncTransport {
     /// The server's base URL (`http://host:port`).
     public let server: URL

@@ -99,23 +99,25 @@ extension PushEvaluator {
                     "\(key): a change of set \(name.debugDescription) names \(elements.count) elements, more than a set holds (\(SetElements.maximumCount))",
                 keys: [key])
         }
+        func tooLarge(_ bytes: Int) -> Rejection {
+            Rejection(
+                reason: .validation,
+                message:
+                    "\(key): an element of set \(name.debugDescription) takes \(bytes) bytes of JSON, more than \(SetElements.maximumElementBytes)",
+                keys: [key])
+        }
         // An element past twice the limit is refused unread (only escapes could bring it
         // within the limit once canonical).
-        let canonicals = SetElements.canonical(elements.map { $0.utf8.count <= 2 * SetElements.maximumElementBytes ? $0 : "" })
+        let readable = { (element: String) in element.utf8.count <= 2 * SetElements.maximumElementBytes }
+        let canonicals = SetElements.canonical(elements.map { readable($0) ? $0 : "" })
         return try zip(elements, canonicals).map { element, canonical in
-            let canonical = element.utf8.count <= 2 * SetElements.maximumElementBytes ? canonical : ""
+            guard readable(element) else { throw tooLarge(element.utf8.count) }
             guard let canonical, SetElements.split(SetElements.json([element])) == [element] else {
                 throw Rejection(
                     reason: .validation, message: "\(key): an element of set \(name.debugDescription) is not one JSON value: \(element.prefix(200))",
                     keys: [key])
             }
-            guard !canonical.isEmpty, canonical.utf8.count <= SetElements.maximumElementBytes else {
-                throw Rejection(
-                    reason: .validation,
-                    message:
-                        "\(key): an element of set \(name.debugDescription) takes \(max(canonical.utf8.count, element.utf8.count)) bytes of JSON, more than \(SetElements.maximumElementBytes)",
-                    keys: [key])
-            }
+            guard canonical.utf8.count <= SetElements.maximumElementBytes else { throw tooLarge(canonical.utf8.count) }
             return canonical
         }
     }

@@ -15,8 +15,6 @@ enum ScopeAccessLevel: Equatable {
 
     /// Whether the user may read it.
     var canRead: Bool { self == .owner || self == .member || self == .reader }
-    /// Whether the user may write into it.
-    var canWrite: Bool { self == .owner || self == .member || self == .unclaimed }
 
     /// The access of `user` to `scope`, given its record (nil when unclaimed).
     static func of(_ user: String, to scope: ScopeID, record: ScopeRecord?) -> ScopeAccessLevel {

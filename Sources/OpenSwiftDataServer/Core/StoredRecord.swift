@@ -148,6 +148,14 @@ package struct ScopeRecord: Hashable, Sendable {
         self.members = members
     }
 
+    /// Grants `member` the scope as `role`. The owner keeps owning it; a member granted again
+    /// without a role keeps theirs, and a new one without a role is a writer (every grant was
+    /// before roles).
+    package mutating func grant(_ member: String, role: ScopeGrantRole?) {
+        guard member != owner else { return }
+        members[member] = role ?? members[member] ?? .writer
+    }
+
     /// Every user who may read it: the owner and every member.
     package var readers: Set<String> { Set(members.keys).union([owner]) }
 

@@ -26,7 +26,7 @@ extension SyncService {
             } else {
                 throw SyncServiceError(404, .notFound, "scope \(scope) has no owner yet: name the user to claim it for")
             }
-            if member != record.owner { record.members[member] = role ?? record.members[member] ?? .writer }
+            record.grant(member, role: role)
             return record
         }
         observer.event(.grantsChanged(users: [member]))

@@ -278,7 +278,7 @@ public final class SyncService: Sendable {
                 record = ScopeRecord(scope: scope, owner: user)
             }
             guard record.owner == user else { throw SyncServiceError.forbidden("only the owner of scope \(scope) may grant it") }
-            if member != record.owner { record.members[member] = request.role ?? record.members[member] ?? .writer }
+            record.grant(member, role: request.role)
             return record
         }
         observer.event(.grantsChanged(users: [member]))
