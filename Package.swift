@@ -89,9 +89,9 @@ let package = Package(
             name: "SwiftData",
             dependencies: [.target(name: "OpenSwiftData", condition: .when(platforms: platformsWithoutSwiftData))]
         ),
-        // The sync wire protocol: Codable types on Foundation alone, shared by the sync engine
-        // and the server.
-        .target(name: "OpenSwiftDataSyncProtocol"),
+        // The sync wire protocol: Codable types on Foundation alone (and the merge core, whose
+        // text operations a text's changes spell), shared by the sync engine and the server.
+        .target(name: "OpenSwiftDataSyncProtocol", dependencies: ["OpenSwiftDataMerge"]),
         // Fields that merge instead of overwrite: their states and contributions, on the standard
         // library alone, shared by capture, the sync engine and the server.
         .target(name: "OpenSwiftDataMerge"),

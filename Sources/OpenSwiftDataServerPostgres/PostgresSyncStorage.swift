@@ -561,7 +561,7 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
                     seqs: changes.map(\.seq), txns: changes.map(\.txn), scopes: changes.map(\.change.scope.rawValue),
                     entities: changes.map(\.change.entity), recordIDs: changes.map(\.change.recordID), ops: changes.map(\.change.op.rawValue),
                     payloads: try changes.map {
-                        String(decoding: try StoredColumns.encodePayload(fields: $0.change.fields, links: $0.change.links), as: UTF8.self)
+                        String(decoding: try StoredColumns.encodePayload(of: $0.change), as: UTF8.self)
                     },
                     hasClient: changes.map { $0.change.clientID != nil }, clients: changes.map { $0.change.clientID ?? "" },
                     hasMutation: changes.map { $0.change.mutationID != nil }, mutations: changes.map { $0.change.mutationID ?? 0 },
@@ -723,7 +723,7 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
             changes.append(
                 PulledChange(
                     version: seq, op: op, entity: entity, recordID: recordID, scope: ScopeID(rawValue: scope), fields: payload.fields,
-                    links: payload.links, clientID: clientID, mutationID: mutationID))
+                    links: payload.links, clientID: clientID, mutationID: mutationID, merge: payload.merge, textStates: payload.textStates))
         }
         return PullPage(context: context, read: read, changes: changes, end: end, hasMore: hasMore)
     }

@@ -348,7 +348,7 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
     }
 
     private static func encodePayload(_ change: PulledChange) throws -> Data {
-        Data(try StoredColumns.encodePayload(fields: change.fields, links: change.links))
+        Data(try StoredColumns.encodePayload(of: change))
     }
 
     // MARK: Pull
@@ -472,7 +472,8 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
                 PulledChange(
                     version: try row.decode(atIndex: 0), op: op, entity: try row.decode(atIndex: 3), recordID: try row.decode(atIndex: 4),
                     scope: ScopeID(rawValue: try row.decode(atIndex: 2)), fields: payload.fields, links: payload.links,
-                    clientID: try row.decode(atIndex: 7), mutationID: try row.decode(atIndex: 8)))
+                    clientID: try row.decode(atIndex: 7), mutationID: try row.decode(atIndex: 8), merge: payload.merge,
+                    textStates: payload.textStates))
         }
         return PullPage(context: context, read: read, changes: changes, end: end, hasMore: hasMore)
     }

@@ -104,12 +104,17 @@ public struct SyncConfiguration: Sendable {
     /// element the device had seen applies, and an add concurrent with a remove wins. An
     /// array's order is the order in which the server took the adds, the same on every device.
     ///
+    /// A `.text` (a `String`, not optional) syncs each save's edit: the characters it inserted
+    /// and deleted, by identity, so that two devices editing the same text offline keep both
+    /// edits. Text typed at the same place is kept whole, one run after the other, in the same
+    /// order on every device; a deletion removes only what the device saw; a character made of
+    /// several scalars (an emoji, a letter with its accent) is never split.
+    ///
     /// ``SyncEngine/init(container:transport:user:configuration:)`` checks the declarations: a
     /// kind that does not fit the property throws
     /// ``SyncEngineError/mergeKindMismatch(entity:property:kind:reason:)`` naming it (`.counter`
-    /// on a `Bool`, `.text` on an `Int`, `.set` on a `String`); `.text` on a property it fits
-    /// throws ``SyncEngineError/mergeNotSupported(entity:property:kind:)`` in this version. An
-    /// engine with merged fields speaks protocol version 2.
+    /// on a `Bool`, `.text` on an `Int`, `.set` on a `String`). An engine with merged fields
+    /// speaks protocol version 2, and version 3 when a text merges.
     public mutating func merge<T: PersistentModel, V>(_ keyPath: KeyPath<T, V>, _ kind: MergeKind) {
         let entity = Schema.entityName(for: T.self)
         let property = T.schemaMetadata.first { $0.keypath == keyPath }?.name

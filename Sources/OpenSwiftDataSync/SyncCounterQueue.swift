@@ -29,6 +29,8 @@ struct SyncCounterQueue {
     }
 
     private var items: [SyncRebase.RecordRef: [Item]] = [:]
+    /// Texts' pending edits, per record and field, in order.
+    private var texts: [SyncRebase.RecordRef: [String: [TextChange]]] = [:]
     /// Records a pending mutation deletes: what follows starts a new life (an insert's values
     /// are the record's, not contributions to a pulled total).
     private var restarted: Set<SyncRebase.RecordRef> = []
@@ -59,6 +61,12 @@ struct SyncCounterQueue {
 
     var isEmpty: Bool { items.isEmpty }
 
+    /// This client's pending edits of a text, in order, re-applied onto a pulled state of it:
+    /// every unsettled one, since an edit the state holds already applies as nothing.
+    func pendingTexts(_ ref: SyncRebase.RecordRef, _ field: String) -> [TextChange] {
+        texts[ref]?[field] ?? []
+    }
+
     /// Adds the contributions of one mutation's changes: counters' differences and sets' adds
     /// and removes, and the values inserts give counters and sets (the server adds them to a
     /// record the insert takes over, so a pulled value holds them once the insert is counted).
@@ -68,6 +76,7 @@ struct SyncCounterQueue {
             switch change.op {
             case .delete:
                 items[ref] = nil
+                texts[ref] = nil
                 restarted.insert(ref)
                 continue
             case .insert where !restarted.contains(ref):
@@ -91,6 +100,9 @@ struct SyncCounterQueue {
                 case let .set(setChange):
                     items[ref, default: []].append(
                         Item(mutation: mutation, field: field, contribution: .set(adds: setChange.add, removes: setChange.remove)))
+                case let .text(edits):
+                    // Re-applied onto a pulled state of the text (see `pendingTexts`).
+                    texts[ref, default: [:]][field, default: []].append(edits)
                 }
             }
         }

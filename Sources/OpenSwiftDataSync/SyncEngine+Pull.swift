@@ -275,6 +275,11 @@ extension SyncEngine {
                     rolledBack.changes.removeAll { change in unknown.contains { $0.entity == change.entity && $0.recordID == change.recordID } }
                 }
             }
+            let texts = rebase.rejectedTexts(rolledBack, serverRecords: serverRecords)
+            if !texts.isEmpty {
+                unknownRecords.formUnion(texts)
+                rolledBack.changes.removeAll { texts.contains(SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID)) }
+            }
             rebase.seedRejected(rolledBack, serverRecords: serverRecords)
             let records = item.mutation.changes.map { SyncRecordReference(entity: $0.entity, recordID: $0.recordID) }
             let rejection = SyncRejection(

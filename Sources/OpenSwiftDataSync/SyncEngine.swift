@@ -39,7 +39,8 @@ public actor SyncEngine {
     let user: String
     let shapes: [String: SyncEntityShape]
     let schema: SchemaDescriptor
-    /// The protocol version the engine speaks: 2 when a field merges, else 1.
+    /// The protocol version the engine speaks: 3 when a text merges, 2 when another field
+    /// merges, else 1.
     let protocolVersion: ProtocolVersion
     /// The schema pushes describe: ``schema``, plus what earlier versions of the app synced
     /// while saves made under them are still queued (see `loadState`).
@@ -114,6 +115,16 @@ public actor SyncEngine {
             throw SyncEngineError.modelNotInSchema(entity.name)
         }
         var capture = SyncCaptureConfiguration(clock: { [clock] in clock.now() })
+        if let seed {
+            // A seeded engine's texts are edited as a replica its seed and the time of this
+            // open give: a run replays, and a device opened again (or restored from a backup)
+            // edits as another replica than before.
+            let opened = UInt64(bitPattern: Int64(clock.now().timeIntervalSince1970 * 1_000_000))
+            capture.textReplica = {
+                var random = SyncRandom(seed: seed ^ opened)
+                return random.next()
+            }
+        }
         for entity in configuration.entities { entity.register(&capture) }
         for merge in configuration.merges {
             guard let property = merge.property else {
@@ -174,7 +185,9 @@ public actor SyncEngine {
         self.schema = schema
         // Version 2 only when a field merges: an app without merged fields keeps working with
         // servers that speak only version 1.
-        protocolVersion = schema.entities.contains { $0.fields.contains { $0.merge != nil } } ? .fieldMerges : .plainFields
+        protocolVersion =
+            schema.entities.contains { $0.fields.contains { $0.merge == .text } }
+            ? .textMerges : schema.entities.contains { $0.fields.contains { $0.merge != nil } } ? .fieldMerges : .plainFields
         self.pushLimit = max(1, configuration.maxMutationsPerPush)
         var random = SyncRandom(seed: seed ?? UInt64.random(in: 0...UInt64.max))
         self.status = SyncStatus()

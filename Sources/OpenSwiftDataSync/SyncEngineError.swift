@@ -36,8 +36,8 @@ public enum SyncEngineError: Error, Sendable, Hashable, CustomStringConvertible 
     /// A field declared to merge cannot merge that way (the kind does not fit its type, or the
     /// property is optional, the record id, not persisted, or its model does not sync).
     case mergeKindMismatch(entity: String, property: String, kind: MergeKind, reason: String)
-    /// A field is declared with a merge kind this version does not support yet (`.text`): only
-    /// `.counter` and `.set` merge.
+    /// A field is declared with a merge kind this version does not support. Every kind merges
+    /// since texts do: no longer thrown, kept so that code matching it still compiles.
     case mergeNotSupported(entity: String, property: String, kind: MergeKind)
     /// The server does not speak the protocol version this engine needs (version 2, for merged
     /// fields): nothing is pushed or pulled, and the queue is kept until the server is updated.

@@ -263,8 +263,10 @@ enum SyncEngineStore {
             var changed = false
             for index in item.mutation.changes.indices {
                 var change = item.mutation.changes[index]
-                if !change.merge.isEmpty {
-                    change.merge = [:]
+                // A text's edits stay: they apply once however often they arrive.
+                let kept = change.merge.filter { if case .text = $0.value { true } else { false } }
+                if kept.count != change.merge.count {
+                    change.merge = kept
                     changed = true
                 }
                 if change.op == .insert {

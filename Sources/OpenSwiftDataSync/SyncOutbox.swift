@@ -30,8 +30,13 @@ struct SyncOutbox {
         }
         var merge: [SyncName: FieldMerge] = [:]
         for delta in change.counterDeltas {
-            // A set's contribution is logged as the JSON of its adds and removes.
-            if delta.value.kind == .json {
+            // A text's edit is logged as the JSON of its insertions and deletions.
+            if delta.value.kind == .string {
+                guard case let .text(text) = delta.value.stored, let textChange = try? JSONDecoder().decode(TextChange.self, from: Data(text.utf8))
+                else { continue }
+                merge[delta.name] = .text(textChange)
+            } else if delta.value.kind == .json {
+                // A set's contribution is logged as the JSON of its adds and removes.
                 guard case let .text(text) = delta.value.stored, let setChange = try? JSONDecoder().decode(SetChange.self, from: Data(text.utf8))
                 else { continue }
                 merge[delta.name] = .set(setChange)

@@ -169,6 +169,39 @@ struct SyncRebase {
     }
 
     mutating func add(_ change: PulledChange) throws {
+        guard change.op != .delete, let shape = shapes[change.entity], shape.hasTexts else { return try addValues(change) }
+        // Merged texts are not rebased by value: the change's edits (or the text's state, with
+        // this client's pending edits on top) go to the device's documents, which keep every
+        // edit made here meanwhile; the value written is what the document then reads.
+        let ref = RecordRef(entity: change.entity, recordID: change.recordID)
+        var values = change
+        var texts: [String: RemoteTextChange] = [:]
+        var textValues: [SyncName: SyncValue] = [:]
+        let names = Set(change.fields.keys).union(change.textStates?.keys ?? [:].keys).union(change.merge?.keys ?? [:].keys)
+        for name in names.sorted() where shape.isText(name) {
+            if let value = values.fields.removeValue(forKey: name) { textValues[name] = value }
+            if let encoded = change.textStates?[name] {
+                guard let state = Data(base64Encoded: encoded) else {
+                    throw SyncEngineError.badServerAnswer("\(change.entity).\(name): the text's state is not base64")
+                }
+                texts[name] = .state(state, pending: counters.pendingTexts(ref, name))
+            } else if case let .text(edits)? = change.merge?[name] {
+                texts[name] = .edits(edits)
+            } else if textValues[name] != nil {
+                // A value without a state: the text as replica 0's one run.
+                texts[name] = .state(nil, pending: counters.pendingTexts(ref, name))
+            }
+        }
+        let count = batch.count
+        try addValues(values)
+        guard !texts.isEmpty, batch.count > count, let last = batch.last, last.kind == .upsert, last.entity == ref.entity,
+            last.recordID == ref.recordID
+        else { return }
+        batch[batch.count - 1].fields += try fields(textValues, entity: change.entity)
+        batch[batch.count - 1].texts = texts
+    }
+
+    private mutating func addValues(_ change: PulledChange) throws {
         guard let shape = shapes[change.entity] else {
             skipped.insert(change.entity)
             return
@@ -366,10 +399,12 @@ struct SyncRebase {
                 change.op == .update
                 ? Array(change.fields.keys) + Array(change.merge.keys)
                 : Array(Set(state.fields.keys).union(change.fields.keys).union(change.merge.keys))
-            for name in names {
+            // Texts are rolled back by downloading them again (see `rejectedTexts`).
+            let shape = shapes[change.entity]
+            for name in names where shape?.isText(name) != true {
                 shadow(ref, .field(name), .field(state.fields[name] ?? .null), version: state.version)
             }
-            for name in change.merge.keys {
+            for name in change.merge.keys where shape?.isText(name) != true {
                 rejectedCounters.insert(SyncEngineStore.ShadowKey(entity: ref.entity, recordID: ref.recordID, part: .field(name)))
             }
             for (relationship, link) in change.links {
@@ -384,6 +419,23 @@ struct SyncRebase {
                 }
             }
         }
+    }
+
+    /// The records of a rejected mutation whose merged texts it edited (or inserted, over a
+    /// record the server holds): taking one edit out of a text is not taking back a value, and
+    /// the pulled edits since the server's answer may not all be in this batch, so they are
+    /// downloaded again, whole, with this client's pending edits on top.
+    func rejectedTexts(_ mutation: Mutation, serverRecords: [RecordState]) -> Set<RecordRef> {
+        var refs: Set<RecordRef> = []
+        for change in mutation.changes {
+            guard let shape = shapes[change.entity], shape.hasTexts else { continue }
+            let edited = change.merge.contains { shape.isText($0.key) }
+            let over =
+                change.op == .insert && change.fields.keys.contains(where: shape.isText)
+                && serverRecords.contains { $0.entity == change.entity && $0.recordID == change.recordID && !$0.deleted }
+            if edited || over { refs.insert(RecordRef(entity: change.entity, recordID: change.recordID)) }
+        }
+        return refs
     }
 
     /// What the settled mutations last wrote locally, per key: a shadow equal to it is

@@ -12,8 +12,8 @@ public enum MergeKind: String, Codable, Sendable, CaseIterable {
     /// A number (`Int`, `Int64`, `Double`, `Float`): each save contributes its
     /// difference, and the value is the sum of every applied contribution.
     case counter
-    /// A `String` whose concurrent insertions and deletions are all kept. Not supported yet:
-    /// declaring it throws at engine setup.
+    /// A `String` whose concurrent insertions and deletions are all kept. Each save contributes
+    /// the runs it inserted and the ranges it deleted, by identity (``TextChange``).
     case text
 }
 
@@ -38,16 +38,19 @@ public enum FieldMerge: Hashable, Sendable, Codable {
     case counter(SyncValue)
     /// A set's contribution: the elements added and removed.
     case set(SetChange)
+    /// A text's contribution: the runs inserted and the ranges deleted.
+    case text(TextChange)
 
     /// The kind of merge it is.
     public var kind: MergeKind {
         switch self {
         case .counter: .counter
         case .set: .set
+        case .text: .text
         }
     }
 
-    private enum CodingKeys: String, CodingKey { case counter, set }
+    private enum CodingKeys: String, CodingKey { case counter, set, text }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -55,11 +58,12 @@ public enum FieldMerge: Hashable, Sendable, Codable {
             throw DecodingError.dataCorrupted(
                 DecodingError.Context(
                     codingPath: decoder.codingPath,
-                    debugDescription: "a field merge is one object member naming its kind; this version knows \"counter\" and \"set\""))
+                    debugDescription: "a field merge is one object member naming its kind; this version knows \"counter\", \"set\" and \"text\""))
         }
         switch key {
         case .counter: self = .counter(try container.decode(SyncValue.self, forKey: .counter))
         case .set: self = .set(try container.decode(SetChange.self, forKey: .set))
+        case .text: self = .text(try container.decode(TextChange.self, forKey: .text))
         }
     }
 
@@ -68,6 +72,7 @@ public enum FieldMerge: Hashable, Sendable, Codable {
         switch self {
         case let .counter(delta): try container.encode(delta, forKey: .counter)
         case let .set(change): try container.encode(change, forKey: .set)
+        case let .text(change): try container.encode(change, forKey: .text)
         }
     }
 }

@@ -13,7 +13,7 @@ public struct ProtocolVersion: RawRepresentable, Hashable, Comparable, Codable, 
     public init(rawValue: Int) { self.rawValue = rawValue }
 
     /// The newest version this build of the protocol module speaks.
-    public static let current = ProtocolVersion.fieldMerges
+    public static let current = ProtocolVersion.textMerges
 
     /// Version 1: every field is written whole (last writer wins, per field or per record).
     public static let plainFields = ProtocolVersion(rawValue: 1)
@@ -23,8 +23,14 @@ public struct ProtocolVersion: RawRepresentable, Hashable, Comparable, Codable, 
     /// field, so that a client without one keeps working with servers that speak only version 1.
     public static let fieldMerges = ProtocolVersion(rawValue: 2)
 
+    /// Version 3: version 2, plus texts that merge (``FieldMerge/text(_:)``,
+    /// ``PulledChange/merge`` and ``PulledChange/textStates``). A client speaks it only when its
+    /// schema declares a merged text, so that a server that does not know texts refuses it
+    /// whole (`unsupportedProtocolVersion`) rather than one push at a time.
+    public static let textMerges = ProtocolVersion(rawValue: 3)
+
     /// The versions this build can serve.
-    public static let supported: [ProtocolVersion] = [.plainFields, .fieldMerges]
+    public static let supported: [ProtocolVersion] = [.plainFields, .fieldMerges, .textMerges]
 
     public static func < (lhs: ProtocolVersion, rhs: ProtocolVersion) -> Bool { lhs.rawValue < rhs.rawValue }
 

@@ -76,11 +76,21 @@ public struct PulledChange: Hashable, Codable, Sendable {
     public var clientID: ClientID?
     /// That mutation's id.
     public var mutationID: MutationID?
+    /// The edits of merged texts that made this change (``FieldMerge/text(_:)``), for readers of
+    /// protocol version 3: applied by identity to the reader's copy of each text, they give the
+    /// text's value in ``fields``. Nil for older readers and for changes without any.
+    public var merge: [SyncName: FieldMerge]?
+    /// The whole states of merged texts (base64 of the merge core's `TextDocument.encoded()`),
+    /// for readers of protocol version 3, in an insert whose text was edited through merges (a
+    /// snapshot, a record moved into a scope): the reader's copy of each text starts from it. A
+    /// merged text without a state holds its value as one run inserted by replica 0.
+    public var textStates: [SyncName: String]?
 
     /// Makes a pulled change.
     public init(
         version: ServerVersion, op: RecordOperation, entity: SyncName, recordID: RecordID, scope: ScopeID, fields: [SyncName: SyncValue] = [:],
-        links: [SyncName: LinkChange] = [:], clientID: ClientID? = nil, mutationID: MutationID? = nil
+        links: [SyncName: LinkChange] = [:], clientID: ClientID? = nil, mutationID: MutationID? = nil, merge: [SyncName: FieldMerge]? = nil,
+        textStates: [SyncName: String]? = nil
     ) {
         self.version = version
         self.op = op
@@ -91,6 +101,8 @@ public struct PulledChange: Hashable, Codable, Sendable {
         self.links = links
         self.clientID = clientID
         self.mutationID = mutationID
+        self.merge = merge
+        self.textStates = textStates
     }
 }
 

@@ -68,11 +68,19 @@ import Testing
     @Test func payloadsRoundTrip() throws {
         let values = Dictionary(uniqueKeysWithValues: Self.values.enumerated().map { ("f\($0.offset)", $0.element) })
         let links: [SyncName: LinkChange] = ["tags": LinkChange(added: ["a", "b\"c"], removed: []), "empty": LinkChange()]
+        let edit = TextChange(
+            insertions: [TextChange.Insertion(id: "00000000075bcd15.0", left: nil, right: "0000000000000000.3", content: "é👋🏽")],
+            deletions: [TextChange.Deletion(start: "0000000000000000.1", count: 2)])
+        let merge: [SyncName: FieldMerge] = ["body": .text(edit)]
+        let states: [SyncName: String] = ["body": "AAEC/+8="]
         var writer = SyncJSONWriter()
-        try writer.changePayload(fields: values, links: links)
-        for data in [writer.data, try JSONEncoder.syncProtocol().encode(ChangePayload(fields: values, links: links))] {
+        try writer.changePayload(ChangePayload(fields: values, links: links, merge: merge, textStates: states))
+        for data in [
+            writer.data, try JSONEncoder.syncProtocol().encode(ChangePayload(fields: values, links: links, merge: merge, textStates: states)),
+        ] {
             let payload = try StoredJSON.payload(data)
             #expect(payload.links == links)
+            #expect(payload.merge == merge && payload.textStates == states)
             #expect(payload.fields.count == values.count)
             for (name, value) in values {
                 if case .double(let x) = value, x.isNaN {
@@ -119,9 +127,10 @@ import Testing
                     value: value, kind: generator.pick([nil, value.kind, .string]), stamp: generator.stamp(), client: generator.text())
             }
             #expect(try written { try $0.storedFields(fields) } == encoded(fields))
-            let values = generator.fields()
-            let links = generator.links()
-            #expect(try written { try $0.changePayload(fields: values, links: links) } == encoded(ChangePayload(fields: values, links: links)))
+            let payload = ChangePayload(
+                fields: generator.fields(), links: generator.links(), merge: generator.pick([nil, ["body": .text(generator.textChange())]]),
+                textStates: generator.pick([nil, ["body": "AAEC/+8="]]))
+            #expect(try written { try $0.changePayload(payload) } == encoded(payload))
         }
     }
 }

@@ -43,13 +43,14 @@ struct CoreHarness {
 
     /// Pulls until there is nothing more; returns every change and the last response.
     func pullAll(
-        _ user: String, client: ClientID, cursor: String? = nil, limit: Int? = nil
+        _ user: String, client: ClientID, cursor: String? = nil, limit: Int? = nil, version: ProtocolVersion = .plainFields
     ) async throws -> (changes: [PulledChange], last: PullResponse, pages: [PullResponse]) {
         var cursor = cursor
         var changes: [PulledChange] = []
         var pages: [PullResponse] = []
         for _ in 0..<10_000 {
-            let page = try await service.pull(user: user, request: PullRequest(clientID: client, cursor: cursor, limit: limit))
+            let page = try await service.pull(
+                user: user, request: PullRequest(protocolVersion: version, clientID: client, cursor: cursor, limit: limit))
             pages.append(page)
             changes += page.changes
             cursor = page.cursor

@@ -78,7 +78,18 @@ public struct ProtocolMessageGenerator {
             merges["s" + text()] = .set(
                 SetChange(add: (0..<(next() % 3)).map { _ in pick(elements) }, remove: (0..<(next() % 2)).map { _ in pick(elements) }))
         }
+        if next() % 2 == 0 { merges["t" + text()] = .text(textChange()) }
         return merges
+    }
+
+    /// A text's contribution: up to two insertions (origins sometimes absent) and one deletion.
+    public mutating func textChange() -> TextChange {
+        let ids = ["00000000075bcd15.0", "ffffffffffffffff.4294967295", "0000000000000000." + String(next() % 1000)]
+        return TextChange(
+            insertions: (0..<(next() % 3)).map { _ in
+                TextChange.Insertion(id: pick(ids), left: pick([nil, pick(ids)]), right: pick([nil, pick(ids)]), content: text() + "é👋🏽\n")
+            },
+            deletions: (0..<(next() % 2)).map { _ in TextChange.Deletion(start: pick(ids), count: UInt32(next() % 9) + 1) })
     }
 
     /// A stamp, the extremes included.
@@ -107,7 +118,8 @@ public struct ProtocolMessageGenerator {
             PulledChange(
                 version: Int64(next() >> 1), op: pick(RecordOperation.allCases), entity: text(), recordID: text(),
                 scope: ScopeID(rawValue: text()), fields: fields(), links: links(), clientID: pick([nil, "c1", text()]),
-                mutationID: pick([nil, 1, .max]))
+                mutationID: pick([nil, 1, .max]), merge: pick([nil, ["body": .text(textChange())]]),
+                textStates: pick([nil, Dictionary([("body", "AAEC/+8="), (text(), "")], uniquingKeysWith: { first, _ in first })]))
         }
         return PullResponse(
             changes: changes, cursor: text(), hasMore: next() % 2 == 0, consistent: next() % 2 == 0, lastMutationID: Int64(next() >> 1),

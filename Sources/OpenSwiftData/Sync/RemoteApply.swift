@@ -145,7 +145,10 @@ struct RemoteApply {
                 let deletedInBatch = !deleted.isEmpty && deleted.remove(key) != nil
                 let model: any PersistentModel
                 let isNew: Bool
-                if !deletedInBatch, let existing = try self.model(key) {
+                let existingModel = deletedInBatch ? nil : try self.model(key)
+                // Texts alone (a rejected edit taken back) change a local record only.
+                if existingModel == nil, change.fields.isEmpty, change.links.isEmpty, !change.texts.isEmpty { continue }
+                if let existing = existingModel {
                     model = existing
                     isNew = false
                     result.updated += 1
@@ -171,6 +174,11 @@ struct RemoteApply {
                 // Observation).
                 if !isNew, let staged = prepared[position].staged {
                     try setAttributes(model, prepared[position].attributes, from: staged, entity: change.entity)
+                }
+                if !change.texts.isEmpty {
+                    // A batch may change a record's text several times: in order.
+                    for (name, text) in change.texts { work.texts[modelKey, default: [:]][name, default: []].append(text) }
+                    if !isNew { try markTexts(model, change, attributes: prepared[position].attributes) }
                 }
                 if !prepared[position].references.isEmpty || !prepared[position].links.isEmpty {
                     deferred.append((position, model))
@@ -395,6 +403,23 @@ struct RemoteApply {
             let value = staged.withSlot(index) { slots.witnesses[index].box(UnsafeRawPointer($0)) }
             guard ModelPropertyWriter.set(model, property.keyPath, to: value) else {
                 throw SyncCaptureError.undecodableValue(entity: entity, property: property.name, reason: "the value does not fit the property's type")
+            }
+        }
+    }
+
+    /// Marks the merged texts a change names as changed on an existing model (setting them to
+    /// what they hold when the change gives no value), so that the save computes each from its
+    /// document, in its transaction (see `SyncSaveCapture.mergeText`).
+    private func markTexts(_ model: any PersistentModel, _ change: RemoteRecordChange, attributes: [PropertyLayout]) throws {
+        let plan = state.plan(change.entity)
+        for name in change.texts.keys.sorted() where !attributes.contains(where: { $0.syncName == name }) {
+            guard let plan, let position = plan.fieldNames.firstIndex(of: name) else {
+                throw SyncCaptureError.unknownProperty(entity: change.entity, property: name)
+            }
+            let property = plan.layout.columns[plan.fieldColumns[position]]
+            let current = model[keyPath: property.keyPath as AnyKeyPath] ?? ""
+            guard ModelPropertyWriter.set(model, property.keyPath, to: current) else {
+                throw SyncCaptureError.undecodableValue(entity: change.entity, property: name, reason: "the value does not fit the property's type")
             }
         }
     }

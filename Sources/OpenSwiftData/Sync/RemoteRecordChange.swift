@@ -1,4 +1,18 @@
 import Foundation
+import OpenSwiftDataSyncProtocol
+
+/// What the server did to a merged text (`.text`), as the sync engine hands it with a record's
+/// change: applied to the device's document of the text, inside the batch's transaction, so that
+/// the text keeps this device's saves made meanwhile.
+package enum RemoteTextChange: Sendable, Hashable {
+    /// Insertions and deletions by identity (another device's edit, or this one's own coming
+    /// back, which changes nothing).
+    case edits(TextChange)
+    /// The server's whole document (its encoded state; nil: the text's value as replica 0's one
+    /// run), with this device's edits the server has not applied yet, re-applied onto it in
+    /// order.
+    case state(Data?, pending: [TextChange])
+}
 
 /// One record's change from the server, as the sync engine hands it to
 /// ``ModelContainer/applyRemoteChanges(_:)``.
@@ -28,6 +42,10 @@ package struct RemoteRecordChange: Sendable, Hashable {
     public var fields: [SyncField]
     /// Many-to-many links to add and remove, per relationship, by record id.
     public var links: [SyncLinkChange]
+    /// Merged texts' changes, by field name (upserts). The text's field value, when `fields`
+    /// has it, is the server's; the column gets what the device's document reads after the
+    /// change. An upsert with texts and no fields or links changes a local record only.
+    public var texts: [String: RemoteTextChange] = [:]
 
     /// A change.
     public init(

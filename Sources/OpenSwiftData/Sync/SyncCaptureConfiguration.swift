@@ -31,6 +31,9 @@ package struct SyncCaptureConfiguration: Sendable {
     /// The author of the sync engine's own writes: saves by a context with this author are not
     /// captured, so applied remote changes never echo back.
     public var engineAuthor: String
+    /// Draws the replica that a container's saves edit merged texts as, once per enabling of
+    /// capture (random by default; a simulator gives a seeded one, so that its runs replay).
+    public var textReplica: @Sendable () -> UInt64 = { UInt64.random(in: 1...UInt64.max) }
 
     /// The author the sync engine writes under, unless configured otherwise.
     public static let defaultEngineAuthor = "OpenSwiftDataSync"

@@ -14,6 +14,8 @@ final class SyncCaptureState: Sendable {
     /// The store's files of `.externalStorage` values: capture logs a synced field's bytes,
     /// never a reference to a file of this device.
     let attachments: StoreAttachments?
+    /// The documents of merged texts, and the replica this container's saves edit them as.
+    let texts: SyncTexts
 
     /// Validates the configuration against the container's entities. With `lenient`, entities
     /// the schema no longer has or whose identity no longer fits are left out instead of refused
@@ -21,6 +23,7 @@ final class SyncCaptureState: Sendable {
     init(_ configuration: SyncCaptureConfiguration, container: ModelContainer, lenient: Bool = false) throws {
         self.configuration = configuration
         self.attachments = container.store.attachments
+        self.texts = SyncTexts(replica: configuration.textReplica())
         let names = Set(configuration.entities.map(\.name))
         if !lenient, let entity = configuration.merges.keys.sorted().first(where: { !names.contains($0) }) {
             throw SyncCaptureError.unknownEntity(entity)

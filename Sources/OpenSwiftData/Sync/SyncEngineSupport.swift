@@ -44,7 +44,13 @@ package struct SyncEntityShape: Sendable, Hashable {
     /// Whether a field is a `.set`.
     public func isSet(_ field: String) -> Bool { fields.contains { $0.name == field && $0.merge == .set } }
 
-    /// Whether a field merges (a `.counter` or a `.set`).
+    /// Whether a field is a `.text`.
+    public func isText(_ field: String) -> Bool { fields.contains { $0.name == field && $0.merge == .text } }
+
+    /// Whether the entity has a `.text` field.
+    public var hasTexts: Bool { fields.contains { $0.merge == .text } }
+
+    /// Whether a field merges, as a counter, a set or a text.
     public func isMerged(_ field: String) -> Bool { fields.contains { $0.name == field && $0.merge != nil } }
 }
 
@@ -62,7 +68,8 @@ extension ModelContainer {
                 SyncEntityField(
                     name: plan.fieldNames[position], kind: plan.fieldKinds[position], destination: plan.fieldTargets[position],
                     optional: plan.layout.columns[column].codec.isOptional, destinationDeleteRule: rule,
-                    merge: plan.counterColumns.contains(column) ? .counter : plan.setColumns.contains(column) ? .set : nil
+                    merge: plan.counterColumns.contains(column)
+                        ? .counter : plan.setColumns.contains(column) ? .set : plan.textColumns.contains(column) ? .text : nil
                 ))
         }
         return SyncEntityShape(

@@ -36,6 +36,9 @@ final class SyncEntityPlan: @unchecked Sendable {
     /// The columns of the fields declared `.set`, ascending: a save logs the elements it added
     /// and removed.
     let setColumns: [Int]
+    /// The columns of the fields declared `.text`, ascending: a save logs the runs it inserted
+    /// and the ranges it deleted, by identity (see ``SyncTexts``).
+    let textColumns: [Int]
     /// The columns of every merged field (counters and sets), ascending.
     let mergedColumns: [Int]
 
@@ -105,18 +108,24 @@ final class SyncEntityPlan: @unchecked Sendable {
         }
         var counters: [Int] = []
         var sets: [Int] = []
+        var texts: [Int] = []
         for (property, kind) in merges.sorted(by: { $0.key < $1.key }) {
             do {
                 let column = try Self.mergedColumn(
                     property, kind: kind, layout: layout, recordIDColumn: recordIDColumn, fieldOfColumn: fieldOfColumn, kinds: kinds)
-                if kind == .set { sets.append(column) } else { counters.append(column) }
+                switch kind {
+                case .set: sets.append(column)
+                case .counter: counters.append(column)
+                case .text: texts.append(column)
+                }
             } catch  where lenient {
                 continue
             }
         }
         counterColumns = counters.sorted()
         setColumns = sets.sorted()
-        mergedColumns = (counters + sets).sorted()
+        textColumns = texts.sorted()
+        mergedColumns = (counters + sets + texts).sorted()
     }
 
     /// The column of a merged field, checked: a synced, non-optional stored attribute other than
@@ -146,7 +155,6 @@ final class SyncEntityPlan: @unchecked Sendable {
             }
         case .text:
             guard kinds[field] == .string, valueType == String.self else { throw mismatch("text merges a String, not \(valueType)") }
-            throw SyncCaptureError.mergeNotSupported(entity: layout.name, property: property, kind: kind)
         }
         return column
     }

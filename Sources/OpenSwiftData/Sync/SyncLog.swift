@@ -28,10 +28,13 @@ enum SyncLog {
             """,
             "CREATE TABLE IF NOT EXISTS \(quoted(stateTable)) (\"key\" TEXT PRIMARY KEY NOT NULL, \"value\" INTEGER NOT NULL) STRICT",
             "CREATE TABLE IF NOT EXISTS \(quoted(consumersTable)) (\"name\" TEXT PRIMARY KEY NOT NULL, \"cursor\" INTEGER NOT NULL) STRICT",
-        ] + SyncRecords.createStatements
+        ] + SyncRecords.createStatements + SyncTexts.createStatements
 
     /// Every table of sync capture, which migrations keep.
-    static let tables: Set<String> = [table, stateTable, consumersTable, SyncRecords.table, SyncRecords.entitiesTable, SyncRecords.pendingTable]
+    static let tables: Set<String> = [
+        table, stateTable, consumersTable, SyncRecords.table, SyncRecords.entitiesTable, SyncRecords.pendingTable, SyncTexts.table,
+        SyncTexts.operationsTable,
+    ]
 
     // MARK: Enablement
 

@@ -61,11 +61,15 @@ extension SyncSaveCapture: SaveCapture {
         try linksChanged(registration, plan: plan, relationship: relationship, row: row, old: old, new: new, in: db)
     }
 
-    /// The columns of merged fields (counters and sets), while the save is not the sync
-    /// engine's own (an applied pulled value is written as it is).
+    /// The columns of merged fields (counters, sets and texts), while the save is not the sync
+    /// engine's own (an applied pulled value is written as it is, except a text's, which the
+    /// batch's change of its document gives).
     func mergedColumns(of layout: EntityLayout) -> [Int] {
-        guard logs, let plan = plan(of: layout) else { return [] }
-        return plan.mergedColumns
+        guard let plan = plan(of: layout) else { return [] }
+        if logs { return plan.mergedColumns }
+        // The sync engine's texts apply to their documents in the save's transaction.
+        if let apply, !apply.texts.isEmpty { return plan.textColumns }
+        return []
     }
 
     func merge(

@@ -374,6 +374,7 @@ final class SyncSaveCapture {
         }
         let scope = apply?.scopes[key] ?? plan.scope?(registration.model)
         try insertRecord(plan, row: row, recordID: id, scope: scope, serverVersion: apply?.versionsOfNew[key], in: db)
+        if let texts = apply?.texts[key] { try insertedTexts(texts, plan: plan, row: row, values: values, in: db) }
         guard logs else { return }
         // A set's inserted value is logged as the row holds it, repeats included: the server
         // takes its elements as adds, and the value it answers with (without repeats) then
@@ -450,8 +451,9 @@ final class SyncSaveCapture {
         let deltas = counterDeltas.removeValue(forKey: key) ?? []
         for (column, value) in zip(columns, values) {
             guard let field = plan.fieldOfColumn[column] else { continue }
-            // A set's adds and removes replace its value.
+            // A set's adds and removes replace its value, as a text's edits do.
             if !plan.setColumns.isEmpty, plan.setColumns.contains(column) { continue }
+            if !plan.textColumns.isEmpty, plan.textColumns.contains(column) { continue }
             if !plan.counterColumns.isEmpty, plan.counterColumns.contains(column),
                 deltas.contains(where: { $0.field == field }) || CounterBridge.counter(value, kind: plan.fieldKinds[field]) != nil
             {
@@ -483,6 +485,9 @@ final class SyncSaveCapture {
         _ registration: Registration, plan: SyncEntityPlan, row: Int64, column: Int, seen: DatabaseValue?, written: DatabaseValue, in db: Database
     ) throws -> MergedValue? {
         guard let field = plan.fieldOfColumn[column] else { return nil }
+        if !plan.textColumns.isEmpty, plan.textColumns.contains(column) {
+            return try mergeText(registration, plan: plan, field: field, row: row, column: column, seen: seen, written: written, in: db)
+        }
         if !plan.setColumns.isEmpty, plan.setColumns.contains(column) {
             return try mergeSet(registration, plan: plan, field: field, row: row, column: column, seen: seen, written: written, in: db)
         }
@@ -548,11 +553,143 @@ final class SyncSaveCapture {
             difference: changed ? SetDifference(adds: adds, removes: removes, type: valueType) : nil)
     }
 
+    /// A text's column about to be updated. A save of this container edits the text's document
+    /// from what the saving context had read (`seen`) to what it wrote, as this container's
+    /// replica: its contribution is that edit, by identity (kept for
+    /// ``updated(_:plan:row:columns:values:in:)``), and the column gets the document's text, which
+    /// keeps the edits landed since the context read it (another context's save, a pulled edit).
+    /// An inserted model that takes over an existing row (`seen` nil) appends its text. A save of
+    /// the sync engine applies the batch's change of the text to its document instead.
+    private func mergeText(
+        _ registration: Registration, plan: SyncEntityPlan, field: Int, row: Int64, column: Int, seen: DatabaseValue?, written: DatabaseValue,
+        in db: Database
+    ) throws -> MergedValue? {
+        let property = plan.layout.columns[column]
+        guard case let .string(writtenText) = written.storage else {
+            throw SyncCaptureError.mergeKindMismatch(
+                entity: plan.layout.name, property: property.name, kind: .text, reason: "the saved value is not a string")
+        }
+        let key = SyncTexts.Key(entityCode: try entityCode(plan, in: db), row: row, field: plan.fieldNames[field])
+        let stored = try DatabaseValue.fetchOne(
+            db, sql: "SELECT \(quoted(property.name)) FROM \(quoted(plan.layout.table.name)) WHERE \(quoted(TableDescription.primaryKey)) = ?",
+            arguments: [row])
+        var current = ""
+        if case let .string(text)? = stored?.storage { current = text }
+        let texts = state.texts
+        if !logs {
+            guard let changes = apply?.texts[ObjectIdentifier(registration.storage)]?[key.field] else {
+                // Written whole by the sync engine: the text is its value again.
+                try SyncTexts.remove(key, in: db)
+                return nil
+            }
+            var loaded = try texts.load(key, current: current, in: db)
+            do {
+                var edited = TextOperation()
+                var replaced = false
+                for change in changes {
+                    switch change {
+                    case let .edits(edits):
+                        let operation = try edits.operation()
+                        try loaded.document.apply(operation)
+                        edited.append(operation)
+                    case let .state(state, pending):
+                        loaded.document = try Self.document(state: state, value: writtenText, pending: pending)
+                        edited = TextOperation()
+                        replaced = true
+                    }
+                }
+                if replaced {
+                    try texts.replace(loaded, key: key, in: db)
+                } else {
+                    try texts.store(loaded, applying: edited, key: key, in: db)
+                }
+            } catch {
+                throw SyncCaptureError.undecodableValue(
+                    entity: plan.layout.name, property: property.name, reason: "the server's change of the text does not apply here: \(error)")
+            }
+            let text = loaded.document.text
+            return MergedValue(stored: text.databaseValue, value: text, replaces: true, difference: nil)
+        }
+        var loaded = try texts.load(key, current: current, in: db)
+        var operation = TextOperation()
+        // A column written without its document (by an older version, or outside capture) is
+        // taken as this replica's edit first, so that the document reads as the column did.
+        if !Self.sameBytes(loaded.document.text, current) {
+            operation.append(loaded.document.update(to: current, replica: texts.replica))
+        }
+        if seen == nil {
+            operation.append(loaded.document.insert(writtenText, at: loaded.document.scalarCount, replica: texts.replica))
+        } else {
+            var seenText: String?
+            if case let .string(text)? = seen?.storage { seenText = text }
+            operation.append(loaded.document.update(to: writtenText, seen: seenText, replica: texts.replica))
+        }
+        guard !operation.isEmpty else {
+            texts.release(loaded, key: key)
+            return Self.sameBytes(current, writtenText)
+                ? nil : MergedValue(stored: current.databaseValue, value: current, replaces: true, difference: nil, undoesByValue: true)
+        }
+        try texts.store(loaded, applying: operation, key: key, in: db)
+        counterDeltas[ObjectIdentifier(registration.storage), default: []].append((field, SyncTexts.storedChange(operation)))
+        let text = loaded.document.text
+        return MergedValue(
+            stored: text.databaseValue, value: text, replaces: !Self.sameBytes(text, writtenText), difference: nil, undoesByValue: true)
+    }
+
+    /// The document a pulled state makes, with this device's pending edits applied onto it (an
+    /// edit whose origin the state does not hold yet is left out: it comes back with its echo).
+    private static func document(state: Data?, value: String, pending: [TextChange]) throws -> TextDocument {
+        var document: TextDocument
+        if let state {
+            document = try TextDocument(encoded: state)
+        } else {
+            document = TextDocument()
+            if !value.isEmpty { _ = document.insert(value, at: 0, replica: 0) }
+        }
+        for change in pending {
+            guard let operation = try? change.operation() else { continue }
+            try? document.apply(operation)
+        }
+        return document
+    }
+
+    /// Whether two strings hold the same bytes (`==` is canonical equivalence; a text keeps what
+    /// was typed).
+    private static func sameBytes(_ a: String, _ b: String) -> Bool {
+        a.utf8.count == b.utf8.count && a.utf8.elementsEqual(b.utf8)
+    }
+
+    /// The documents of a row the sync engine inserts, from the states its batch brought.
+    private func insertedTexts(
+        _ texts: [String: [RemoteTextChange]], plan: SyncEntityPlan, row: Int64, values: [DatabaseValue], in db: Database
+    )
+        throws
+    {
+        let code = try entityCode(plan, in: db)
+        for (name, changes) in texts.sorted(by: { $0.key < $1.key }) {
+            // A new row's text is its last state (edits before it are in it; after it, the
+            // row's value is the batch's last, which a later state holds too).
+            guard case let .state(encoded?, pending)? = changes.last, let field = plan.fieldNames.firstIndex(of: name) else { continue }
+            var value = ""
+            if case let .string(text) = values[plan.fieldColumns[field]].storage { value = text }
+            let key = SyncTexts.Key(entityCode: code, row: row, field: name)
+            var loaded = try state.texts.load(key, current: value, in: db)
+            do {
+                loaded.document = try Self.document(state: encoded, value: value, pending: pending)
+            } catch {
+                throw SyncCaptureError.undecodableValue(
+                    entity: plan.layout.name, property: name, reason: "the server's state of the text does not read: \(error)")
+            }
+            try state.texts.replace(loaded, key: key, in: db)
+        }
+    }
+
     /// A deleted row (called before the row goes): its record goes with it. A row that never
     /// had a record (it predates capture and was never touched since) was never synced, and its
     /// deletion is not logged.
     func deleted(plan: SyncEntityPlan, row: Int64, in db: Database) throws {
         try flushRecords(in: db)
+        if !plan.textColumns.isEmpty { try SyncTexts.remove(entityCode: try entityCode(plan, in: db), row: row, in: db) }
         guard let record = try SyncRecords.record(entity: plan.layout.name, row: row, in: db) else { return }
         try SyncRecords.delete(entity: plan.layout.name, row: row, in: db)
         try SyncRecords.removePending(involving: plan.layout.name, recordID: record.recordID, in: db)
@@ -574,6 +711,7 @@ final class SyncSaveCapture {
         try flushRecords(in: db)
         let entity = plan.layout.name
         let code = try entityCode(plan, in: db)
+        if !plan.textColumns.isEmpty { try SyncTexts.removeAll(entityCode: code, in: db) }
         if logs {
             let rows = try Row.fetchAll(
                 db, sql: "SELECT record_id, scope, server_version FROM \(quoted(SyncRecords.table)) WHERE entity_code = ? ORDER BY pk",
@@ -683,6 +821,9 @@ final class SyncApplyWork: SaveInput {
     var pendingCleared: [(entity: String, recordID: String, property: String)] = []
     /// Records the batch deleted (or that were already gone): nothing waits for them any more.
     var deletedRecords: [(entity: String, recordID: String)] = []
+    /// The merged texts' changes of the models the batch upserts, by model storage (see
+    /// `SyncSaveCapture.mergeText`).
+    var texts: [ObjectIdentifier: [String: [RemoteTextChange]]] = [:]
     /// The sync engine's own writes for this batch (cursor, rebase state), run last.
     var alsoWriting: ((Database) throws -> Void)?
     /// How many references wait for their record once the batch is written (set by `run`).

@@ -1,3 +1,4 @@
+import Foundation
 import OpenSwiftDataSyncProtocol
 
 /// Decides a pull page from the cursor and the state read in the pull's transaction, and
@@ -90,9 +91,11 @@ struct PullPlanner: Sendable {
         switch page.read {
         case .snapshot:
             changes = page.records.map { record in
-                PulledChange(
+                let states = record.fields.compactMapValues { $0.text?.base64EncodedString() }
+                return PulledChange(
                     version: record.version, op: .insert, entity: record.entity, recordID: record.recordID, scope: record.scope,
-                    fields: record.values, links: record.presentLinks.mapValues { LinkChange(added: $0) })
+                    fields: record.values, links: record.presentLinks.mapValues { LinkChange(added: $0) },
+                    textStates: states.isEmpty ? nil : states)
             }
             var snapshot =
                 state.snapshot

@@ -81,6 +81,14 @@ extension PushEvaluator {
                         keys: [key])
                 }
                 try Self.checkElements(setChange.add + setChange.remove, of: name, key: key)
+            case let .text(textChange):
+                let expected = live?.fields[name]?.kind ?? schema?.fields.first { $0.name == name }?.kind
+                if let expected, expected != .string {
+                    throw Rejection(
+                        reason: .wrongValueType, message: "\(key): text \(name.debugDescription) holds \(expected.rawValue) values, not string",
+                        keys: [key])
+                }
+                _ = try Self.textOperation(textChange, of: name, key: key)
             }
         }
     }
@@ -180,6 +188,12 @@ extension PushEvaluator {
         let key = existing.key
         for (name, value) in fields.sorted(by: { $0.key < $1.key }) {
             let declared = declaredMerge(schema, name)
+            if existing.fields[name]?.merge == .text || declared == .text {
+                merges[name] = try textContribution(
+                    ofPlain: value, name: name, declared: declared, change: change, existing: existing, snapshot: snapshot)
+                fields[name] = nil
+                continue
+            }
             if existing.fields[name]?.merge == .set || declared == .set {
                 merges[name] = try setContribution(
                     ofPlain: value, name: name, declared: declared, change: change, existing: existing, snapshot: snapshot)
@@ -273,6 +287,8 @@ extension PushEvaluator {
                 // Logged whenever the tags changed, so that the record's version moves past the
                 // new tags (a remove based on it observes them).
                 if tagsChanged || old?.value != value { changed[name] = value }
+            case let .text(textChange):
+                if let value = try applyText(textChange, to: &fields, name: name, stamp: stamp, key: key) { changed[name] = value }
             case let .counter(deltaValue):
                 guard let delta = Self.counterValue(deltaValue) else { continue }
                 let old = fields[name]

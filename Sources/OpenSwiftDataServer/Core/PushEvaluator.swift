@@ -368,8 +368,15 @@ struct PushEvaluator: Sendable {
         // applied whatever the policy decides for the other fields.
         var plainFields = fieldsToApply
         var merges = try contributions(ofPlain: &plainFields, change: change, existing: existing, schema: entitySchema, snapshot: snapshot)
+        // Texts whose edits the server made from a whole write: readers get their states, since
+        // the writer's own copy does not hold those edits' identities.
+        let serverMadeTexts = Set(
+            merges.compactMap { name, merge in
+                if case .text = merge { name } else { nil }
+            })
         fieldsToApply = plainFields
         merges.merge(change.merge) { _, new in new }
+        try checkStatelessTexts(change, existing: existing, snapshot: snapshot)
         var linksToApply = change.links
         var unconditional = false
         let policy = policy(for: change.entity, schema: request.schema ?? snapshot.client?.schema)
@@ -453,6 +460,15 @@ struct PushEvaluator: Sendable {
         ) {
             _, total in total
         }
+        // The texts' edits go to readers with the values they give; a text whose edits the
+        // server made goes with its state.
+        let textEdits = merges.filter { name, merge in
+            guard case .text = merge else { return false }
+            return changedFields[name] != nil && !serverMadeTexts.contains(name)
+        }
+        let textStates = serverMadeTexts.reduce(into: [SyncName: String]()) { states, name in
+            if changedFields[name] != nil, let state = record.fields[name]?.text { states[name] = state.base64EncodedString() }
+        }
         for (name, linkChange) in linksToApply {
             var added: [RecordID] = []
             var removed: [RecordID] = []
@@ -510,7 +526,7 @@ struct PushEvaluator: Sendable {
         } else {
             working.head += 1
             record.version = working.head
-            log(.update, record, fields: changedFields, links: changedLinks, working: &working)
+            log(.update, record, fields: changedFields, links: changedLinks, merge: textEdits, textStates: textStates, working: &working)
         }
         working.set(record, for: key)
     }
@@ -519,15 +535,24 @@ struct PushEvaluator: Sendable {
         record.presentLinks.mapValues { LinkChange(added: $0) }
     }
 
-    func log(_ op: RecordOperation, _ record: StoredRecord, fields: [SyncName: SyncValue], links: [SyncName: LinkChange], working: inout Working) {
+    /// Logs a change. An update carries the merged texts' edits that made it (`merge`), or the
+    /// texts' states where the server made the edits (`textStates`); an insert carries the
+    /// states of the record's merged texts that have one, since a reader has no copy of them
+    /// to apply edits to.
+    func log(
+        _ op: RecordOperation, _ record: StoredRecord, fields: [SyncName: SyncValue], links: [SyncName: LinkChange],
+        merge: [SyncName: FieldMerge] = [:], textStates: [SyncName: String] = [:], working: inout Working
+    ) {
         let seq = working.head
         // Every entry of one mutation carries the sequence of its first entry: pull pages
         // break only where that marker changes.
         let txn = working.currentTxn ?? seq
         working.currentTxn = txn
+        let states = op == .insert ? record.fields.compactMapValues { $0.text?.base64EncodedString() } : textStates
         let change = PulledChange(
             version: seq, op: op, entity: record.entity, recordID: record.recordID, scope: record.scope, fields: fields, links: links,
-            clientID: request.clientID, mutationID: working.currentMutation)
+            clientID: request.clientID, mutationID: working.currentMutation, merge: merge.isEmpty ? nil : merge,
+            textStates: states.isEmpty ? nil : states)
         working.changes.append(LogEntry(seq: seq, txn: txn, change: change, createdAt: now))
     }
 

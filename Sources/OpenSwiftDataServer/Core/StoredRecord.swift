@@ -1,3 +1,4 @@
+import Foundation
 import OpenSwiftDataMerge
 import OpenSwiftDataSyncProtocol
 
@@ -37,19 +38,26 @@ package struct StoredField: Hashable, Sendable, Codable {
     package var merge: MergeKind?
     /// A merged set's tags (nil for other fields), from which `value` is computed.
     package var set: SetState?
+    /// A merged text's state (``TextDocument/encoded()``; nil for other fields), whose text is
+    /// `value`.
+    package var text: Data?
 
     /// Makes a stored field.
-    package init(value: SyncValue, kind: SyncValueKind?, stamp: HLCTimestamp, client: ClientID, merge: MergeKind? = nil, set: SetState? = nil) {
+    package init(
+        value: SyncValue, kind: SyncValueKind?, stamp: HLCTimestamp, client: ClientID, merge: MergeKind? = nil, set: SetState? = nil,
+        text: Data? = nil
+    ) {
         self.value = value
         self.kind = kind
         self.stamp = stamp
         self.client = client
         self.merge = merge
         self.set = set
+        self.text = text
     }
 
     private enum CodingKeys: String, CodingKey {
-        case value = "v", kind = "k", stamp = "s", client = "c", merge = "m", set = "t"
+        case value = "v", kind = "k", stamp = "s", client = "c", merge = "m", set = "t", text = "x"
     }
 }
 

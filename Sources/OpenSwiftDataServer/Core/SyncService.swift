@@ -207,6 +207,10 @@ public final class SyncService: Sendable {
                         "mutation \(mutation.id): merged fields (\(change.merge.keys.sorted().joined(separator: ", "))) need protocol version \(ProtocolVersion.fieldMerges.rawValue)"
                     )
                 }
+                if request.protocolVersion < .textMerges, let text = change.merge.first(where: { $0.value.kind == .text })?.key {
+                    throw SyncServiceError.malformed(
+                        "mutation \(mutation.id): merged text \(text.debugDescription) needs protocol version \(ProtocolVersion.textMerges.rawValue)")
+                }
                 if let both = change.merge.keys.first(where: { change.fields[$0] != nil }) {
                     throw SyncServiceError.malformed("mutation \(mutation.id): field \(both.debugDescription) is both written and merged")
                 }
@@ -239,6 +243,14 @@ public final class SyncService: Sendable {
         next.issued = page.context.clock
         response.cursor = cursors.encode(next)
         response.protocolVersion = request.protocolVersion
+        // Texts' edits and states are for readers that merge them: a reader of version 1 or 2
+        // gets the values alone.
+        if request.protocolVersion < .textMerges, response.changes.contains(where: { $0.merge != nil || $0.textStates != nil }) {
+            for index in response.changes.indices {
+                response.changes[index].merge = nil
+                response.changes[index].textStates = nil
+            }
+        }
         return response
     }
 

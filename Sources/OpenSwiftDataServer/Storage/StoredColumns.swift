@@ -18,17 +18,16 @@ package enum StoredColumns {
         try StoredJSON.fields(data)
     }
 
-    /// A log entry's payload: the change's fields and links.
-    package static func encodePayload(fields: [SyncName: SyncValue], links: [SyncName: LinkChange]) throws -> [UInt8] {
+    /// A log entry's payload: the change's fields, links, texts' edits and texts' states.
+    package static func encodePayload(of change: PulledChange) throws -> [UInt8] {
         var writer = SyncJSONWriter()
-        try writer.changePayload(fields: fields, links: links)
+        try writer.changePayload(ChangePayload(change))
         return writer.bytes
     }
 
     /// Reads a log entry's payload.
-    package static func decodePayload(_ data: Data) throws -> (fields: [SyncName: SyncValue], links: [SyncName: LinkChange]) {
-        let payload = try StoredJSON.payload(data)
-        return (payload.fields, payload.links)
+    package static func decodePayload(_ data: Data) throws -> ChangePayload {
+        try StoredJSON.payload(data)
     }
 
     /// A processed mutation's recorded answer.

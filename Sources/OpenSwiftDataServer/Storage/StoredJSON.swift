@@ -56,6 +56,7 @@ extension SyncJSONReader {
         var client: ClientID?
         var merge: MergeKind?
         var set: SetState?
+        var text: Data?
         if try beginObject() {
             repeat {
                 let (key, escaped) = try memberKey()
@@ -74,12 +75,15 @@ extension SyncJSONReader {
                     guard let parsed = MergeKind(rawValue: try string()) else { throw Mismatch() }
                     merge = parsed
                 case UInt8(ascii: "t"): set = try setState()
+                case UInt8(ascii: "x"):
+                    guard let state = Data(base64Encoded: try string()) else { throw Mismatch() }
+                    text = state
                 default: throw Mismatch()
                 }
             } while try nextMember()
         }
         guard let value, let stamp, let client else { throw Mismatch() }
-        return StoredField(value: value, kind: kind, stamp: stamp, client: client, merge: merge, set: set)
+        return StoredField(value: value, kind: kind, stamp: stamp, client: client, merge: merge, set: set, text: text)
     }
 
     /// A merged set's tags, `{element: {client: [version, index(, mutation)]}}`.
@@ -126,23 +130,53 @@ extension SyncJSONReader {
     mutating func changePayload() throws -> ChangePayload {
         var fields: [SyncName: SyncValue]?
         var links: [SyncName: LinkChange]?
+        var merge: [SyncName: FieldMerge]?
+        var textStates: [SyncName: String]?
         try members { reader, key, escaped in
             guard !escaped, key.count == 1 else { throw Mismatch() }
             switch reader.byte(at: key.lowerBound) {
             case UInt8(ascii: "f"): fields = try reader.syncValues()
             case UInt8(ascii: "l"): links = try reader.linkChanges()
+            case UInt8(ascii: "m"): merge = try reader.fieldMerges()
+            case UInt8(ascii: "x"):
+                var states: [SyncName: String] = [:]
+                try reader.members { reader, name, escaped in
+                    guard states.updateValue(try reader.string(), forKey: try reader.text(name, escaped: escaped)) == nil else { throw Mismatch() }
+                }
+                textStates = states
             default: throw Mismatch()
             }
         }
         guard let fields, let links else { throw Mismatch() }
-        return ChangePayload(fields: fields, links: links)
+        return ChangePayload(fields: fields, links: links, merge: merge, textStates: textStates)
     }
 }
 
 /// What a log entry stores besides its columns.
-struct ChangePayload: Codable, Sendable {
-    var fields: [SyncName: SyncValue]
-    var links: [SyncName: LinkChange]
+package struct ChangePayload: Codable, Sendable {
+    /// The fields set.
+    package var fields: [SyncName: SyncValue]
+    /// The link changes.
+    package var links: [SyncName: LinkChange]
+    /// The merged texts' edits that made the change (nil: none).
+    package var merge: [SyncName: FieldMerge]?
+    /// The merged texts' states, for an insert of a record whose texts have edits (nil: none).
+    package var textStates: [SyncName: String]?
 
-    private enum CodingKeys: String, CodingKey { case fields = "f", links = "l" }
+    /// Makes a payload.
+    package init(
+        fields: [SyncName: SyncValue], links: [SyncName: LinkChange], merge: [SyncName: FieldMerge]? = nil, textStates: [SyncName: String]? = nil
+    ) {
+        self.fields = fields
+        self.links = links
+        self.merge = merge
+        self.textStates = textStates
+    }
+
+    /// A change's payload.
+    package init(_ change: PulledChange) {
+        self.init(fields: change.fields, links: change.links, merge: change.merge, textStates: change.textStates)
+    }
+
+    private enum CodingKeys: String, CodingKey { case fields = "f", links = "l", merge = "m", textStates = "x" }
 }

@@ -6,8 +6,8 @@ import OpenSwiftDataSyncProtocol
 /// protocol's writer, byte for byte as `JSONEncoder` writes the same values.
 extension SyncJSONWriter {
     /// `[SyncName: StoredField]` as `{"name": {"c": client, "k": kind, "m": merge, "s": stamp,
-    /// "t": set tags, "v": value}}` (the kind, merge and tags left out when nil), the form of
-    /// `StoredField`'s `Codable`.
+    /// "t": set tags, "v": value, "x": text state}}` (the kind, merge, tags and state left out
+    /// when nil), the form of `StoredField`'s `Codable`.
     mutating func storedFields(_ fields: [SyncName: StoredField]) throws {
         try object(fields) { writer, field in
             writer.raw("{\"c\":")
@@ -40,16 +40,28 @@ extension SyncJSONWriter {
             }
             writer.raw(",\"v\":")
             try writer.syncValue(field.value)
+            if let text = field.text {
+                writer.raw(",\"x\":")
+                writer.string(text.base64EncodedString())
+            }
             writer.byte("}")
         }
     }
 
     /// A ``ChangePayload`` as `{"f": {name: value}, "l": {name: {"added": [...], "removed": [...]}}}`.
-    mutating func changePayload(fields: [SyncName: SyncValue], links: [SyncName: LinkChange]) throws {
+    mutating func changePayload(_ payload: ChangePayload) throws {
         raw("{\"f\":")
-        try values(fields)
+        try values(payload.fields)
         raw(",\"l\":")
-        linkChanges(links)
+        linkChanges(payload.links)
+        if let merge = payload.merge {
+            raw(",\"m\":")
+            try fieldMerges(merge)
+        }
+        if let states = payload.textStates {
+            raw(",\"x\":")
+            object(states) { writer, state in writer.string(state) }
+        }
         byte("}")
     }
 }

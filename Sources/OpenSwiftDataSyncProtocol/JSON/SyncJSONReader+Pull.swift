@@ -128,6 +128,8 @@ extension SyncJSONReader {
         var links: [SyncName: LinkChange]?
         var clientID: String?
         var mutationID: Int64?
+        var merge: [SyncName: FieldMerge]?
+        var textStates: [SyncName: String]?
         var seen: UInt32 = 0
         if try beginObject() {
             repeat {
@@ -161,6 +163,20 @@ extension SyncJSONReader {
                 } else if isKey(key, "mutationID") {
                     try Self.first(&seen, 8)
                     mutationID = try null() ? nil : try int64()
+                } else if isKey(key, "merge") {
+                    try Self.first(&seen, 9)
+                    merge = try null() ? nil : try fieldMerges()
+                } else if isKey(key, "textStates") {
+                    try Self.first(&seen, 10)
+                    if try !null() {
+                        var states: [SyncName: String] = [:]
+                        try members { reader, name, escaped in
+                            guard states.updateValue(try reader.string(), forKey: try reader.text(name, escaped: escaped)) == nil else {
+                                throw Mismatch()
+                            }
+                        }
+                        textStates = states
+                    }
                 } else {
                     try skipValue()
                 }
@@ -169,6 +185,6 @@ extension SyncJSONReader {
         guard let version, let op, let entity, let recordID, let scope, let fields, let links else { throw Mismatch() }
         return PulledChange(
             version: version, op: op, entity: entity, recordID: recordID, scope: ScopeID(rawValue: scope), fields: fields, links: links,
-            clientID: clientID, mutationID: mutationID)
+            clientID: clientID, mutationID: mutationID, merge: merge, textStates: textStates)
     }
 }

@@ -135,8 +135,44 @@ extension SyncJSONReader {
         return SetChange(add: add ?? [], remove: remove ?? [])
     }
 
-    /// Contributions to merged fields by field name, each `{"counter": value}` or
-    /// `{"set": {"add": [...], "remove": [...]}}`.
+    /// `{"del": [[start, count], ...], "ins": [[id, left|null, right|null, content], ...]}`.
+    @inlinable
+    mutating func textChange() throws -> TextChange {
+        var insertions: [TextChange.Insertion]?
+        var deletions: [TextChange.Deletion]?
+        try members { reader, key, escaped in
+            guard !escaped else { throw Mismatch() }
+            if reader.isKey(key, "ins"), insertions == nil {
+                insertions = try reader.array { reader in
+                    try reader.expect(UInt8(ascii: "["))
+                    let id = try reader.string()
+                    try reader.expect(UInt8(ascii: ","))
+                    let left = try reader.null() ? nil : try reader.string()
+                    try reader.expect(UInt8(ascii: ","))
+                    let right = try reader.null() ? nil : try reader.string()
+                    try reader.expect(UInt8(ascii: ","))
+                    let content = try reader.string()
+                    try reader.expect(UInt8(ascii: "]"))
+                    return TextChange.Insertion(id: id, left: left, right: right, content: content)
+                }
+            } else if reader.isKey(key, "del"), deletions == nil {
+                deletions = try reader.array { reader in
+                    try reader.expect(UInt8(ascii: "["))
+                    let start = try reader.string()
+                    try reader.expect(UInt8(ascii: ","))
+                    guard let count = UInt32(exactly: try reader.int64()) else { throw Mismatch() }
+                    try reader.expect(UInt8(ascii: "]"))
+                    return TextChange.Deletion(start: start, count: count)
+                }
+            } else {
+                throw Mismatch()
+            }
+        }
+        return TextChange(insertions: insertions ?? [], deletions: deletions ?? [])
+    }
+
+    /// Contributions to merged fields by field name, each `{"counter": value}`,
+    /// `{"set": {"add": [...], "remove": [...]}}` or `{"text": {"del": [...], "ins": [...]}}`.
     @inlinable
     package mutating func fieldMerges() throws -> [SyncName: FieldMerge] {
         var merges: [SyncName: FieldMerge] = [:]
@@ -151,6 +187,8 @@ extension SyncJSONReader {
                     merge = .counter(try syncValue())
                 } else if isKey(kind, "set") {
                     merge = .set(try setChange())
+                } else if isKey(kind, "text") {
+                    merge = .text(try textChange())
                 } else {
                     throw Mismatch()
                 }

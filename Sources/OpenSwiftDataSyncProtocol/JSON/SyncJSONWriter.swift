@@ -234,20 +234,7 @@ package struct SyncJSONWriter {
         }
         if !change.merge.isEmpty {
             raw(",\"merge\":")
-            try object(change.merge) { writer, merge in
-                switch merge {
-                case let .counter(delta):
-                    writer.raw("{\"counter\":")
-                    try writer.syncValue(delta)
-                    writer.byte("}")
-                case let .set(change):
-                    writer.raw("{\"set\":{\"add\":")
-                    writer.stringArray(change.add)
-                    writer.raw(",\"remove\":")
-                    writer.stringArray(change.remove)
-                    writer.raw("}}")
-                }
-            }
+            try fieldMerges(change.merge)
         }
         raw(",\"op\":")
         string(change.op.rawValue)
@@ -380,6 +367,10 @@ package struct SyncJSONWriter {
         try values(change.fields)
         raw(",\"links\":")
         linkChanges(change.links)
+        if let merge = change.merge {
+            raw(",\"merge\":")
+            try fieldMerges(merge)
+        }
         if let mutation = change.mutationID {
             raw(",\"mutationID\":")
             int(mutation)
@@ -390,6 +381,10 @@ package struct SyncJSONWriter {
         string(change.recordID)
         raw(",\"scope\":")
         string(change.scope.rawValue)
+        if let states = change.textStates {
+            raw(",\"textStates\":")
+            object(states) { writer, state in writer.string(state) }
+        }
         raw(",\"version\":")
         int(change.version)
         byte("}")
