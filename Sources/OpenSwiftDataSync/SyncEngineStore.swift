@@ -255,8 +255,10 @@ enum SyncEngineStore {
     /// Takes the merged fields' contributions out of the unanswered mutations through `last`
     /// (the server processed them under a client id this device gives up): counters'
     /// differences and sets' adds and removes, and the values their inserts give merged fields
-    /// (`isMerged(entity, field)`): counters set to zero, sets emptied (resent, an insert's
-    /// elements would come back after others removed them). True when one had any.
+    /// (`isMerged(entity, field)`): counters set to zero, sets and texts emptied (resent, an
+    /// insert's elements would come back after others removed them, and its text would be
+    /// appended again). Texts' edits stay: they apply once however often they arrive. True when
+    /// one had any.
     static func dropContributions(through last: MutationID, isMerged: (String, String) -> Bool, in db: Database) throws -> Bool {
         var dropped = false
         for var item in try rows(db, where: "id <= ? AND status = 'sent'", arguments: [last]) {
@@ -275,6 +277,8 @@ enum SyncEngineStore {
                         case let .int(number) where number != 0: change.fields[name] = .int(0)
                         case let .double(number) where number != 0: change.fields[name] = .double(0)
                         case let .json(text) where text != "[]": change.fields[name] = .json("[]")
+                        // A text's inserted value would be appended to the record again.
+                        case let .string(text) where !text.isEmpty: change.fields[name] = .string("")
                         default: continue
                         }
                         changed = true

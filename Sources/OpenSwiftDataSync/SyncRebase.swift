@@ -187,9 +187,9 @@ struct SyncRebase {
                 texts[name] = .state(state, pending: counters.pendingTexts(ref, name))
             } else if case let .text(edits)? = change.merge?[name] {
                 texts[name] = .edits(edits)
-            } else if textValues[name] != nil {
+            } else if case let .string(value)? = textValues[name] {
                 // A value without a state: the text as replica 0's one run.
-                texts[name] = .state(nil, pending: counters.pendingTexts(ref, name))
+                texts[name] = .value(value, pending: counters.pendingTexts(ref, name))
             }
         }
         let count = batch.count
@@ -429,11 +429,13 @@ struct SyncRebase {
         var refs: Set<RecordRef> = []
         for change in mutation.changes {
             guard let shape = shapes[change.entity], shape.hasTexts else { continue }
+            // A record the server no longer holds is rolled back as gone, texts and all.
+            guard serverRecords.contains(where: { $0.entity == change.entity && $0.recordID == change.recordID && !$0.deleted }) else { continue }
+            // An edit of a text, an insert over the server's record, or a delete (the row and
+            // its documents are gone here; the server keeps them).
             let edited = change.merge.contains { shape.isText($0.key) }
-            let over =
-                change.op == .insert && change.fields.keys.contains(where: shape.isText)
-                && serverRecords.contains { $0.entity == change.entity && $0.recordID == change.recordID && !$0.deleted }
-            if edited || over { refs.insert(RecordRef(entity: change.entity, recordID: change.recordID)) }
+            let over = change.op == .insert && change.fields.keys.contains(where: shape.isText)
+            if edited || over || change.op == .delete { refs.insert(RecordRef(entity: change.entity, recordID: change.recordID)) }
         }
         return refs
     }

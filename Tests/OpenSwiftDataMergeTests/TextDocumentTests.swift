@@ -127,6 +127,17 @@ import Testing
         _ = document.insert("abc", at: 0, replica: 1)
         let gap = TextOperation(insertions: [.init(id: TextID(replica: 1, seq: 4_000_000_000), originLeft: nil, originRight: nil, content: ["a"])])
         #expect(throws: TextDocument.Failure.sequenceGap(TextID(replica: 1, seq: 4_000_000_000))) { try document.apply(gap) }
+        // Many insertions, each within the gap of the one before: the operation as a whole moves
+        // the replica past the gap, and is refused before anything is allocated.
+        var stepped = TextOperation()
+        var left = TextID(replica: 1, seq: 2)
+        for step in 1...8 {
+            let id = TextID(replica: 1, seq: UInt32(step) << 19)
+            stepped.insertions.append(.init(id: id, originLeft: left, originRight: nil, content: ["x"]))
+            left = id
+        }
+        #expect(throws: TextDocument.Failure.sequenceGap(TextID(replica: 1, seq: 3 << 19))) { try document.apply(stepped) }
+        #expect(document.text == "abc")
         let past = TextOperation(deletions: [.init(start: TextID(replica: 1, seq: .max), count: 2)])
         #expect(throws: TextDocument.Failure.sequenceOverflow(TextID(replica: 1, seq: .max))) { try document.apply(past) }
         // The last sequence number itself may be deleted (it waits, never held here).
@@ -160,6 +171,21 @@ import Testing
         try bob.apply(operation)
         #expect(alice.text == bob.text)
         #expect(alice.text.utf8.elementsEqual("ok 👍🏿 cafe\u{301}".utf8))
+    }
+
+    @Test func aSaveBetweenCharactersThatShareLeadingBytesTypesOnlyWhatIsNew() throws {
+        // "丁" U+4E01, "七" U+4E03 and "丂" U+4E02 share their first two UTF-8 bytes: the
+        // common prefix of the two texts' bytes ends inside a character.
+        var (alice, bob) = pair("丁丂")
+        let typed = alice.update(to: "丁七丂", replica: 2)
+        #expect(typed.deletions.isEmpty)
+        #expect(typed.insertions.map { String(String.UnicodeScalarView($0.content)) } == ["七"])
+        // So another device's concurrent deletion of "丂" applies to the only "丂" there is.
+        let deleted = bob.update(to: "丁", replica: 3)
+        try alice.apply(deleted)
+        try bob.apply(typed)
+        #expect(alice.text == "丁七")
+        #expect(bob.text == "丁七")
     }
 
     @Test func aSaveFromAnOlderReadKeepsWhatOthersWroteSince() throws {

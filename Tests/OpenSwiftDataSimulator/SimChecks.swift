@@ -15,6 +15,7 @@ enum SimState {
         "SimCounter": ["value", "space"],
         "SimTally": ["hits", "space"],
         "SimRoster": ["members", "space"],
+        "SimNote": ["body", "space"],
         "SimMark": ["client"],
     ]
 
@@ -74,6 +75,9 @@ enum SimState {
         for roster in try client.fetch(SimRoster.self) {
             lines.append(
                 line(entity: "SimRoster", id: roster.key, fields: ["members": members(roster.members), "space": text(roster.space)], links: []))
+        }
+        for note in try client.fetch(SimNote.self) {
+            lines.append(line(entity: "SimNote", id: note.key, fields: ["body": text(note.body), "space": text(note.space)], links: []))
         }
         for mark in try client.fetch(SimMark.self) {
             lines.append(line(entity: "SimMark", id: mark.key, fields: ["client": text(mark.client)], links: []))

@@ -88,6 +88,8 @@ final class SimClient {
         configuration.merge(\SimTally.hits, .counter)
         configuration.sync(SimRoster.self, scope: \SimRoster.space)
         configuration.merge(\SimRoster.members, .set)
+        configuration.sync(SimNote.self, scope: \SimNote.space)
+        configuration.merge(\SimNote.body, .text)
         configuration.sync(SimMark.self)
         // Small batches and pages: several pushes per sync, snapshots in several pages.
         configuration.maxMutationsPerPush = 5

@@ -98,6 +98,23 @@ final class SimRoster {
     }
 }
 
+/// A text that merges (`body` is declared `.text`): clients insert and delete characters
+/// concurrently. Every character the workload types is one no other save typed, so each
+/// save's edit is exactly the characters it added or removed, and the check can say of every
+/// character whether an applied save typed it and whether one deleted it.
+@Model
+final class SimNote {
+    @Attribute(.unique) var key: String
+    var body: String = ""
+    var space: String?
+
+    init(key: String, body: String, space: String?) {
+        self.key = key
+        self.body = body
+        self.space = space
+    }
+}
+
 /// The ledger: every save the workload makes also inserts one mark, so each committed save
 /// is one record whose fate (on the server, or reported rejected) the checks can look up.
 @Model
@@ -112,5 +129,5 @@ final class SimMark {
 }
 
 let simModelTypes: [any PersistentModel.Type] = [
-    SimList.self, SimItem.self, SimTag.self, SimCounter.self, SimTally.self, SimRoster.self, SimMark.self,
+    SimList.self, SimItem.self, SimTag.self, SimCounter.self, SimTally.self, SimRoster.self, SimNote.self, SimMark.self,
 ]

@@ -120,6 +120,10 @@ struct SimRun {
     var deletedItems: [(key: String, space: String?)] = []
     /// Every committed save's contribution to a counter (`SimTally.hits`), with its mark.
     var tallyLedger: [(tally: String, mark: String, delta: Int)] = []
+    /// Every committed save's edit of a text (`SimNote.body`), with its mark: the characters it
+    /// typed and those it deleted (each character is typed once in a run, see `glyphs`).
+    var noteLedger: [(note: String, mark: String, typed: [Character], deleted: [Character])] = []
+    var nextGlyph = 0
     var probes = 0
 
     static let team = "team:t1"
@@ -134,6 +138,20 @@ struct SimRun {
 
     mutating func random(_ bound: Int) -> Int { Int(rng.next() % UInt64(max(1, bound))) }
     mutating func chance(_ perMille: Int) -> Bool { random(1000) < perMille }
+    /// `count` characters no save of this run typed before (CJK ideographs, and every fourth one
+    /// followed by a combining accent, a character of two scalars).
+    mutating func glyphs(_ count: Int) -> [Character] {
+        var typed: [Character] = []
+        for _ in 0..<count {
+            nextGlyph += 1
+            guard let scalar = Unicode.Scalar(0x4E00 + nextGlyph % 20_000) else { continue }
+            var text = String(Character(scalar))
+            if nextGlyph % 4 == 0 { text.unicodeScalars.append("\u{301}") }
+            typed.append(contentsOf: text)
+        }
+        return typed
+    }
+
     mutating func key(_ prefix: String) -> String {
         nextKey += 1
         return "\(prefix)\(nextKey)"
@@ -291,7 +309,7 @@ struct SimRun {
     mutating func workload(_ client: SimClient) {
         let ops = [
             "insertItem", "insertItem", "updateItem", "updateItem", "deleteItem", "reinsert", "toOne", "manyToMany", "insertList", "insertTag",
-            "cascade", "counter", "counter", "largeSave", "tally", "tally", "roster", "roster",
+            "cascade", "counter", "counter", "largeSave", "tally", "tally", "roster", "roster", "note", "note",
         ]
         let op = ops[random(ops.count)]
         let space = spaces(of: client)[random(2)]
@@ -456,6 +474,50 @@ struct SimRun {
                 }
                 detail = "\(rosterKey) \(rewrite.map { "= \($0)" } ?? "-#\(removedAt) +\(removedAt % 2 == 0 ? added : "-")") → \(shown)"
             }
+        case "note":
+            let notes = ((try? client.fetch(SimNote.self)) ?? []).sorted { $0.key < $1.key }
+            if notes.isEmpty || chance(100) {
+                let noteKey = key("n")
+                let typed = glyphs(random(3))
+                detail = "new \(noteKey) \(String(typed).debugDescription)"
+                committed = client.save(mark: mark) { context in context.insert(SimNote(key: noteKey, body: String(typed), space: space)) }
+                if committed { noteLedger.append((noteKey, mark, typed, [])) }
+            } else {
+                // One edit per save, so that it is one stretch: typing a few characters at a
+                // place, deleting a few, or (rarely) writing the text anew.
+                let noteKey = notes[random(notes.count)].key
+                let kind = random(10)
+                let typed = kind < 6 ? glyphs(1 + random(3)) : kind == 9 ? glyphs(random(3)) : []
+                let position = random(1000)
+                let length = 1 + random(3)
+                var deleted: [Character] = []
+                var shown = ""
+                committed = client.save(mark: mark) { context in
+                    guard let note = try context.fetch(FetchDescriptor<SimNote>()).first(where: { $0.key == noteKey }) else { return }
+                    var characters = Array(note.body)
+                    if kind == 9 {
+                        deleted = characters
+                        characters = typed
+                    } else if typed.isEmpty {
+                        if !characters.isEmpty {
+                            let start = position % characters.count
+                            let end = min(characters.count, start + length)
+                            deleted = Array(characters[start..<end])
+                            characters.removeSubrange(start..<end)
+                        }
+                    } else {
+                        characters.insert(contentsOf: typed, at: position % (characters.count + 1))
+                    }
+                    note.body = String(characters)
+                    shown = note.body
+                }
+                let edit =
+                    kind == 9
+                    ? "= \(String(typed).debugDescription)"
+                    : typed.isEmpty ? "-\(String(deleted).debugDescription)" : "+\(String(typed).debugDescription)"
+                detail = "\(noteKey) \(edit) → \(shown.debugDescription)"
+                if committed { noteLedger.append((noteKey, mark, typed, deleted)) }
+            }
         default:  // largeSave
             let first = nextKey + 1
             var keys: [String] = []
@@ -609,6 +671,51 @@ struct SimRun {
                         "set: \(client.name) shows \(roster.key) as \(SimState.members(roster.members)), the applied changes give \(want)")
                 }
             }
+        }
+        // 16. A text holds every character an applied save typed and no applied save deleted,
+        // exactly once, and nothing else: no acknowledged insertion lost or repeated, no
+        // acknowledged deletion undone, on the server and on every client.
+        var typed: [String: Set<Character>] = [:]
+        var deleted: [String: Set<Character>] = [:]
+        for entry in noteLedger where serverMarks.contains(entry.mark) {
+            typed[entry.note, default: []].formUnion(entry.typed)
+            deleted[entry.note, default: []].formUnion(entry.deleted)
+        }
+        func checkText(_ body: String, of note: String, on replica: String) {
+            counts.add("check.text")
+            let held = Array(body)
+            let heldSet = Set(held)
+            if heldSet.count != held.count {
+                let repeated = Dictionary(grouping: held, by: { $0 }).filter { $0.value.count > 1 }.keys.sorted()
+                failures.append("text: \(note) holds \(String(repeated).debugDescription) more than once on \(replica)")
+            }
+            let notTyped = heldSet.subtracting(typed[note] ?? [])
+            if !notTyped.isEmpty {
+                failures.append("text: \(note) holds \(String(notTyped.sorted()).debugDescription) on \(replica), which no applied save typed")
+            }
+            let undeleted = heldSet.intersection(deleted[note] ?? [])
+            if !undeleted.isEmpty {
+                failures.append("text: \(note) holds \(String(undeleted.sorted()).debugDescription) on \(replica), which an applied save deleted")
+            }
+            let lost = (typed[note] ?? []).subtracting(deleted[note] ?? []).subtracting(heldSet)
+            if !lost.isEmpty {
+                failures.append(
+                    "text: \(note) lost \(String(lost.sorted()).debugDescription) on \(replica), typed by an applied save and deleted by none")
+            }
+        }
+        var checkedNotes: Set<String> = []
+        for view in serverViews.values {
+            for (id, record) in view.records where id.hasPrefix("n") && !checkedNotes.contains(id) {
+                checkedNotes.insert(id)
+                guard case let .string(body)? = record.fields["body"] else {
+                    failures.append("text: \(id) has no body on the server")
+                    continue
+                }
+                checkText(body, of: id, on: "the server")
+            }
+        }
+        for client in clients {
+            for note in (try? client.fetch(SimNote.self)) ?? [] { checkText(note.body, of: note.key, on: client.name) }
         }
         // 3 and 4. Exactly once, in order.
         failures += try SimState.applications(server)

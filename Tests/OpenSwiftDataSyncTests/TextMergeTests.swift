@@ -198,6 +198,43 @@ struct TextMergeTests {
         #expect(try phone.memo().title == "")
         try await laptop.engine.syncNow()
         #expect(try laptop.memo().body == "Oh. Hello!")
+        // Typing on after the rollback uses new identities: none the server may already name.
+        try phone.memo().body = "Oh. Hello! ok"
+        try phone.context.save()
+        try await phone.engine.syncNow()
+        try await laptop.engine.syncNow()
+        #expect(try laptop.memo().body == "Oh. Hello! ok")
+    }
+
+    @Test("a rejected delete brings the note back with its text, which both devices keep editing")
+    func rejectedDeleteBringsTextBack() async throws {
+        var configuration = SyncServiceConfiguration()
+        configuration.resolvers["Memo"] = { input in input.change.op == .delete ? .refuse("memos are kept") : .usePolicy }
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer(configuration: configuration)
+        let phone = try Device.memos(server, name: "phone", directory: directory)
+        let laptop = try Device.memos(server, name: "laptop", directory: directory)
+        phone.context.insert(Memo(memoID: "m1", body: "keep"))
+        try phone.context.save()
+        try phone.memo().body = "keep me"
+        try phone.context.save()
+        try await phone.engine.syncNow()
+        try await laptop.engine.syncNow()
+
+        phone.context.delete(try phone.memo())
+        try phone.context.save()
+        try await phone.engine.syncNow()
+        try await phone.engine.syncNow()
+        #expect(try phone.memo().body == "keep me")
+        try phone.memo().body = "keep me please"
+        try phone.context.save()
+        try laptop.memo().body = "Do keep me"
+        try laptop.context.save()
+        try await phone.engine.syncNow()
+        try await laptop.engine.syncNow()
+        try await phone.engine.syncNow()
+        #expect(try phone.memo().body == "Do keep me please")
+        #expect(try laptop.memo().body == "Do keep me please")
     }
 
     @Test("after the app restarts with unpushed edits, they still merge by identity with another device's")
@@ -255,7 +292,7 @@ struct TextMergeTests {
         #expect(try laptop.memo().body == "Both: from the phone. from the laptop. Done.")
     }
 
-    @Test("undoing a save writes the text from before it, which syncs as an edit of its own")
+    @Test("undoing a save takes back its own edit and keeps another device's edit pulled since; it syncs as an edit of its own")
     func undoWritesTextBack() async throws {
         let directory = try TemporaryDirectory()
         let server = try await TestServer()
@@ -273,14 +310,23 @@ struct TextMergeTests {
         try await phone.engine.syncNow()
         try await laptop.engine.syncNow()
         #expect(try laptop.memo().body == "Hello world")
+        // The laptop's edit lands on the phone before the undo: the undo takes back the phone's
+        // own edit only.
+        try laptop.memo().body = "Oh. Hello world"
+        try laptop.context.save()
+        try await laptop.engine.syncNow()
+        try await phone.engine.syncNow()
+        #expect(try phone.memo().body == "Oh. Hello world")
         phone.context.undoManager?.undo()
-        #expect(try phone.memo().body == "Hello")
+        #expect(try phone.memo().body == "Oh. Hello")
         #expect(try phone.memo().words == 0)
         try phone.context.save()
-        #expect(try phone.storedBody() == "Hello")
+        #expect(try phone.storedBody() == "Oh. Hello")
         try await phone.engine.syncNow()
         try await laptop.engine.syncNow()
-        #expect(try laptop.memo().body == "Hello")
+        #expect(try laptop.memo().body == "Oh. Hello")
+        phone.context.undoManager?.redo()
+        #expect(try phone.memo().body == "Oh. Hello world")
     }
 
     @Test("deleting a note removes its text's document from the device")
@@ -297,6 +343,9 @@ struct TextMergeTests {
         try phone.context.save()
         try await phone.engine.syncNow()
         try await laptop.engine.syncNow()
+        // The laptop pulled both notes' inserts and edits in one page.
+        #expect(try laptop.memo("m1").body == "ab")
+        #expect(try laptop.memo("m2").body == "bc")
         #expect(try phone.textDocumentRows() > 0)
         #expect(try laptop.textDocumentRows() > 0)
         phone.context.delete(try phone.memo("m1"))

@@ -123,7 +123,10 @@ struct SyncRecordsLayoutTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("osd-capture-tables-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let url = directory.appendingPathComponent("store.sqlite")
-        let captureTables = ["osd_sync_consumers", "osd_sync_entities", "osd_sync_log", "osd_sync_pending", "osd_sync_records", "osd_sync_state"]
+        let captureTables = [
+            "osd_sync_consumers", "osd_sync_entities", "osd_sync_log", "osd_sync_pending", "osd_sync_records", "osd_sync_state", "osd_sync_text_ops",
+            "osd_sync_texts",
+        ]
         func owners() throws -> [String: String] {
             let queue = try DatabaseQueue(path: url.path)
             defer { try? queue.close() }

@@ -1,5 +1,5 @@
 // Sync engine figures against an in-process osd-server on loopback (HTTP and WebSocket):
-//   swift run -c release osd-sync-benchmarks [records] [saves] [rounds] [mergeSaves]
+//   swift run -c release osd-sync-benchmarks [records] [saves] [rounds] [mergeSaves] [textEvery] [textEdits]
 // 1. initial sync of `records` (default 100,000) server records into an empty store;
 // 2. steady push of `saves` (default 10,000) local saves: throughput, and p50/p99 from a
 //    save's commit to the server's acknowledgement;
@@ -8,7 +8,10 @@
 // 4. the engine's memory with 100,000 pending changes;
 // 5. back online: `saves` saves made offline, then one `syncNow()` (push, pull, settle);
 // 6. merged fields: `mergeSaves` (default 2,000) saves of one record as plain writes, as a
-//    `.counter` and as a `.set` (see MergedFields.swift).
+//    `.counter` and as a `.set` (see MergedFields.swift);
+// 7. a real editing trace through sync: its first `textEdits` edits (default all 259,778) as
+//    saves of a `.text`, one every `textEvery` edits (default 20), pushed, and merged on a
+//    second device that edited concurrently (see TextTrace.swift).
 import Foundation
 import Logging
 import OpenSwiftData
@@ -66,6 +69,8 @@ func benchmark() async throws {
     let saves = arguments.dropFirst().first ?? 10_000
     let rounds = arguments.dropFirst(2).first ?? 200
     let mergeSaves = arguments.dropFirst(3).first ?? 2_000
+    let textEvery = arguments.dropFirst(4).first ?? 20
+    let textEdits = arguments.dropFirst(5).first
     let clock = ContinuousClock()
 
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("osd-sync-bench-\(UUID().uuidString)")
@@ -224,6 +229,9 @@ func benchmark() async throws {
 
     // 6. Fields that merge against plain writes.
     try await mergedFieldsBenchmark(server: url, verifier: verifier, directory: directory, saves: mergeSaves)
+
+    // 7. A real editing trace through sync.
+    try await textTraceBenchmark(server: url, verifier: verifier, directory: directory, every: textEvery, edits: textEdits)
 
     await group.triggerGracefulShutdown()
     _ = await serverTask.result

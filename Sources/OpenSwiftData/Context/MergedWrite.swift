@@ -10,9 +10,6 @@ struct MergedWrite {
     let value: Any?
     /// The save's own contribution (nil: none), which undoing the save takes back.
     let difference: Any?
-    /// Whether undoing the save writes the property's value from before it, as for a field that
-    /// does not merge (a text: writing it back is an edit of its own, which merges).
-    var undoesByValue = false
 
     /// Sets the value (nothing when it does not fit the property, which a capture never returns).
     func apply() {

@@ -256,7 +256,7 @@ extension ModelContext {
                         merged.append(
                             MergedWrite(
                                 registration: registration, index: property.index, keyPath: property.keyPath,
-                                value: result.replaces ? result.value : nil, difference: result.difference, undoesByValue: result.undoesByValue))
+                                value: result.replaces ? result.value : nil, difference: result.difference))
                     }
                 }
                 try run(layout) { try writer(for: layout).update(primaryKey: row, columns: changedColumns, values: values) }
@@ -282,9 +282,7 @@ extension ModelContext {
             // property then holds, never its value from before the save (others' contributions
             // landed since stay).
             var mergedIndices: [ObjectIdentifier: Set<Int>] = [:]
-            for write in merged where !write.undoesByValue {
-                mergedIndices[ObjectIdentifier(write.registration.storage), default: []].insert(write.index)
-            }
+            for write in merged { mergedIndices[ObjectIdentifier(write.registration.storage), default: []].insert(write.index) }
             let updated = Set(updates.map { ObjectIdentifier($0.storage) })
             registerUndo(
                 updates: updates.compactMap { registration in

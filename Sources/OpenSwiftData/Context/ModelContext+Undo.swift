@@ -140,6 +140,9 @@ extension ModelContext {
         case let (value as Int64, difference as Int64): return integer(value, difference)
         case let (value as Double, difference as Double): return adding ? value + difference : value - difference
         case let (value as Float, difference as Float): return adding ? value + difference : value - difference
+        case let (value as String, difference as TextDifference):
+            // A text: its save's edit taken back (or made again) where it is now.
+            return difference.applied(to: value, adding: adding)
         case let (value as any Encodable, difference as SetDifference):
             // A set: its save's adds go and its removes come back (or the other way round).
             let encoder = JSONEncoder()

@@ -71,9 +71,6 @@ struct MergedValue {
     /// The save's own contribution in the property's Swift type (nil: none), which undoing the
     /// save takes back from whatever the property then holds.
     let difference: Any?
-    /// Whether undoing the save writes the property's value from before it instead (a text:
-    /// writing it back is an edit of its own, which merges).
-    var undoesByValue = false
 }
 
 /// Which rows of an entity a deletion removes.

@@ -8,10 +8,12 @@ package enum RemoteTextChange: Sendable, Hashable {
     /// Insertions and deletions by identity (another device's edit, or this one's own coming
     /// back, which changes nothing).
     case edits(TextChange)
-    /// The server's whole document (its encoded state; nil: the text's value as replica 0's one
-    /// run), with this device's edits the server has not applied yet, re-applied onto it in
-    /// order.
-    case state(Data?, pending: [TextChange])
+    /// The server's whole document (its encoded state), with this device's edits the server has
+    /// not applied yet, re-applied onto it in order.
+    case state(Data, pending: [TextChange])
+    /// The server's text without a state (written before the field merged, or inserted whole):
+    /// its value as replica 0's one run, with this device's pending edits on top.
+    case value(String, pending: [TextChange])
 }
 
 /// One record's change from the server, as the sync engine hands it to

@@ -374,7 +374,7 @@ final class SyncSaveCapture {
         }
         let scope = apply?.scopes[key] ?? plan.scope?(registration.model)
         try insertRecord(plan, row: row, recordID: id, scope: scope, serverVersion: apply?.versionsOfNew[key], in: db)
-        if let texts = apply?.texts[key] { try insertedTexts(texts, plan: plan, row: row, values: values, in: db) }
+        if let texts = apply?.texts[key] { try insertedTexts(texts, plan: plan, row: row, in: db) }
         guard logs else { return }
         // A set's inserted value is logged as the row holds it, repeats included: the server
         // takes its elements as adds, and the value it answers with (without repeats) then
@@ -593,13 +593,18 @@ final class SyncSaveCapture {
                         try loaded.document.apply(operation)
                         edited.append(operation)
                     case let .state(state, pending):
-                        loaded.document = try Self.document(state: state, value: writtenText, pending: pending)
+                        loaded.document = try Self.document(state: state, value: "", pending: pending)
+                        edited = TextOperation()
+                        replaced = true
+                    case let .value(value, pending):
+                        loaded.document = try Self.document(state: nil, value: value, pending: pending)
                         edited = TextOperation()
                         replaced = true
                     }
                 }
                 if replaced {
                     try texts.replace(loaded, key: key, in: db)
+                    texts.newReplica()
                 } else {
                     try texts.store(loaded, applying: edited, key: key, in: db)
                 }
@@ -617,23 +622,25 @@ final class SyncSaveCapture {
         if !Self.sameBytes(loaded.document.text, current) {
             operation.append(loaded.document.update(to: current, replica: texts.replica))
         }
+        var seenText: String?
+        if case let .string(text)? = seen?.storage { seenText = text }
         if seen == nil {
             operation.append(loaded.document.insert(writtenText, at: loaded.document.scalarCount, replica: texts.replica))
         } else {
-            var seenText: String?
-            if case let .string(text)? = seen?.storage { seenText = text }
             operation.append(loaded.document.update(to: writtenText, seen: seenText, replica: texts.replica))
         }
         guard !operation.isEmpty else {
             texts.release(loaded, key: key)
             return Self.sameBytes(current, writtenText)
-                ? nil : MergedValue(stored: current.databaseValue, value: current, replaces: true, difference: nil, undoesByValue: true)
+                ? nil : MergedValue(stored: current.databaseValue, value: current, replaces: true, difference: nil)
         }
         try texts.store(loaded, applying: operation, key: key, in: db)
         counterDeltas[ObjectIdentifier(registration.storage), default: []].append((field, SyncTexts.storedChange(operation)))
         let text = loaded.document.text
-        return MergedValue(
-            stored: text.databaseValue, value: text, replaces: !Self.sameBytes(text, writtenText), difference: nil, undoesByValue: true)
+        // Undone by what this save changed: its edit taken back from whatever the text then
+        // holds, so that edits others made since stay.
+        let difference = seen == nil ? nil : TextDifference(seen: seenText ?? "", written: writtenText)
+        return MergedValue(stored: text.databaseValue, value: text, replaces: !Self.sameBytes(text, writtenText), difference: difference)
     }
 
     /// The document a pulled state makes, with this device's pending edits applied onto it (an
@@ -659,26 +666,24 @@ final class SyncSaveCapture {
         a.utf8.count == b.utf8.count && a.utf8.elementsEqual(b.utf8)
     }
 
-    /// The documents of a row the sync engine inserts, from the states its batch brought.
-    private func insertedTexts(
-        _ texts: [String: [RemoteTextChange]], plan: SyncEntityPlan, row: Int64, values: [DatabaseValue], in db: Database
-    )
-        throws
-    {
+    /// The documents of a row the sync engine inserts, from the changes its batch brought for
+    /// the row's texts, in order.
+    private func insertedTexts(_ texts: [String: [RemoteTextChange]], plan: SyncEntityPlan, row: Int64, in db: Database) throws {
         let code = try entityCode(plan, in: db)
-        for (name, changes) in texts.sorted(by: { $0.key < $1.key }) {
-            // A new row's text is its last state (edits before it are in it; after it, the
-            // row's value is the batch's last, which a later state holds too).
-            guard case let .state(encoded?, pending)? = changes.last, let field = plan.fieldNames.firstIndex(of: name) else { continue }
-            var value = ""
-            if case let .string(text) = values[plan.fieldColumns[field]].storage { value = text }
+        for (name, changes) in texts.sorted(by: { $0.key < $1.key }) where plan.fieldNames.contains(name) {
             let key = SyncTexts.Key(entityCode: code, row: row, field: name)
-            var loaded = try state.texts.load(key, current: value, in: db)
+            var loaded = try state.texts.load(key, current: "", in: db)
             do {
-                loaded.document = try Self.document(state: encoded, value: value, pending: pending)
+                for change in changes {
+                    switch change {
+                    case let .state(encoded, pending): loaded.document = try Self.document(state: encoded, value: "", pending: pending)
+                    case let .value(value, pending): loaded.document = try Self.document(state: nil, value: value, pending: pending)
+                    case let .edits(edits): try loaded.document.apply(try edits.operation())
+                    }
+                }
             } catch {
                 throw SyncCaptureError.undecodableValue(
-                    entity: plan.layout.name, property: name, reason: "the server's state of the text does not read: \(error)")
+                    entity: plan.layout.name, property: name, reason: "the server's change of the text does not apply here: \(error)")
             }
             try state.texts.replace(loaded, key: key, in: db)
         }

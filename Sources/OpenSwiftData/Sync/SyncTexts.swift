@@ -58,12 +58,30 @@ final class SyncTexts: Sendable {
     }
 
     /// The replica this container's saves edit texts as: drawn per open, never 0 (the replica of
-    /// a text without a state).
-    let replica: UInt64
+    /// a text without a state), and drawn again after a text's document is replaced (see
+    /// ``newReplica()``).
+    var replica: UInt64 { currentReplica.withLock { $0 } }
+    private let currentReplica: Mutex<UInt64>
     private let cache = Mutex(Cache())
 
     init(replica: UInt64) {
-        self.replica = replica == 0 ? 1 : replica
+        currentReplica = Mutex(replica == 0 ? 1 : replica)
+    }
+
+    /// Moves this container's saves to another replica. A document replaced by the server's
+    /// state may have lost edits of the current replica (rejected, or left out because their
+    /// origin was missing), whose sequence numbers the server may already name (a later edit
+    /// that deleted them): typing on under the same replica would hand out those identities
+    /// again. The next replica follows from the current one (SplitMix64), so a seeded run
+    /// replays.
+    func newReplica() {
+        currentReplica.withLock { replica in
+            var z = replica &+ 0x9E37_79B9_7F4A_7C15
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            z ^= z >> 31
+            replica = z == 0 ? 1 : z
+        }
     }
 
     private static func newToken() -> Int64 { Int64.random(in: Int64.min...Int64.max) }
@@ -203,5 +221,23 @@ final class SyncTexts: Sendable {
         for table in [Self.table, Self.operationsTable] {
             try db.execute(sql: "DELETE FROM \(quoted(table)) WHERE entity_code = ?", arguments: [entityCode])
         }
+    }
+}
+
+/// A text's save in the property's terms, which undoing the save takes back from whatever the
+/// text then holds: the stretch it replaced between what its context read and what it wrote
+/// is replaced back, and edits others made elsewhere since stay.
+struct TextDifference {
+    /// The text the saving context had read.
+    let seen: String
+    /// The text it wrote.
+    let written: String
+
+    /// `current` with this save's edit made again (`adding`) or taken back.
+    func applied(to current: String, adding: Bool) -> String {
+        var document = TextDocument()
+        if !current.isEmpty { _ = document.insert(current, at: 0, replica: 1) }
+        document.update(to: adding ? written : seen, seen: adding ? seen : written, replica: 2)
+        return document.text
     }
 }

@@ -42,9 +42,12 @@ extension TextDocument {
             guard UInt64(insertion.id.seq) + UInt64(insertion.count) <= UInt64(UInt32.max) else {
                 throw Failure.sequenceOverflow(insertion.id)
             }
-            let earlier = inserted[insertion.id.replica]?.map { UInt64($0.0) + UInt64($0.1) }.max() ?? 0
-            let next = max(UInt64(nextSequence(of: insertion.id.replica)), earlier)
-            guard UInt64(insertion.id.seq) <= next + Self.maximumSequenceGap else { throw Failure.sequenceGap(insertion.id) }
+            // Measured from what the document holds, not from the operation's earlier
+            // insertions: one operation moves a replica at most this far, however many
+            // insertions it has.
+            guard UInt64(insertion.id.seq) <= UInt64(nextSequence(of: insertion.id.replica)) + Self.maximumSequenceGap else {
+                throw Failure.sequenceGap(insertion.id)
+            }
             if let replica = replicaIndex[insertion.id.replica] { try checkIdentities(insertion, replica: replica) }
             inserted[insertion.id.replica, default: []].append((insertion.id.seq, UInt32(insertion.count)))
         }

@@ -54,18 +54,26 @@ extension TextDocument {
     static func affixes(_ a: String, _ b: String) -> (prefix: Int, suffix: Int) {
         var a = a
         var b = b
-        let (prefix, suffix) = a.withUTF8 { x in
+        let limit = min(a.utf8.count, b.utf8.count)
+        let prefix = a.withUTF8 { x in
             b.withUTF8 { y in
-                let limit = min(x.count, y.count)
                 var prefix = 0
                 while prefix < limit, x[prefix] == y[prefix] { prefix += 1 }
-                var suffix = 0
-                while suffix < limit - prefix, x[x.count - 1 - suffix] == y[y.count - 1 - suffix] { suffix += 1 }
-                return (prefix, suffix)
+                return prefix
             }
         }
+        // The suffix is measured after the prefix moved back to a boundary: measured up to the
+        // raw prefix, it would stop inside a character the two strings share the first bytes
+        // of ("丁丂" and "丁七丂" share a byte past "丁"), and the edit would delete and type
+        // again the characters after it, which another device may be editing.
         let snapped = snapDown(prefix, a, b)
-        // A prefix moved back leaves the suffix as it was: it did not reach the old prefix.
+        let suffix = a.withUTF8 { x in
+            b.withUTF8 { y in
+                var suffix = 0
+                while suffix < limit - snapped, x[x.count - 1 - suffix] == y[y.count - 1 - suffix] { suffix += 1 }
+                return suffix
+            }
+        }
         return (snapped, snapSuffix(suffix, a, b))
     }
 

@@ -12,6 +12,8 @@ extension PushEvaluator {
     static let maximumTextScalars = 1_000_000
     /// The most insertions and deletions one change of a text carries.
     static let maximumTextEdits = 100_000
+    /// The most bytes a merged text's state takes, deleted scalars included.
+    static let maximumTextStateBytes = 32 << 20
 
     /// The replica that stands for `client` when the server turns a whole write of a text into
     /// an operation (an older app, or an insert of a record that exists already): a hash of the
@@ -84,6 +86,13 @@ extension PushEvaluator {
         }
         let value = SyncValue.string(document.text)
         let state = Data(document.encoded())
+        guard state.count <= Self.maximumTextStateBytes else {
+            throw Rejection(
+                reason: .validation,
+                message:
+                    "\(key): text \(name.debugDescription) would take \(state.count) bytes with its history, more than \(Self.maximumTextStateBytes)",
+                keys: [key])
+        }
         if old?.text == state, old?.merge == .text { return nil }
         fields[name] = StoredField(
             value: value, kind: .string, stamp: max(stamp, old?.stamp ?? stamp), client: request.clientID, merge: .text, text: state)
