@@ -78,7 +78,8 @@ public struct PulledChange: Hashable, Codable, Sendable {
     public var mutationID: MutationID?
     /// The edits of merged texts that made this change (``FieldMerge/text(_:)``), for readers of
     /// protocol version 3: applied by identity to the reader's copy of each text, they give the
-    /// text's value in ``fields``. Nil for older readers and for changes without any.
+    /// text's value, which ``fields`` then leaves out. Nil for older readers (who get the value)
+    /// and for changes without any.
     public var merge: [SyncName: FieldMerge]?
     /// The whole states of merged texts (base64 of the merge core's `TextDocument.encoded()`),
     /// for readers of protocol version 3, in an insert whose text was edited through merges (a

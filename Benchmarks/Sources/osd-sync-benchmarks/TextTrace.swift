@@ -14,6 +14,21 @@ final class BenchPaper {
     }
 }
 
+/// Starts measuring this process's peak resident memory afresh (Linux: the kernel's high-water
+/// mark is reset by writing 5 to `/proc/self/clear_refs`).
+func resetPeakResident() {
+    try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
+}
+
+/// This process's peak resident memory since the last reset, in MB (Linux `VmHWM`).
+func peakResidentMB() -> Double {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+        let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Double($0) })
+    else { return 0 }
+    return kilobytes / 1024
+}
+
 /// The automerge-perf editing trace (../shared/data/editing-trace, or the folder
 /// OSD_EDITING_TRACE names): its edits as `[position, deleted, text]` and the final text.
 func loadEditingTrace() throws -> (edits: [(position: Int, deleted: Int, text: [UInt8])], final: String)? {
@@ -97,6 +112,7 @@ func textTraceBenchmark(server url: URL, verifier: TokenVerifier, directory: URL
         try readerContext.save()
 
         let memoryBefore = residentMB()
+        resetPeakResident()
         var buffer: [UInt8] = []
         var count = 0
         let start = clock.now
@@ -117,7 +133,7 @@ func textTraceBenchmark(server url: URL, verifier: TokenVerifier, directory: URL
         try await readerEngine.syncNow()
         let converge = milliseconds(clock.now - convergeStart)
         try await writerEngine.syncNow()
-        let memory = residentMB() - memoryBefore
+        let memory = peakResidentMB() - memoryBefore
         let shownA = try ModelContext(writer).fetch(FetchDescriptor<BenchPaper>()).first?.body
         let shownB = try ModelContext(reader).fetch(FetchDescriptor<BenchPaper>()).first?.body
         // Merged, both devices hold B's line and the whole paper; written whole, the last
@@ -125,12 +141,12 @@ func textTraceBenchmark(server url: URL, verifier: TokenVerifier, directory: URL
         let expected = merging ? line + trace.final : trace.final
         return (saves, push, converge, count, shownA == shownB && shownB == expected, memory)
     }
-    let plain = try await run(merging: false)
     let text = try await run(merging: true)
+    let plain = try await run(merging: false)
     print(
         String(
             format:
-                "text trace: %d edits as %d saves (one every %d edits); saves %.0f ms (×%.2f), push and the server applying them %.0f ms (×%.2f), the second device converging %.0f ms (×%.2f); final text %@ on both devices; resident memory +%.0f MB (plain +%.0f MB)",
+                "text trace: %d edits as %d saves (one every %d edits); saves %.0f ms (×%.2f), push and the server applying them %.0f ms (×%.2f), the second device converging %.0f ms (×%.2f); final text %@ on both devices; peak resident memory %.0f MB above the run's start (plain %.0f MB)",
             trace.edits.count, text.count, every, text.saves, text.saves / plain.saves, text.push, text.push / plain.push, text.converge,
             text.converge / plain.converge, text.agrees ? "equal to the trace's" : "DIFFERENT from the trace's", text.memory, plain.memory)
             + (plain.agrees ? "" : "; the plain baseline DISAGREES"))

@@ -125,6 +125,8 @@ struct RemoteApply {
         try resolve(&prepared)
         var deferred: [(item: Int, model: any PersistentModel)] = []
         deferred.reserveCapacity(prepared.count)
+        // The models this batch makes (their texts take the batch's changes before the save).
+        var newModels: Set<ObjectIdentifier> = []
         // By index: a `for item in prepared` copied each change with its arrays.
         for position in prepared.indices {
             let change = prepared[position].change
@@ -175,10 +177,20 @@ struct RemoteApply {
                 if !isNew, let staged = prepared[position].staged {
                     try setAttributes(model, prepared[position].attributes, from: staged, entity: change.entity)
                 }
+                if isNew { newModels.insert(modelKey) }
                 if !change.texts.isEmpty {
                     // A batch may change a record's text several times: in order.
                     for (name, text) in change.texts { work.texts[modelKey, default: [:]][name, default: []].append(text) }
-                    if !isNew { try markTexts(model, change, attributes: prepared[position].attributes) }
+                    if !newModels.contains(modelKey) {
+                        try markTexts(model, change, attributes: prepared[position].attributes)
+                    } else if let plan = state.plan(change.entity) {
+                        // A model this batch makes holds what its texts' changes make, in order
+                        // (an update after the insert carries edits, not the value).
+                        for (name, changes) in work.texts[modelKey] ?? [:] {
+                            guard let position = plan.fieldNames.firstIndex(of: name), let document = try? SyncTexts.fold(changes) else { continue }
+                            _ = ModelPropertyWriter.set(model, plan.layout.columns[plan.fieldColumns[position]].keyPath, to: document.text)
+                        }
+                    }
                 }
                 if !prepared[position].references.isEmpty || !prepared[position].links.isEmpty {
                     deferred.append((position, model))
@@ -416,11 +428,10 @@ struct RemoteApply {
             guard let plan, let position = plan.fieldNames.firstIndex(of: name) else {
                 throw SyncCaptureError.unknownProperty(entity: change.entity, property: name)
             }
+            // Marked changed without a new value: a setter given the value the model holds
+            // may record no change, and the save would not reach the text's column.
             let property = plan.layout.columns[plan.fieldColumns[position]]
-            let current = model[keyPath: property.keyPath as AnyKeyPath] ?? ""
-            guard ModelPropertyWriter.set(model, property.keyPath, to: current) else {
-                throw SyncCaptureError.undecodableValue(entity: change.entity, property: name, reason: "the value does not fit the property's type")
-            }
+            model.storageBase.noteChange(property.index)
         }
     }
 

@@ -593,11 +593,11 @@ final class SyncSaveCapture {
                         try loaded.document.apply(operation)
                         edited.append(operation)
                     case let .state(state, pending):
-                        loaded.document = try Self.document(state: state, value: "", pending: pending)
+                        loaded.document = try SyncTexts.document(state: state, value: "", pending: pending)
                         edited = TextOperation()
                         replaced = true
                     case let .value(value, pending):
-                        loaded.document = try Self.document(state: nil, value: value, pending: pending)
+                        loaded.document = try SyncTexts.document(state: nil, value: value, pending: pending)
                         edited = TextOperation()
                         replaced = true
                     }
@@ -643,23 +643,6 @@ final class SyncSaveCapture {
         return MergedValue(stored: text.databaseValue, value: text, replaces: !Self.sameBytes(text, writtenText), difference: difference)
     }
 
-    /// The document a pulled state makes, with this device's pending edits applied onto it (an
-    /// edit whose origin the state does not hold yet is left out: it comes back with its echo).
-    private static func document(state: Data?, value: String, pending: [TextChange]) throws -> TextDocument {
-        var document: TextDocument
-        if let state {
-            document = try TextDocument(encoded: state)
-        } else {
-            document = TextDocument()
-            if !value.isEmpty { _ = document.insert(value, at: 0, replica: 0) }
-        }
-        for change in pending {
-            guard let operation = try? change.operation() else { continue }
-            try? document.apply(operation)
-        }
-        return document
-    }
-
     /// Whether two strings hold the same bytes (`==` is canonical equivalence; a text keeps what
     /// was typed).
     private static func sameBytes(_ a: String, _ b: String) -> Bool {
@@ -674,13 +657,10 @@ final class SyncSaveCapture {
             let key = SyncTexts.Key(entityCode: code, row: row, field: name)
             var loaded = try state.texts.load(key, current: "", in: db)
             do {
-                for change in changes {
-                    switch change {
-                    case let .state(encoded, pending): loaded.document = try Self.document(state: encoded, value: "", pending: pending)
-                    case let .value(value, pending): loaded.document = try Self.document(state: nil, value: value, pending: pending)
-                    case let .edits(edits): try loaded.document.apply(try edits.operation())
-                    }
-                }
+                // Edits alone (an update of a record that is not here) make no document: the
+                // row holds what the batch gave it until the record is downloaded whole.
+                guard let document = try SyncTexts.fold(changes) else { continue }
+                loaded.document = document
             } catch {
                 throw SyncCaptureError.undecodableValue(
                     entity: plan.layout.name, property: name, reason: "the server's change of the text does not apply here: \(error)")

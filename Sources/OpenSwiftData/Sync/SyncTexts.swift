@@ -194,6 +194,40 @@ final class SyncTexts: Sendable {
         }
     }
 
+    /// The document a pulled state makes (nil: the text's value as replica 0's run), with this
+    /// device's pending edits applied onto it (an edit whose origin the state does not hold yet
+    /// is left out: it comes back with its echo).
+    static func document(state: Data?, value: String, pending: [TextChange]) throws -> TextDocument {
+        var document: TextDocument
+        if let state {
+            document = try TextDocument(encoded: state)
+        } else {
+            document = TextDocument()
+            if !value.isEmpty { _ = document.insert(value, at: 0, replica: 0) }
+        }
+        for change in pending {
+            guard let operation = try? change.operation() else { continue }
+            try? document.apply(operation)
+        }
+        return document
+    }
+
+    /// The document a new row's text changes make, in order: from its state or value, then its
+    /// edits; nil when they start with no state or value (edits alone).
+    static func fold(_ changes: [RemoteTextChange]) throws -> TextDocument? {
+        var document: TextDocument?
+        for change in changes {
+            switch change {
+            case let .state(encoded, pending): document = try Self.document(state: encoded, value: "", pending: pending)
+            case let .value(value, pending): document = try Self.document(state: nil, value: value, pending: pending)
+            case let .edits(edits):
+                guard document != nil else { continue }
+                try document?.apply(try edits.operation())
+            }
+        }
+        return document
+    }
+
     /// A save's edit in the log's stored form: the JSON of its ``TextChange``.
     static func storedChange(_ operation: TextOperation) -> DatabaseValue {
         let data = (try? JSONEncoder().encode(TextChange(operation))) ?? Data("{}".utf8)

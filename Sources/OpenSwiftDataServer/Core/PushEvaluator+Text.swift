@@ -1,6 +1,7 @@
 import Foundation
 import OpenSwiftDataMerge
 import OpenSwiftDataSyncProtocol
+import Synchronization
 
 // Texts that merge: a change's insertions and deletions (`FieldMerge.text`) are applied by
 // identity to the field's document (`TextDocument`, kept in `StoredField.text`) inside the
@@ -27,9 +28,11 @@ extension PushEvaluator {
         return hash == 0 ? 1 : hash
     }
 
-    /// A text field's document: its stored state, or its value as replica 0's one run.
-    static func textDocument(_ field: StoredField?, of name: SyncName, key: RecordKey) throws -> TextDocument {
+    /// A text field's document: its stored state (decoded once per push), or its value as
+    /// replica 0's one run.
+    func textDocument(_ field: StoredField?, of name: SyncName, key: RecordKey) throws -> TextDocument {
         if let state = field?.text {
+            if let document = texts.take(key: key, name: name, state: state) { return document }
             do { return try TextDocument(encoded: state) } catch {
                 throw Rejection(
                     reason: .validation, message: "\(key): the server's state of text \(name.debugDescription) does not read back: \(error)",
@@ -63,7 +66,7 @@ extension PushEvaluator {
         _ change: TextChange, to fields: inout [SyncName: StoredField], name: SyncName, stamp: HLCTimestamp, key: RecordKey
     ) throws -> SyncValue? {
         let old = fields[name]
-        var document = try Self.textDocument(old, of: name, key: key)
+        var document = try textDocument(old, of: name, key: key)
         let operation = try Self.textOperation(change, of: name, key: key)
         do {
             try document.apply(operation)
@@ -93,6 +96,7 @@ extension PushEvaluator {
                     "\(key): text \(name.debugDescription) would take \(state.count) bytes with its history, more than \(Self.maximumTextStateBytes)",
                 keys: [key])
         }
+        texts.keep(document, key: key, name: name, state: state)
         if old?.text == state, old?.merge == .text { return nil }
         fields[name] = StoredField(
             value: value, kind: .string, stamp: max(stamp, old?.stamp ?? stamp), client: request.clientID, merge: .text, text: state)
@@ -135,7 +139,7 @@ extension PushEvaluator {
                 reason: .wrongValueType, message: "\(key): text \(name.debugDescription) holds a string, not \(value.kind?.rawValue ?? "null")",
                 keys: [key])
         }
-        var document = try Self.textDocument(existing.fields[name], of: name, key: key)
+        var document = try textDocument(existing.fields[name], of: name, key: key)
         let replica = Self.textReplica(of: request.clientID)
         if declared == .text, change.op == .insert {
             return .text(TextChange(document.insert(written, at: document.scalarCount, replica: replica)))
@@ -148,5 +152,34 @@ extension PushEvaluator {
                 keys: [key])
         }
         return .text(TextChange(document.update(to: written, replica: replica)))
+    }
+}
+
+/// The texts' documents one push decoded, each with the encoded state it reads as: the next
+/// edit of the same text in the push takes it instead of decoding that state again. Only one
+/// is kept per text, and only while its state is the field's.
+final class PushTextDocuments: Sendable {
+    private struct Entry {
+        var state: Data
+        var document: TextDocument
+    }
+
+    private let entries = Mutex<[String: Entry]>([:])
+
+    private static func key(_ record: RecordKey, _ name: SyncName) -> String { "\(record.entity)\u{0}\(record.recordID)\u{0}\(name)" }
+
+    /// The document of `state`, when this push decoded it (taken out: the caller changes it).
+    func take(key: RecordKey, name: SyncName, state: Data) -> TextDocument? {
+        entries.withLock { entries in
+            let key = Self.key(key, name)
+            guard let entry = entries[key], entry.state == state else { return nil }
+            entries[key] = nil
+            return entry.document
+        }
+    }
+
+    /// Keeps a document with the state it reads as.
+    func keep(_ document: TextDocument, key: RecordKey, name: SyncName, state: Data) {
+        entries.withLock { $0[Self.key(key, name)] = Entry(state: state, document: document) }
     }
 }

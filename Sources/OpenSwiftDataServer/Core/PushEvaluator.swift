@@ -9,6 +9,9 @@ struct PushEvaluator: Sendable {
     let hashes: [MutationID: String]
     let configuration: SyncServiceConfiguration
     let now: Int64
+    /// Texts' documents decoded during this push, by their encoded state: a push of many edits
+    /// of one text decodes it once.
+    let texts = PushTextDocuments()
 
     /// A refusal of one mutation.
     struct Rejection: Error {

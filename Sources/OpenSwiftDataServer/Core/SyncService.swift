@@ -250,6 +250,13 @@ public final class SyncService: Sendable {
                 response.changes[index].merge = nil
                 response.changes[index].textStates = nil
             }
+        } else if response.changes.contains(where: { $0.merge != nil }) {
+            // A reader that merges texts applies an update's edits: the text's whole value,
+            // which the log keeps for older readers, does not travel with them.
+            for index in response.changes.indices {
+                guard let merge = response.changes[index].merge else { continue }
+                for (name, edit) in merge where edit.kind == .text { response.changes[index].fields[name] = nil }
+            }
         }
         return response
     }
