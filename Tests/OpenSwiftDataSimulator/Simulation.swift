@@ -672,7 +672,7 @@ struct SimRun {
                 }
             }
         }
-        // 16. A text holds every character an applied save typed and no applied save deleted,
+        // 15d. A text holds every character an applied save typed and no applied save deleted,
         // exactly once, and nothing else: no acknowledged insertion lost or repeated, no
         // acknowledged deletion undone, on the server and on every client.
         var typed: [String: Set<Character>] = [:]

@@ -329,6 +329,28 @@ struct TextMergeTests {
         #expect(try phone.memo().body == "Oh. Hello world")
     }
 
+    @Test("a note created on two devices, one of them empty, takes the server's identities even when the text reads the same")
+    func sameTextOtherIdentities() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer()
+        let phone = try Device.memos(server, name: "phone", directory: directory)
+        let laptop = try Device.memos(server, name: "laptop", directory: directory)
+        phone.context.insert(Memo(memoID: "m1", body: ""))
+        try phone.context.save()
+        laptop.context.insert(Memo(memoID: "m1", body: "x"))
+        try laptop.context.save()
+        try await phone.engine.syncNow()
+        // The server appends the laptop's "x" under its own identities: the laptop's text reads
+        // "x" before and after, but its identities change.
+        try await laptop.engine.syncNow()
+        try laptop.memo().body = "y"
+        try laptop.context.save()
+        try await laptop.engine.syncNow()
+        try await phone.engine.syncNow()
+        #expect(try laptop.memo().body == "y")
+        #expect(try phone.memo().body == "y")
+    }
+
     @Test("deleting a note removes its text's document from the device")
     func deleteRemovesDocuments() async throws {
         let directory = try TemporaryDirectory()

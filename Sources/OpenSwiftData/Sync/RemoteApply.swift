@@ -182,7 +182,7 @@ struct RemoteApply {
                     // A batch may change a record's text several times: in order.
                     for (name, text) in change.texts { work.texts[modelKey, default: [:]][name, default: []].append(text) }
                     if !newModels.contains(modelKey) {
-                        try markTexts(model, change, attributes: prepared[position].attributes)
+                        try markTexts(model, change)
                     } else if let plan = state.plan(change.entity) {
                         // A model this batch makes holds what its texts' changes make, in order
                         // (an update after the insert carries edits, not the value).
@@ -419,17 +419,16 @@ struct RemoteApply {
         }
     }
 
-    /// Marks the merged texts a change names as changed on an existing model (setting them to
-    /// what they hold when the change gives no value), so that the save computes each from its
+    /// Marks the merged texts a change names as changed on an existing model, whether or not the
+    /// change gives a value (edits come without one), so that the save computes each from its
     /// document, in its transaction (see `SyncSaveCapture.mergeText`).
-    private func markTexts(_ model: any PersistentModel, _ change: RemoteRecordChange, attributes: [PropertyLayout]) throws {
+    private func markTexts(_ model: any PersistentModel, _ change: RemoteRecordChange) throws {
         let plan = state.plan(change.entity)
-        for name in change.texts.keys.sorted() where !attributes.contains(where: { $0.syncName == name }) {
+        for name in change.texts.keys.sorted() {
             guard let plan, let position = plan.fieldNames.firstIndex(of: name) else {
                 throw SyncCaptureError.unknownProperty(entity: change.entity, property: name)
             }
-            // Marked changed without a new value: a setter given the value the model holds
-            // may record no change, and the save would not reach the text's column.
+            // Marked changed without a new value: the save reaches the text's column.
             let property = plan.layout.columns[plan.fieldColumns[position]]
             model.storageBase.noteChange(property.index)
         }
