@@ -242,13 +242,17 @@ let package = Package(
                 "OpenSwiftDataSync",
                 "OpenSwiftDataServer",
                 "OpenSwiftDataServerSQLite",
+                "EditingTrace",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Benchmarks/Sources/osd-sync-benchmarks"
         ),
         // The merge core on a real editing trace: `swift run -c release osd-merge-benchmarks`.
-        .executableTarget(name: "osd-merge-benchmarks", dependencies: ["OpenSwiftDataMerge"], path: "Benchmarks/Sources/osd-merge-benchmarks"),
+        .executableTarget(
+            name: "osd-merge-benchmarks", dependencies: ["OpenSwiftDataMerge", "EditingTrace"], path: "Benchmarks/Sources/osd-merge-benchmarks"),
+        // The editing trace both replay, read at run time.
+        .target(name: "EditingTrace", path: "Benchmarks/Sources/EditingTrace"),
         // What the test targets share: a temporary directory, a manual clock, seeded generators.
         .target(name: "OpenSwiftDataTestSupport", dependencies: ["OpenSwiftDataSyncProtocol"], path: "Tests/OpenSwiftDataTestSupport"),
         .testTarget(

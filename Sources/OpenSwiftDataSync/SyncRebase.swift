@@ -429,13 +429,23 @@ struct SyncRebase {
         var refs: Set<RecordRef> = []
         for change in mutation.changes {
             guard let shape = shapes[change.entity], shape.hasTexts else { continue }
-            // A record the server no longer holds is rolled back as gone, texts and all.
+            // An edit of a text is downloaded again whether or not the server held the record
+            // when it refused it: the local document may hold the edit still (a reset that
+            // replaced it before the answer settled put the pending edits back on top), and
+            // the record may come back (another device's insert resent after a restore) to
+            // be merged into that document (seed 1192: a deletion refused as recordNotFound
+            // stayed applied on the device that typed it). The download removes a record the
+            // server does not hold.
+            if change.merge.contains(where: { shape.isText($0.key) }) {
+                refs.insert(RecordRef(entity: change.entity, recordID: change.recordID))
+                continue
+            }
+            // Otherwise a record the server no longer holds is rolled back as gone, texts and all.
             guard serverRecords.contains(where: { $0.entity == change.entity && $0.recordID == change.recordID && !$0.deleted }) else { continue }
-            // An edit of a text, an insert over the server's record, or a delete (the row and
-            // its documents are gone here; the server keeps them).
-            let edited = change.merge.contains { shape.isText($0.key) }
+            // An insert over the server's record, or a delete (the row and its documents are
+            // gone here; the server keeps them).
             let over = change.op == .insert && change.fields.keys.contains(where: shape.isText)
-            if edited || over || change.op == .delete { refs.insert(RecordRef(entity: change.entity, recordID: change.recordID)) }
+            if over || change.op == .delete { refs.insert(RecordRef(entity: change.entity, recordID: change.recordID)) }
         }
         return refs
     }

@@ -97,6 +97,25 @@ import Testing
         #expect(bob.text == "hello world")
     }
 
+    @Test func aDocumentHoldsAnOperationOnlyOnceEverythingItDoesIsThere() throws {
+        var (alice, bob) = pair("hello")
+        var typed = alice.insert(" world", at: 5, replica: 2)
+        typed.append(alice.delete(at: 0, count: 1))
+        // The editing document holds its own edit (an echo applies as nothing).
+        #expect(alice.holds(typed))
+        #expect(!bob.holds(typed))
+        // Half of it is not holding it: the insertion is there, the deletion is not.
+        try bob.apply(TextOperation(insertions: typed.insertions, deletions: []))
+        #expect(!bob.holds(typed))
+        try bob.apply(typed)
+        #expect(bob.holds(typed))
+        #expect(bob.text == "ello world")
+        // A deletion of scalars never inserted is not held.
+        let elsewhere = TextOperation(insertions: [], deletions: [TextOperation.Deletion(start: TextID(replica: 7, seq: 0), count: 1)])
+        #expect(!bob.holds(elsewhere))
+        #expect(bob.holds(TextOperation()))
+    }
+
     @Test func identitiesReusedForOtherContentAreRefusedAndTheStateStaysReadable() throws {
         var document = TextDocument()
         let hello = document.insert("hello", at: 0, replica: 7)

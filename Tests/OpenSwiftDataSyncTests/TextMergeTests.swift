@@ -380,4 +380,36 @@ struct TextMergeTests {
         #expect(try laptop.textDocumentRows() == 0)
         #expect(try laptop.context.fetch(FetchDescriptor<Memo>()).isEmpty)
     }
+
+    @Test("a device's own edits coming back from the server are not stored again; another device's are")
+    func echoesNotStoredAgain() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TestServer()
+        let phone = try Device.memos(server, name: "phone", directory: directory)
+        let laptop = try Device.memos(server, name: "laptop", directory: directory)
+        phone.context.insert(Memo(memoID: "m1", body: "a"))
+        try phone.context.save()
+        try await phone.engine.syncNow()
+        try await laptop.engine.syncNow()
+        for body in ["ab", "abc", "abcd"] {
+            try phone.memo().body = body
+            try phone.context.save()
+        }
+        let typed = try phone.textDocumentRows()
+        // The push's echoes come back in the pull: the document holds them already.
+        try await phone.engine.syncNow()
+        try await phone.engine.syncNow()
+        #expect(try phone.textDocumentRows() == typed)
+        #expect(try phone.memo().body == "abcd")
+        // The laptop's edit is new to the phone: stored, and shown.
+        let before = try laptop.textDocumentRows()
+        try await laptop.engine.syncNow()
+        #expect(try laptop.textDocumentRows() > before)
+        try laptop.memo().body = "Xabcd"
+        try laptop.context.save()
+        try await laptop.engine.syncNow()
+        try await phone.engine.syncNow()
+        #expect(try phone.textDocumentRows() == typed + 1)
+        #expect(try phone.memo().body == "Xabcd")
+    }
 }

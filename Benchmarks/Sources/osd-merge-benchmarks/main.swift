@@ -7,34 +7,9 @@
 // does); and as saves of the whole string every 20 edits (`update(to:replica:)`, what a save
 // does), while a third replica types concurrently and the two merge both ways. The baseline is
 // the same edits on a plain byte buffer.
+import EditingTrace
 import Foundation
 import OpenSwiftDataMerge
-
-struct Edit {
-    var position: Int
-    var deleted: Int
-    var text: String
-}
-
-func loadTrace(_ folder: URL) throws -> (edits: [Edit], final: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["gzip", "-dc", folder.appendingPathComponent("edits.jsonl.gz").path]
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    var edits: [Edit] = []
-    for line in data.split(separator: UInt8(ascii: "\n")) {
-        guard let fields = try JSONSerialization.jsonObject(with: Data(line)) as? [Any], fields.count == 3,
-            let position = fields[0] as? Int, let deleted = fields[1] as? Int, let text = fields[2] as? String
-        else { throw CocoaError(.fileReadCorruptFile) }
-        edits.append(Edit(position: position, deleted: deleted, text: text))
-    }
-    let final = try String(contentsOf: folder.appendingPathComponent("final.txt"), encoding: .utf8)
-    return (edits, final)
-}
 
 /// Resident memory in bytes.
 func residentBytes() -> Int {
@@ -51,14 +26,15 @@ func seconds(_ body: () throws -> Void) rethrows -> Double {
 
 func format(_ value: Double) -> String { String(format: "%.3f", value) }
 
-let folder = URL(
-    fileURLWithPath: ProcessInfo.processInfo.environment["OSD_EDITING_TRACE"]
-        ?? FileManager.default.currentDirectoryPath + "/../shared/data/editing-trace")
-let trace: (edits: [Edit], final: String)
+let trace: EditingTrace
 do {
-    trace = try loadTrace(folder)
+    guard let loaded = try EditingTrace.load() else {
+        print("The editing trace is not at \(EditingTrace.folder.path) (set OSD_EDITING_TRACE)")
+        exit(1)
+    }
+    trace = loaded
 } catch {
-    print("The editing trace is not at \(folder.path) (set OSD_EDITING_TRACE): \(error)")
+    print("The editing trace at \(EditingTrace.folder.path) does not read: \(error)")
     exit(1)
 }
 print("Editing trace: \(trace.edits.count) edits, final text \(trace.final.utf8.count) bytes")

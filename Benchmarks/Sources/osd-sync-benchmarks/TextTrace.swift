@@ -1,3 +1,4 @@
+import EditingTrace
 import Foundation
 import OpenSwiftData
 import OpenSwiftDataServer
@@ -29,53 +30,18 @@ func peakResidentMB() -> Double {
     return kilobytes / 1024
 }
 
-/// The automerge-perf editing trace (../shared/data/editing-trace, or the folder
-/// OSD_EDITING_TRACE names): its edits as `[position, deleted, text]` and the final text.
-func loadEditingTrace() throws -> (edits: [(position: Int, deleted: Int, text: [UInt8])], final: String)? {
-    let folder = URL(
-        fileURLWithPath: ProcessInfo.processInfo.environment["OSD_EDITING_TRACE"]
-            ?? FileManager.default.currentDirectoryPath + "/../shared/data/editing-trace")
-    let archive = folder.appendingPathComponent("edits.jsonl.gz")
-    guard FileManager.default.fileExists(atPath: archive.path) else { return nil }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["gzip", "-dc", archive.path]
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    var edits: [(position: Int, deleted: Int, text: [UInt8])] = []
-    for line in data.split(separator: UInt8(ascii: "\n")) {
-        guard let fields = try JSONSerialization.jsonObject(with: Data(line)) as? [Any], fields.count == 3,
-            let position = fields[0] as? Int, let deleted = fields[1] as? Int, let text = fields[2] as? String
-        else { throw CocoaError(.fileReadCorruptFile) }
-        edits.append((position, deleted, Array(text.utf8)))
-    }
-    return (edits, try String(contentsOf: folder.appendingPathComponent("final.txt"), encoding: .utf8))
-}
-
 /// A real editing trace through sync: device A replays the trace as saves of the note's body
 /// (one save every `every` edits, with the engine not running), then pushes them all (the
 /// server applies each save's edit inside the push); device B, which typed a line at the start
 /// of the note meanwhile, then syncs: it pushes its line and pulls A's edits, converging. Both
-/// must end with the trace's final text after B's line. The baseline is the same saves of a
+/// must end with B's line, whole, and the trace's final text around it. The baseline is the same saves of a
 /// plain `String` written whole, pushed and pulled the same way.
 func textTraceBenchmark(server url: URL, verifier: TokenVerifier, directory: URL, every: Int, edits limit: Int?) async throws {
-    guard var trace = try loadEditingTrace() else {
-        print("text trace: skipped, the editing trace is not at ../shared/data/editing-trace (set OSD_EDITING_TRACE)")
+    guard var trace = try EditingTrace.load() else {
+        print("text trace: skipped, the editing trace is not at \(EditingTrace.folder.path) (set OSD_EDITING_TRACE)")
         return
     }
-    if let limit, limit < trace.edits.count {
-        // The first edits alone: the final text is what they make.
-        trace.edits = Array(trace.edits.prefix(limit))
-        var buffer: [UInt8] = []
-        for edit in trace.edits {
-            if edit.deleted > 0 { buffer.removeSubrange(edit.position..<edit.position + edit.deleted) }
-            if !edit.text.isEmpty { buffer.insert(contentsOf: edit.text, at: edit.position) }
-        }
-        trace.final = String(decoding: buffer, as: UTF8.self)
-    }
+    if let limit { trace = trace.prefix(limit) }
     let clock = ContinuousClock()
     func device(_ name: String, user: String, merging: Bool) throws -> (ModelContainer, SyncEngine) {
         let container = try ModelContainer(
@@ -118,7 +84,7 @@ func textTraceBenchmark(server url: URL, verifier: TokenVerifier, directory: URL
         let start = clock.now
         for (index, edit) in trace.edits.enumerated() {
             if edit.deleted > 0 { buffer.removeSubrange(edit.position..<edit.position + edit.deleted) }
-            if !edit.text.isEmpty { buffer.insert(contentsOf: edit.text, at: edit.position) }
+            if !edit.text.isEmpty { buffer.insert(contentsOf: edit.text.utf8, at: edit.position) }
             if (index + 1) % every == 0 || index == trace.edits.count - 1 {
                 written.body = String(decoding: buffer, as: UTF8.self)
                 try writerContext.save()
@@ -136,10 +102,19 @@ func textTraceBenchmark(server url: URL, verifier: TokenVerifier, directory: URL
         let memory = peakResidentMB() - memoryBefore
         let shownA = try ModelContext(writer).fetch(FetchDescriptor<BenchPaper>()).first?.body
         let shownB = try ModelContext(reader).fetch(FetchDescriptor<BenchPaper>()).first?.body
-        // Merged, both devices hold B's line and the whole paper; written whole, the last
-        // writer's value (A's paper, pushed before B's line).
-        let expected = merging ? line + trace.final : trace.final
-        return (saves, push, converge, count, shownA == shownB && shownB == expected, memory)
+        // Merged, both devices hold B's line whole and, around it, the whole paper (the line
+        // and A's first characters were typed at one place concurrently: their order follows
+        // the replicas' identities); written whole, the last writer's value (A's paper, pushed
+        // before B's line).
+        func agrees(_ shown: String?) -> Bool {
+            guard var shown else { return false }
+            if merging {
+                guard let range = shown.range(of: line) else { return false }
+                shown.removeSubrange(range)
+            }
+            return shown == trace.final
+        }
+        return (saves, push, converge, count, shownA == shownB && agrees(shownB), memory)
     }
     let text = try await run(merging: true)
     let plain = try await run(merging: false)

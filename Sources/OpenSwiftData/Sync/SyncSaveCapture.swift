@@ -590,6 +590,9 @@ final class SyncSaveCapture {
                     switch change {
                     case let .edits(edits):
                         let operation = try edits.operation()
+                        // This device's own edits come back as echoes: the document holds
+                        // them, and its tail does not take them again.
+                        guard !loaded.document.holds(operation) else { continue }
                         try loaded.document.apply(operation)
                         edited.append(operation)
                     case let .state(state, pending):
@@ -605,6 +608,8 @@ final class SyncSaveCapture {
                 if replaced {
                     try texts.replace(loaded, key: key, in: db)
                     texts.newReplica()
+                } else if edited.isEmpty {
+                    texts.release(loaded, key: key)
                 } else {
                     try texts.store(loaded, applying: edited, key: key, in: db)
                 }
@@ -634,8 +639,10 @@ final class SyncSaveCapture {
             return Self.sameBytes(current, writtenText)
                 ? nil : MergedValue(stored: current.databaseValue, value: current, replaces: true, difference: nil)
         }
-        try texts.store(loaded, applying: operation, key: key, in: db)
-        counterDeltas[ObjectIdentifier(registration.storage), default: []].append((field, SyncTexts.storedChange(operation)))
+        let encoded = try SyncTexts.encodedChange(operation)
+        try texts.store(loaded, applying: operation, encoded: encoded, key: key, in: db)
+        counterDeltas[ObjectIdentifier(registration.storage), default: []].append(
+            (field, String(decoding: encoded, as: UTF8.self).databaseValue))
         let text = loaded.document.text
         // Undone by what this save changed: its edit taken back from whatever the text then
         // holds, so that edits others made since stay.

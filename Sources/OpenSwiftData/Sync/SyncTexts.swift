@@ -100,15 +100,15 @@ final class SyncTexts: Sendable {
     /// from the store; a text without one holds `current` (its column's value) as replica 0's
     /// run.
     func load(_ key: Key, current: String, in db: Database) throws -> Loaded {
-        let checkpointRow = try Row.fetchOne(
-            db, sql: "SELECT token, state FROM \(quoted(Self.table)) WHERE entity_code = ? AND pk = ? AND field = ?",
+        // The token first: the state is read only when the cached document is not current.
+        let checkpointToken = try Int64.fetchOne(
+            db, sql: "SELECT token FROM \(quoted(Self.table)) WHERE entity_code = ? AND pk = ? AND field = ?",
             arguments: [key.entityCode, key.row, key.field])
-        guard let checkpointRow else {
+        guard let checkpoint = checkpointToken else {
             var document = TextDocument()
             if !current.isEmpty { _ = document.insert(current, at: 0, replica: 0) }
             return Loaded(document: document, checkpoint: 0, lastNumber: 0, lastToken: 0, isNew: true)
         }
-        let checkpoint: Int64 = checkpointRow[0]
         let last = try Row.fetchOne(
             db,
             sql: "SELECT n, token FROM \(quoted(Self.operationsTable)) WHERE entity_code = ? AND pk = ? AND field = ? ORDER BY n DESC LIMIT 1",
@@ -123,7 +123,10 @@ final class SyncTexts: Sendable {
         if let cached, cached.checkpoint == checkpoint, cached.lastNumber == lastNumber, cached.lastToken == lastToken {
             return Loaded(document: cached.document, checkpoint: checkpoint, lastNumber: lastNumber, lastToken: lastToken, isNew: false)
         }
-        let state: Data = checkpointRow[1]
+        let state =
+            try Data.fetchOne(
+                db, sql: "SELECT state FROM \(quoted(Self.table)) WHERE entity_code = ? AND pk = ? AND field = ?",
+                arguments: [key.entityCode, key.row, key.field]) ?? Data()
         var document = try TextDocument(encoded: state)
         let operations = try Data.fetchAll(
             db, sql: "SELECT operation FROM \(quoted(Self.operationsTable)) WHERE entity_code = ? AND pk = ? AND field = ? ORDER BY n",
@@ -135,17 +138,18 @@ final class SyncTexts: Sendable {
         return Loaded(document: document, checkpoint: checkpoint, lastNumber: lastNumber, lastToken: lastToken, isNew: false)
     }
 
-    /// Stores what `loaded.document` became through `operation` (applied to it already): the
-    /// operation, or a new checkpoint every ``checkpointInterval`` operations. The document goes
+    /// Stores what `loaded.document` became through `operation` (applied to it already, and
+    /// `encoded` as its ``TextChange``'s JSON when the caller has it): the operation, or a new
+    /// checkpoint every ``checkpointInterval`` operations. The document goes
     /// back to the cache.
-    func store(_ loaded: Loaded, applying operation: TextOperation, key: Key, in db: Database) throws {
+    func store(_ loaded: Loaded, applying operation: TextOperation, encoded: Data? = nil, key: Key, in db: Database) throws {
         var loaded = loaded
         if loaded.isNew || loaded.lastNumber >= Int64(Self.checkpointInterval) {
             try checkpoint(&loaded, key: key, in: db)
         } else {
             let token = Self.newToken()
             let number = loaded.lastNumber + 1
-            let data = try JSONEncoder().encode(TextChange(operation))
+            let data = try encoded ?? JSONEncoder().encode(TextChange(operation))
             try db.execute(
                 sql: "INSERT INTO \(quoted(Self.operationsTable)) (entity_code, pk, field, n, token, operation) VALUES (?, ?, ?, ?, ?, ?)",
                 arguments: [key.entityCode, key.row, key.field, number, token, data])
@@ -228,10 +232,10 @@ final class SyncTexts: Sendable {
         return document
     }
 
-    /// A save's edit in the log's stored form: the JSON of its ``TextChange``.
-    static func storedChange(_ operation: TextOperation) -> DatabaseValue {
-        let data = (try? JSONEncoder().encode(TextChange(operation))) ?? Data("{}".utf8)
-        return String(decoding: data, as: UTF8.self).databaseValue
+    /// A save's edit in its stored form: the JSON of its ``TextChange``, which the log holds
+    /// as text and the document's tail as bytes.
+    static func encodedChange(_ operation: TextOperation) throws -> Data {
+        try JSONEncoder().encode(TextChange(operation))
     }
 
     /// Forgets the documents of a row (deleted, or its text written whole by the sync engine):

@@ -20,6 +20,30 @@ extension TextDocument {
         for deletion in operation.deletions { delete(deletion) }
     }
 
+    /// Whether applying `operation` would change nothing: every scalar it inserts is held, and
+    /// every scalar it deletes is held and deleted (an echo of an edit made here).
+    public func holds(_ operation: TextOperation) -> Bool {
+        /// Walks the held runs over `count` scalars from `start`; false when one is not held,
+        /// or (with `deleted`) not deleted.
+        func covered(_ start: TextID, count: UInt64, deleted: Bool) -> Bool {
+            guard let replica = replicaIndex[start.replica] else { return count == 0 }
+            var cursor = UInt64(start.seq)
+            let end = cursor + count
+            while cursor < end {
+                guard cursor <= UInt64(UInt32.max), let (run, offset) = locate(PackedTextID(replica: replica, seq: UInt32(cursor))) else {
+                    return false
+                }
+                let held = runs[Int(run)]
+                if deleted, !held.deleted { return false }
+                cursor += UInt64(held.count - offset)
+            }
+            return true
+        }
+        for insertion in operation.insertions where !covered(insertion.id, count: UInt64(insertion.count), deleted: false) { return false }
+        for deletion in operation.deletions where !covered(deletion.start, count: UInt64(deletion.count), deleted: true) { return false }
+        return true
+    }
+
     /// How many sequence numbers past the last one held an insertion may start: a replica's
     /// operations that were never applied (a rejected save) leave a gap, and its scalars are
     /// stored by sequence number, so an unbounded gap would be unbounded memory.
