@@ -88,8 +88,12 @@ public final class SyncServer: Sendable {
 
     /// Opens the server over a storage (`SQLiteSyncStorage` from `OpenSwiftDataServerSQLite`,
     /// or `PostgresSyncStorage` from `OpenSwiftDataServerPostgres`) and loads its keys. `now` is
-    /// the time the core and the token checks read.
-    public init(configuration: SyncServerConfiguration, storage: any SyncStorage, now: @escaping @Sendable () -> Date = { Date() }) async throws {
+    /// the time the core and the token checks read. Blobs' bytes are kept in `blobs`, or where
+    /// the storage keeps them (files beside a SQLite database) when it is nil.
+    public init(
+        configuration: SyncServerConfiguration, storage: any SyncStorage, blobs: (any BlobStorage)? = nil,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) async throws {
         let metrics = ServerMetrics()
         let hub = LiveHub(onCount: { metrics.liveClients($0) })
         let activity = AdminCredential(token: configuration.adminToken) == nil ? nil : ServerActivity()
@@ -106,7 +110,7 @@ public final class SyncServer: Sendable {
                 pushed: { summary in
                     metrics.pushed(summary)
                     activity?.processed(summary.applied + summary.rejected)
-                }))
+                }), blobs: blobs)
         self.verifier = try await TokenVerifier(configuration: configuration.auth, now: now)
     }
 

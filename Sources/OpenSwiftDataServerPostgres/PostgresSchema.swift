@@ -102,6 +102,27 @@ enum PostgresSchema {
             statements: [
                 "ALTER TABLE osd_grants ADD COLUMN role text NOT NULL DEFAULT 'writer'"
             ]),
+        // Blobs: which live records name each blob and which client wrote each reference,
+        // the blobs stored (with when they were stored or last named), and who holds each one
+        // (uploaded it): a reference lets readers read the blob once its writer's user holds it,
+        // and the bytes count in each holder's limit. Records from before hold no blobs.
+        Migration(
+            version: 5, name: "osd-server v5 blobs",
+            statements: [
+                """
+                CREATE TABLE osd_blob_refs (
+                    entity text COLLATE "C" NOT NULL, record_id text COLLATE "C" NOT NULL, digest text COLLATE "C" NOT NULL,
+                    client text NOT NULL, PRIMARY KEY (entity, record_id, digest))
+                """,
+                "CREATE INDEX osd_blob_refs_by_digest ON osd_blob_refs (digest)",
+                "CREATE TABLE osd_blobs (digest text COLLATE \"C\" PRIMARY KEY, size bigint NOT NULL, stored_at bigint NOT NULL)",
+                "CREATE INDEX osd_blobs_by_age ON osd_blobs (stored_at)",
+                """
+                CREATE TABLE osd_blob_holders (
+                    digest text COLLATE "C" NOT NULL, user_id text NOT NULL, PRIMARY KEY (digest, user_id))
+                """,
+                "CREATE INDEX osd_blob_holders_by_user ON osd_blob_holders (user_id)",
+            ]),
     ]
 
     /// The newest migration this server knows.

@@ -545,6 +545,38 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
                     SELECT * FROM unnest(\(referenceColumns.entities)::text[], \(referenceColumns.recordIDs)::text[], \(referenceColumns.fields)::text[], \(referenceColumns.targets)::text[])
                     """, logger: logger)
             }
+            // The blob index likewise. A blob the written records named is named again or not:
+            // its age starts again, so that collection waits the retention window from the last
+            // time a record named it.
+            try await connection.checkedQuery(
+                """
+                UPDATE osd_blobs SET stored_at = greatest(stored_at, \(plan.now)) WHERE digest IN (
+                    SELECT f.digest FROM osd_blob_refs f
+                    JOIN unnest(\(previouslyLinked.map(\.entity))::text[], \(previouslyLinked.map(\.recordID))::text[]) AS k(entity, record_id)
+                    ON f.entity = k.entity AND f.record_id = k.record_id)
+                """, logger: logger)
+            try await connection.checkedQuery(
+                """
+                DELETE FROM osd_blob_refs f USING unnest(\(previouslyLinked.map(\.entity))::text[], \(previouslyLinked.map(\.recordID))::text[]) AS k(entity, record_id)
+                WHERE f.entity = k.entity AND f.record_id = k.record_id
+                """, logger: logger)
+            var blobColumns: (entities: [String], recordIDs: [String], digests: [String], clients: [String]) = ([], [], [], [])
+            for record in records {
+                for reference in record.blobReferences {
+                    blobColumns.entities.append(record.entity)
+                    blobColumns.recordIDs.append(record.recordID)
+                    blobColumns.digests.append(reference.digest)
+                    blobColumns.clients.append(reference.client)
+                }
+            }
+            if !blobColumns.entities.isEmpty {
+                try await connection.checkedQuery(
+                    """
+                    INSERT INTO osd_blob_refs (entity, record_id, digest, client)
+                    SELECT * FROM unnest(\(blobColumns.entities)::text[], \(blobColumns.recordIDs)::text[], \(blobColumns.digests)::text[], \(blobColumns.clients)::text[])
+                    ON CONFLICT DO NOTHING
+                    """, logger: logger)
+            }
             if !linkColumns.entities.isEmpty {
                 try await connection.checkedQuery(
                     """
@@ -743,6 +775,93 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
                 String.self)
             { result[ScopeID(rawValue: scope)] = ScopeAccess(scope: ScopeID(rawValue: scope), role: .owner) }
             return Array(result.values)
+        }
+    }
+
+    // MARK: Blobs
+
+    /// None yet: a server on PostgreSQL is given its blob storage.
+    package var defaultBlobStorage: (any BlobStorage)? { nil }
+
+    package func blobScopes(of digest: String) async throws -> [ScopeID] {
+        try await readTransaction { [self] connection in
+            var scopes: [ScopeID] = []
+            for try await scope in try await connection.checkedQuery(
+                """
+                SELECT DISTINCT r.scope FROM osd_blob_refs b
+                JOIN osd_records r ON r.entity = b.entity AND r.record_id = b.record_id AND NOT r.deleted
+                JOIN osd_clients c ON c.client_id = b.client
+                JOIN osd_blob_holders h ON h.digest = b.digest AND h.user_id = c.user_id
+                WHERE b.digest = \(digest) ORDER BY r.scope
+                """, logger: logger
+            ).decode(String.self) { scopes.append(ScopeID(rawValue: scope)) }
+            return scopes
+        }
+    }
+
+    package func noteBlob(_ reference: BlobReference, holder user: String, at milliseconds: Int64) async throws {
+        try await writeTransaction { [self] connection, _ in
+            try await connection.checkedQuery(
+                """
+                INSERT INTO osd_blobs (digest, size, stored_at) VALUES (\(reference.digest), \(reference.size), \(milliseconds))
+                ON CONFLICT (digest) DO UPDATE SET stored_at = greatest(osd_blobs.stored_at, excluded.stored_at)
+                """, logger: logger)
+            try await connection.checkedQuery(
+                "INSERT INTO osd_blob_holders (digest, user_id) VALUES (\(reference.digest), \(user)) ON CONFLICT DO NOTHING", logger: logger)
+        }
+    }
+
+    package func holds(blob digest: String, user: String) async throws -> Bool {
+        try await readTransaction { [self] connection in
+            var held = false
+            for try await _ in try await connection.checkedQuery(
+                "SELECT 1 FROM osd_blob_holders WHERE digest = \(digest) AND user_id = \(user)", logger: logger
+            ).decode(Int.self) { held = true }
+            return held
+        }
+    }
+
+    package func blobBytes(of user: String) async throws -> Int64 {
+        try await readTransaction { [self] connection in
+            var total: Int64 = 0
+            for try await bytes in try await connection.checkedQuery(
+                "SELECT coalesce(sum(b.size), 0)::int8 FROM osd_blob_holders h JOIN osd_blobs b ON b.digest = h.digest WHERE h.user_id = \(user)",
+                logger: logger
+            ).decode(Int64.self) { total = bytes }
+            return total
+        }
+    }
+
+    package func unreferencedBlobs(before milliseconds: Int64, limit: Int) async throws -> [String] {
+        try await readTransaction { [self] connection in
+            var digests: [String] = []
+            for try await digest in try await connection.checkedQuery(
+                """
+                SELECT digest FROM osd_blobs b WHERE stored_at < \(milliseconds) AND NOT EXISTS (
+                    SELECT 1 FROM osd_blob_refs f JOIN osd_records r ON r.entity = f.entity AND r.record_id = f.record_id
+                    WHERE f.digest = b.digest AND NOT r.deleted)
+                ORDER BY stored_at LIMIT \(limit)
+                """, logger: logger
+            ).decode(String.self) { digests.append(digest) }
+            return digests
+        }
+    }
+
+    package func forgetBlob(_ digest: String, before milliseconds: Int64) async throws -> Bool {
+        // In a writing transaction: serialized with pushes, which name blobs.
+        try await writeTransaction { [self] connection, _ in
+            var forgotten = false
+            for try await _ in try await connection.checkedQuery(
+                """
+                DELETE FROM osd_blobs b WHERE digest = \(digest) AND stored_at < \(milliseconds) AND NOT EXISTS (
+                    SELECT 1 FROM osd_blob_refs f JOIN osd_records r ON r.entity = f.entity AND r.record_id = f.record_id
+                    WHERE f.digest = b.digest AND NOT r.deleted)
+                RETURNING digest
+                """, logger: logger
+            ).decode(String.self) { forgotten = true }
+            guard forgotten else { return false }
+            try await connection.checkedQuery("DELETE FROM osd_blob_holders WHERE digest = \(digest)", logger: logger)
+            return true
         }
     }
 

@@ -7,7 +7,7 @@ import OpenSwiftDataServer
 ///
 /// A restored database holds less than the one clients last talked to; giving it a new epoch
 /// makes every client's cursor from the old history a `reset: epochChanged`, on which the sync
-/// engine resends what the copy lost. ``restore(backup:to:)`` does that itself;
+/// engine resends what the copy lost. ``restore(backup:to:blobs:)`` does that itself;
 /// ``rotateEpoch(databasePath:)`` is for a database put back by other means.
 public enum SQLiteMaintenance {
     /// What a backup wrote.
@@ -20,6 +20,36 @@ public enum SQLiteMaintenance {
         public var epoch: String
         /// The log position the copy holds changes up to.
         public var head: Int64
+        /// The blobs copied beside it (`<path>.blobs`).
+        public var blobs: Int = 0
+    }
+
+    /// Copies the finished blobs of the folder `source` (a database's `.blobs`) into
+    /// `destination`, leaving unfinished uploads out and blobs `destination` holds already as
+    /// they are: as hard links when both are on one file system (a blob's file never changes),
+    /// else as copies written under a temporary name. Returns how many it copied.
+    static func copyBlobs(from source: String, to destination: String) throws -> Int {
+        let files = FileManager.default
+        guard let shards = try? files.contentsOfDirectory(atPath: source) else { return 0 }
+        var copied = 0
+        for shard in shards.sorted() where shard.count == 2 {
+            let names = (try? files.contentsOfDirectory(atPath: source + "/" + shard)) ?? []
+            try files.createDirectory(atPath: destination + "/" + shard, withIntermediateDirectories: true)
+            for name in names.sorted() where name.count == 64 {
+                let from = source + "/" + shard + "/" + name
+                let to = destination + "/" + shard + "/" + name
+                guard !files.fileExists(atPath: to) else { continue }
+                do {
+                    try files.linkItem(atPath: from, toPath: to)
+                } catch {
+                    let partial = to + ".partial-\(UUID().uuidString)"
+                    try files.copyItem(atPath: from, toPath: partial)
+                    try files.moveItem(atPath: partial, toPath: to)
+                }
+                copied += 1
+            }
+        }
+        return copied
     }
 
     private static func failure(_ message: String) -> SyncServiceError {
@@ -48,8 +78,11 @@ public enum SQLiteMaintenance {
     /// keeps serving: SQLite's online backup copies one consistent snapshot (every committed
     /// push up to a point, none in part), without stopping writers. The copy is one
     /// self-contained file (no `-wal`), written under a temporary name and renamed when
-    /// complete. Refuses to overwrite an existing file.
-    public static func backup(databasePath: String, to destination: String) throws -> BackupSummary {
+    /// complete. Refuses to overwrite an existing file. The server's blobs (`blobs`, by default
+    /// `<databasePath>.blobs`) are copied beside the backup (`<destination>.blobs`), before the
+    /// records and again after them, so every blob the copied records name and the server held
+    /// is in it, whatever compaction deletes meanwhile.
+    public static func backup(databasePath: String, to destination: String, blobs: String? = nil) throws -> BackupSummary {
         guard FileManager.default.fileExists(atPath: databasePath) else {
             throw failure("there is no database at \(databasePath)")
         }
@@ -57,7 +90,9 @@ public enum SQLiteMaintenance {
             throw failure("\(destination) exists; back up to a new file")
         }
         let partial = destination + ".partial-\(UUID().uuidString)"
+        let blobFolder = blobs ?? databasePath + ".blobs"
         do {
+            var copiedBlobs = try copyBlobs(from: blobFolder, to: destination + ".blobs")
             let source = try DatabaseQueue(path: databasePath, configuration: configuration())
             let copy = try DatabaseQueue(path: partial, configuration: configuration())
             _ = try source.read { db in try describe(db, path: databasePath) }
@@ -70,7 +105,9 @@ public enum SQLiteMaintenance {
             try source.close()
             try FileManager.default.moveItem(atPath: partial, toPath: destination)
             let bytes = (try? FileManager.default.attributesOfItem(atPath: destination)[.size] as? Int) ?? 0
-            return BackupSummary(path: destination, bytes: bytes, epoch: described.epoch, head: described.head)
+            // The blobs again after the records: those finished while they were copied.
+            copiedBlobs += try copyBlobs(from: blobFolder, to: destination + ".blobs")
+            return BackupSummary(path: destination, bytes: bytes, epoch: described.epoch, head: described.head, blobs: copiedBlobs)
         } catch {
             for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: partial + suffix) }
             throw error
@@ -79,10 +116,11 @@ public enum SQLiteMaintenance {
 
     /// Installs the backup at `backup` as the database at `databasePath` (replacing what is
     /// there, or creating it) and gives it a new epoch, so that clients resend what the copy
-    /// lost. The server must be stopped; the backup file is left as it was. Returns the
+    /// lost. The server must be stopped; the backup file is left as it was. The backup's blobs
+    /// are copied into the server's (`blobs`, by default `<databasePath>.blobs`). Returns the
     /// backup's epoch and the new one.
     @discardableResult
-    public static func restore(backup: String, to databasePath: String) throws -> EpochChange {
+    public static func restore(backup: String, to databasePath: String, blobs: String? = nil) throws -> EpochChange {
         guard FileManager.default.fileExists(atPath: backup) else {
             throw failure("there is no backup at \(backup)")
         }
@@ -102,6 +140,7 @@ public enum SQLiteMaintenance {
         }
         try target.close()
         try source.close()
+        _ = try copyBlobs(from: backup + ".blobs", to: blobs ?? databasePath + ".blobs")
         return EpochChange(previous: previous, current: current)
     }
 

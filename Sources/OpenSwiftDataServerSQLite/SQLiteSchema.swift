@@ -76,6 +76,24 @@ enum SQLiteSchema {
         migrator.registerMigration("osd-server v4 grant roles") { db in
             try db.execute(sql: "ALTER TABLE osd_grants ADD COLUMN role TEXT NOT NULL DEFAULT 'writer'")
         }
+        // Blobs: which live records name each blob and which client wrote each reference,
+        // the blobs stored (with when they were stored or last named), and who holds each one
+        // (uploaded it): a reference lets readers read the blob once its writer's user holds it,
+        // and the bytes count in each holder's limit. Records from before hold no blobs.
+        migrator.registerMigration("osd-server v5 blobs") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE osd_blob_refs (
+                        entity TEXT NOT NULL, record_id TEXT NOT NULL, digest TEXT NOT NULL, client TEXT NOT NULL,
+                        PRIMARY KEY (entity, record_id, digest)) WITHOUT ROWID;
+                    CREATE INDEX osd_blob_refs_by_digest ON osd_blob_refs (digest);
+                    CREATE TABLE osd_blobs (digest TEXT PRIMARY KEY NOT NULL, size INTEGER NOT NULL, stored_at INTEGER NOT NULL) WITHOUT ROWID;
+                    CREATE INDEX osd_blobs_by_age ON osd_blobs (stored_at);
+                    CREATE TABLE osd_blob_holders (
+                        digest TEXT NOT NULL, user TEXT NOT NULL, PRIMARY KEY (digest, user)) WITHOUT ROWID;
+                    CREATE INDEX osd_blob_holders_by_user ON osd_blob_holders (user);
+                    """)
+        }
         return migrator
     }
 }

@@ -161,6 +161,9 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
             // Likewise for reference index rows.
             let referencing = Set(snapshot.records.lazy.filter { !$0.value.referenceTargets.isEmpty }.map(\.key))
             try Self.write(plan, clientID: load.clientID, linked: linked, referencing: referencing, db)
+            // And for blob references.
+            let naming = Set(snapshot.records.lazy.filter { !$0.value.blobDigests.isEmpty }.map(\.key))
+            try Self.writeBlobReferences(plan.records, naming: naming, now: plan.now, db)
             return plan
         }
     }
@@ -341,6 +344,96 @@ public final class SQLiteSyncStorage: SyncStorageBackend {
         }
         // Last statement: the head. (On PostgreSQL this is where the sequence numbers are taken.)
         try db.execute(sql: "UPDATE osd_head SET seq = ?, clock = ? WHERE id = 1", arguments: [plan.head, Int64(bitPattern: plan.clock.rawValue)])
+    }
+
+    /// The blob index of the written records: the rows of those that named blobs replaced by
+    /// the blobs they name now. A blob they named is named again or not: its age starts again,
+    /// so that collection waits the retention window from the last time a record named it.
+    private static func writeBlobReferences(_ records: [StoredRecord], naming: Set<RecordKey>, now: Int64, _ db: Database) throws {
+        let touch = try db.cachedStatement(
+            sql: """
+                UPDATE osd_blobs SET stored_at = max(stored_at, ?)
+                WHERE digest IN (SELECT digest FROM osd_blob_refs WHERE entity = ? AND record_id = ?)
+                """)
+        let delete = try db.cachedStatement(sql: "DELETE FROM osd_blob_refs WHERE entity = ? AND record_id = ?")
+        let insert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO osd_blob_refs (entity, record_id, digest, client) VALUES (?, ?, ?, ?)")
+        for record in records {
+            if naming.contains(record.key) {
+                try touch.execute(arguments: [now, record.entity, record.recordID])
+                try delete.execute(arguments: [record.entity, record.recordID])
+            }
+            for reference in record.blobReferences {
+                try insert.execute(arguments: [record.entity, record.recordID, reference.digest, reference.client])
+            }
+        }
+    }
+
+    // MARK: Blobs
+
+    /// Files in a folder beside the database: `<path>.blobs`.
+    package var defaultBlobStorage: (any BlobStorage)? { FileBlobStorage(root: path + ".blobs") }
+
+    package func blobScopes(of digest: String) async throws -> [ScopeID] {
+        try await pool.read { db in
+            try String.fetchAll(
+                db,
+                sql: """
+                    SELECT DISTINCT r.scope FROM osd_blob_refs b
+                    JOIN osd_records r ON r.entity = b.entity AND r.record_id = b.record_id AND r.deleted = 0
+                    JOIN osd_clients c ON c.client_id = b.client
+                    JOIN osd_blob_holders h ON h.digest = b.digest AND h.user = c.user
+                    WHERE b.digest = ? ORDER BY r.scope
+                    """, arguments: [digest]
+            ).map { ScopeID(rawValue: $0) }
+        }
+    }
+
+    package func noteBlob(_ reference: BlobReference, holder user: String, at milliseconds: Int64) async throws {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO osd_blobs (digest, size, stored_at) VALUES (?, ?, ?)
+                    ON CONFLICT (digest) DO UPDATE SET stored_at = max(stored_at, excluded.stored_at)
+                    """, arguments: [reference.digest, reference.size, milliseconds])
+            try db.execute(sql: "INSERT OR IGNORE INTO osd_blob_holders (digest, user) VALUES (?, ?)", arguments: [reference.digest, user])
+        }
+    }
+
+    package func holds(blob digest: String, user: String) async throws -> Bool {
+        try await pool.read { db in
+            try Bool.fetchOne(db, sql: "SELECT 1 FROM osd_blob_holders WHERE digest = ? AND user = ?", arguments: [digest, user]) ?? false
+        }
+    }
+
+    package func blobBytes(of user: String) async throws -> Int64 {
+        try await pool.read { db in
+            try Int64.fetchOne(
+                db, sql: "SELECT coalesce(sum(b.size), 0) FROM osd_blob_holders h JOIN osd_blobs b ON b.digest = h.digest WHERE h.user = ?",
+                arguments: [user]) ?? 0
+        }
+    }
+
+    /// The condition of a blob that may be collected: old enough, and named by no live record.
+    private static let collectable = """
+        stored_at < ? AND NOT EXISTS (
+            SELECT 1 FROM osd_blob_refs f JOIN osd_records r ON r.entity = f.entity AND r.record_id = f.record_id
+            WHERE f.digest = osd_blobs.digest AND r.deleted = 0)
+        """
+
+    package func unreferencedBlobs(before milliseconds: Int64, limit: Int) async throws -> [String] {
+        try await pool.read { db in
+            try String.fetchAll(
+                db, sql: "SELECT digest FROM osd_blobs WHERE \(Self.collectable) ORDER BY stored_at LIMIT ?", arguments: [milliseconds, limit])
+        }
+    }
+
+    package func forgetBlob(_ digest: String, before milliseconds: Int64) async throws -> Bool {
+        try await write { db in
+            try db.execute(sql: "DELETE FROM osd_blobs WHERE digest = ? AND \(Self.collectable)", arguments: [digest, milliseconds])
+            guard db.changesCount > 0 else { return false }
+            try db.execute(sql: "DELETE FROM osd_blob_holders WHERE digest = ?", arguments: [digest])
+            return true
+        }
     }
 
     private static func encodeFields(_ fields: [SyncName: StoredField]) throws -> Data {

@@ -11,6 +11,10 @@ public enum SyncEndpoint {
     /// `GET`: the caller's scopes (``ScopeListResponse``); `/v1/scopes/{scope}/members`:
     /// membership (``ScopeMembersResponse``, ``GrantRequest``).
     public static let scopes = "/v1/scopes"
+    /// Blobs, by digest: `/v1/blobs/{digest}`. `POST` with ``BlobHeader/length`` starts or
+    /// resumes an upload, `PATCH` with ``BlobHeader/offset`` sends a part of it (both answer
+    /// ``BlobUploadState``), `GET` reads the blob, whole or a `Range` of it.
+    public static let blobs = "/v1/blobs"
     /// `GET`: 200 while the process runs.
     public static let health = "/health"
     /// `GET`: 200 when the server can serve (its database is open), 503 otherwise.

@@ -13,7 +13,7 @@ public struct ProtocolVersion: RawRepresentable, Hashable, Comparable, Codable, 
     public init(rawValue: Int) { self.rawValue = rawValue }
 
     /// The newest version this build of the protocol module speaks.
-    public static let current = ProtocolVersion.textMerges
+    public static let current = ProtocolVersion.blobs
 
     /// Version 1: every field is written whole (last writer wins, per field or per record).
     public static let plainFields = ProtocolVersion(rawValue: 1)
@@ -29,8 +29,13 @@ public struct ProtocolVersion: RawRepresentable, Hashable, Comparable, Codable, 
     /// whole (`unsupportedProtocolVersion`) rather than one push at a time.
     public static let textMerges = ProtocolVersion(rawValue: 3)
 
+    /// Version 4: version 3, plus blobs (``SyncValue/blob(_:)``, the blob endpoints). A client
+    /// speaks it only when it sends or reads blobs; readers of earlier versions get a blob's
+    /// field as nil.
+    public static let blobs = ProtocolVersion(rawValue: 4)
+
     /// The versions this build can serve.
-    public static let supported: [ProtocolVersion] = [.plainFields, .fieldMerges, .textMerges]
+    public static let supported: [ProtocolVersion] = [.plainFields, .fieldMerges, .textMerges, .blobs]
 
     public static func < (lhs: ProtocolVersion, rhs: ProtocolVersion) -> Bool { lhs.rawValue < rhs.rawValue }
 

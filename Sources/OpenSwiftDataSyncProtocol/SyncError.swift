@@ -35,6 +35,15 @@ public enum SyncErrorCode: String, Codable, Sendable, CaseIterable {
     case wrongValueType
     /// No such route or resource.
     case notFound
+    /// A blob upload's part starts elsewhere than where the server's copy ends; the message
+    /// names the server's offset (HTTP 409).
+    case uploadOffsetMismatch
+    /// The bytes of a blob upload do not hash to the digest it names: nothing of it is kept
+    /// (HTTP 422).
+    case blobDigestMismatch
+    /// A blob is larger than the server's limit per blob, or would take the user past the
+    /// limit on the bytes of their blobs; the message names the limit (HTTP 413).
+    case blobTooLarge
     /// The client sends too many requests.
     case rateLimited
     /// The server is shutting down or not ready.

@@ -26,6 +26,9 @@ public enum SyncValueKind: String, Codable, Sendable, CaseIterable {
     case json
     /// A to-one relationship: the record id of the related record.
     case reference
+    /// Bytes kept outside the record (an `.externalStorage` value): their ``BlobReference``,
+    /// whose bytes travel on the blob endpoints. A field of kind ``data`` may hold one.
+    case blob
 }
 
 /// One field's value on the wire: `{"t": kind, "v": value}`, or JSON `null` for nil.
@@ -60,6 +63,8 @@ public enum SyncValue: Hashable, Sendable, Codable, CustomStringConvertible {
     case json(String)
     /// A to-one relationship, by the related record's id.
     case reference(RecordID)
+    /// Bytes kept outside the record, by digest and size.
+    case blob(BlobReference)
 
     /// The kind of this value, or nil for ``null``.
     public var kind: SyncValueKind? {
@@ -76,6 +81,7 @@ public enum SyncValue: Hashable, Sendable, Codable, CustomStringConvertible {
         case .url: .url
         case .json: .json
         case .reference: .reference
+        case .blob: .blob
         }
     }
 
@@ -137,6 +143,7 @@ public enum SyncValue: Hashable, Sendable, Codable, CustomStringConvertible {
         case .url: self = .url(try container.decode(String.self, forKey: .v))
         case .json: self = .json(try container.decode(String.self, forKey: .v))
         case .reference: self = .reference(try container.decode(String.self, forKey: .v))
+        case .blob: self = .blob(try container.decode(BlobReference.self, forKey: .v))
         }
     }
 
@@ -190,6 +197,7 @@ public enum SyncValue: Hashable, Sendable, Codable, CustomStringConvertible {
         case .date(let value): try container.encode(value, forKey: .v)
         case .data(let value): try container.encode(value.base64EncodedString(), forKey: .v)
         case .uuid(let value): try container.encode(value.uuidString, forKey: .v)
+        case .blob(let value): try container.encode(value, forKey: .v)
         }
     }
 
@@ -203,6 +211,7 @@ public enum SyncValue: Hashable, Sendable, Codable, CustomStringConvertible {
         case .reference(let value): "→\(value)"
         case .data(let value): "\(value.count) bytes"
         case .uuid(let value): value.uuidString
+        case .blob(let value): "blob \(value.size) bytes \(value.digest.prefix(12))…"
         }
     }
 }

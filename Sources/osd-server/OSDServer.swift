@@ -28,6 +28,8 @@ struct OSDServer: AsyncParsableCommand {
               --shutdown-grace-period (OSD_SHUTDOWN_GRACE_PERIOD)
               --admin-token (OSD_ADMIN_TOKEN: the admin console at /admin; off without it)
               --log-level (OSD_LOG_LEVEL)
+              --blobs (OSD_BLOBS_DIR, default <database>.blobs)   --max-blob-bytes (OSD_MAX_BLOB_BYTES)
+              --max-user-blob-bytes (OSD_MAX_USER_BLOB_BYTES)
               --postgres (OSD_POSTGRES_URL: PostgreSQL instead of SQLite; several servers may share it)
               --postgres-schema (OSD_POSTGRES_SCHEMA)   --postgres-pool-size (OSD_POSTGRES_POOL_SIZE)
               --postgres-statement-timeout (OSD_POSTGRES_STATEMENT_TIMEOUT_MS)
@@ -148,6 +150,18 @@ struct Serve: AsyncParsableCommand {
     )
     var adminToken: String?
 
+    @Option(
+        help:
+            "Folder of the blobs' bytes (env OSD_BLOBS_DIR; default: beside the SQLite database, <database>.blobs; with --postgres, blobs need it, on storage every server mounts)."
+    )
+    var blobs: String?
+
+    @Option(help: "Largest blob in bytes (env OSD_MAX_BLOB_BYTES).")
+    var maxBlobBytes: Int64 = environment("OSD_MAX_BLOB_BYTES").flatMap { Int64($0) } ?? 1 << 30
+
+    @Option(help: "Most bytes of blobs one user may upload, unfinished uploads included (env OSD_MAX_USER_BLOB_BYTES).")
+    var maxUserBlobBytes: Int64 = environment("OSD_MAX_USER_BLOB_BYTES").flatMap { Int64($0) } ?? 10 << 30
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (env OSD_LOG_LEVEL).")
     var logLevel: String = environment("OSD_LOG_LEVEL") ?? "info"
 
@@ -185,7 +199,8 @@ struct Serve: AsyncParsableCommand {
         let configuration = SyncServerConfiguration(
             hostname: hostname, port: port, auth: auth, maxBodySize: maxBodyBytes,
             sync: SyncServiceConfiguration(
-                maxMutationsPerPush: maxMutations, maxChangesPerPush: maxChanges, maxPullLimit: maxPullLimit, retention: retentionDays * 86_400),
+                maxMutationsPerPush: maxMutations, maxChangesPerPush: maxChanges, maxPullLimit: maxPullLimit, retention: retentionDays * 86_400,
+                maxBlobBytes: maxBlobBytes, maxUserBlobBytes: maxUserBlobBytes),
             compactionInterval: compactionInterval, shutdownGracePeriod: shutdownGracePeriod, adminToken: adminToken)
         let storage: any SyncStorage
         var shownDatabase = URL(fileURLWithPath: database).standardizedFileURL.path
@@ -201,12 +216,17 @@ struct Serve: AsyncParsableCommand {
         } else {
             storage = try SQLiteSyncStorage(path: database)
         }
-        let server = try await SyncServer(configuration: configuration, storage: storage)
+        let blobFolder = blobs ?? environment("OSD_BLOBS_DIR")
+        let server = try await SyncServer(configuration: configuration, storage: storage, blobs: blobFolder.map { FileBlobStorage(root: $0) })
         let hostname = hostname
         let database = shownDatabase
+        let blobsShown =
+            blobFolder.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
+            ?? (postgres ?? environment("OSD_POSTGRES_URL") == nil ? shownDatabase + ".blobs" : nil)
         let app = server.makeApplication(logger: logger) { port in
             print("osd-server listening on http://\(hostname):\(port)")
             print("database: \(database)")
+            print("blobs: \(blobsShown ?? "none (give --blobs a folder every server mounts)")")
             if adminToken != nil {
                 print("admin console: http://\(hostname):\(port)/admin (serve it behind TLS beyond this machine)")
             }
@@ -263,11 +283,14 @@ struct Backup: AsyncParsableCommand {
     @Option(help: "SQLite database file (env OSD_DATABASE; default $OSD_DATA_DIR/osd-server.sqlite or ./osd-server.sqlite).")
     var database: String = environment("OSD_DATABASE") ?? defaultDatabasePath()
 
+    @Option(help: "The server's blobs folder, copied to FILE.blobs (env OSD_BLOBS_DIR; default <database>.blobs).")
+    var blobs: String?
+
     func run() async throws {
         do {
-            let summary = try SQLiteMaintenance.backup(databasePath: database, to: to)
+            let summary = try SQLiteMaintenance.backup(databasePath: database, to: to, blobs: blobs ?? environment("OSD_BLOBS_DIR"))
             print(
-                "backed up \(absolute(database)) to \(absolute(summary.path)): \(summary.bytes) bytes, log head \(summary.head), epoch \(summary.epoch)"
+                "backed up \(absolute(database)) to \(absolute(summary.path)): \(summary.bytes) bytes, log head \(summary.head), epoch \(summary.epoch), \(summary.blobs) blobs"
             )
         } catch let error as SyncServiceError {
             throw ValidationError(error.error.message)
@@ -287,9 +310,12 @@ struct Restore: AsyncParsableCommand {
     @Option(help: "SQLite database file to replace (env OSD_DATABASE; default $OSD_DATA_DIR/osd-server.sqlite or ./osd-server.sqlite).")
     var database: String = environment("OSD_DATABASE") ?? defaultDatabasePath()
 
+    @Option(help: "The server's blobs folder, where FILE.blobs is copied (env OSD_BLOBS_DIR; default <database>.blobs).")
+    var blobs: String?
+
     func run() async throws {
         do {
-            let change = try SQLiteMaintenance.restore(backup: backup, to: database)
+            let change = try SQLiteMaintenance.restore(backup: backup, to: database, blobs: blobs ?? environment("OSD_BLOBS_DIR"))
             print("restored \(absolute(backup)) into \(absolute(database)); epoch \(change.previous) is now \(change.current)")
         } catch let error as SyncServiceError {
             throw ValidationError(error.error.message)

@@ -49,8 +49,8 @@ struct MultiServerTests {
             ).collect().first?.decode(Int64.self)
         }
         // One row per migration (v1, v2's reference index, v3's client activity, v4's grant
-        // roles), each applied once.
-        #expect(migrations == 4)
+        // roles, v5's blobs), each applied once.
+        #expect(migrations == 5)
     }
 
     @Test("a push through one server is pulled through the other", arguments: Backend.postgresOnly)

@@ -125,6 +125,17 @@ private final class GatedStorage: SyncStorageBackend {
     func compact(before milliseconds: Int64) async throws -> CompactionResult { try await base.compact(before: milliseconds) }
     func overview(_ limits: OverviewLimits) async throws -> StorageOverview { try await base.overview(limits) }
     func rotateEpoch(expecting expected: String?) async throws -> EpochChange { try await base.rotateEpoch(expecting: expected) }
+    var defaultBlobStorage: (any BlobStorage)? { base.defaultBlobStorage }
+    func blobScopes(of digest: String) async throws -> [ScopeID] { try await base.blobScopes(of: digest) }
+    func noteBlob(_ reference: BlobReference, holder user: String, at milliseconds: Int64) async throws {
+        try await base.noteBlob(reference, holder: user, at: milliseconds)
+    }
+    func holds(blob digest: String, user: String) async throws -> Bool { try await base.holds(blob: digest, user: user) }
+    func blobBytes(of user: String) async throws -> Int64 { try await base.blobBytes(of: user) }
+    func unreferencedBlobs(before milliseconds: Int64, limit: Int) async throws -> [String] {
+        try await base.unreferencedBlobs(before: milliseconds, limit: limit)
+    }
+    func forgetBlob(_ digest: String, before milliseconds: Int64) async throws -> Bool { try await base.forgetBlob(digest, before: milliseconds) }
     func isReady() async -> Bool { await base.isReady() }
     func close() async throws { try await base.close() }
 }

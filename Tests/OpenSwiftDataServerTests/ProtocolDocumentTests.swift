@@ -18,6 +18,8 @@ struct ProtocolDocumentTests {
         var status: Int
         var answer: String
         var line: Int
+        /// The request's headers other than `Authorization`.
+        var headers: [String: String] = [:]
         /// Messages the live channel must send next (a ```live block after this example).
         var liveMessages: [String] = []
     }
@@ -40,7 +42,7 @@ struct ProtocolDocumentTests {
             index += 1
         }
         var examples: [Example] = []
-        var pending: (method: HTTPMethod, path: String, user: String?, body: String, line: Int)?
+        var pending: (method: HTTPMethod, path: String, user: String?, body: String, line: Int, headers: [String: String])?
         for block in blocks {
             guard let first = block.text.first else { continue }
             if first == "LIVE" {
@@ -55,15 +57,20 @@ struct ProtocolDocumentTests {
                 examples.append(
                     Example(
                         method: request.method, path: request.path, user: request.user, body: request.body, status: Int(first.dropFirst(9)) ?? 0,
-                        answer: body, line: request.line))
+                        answer: body, line: request.line, headers: request.headers))
                 pending = nil
             } else {
                 let parts = first.split(separator: " ")
                 var user: String?
-                for header in block.text[1..<separator] where header.hasPrefix("Authorization: Bearer <token of ") {
-                    user = String(header.dropFirst("Authorization: Bearer <token of ".count).dropLast())
+                var headers: [String: String] = [:]
+                for header in block.text[1..<separator] {
+                    if header.hasPrefix("Authorization: Bearer <token of ") {
+                        user = String(header.dropFirst("Authorization: Bearer <token of ".count).dropLast())
+                    } else if let colon = header.firstIndex(of: ":") {
+                        headers[String(header[..<colon])] = header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                    }
                 }
-                pending = (HTTPMethod(rawValue: String(parts[0])), String(parts[1]), user, body, block.line)
+                pending = (HTTPMethod(rawValue: String(parts[0])), String(parts[1]), user, body, block.line, headers)
             }
         }
         return examples
@@ -128,7 +135,8 @@ struct ProtocolDocumentTests {
                     try await live?.expect(example.answer.components(separatedBy: "\n").filter { !$0.isEmpty }, line: example.line)
                     continue
                 }
-                let answer = try await server.send(example.method, path, token: token, body: example.body.isEmpty ? nil : Data(example.body.utf8))
+                let answer = try await server.send(
+                    example.method, path, token: token, headers: example.headers, body: example.body.isEmpty ? nil : Data(example.body.utf8))
                 #expect(answer.status == example.status, "line \(example.line): \(example.method) \(example.path) → \(answer.status) \(answer.text)")
                 if let expected = try? JSONSerialization.jsonObject(with: Data(example.answer.utf8)) {
                     let actual = try JSONSerialization.jsonObject(with: answer.body)

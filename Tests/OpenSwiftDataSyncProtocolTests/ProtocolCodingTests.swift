@@ -8,12 +8,25 @@ struct ProtocolCodingTests {
         try JSONDecoder().decode(T.self, from: JSONEncoder.syncProtocol().encode(value))
     }
 
+    @Test("a blob reference reads only as 64 lowercase hexadecimal digits, a colon and a size")
+    func blobReferences() {
+        let digest = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+        #expect(BlobReference("\(digest):4")?.size == 4)
+        for text in [digest, "\(digest):", "\(digest):-1", "\(digest):04", "\(digest.uppercased()):4", "\(digest.dropLast()):4", "\(digest):4:5"] {
+            #expect(BlobReference(text) == nil, "\(text) read as a reference")
+        }
+        #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode(SyncValue.self, from: Data(#"{"t":"blob","v":"abc:1"}"#.utf8))
+        }
+    }
+
     @Test("every value kind round-trips exactly, including extreme numbers")
     func valuesRoundTrip() throws {
         let values: [SyncValue] = [
             .null, .bool(true), .int(.max), .int(.min), .double(0.1), .double(-0.0), .double(.greatestFiniteMagnitude),
             .double(.infinity), .double(-.infinity), .string("Café 🚀"), .date(786_297_600.123_456_7), .data(Data([0, 1, 255])),
             .uuid(UUID()), .decimal("12.50"), .url("https://example.com/a?b=c"), .json("{\"a\":[1,2]}"), .reference("note-17"),
+            .blob(try #require(BlobReference("9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08:4"))),
         ]
         for value in values {
             let decoded = try roundTrip(value)

@@ -34,7 +34,7 @@ public struct ProtocolMessageGenerator {
 
     /// A value of any kind, non-finite doubles included.
     public mutating func value() -> SyncValue {
-        switch next() % 13 {
+        switch next() % 14 {
         case 0: .null
         case 1: .bool(next() % 2 == 0)
         case 2: .int(pick([0, 1, -1, .max, .min, Int64(bitPattern: next())]))
@@ -47,6 +47,9 @@ public struct ProtocolMessageGenerator {
         case 9: .url("https://example.com/a?b=c&d=\(text())")
         case 10: .json("{\"a\":[1,2]}")
         case 11: .reference(text())
+        case 12:
+            BlobReference(digest: (0..<4).map { _ in String(format: "%016llx", next()) }.joined(), size: Int64(next() % 1_000_000))
+                .map(SyncValue.blob) ?? .null
         default: .string("\(next())")
         }
     }

@@ -561,8 +561,17 @@ struct PushEvaluator: Sendable {
 
     private func checkKinds(_ change: RecordChange, record: StoredRecord?, schema: EntityDescriptor?, key: RecordKey) throws {
         for (name, value) in change.fields {
-            guard let kind = value.kind else { continue }
-            let expected = (record?.deleted == false ? record?.fields[name]?.kind : nil) ?? schemaKind(schema, name)
+            // A client that does not know blobs reads a blob's field as nil: its write of the
+            // field would erase the blob for everyone (it is refused, naming the field).
+            if request.protocolVersion < .blobs, record?.deleted == false, case .blob? = record?.fields[name]?.value {
+                throw Rejection(
+                    reason: .validation,
+                    message:
+                        "\(key): field \(name.debugDescription) holds a blob, which this app's protocol version \(request.protocolVersion) cannot read; writing it would erase it: update the app",
+                    keys: [key])
+            }
+            guard let kind = value.kind?.fieldKind else { continue }
+            let expected = ((record?.deleted == false ? record?.fields[name]?.kind : nil) ?? schemaKind(schema, name))?.fieldKind
             if let expected, expected != kind {
                 throw Rejection(
                     reason: .wrongValueType,

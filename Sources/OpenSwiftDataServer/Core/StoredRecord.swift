@@ -246,3 +246,20 @@ extension ScopeGrantRole {
     /// (written by a newer one) reads as a reader, the role that allows least.
     package init(stored: String) { self = ScopeGrantRole(rawValue: stored) ?? .reader }
 }
+
+extension StoredRecord {
+    /// The blobs a live record's fields name (none for a tombstone), by digest.
+    package var blobDigests: Set<String> { Set(blobReferences.map(\.digest)) }
+
+    /// The blobs a live record's fields name, each with the client whose write set the field:
+    /// a reference lets readers of the record read the blob only once that client's user has
+    /// uploaded it (or proved they hold it), so that naming a digest is not a way to read it.
+    package var blobReferences: [(digest: String, client: ClientID)] {
+        guard !deleted else { return [] }
+        var seen: Set<String> = []
+        return fields.sorted { $0.key < $1.key }.compactMap { _, field in
+            guard case .blob(let reference) = field.value, seen.insert(reference.digest).inserted else { return nil }
+            return (reference.digest, field.client)
+        }
+    }
+}

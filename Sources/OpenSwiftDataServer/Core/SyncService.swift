@@ -18,11 +18,15 @@ public final class SyncService: Sendable {
     public var epoch: String { currentEpoch.withLock { $0.epoch } }
     /// The epoch, and whether a rotation is under way.
     let currentEpoch: Mutex<(epoch: String, rotating: Bool)>
-    private let now: @Sendable () -> Date
+    let now: @Sendable () -> Date
     private let cursors: CursorCodec
     let observer: SyncObserver
     /// The server's clock when this service started (see ``SyncStorageBackend/start(wallMilliseconds:)``).
     private let started: HLCTimestamp
+    /// Where blobs' bytes are kept (nil: this server keeps no blobs).
+    public let blobs: (any BlobStorage)?
+    /// The blobs being stored or collected.
+    let blobLocks = BlobLocks()
 
     /// Opens the service over a storage (reading its epoch and cursor key), and moves the
     /// server's clock past every stamp it handed out: a push made with a cursor issued before
@@ -34,9 +38,11 @@ public final class SyncService: Sendable {
     ///   - now: The time source of the core: every "now" the semantics need comes from it, so
     ///     that tests and simulations drive time.
     ///   - observer: Where the service reports commits and push counts.
+    ///   - blobs: Where blobs' bytes are kept; nil: the storage's own place (files beside a
+    ///     SQLite database), if it has one.
     public init(
         storage: any SyncStorage, configuration: SyncServiceConfiguration = SyncServiceConfiguration(),
-        now: @escaping @Sendable () -> Date = { Date() }, observer: SyncObserver = SyncObserver()
+        now: @escaping @Sendable () -> Date = { Date() }, observer: SyncObserver = SyncObserver(), blobs: (any BlobStorage)? = nil
     ) async throws {
         guard let backend = storage as? any SyncStorageBackend else {
             throw SyncServiceError(
@@ -50,6 +56,7 @@ public final class SyncService: Sendable {
         self.currentEpoch = Mutex((metadata.epoch, false))
         self.cursors = CursorCodec(key: metadata.cursorKey)
         self.observer = observer
+        self.blobs = blobs ?? backend.defaultBlobStorage
     }
 
     private var nowMilliseconds: Int64 { now().syncMilliseconds }
@@ -135,6 +142,12 @@ public final class SyncService: Sendable {
         // The answer speaks the request's version (a version 1 client checks it).
         var response = plan.response
         response.protocolVersion = request.protocolVersion
+        if request.protocolVersion < .blobs {
+            // A reader of versions 1 to 3 cannot decode a blob: its fields read as nil there.
+            for index in response.results.indices {
+                response.results[index].serverRecords = response.results[index].serverRecords?.map { $0.withoutBlobs() }
+            }
+        }
         if request.protocolVersion < .fieldMerges {
             // Version 1 knows no `readOnly`: a reader's refused write is `scopeNotGranted` there
             // (its message still says the scope is read-only). Decided here rather than when
@@ -211,6 +224,10 @@ public final class SyncService: Sendable {
                     throw SyncServiceError.malformed(
                         "mutation \(mutation.id): merged text \(text.debugDescription) needs protocol version \(ProtocolVersion.textMerges.rawValue)")
                 }
+                if request.protocolVersion < .blobs, let blob = change.fields.first(where: { $0.value.kind == .blob })?.key {
+                    throw SyncServiceError.malformed(
+                        "mutation \(mutation.id): blob \(blob.debugDescription) needs protocol version \(ProtocolVersion.blobs.rawValue)")
+                }
                 if let both = change.merge.keys.first(where: { change.fields[$0] != nil }) {
                     throw SyncServiceError.malformed("mutation \(mutation.id): field \(both.debugDescription) is both written and merged")
                 }
@@ -243,6 +260,10 @@ public final class SyncService: Sendable {
         next.issued = page.context.clock
         response.cursor = cursors.encode(next)
         response.protocolVersion = request.protocolVersion
+        if request.protocolVersion < .blobs {
+            // A reader of versions 1 to 3 cannot decode a blob: its fields read as nil there.
+            for index in response.changes.indices { response.changes[index].fields = response.changes[index].fields.withoutBlobs() }
+        }
         // Texts' edits and states are for readers that merge them: a reader of version 1 or 2
         // gets the values alone.
         if request.protocolVersion < .textMerges, response.changes.contains(where: { $0.merge != nil || $0.textStates != nil }) {
@@ -324,10 +345,13 @@ public final class SyncService: Sendable {
 
     /// Removes log entries and tombstones older than the retention window; cursors from before
     /// it get a `historyCompacted` reset. Recorded push results stay until their client
-    /// acknowledges them, whatever their age.
+    /// acknowledges them, whatever their age. Blobs stored before the window that no live
+    /// record names are deleted.
     @discardableResult
     public func compact() async throws -> CompactionResult {
         let cutoff = nowMilliseconds - Int64(configuration.retention * 1000)
-        return try await backend.compact(before: cutoff)
+        var result = try await backend.compact(before: cutoff)
+        result.blobsRemoved = try await collectBlobs(before: cutoff)
+        return result
     }
 }

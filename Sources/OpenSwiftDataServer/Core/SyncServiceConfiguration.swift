@@ -21,6 +21,11 @@ public struct SyncServiceConfiguration: Sendable {
     public var resolvers: [SyncName: ConflictResolver]
     /// How far ahead of the server's wall clock a client's stamp may be before it is clamped.
     public var maximumClockDrift: UInt64
+    /// The largest blob the server stores, in bytes (larger is `413 blobTooLarge`).
+    public var maxBlobBytes: Int64
+    /// The most bytes of blobs one user may upload, their unfinished uploads included (more is
+    /// `413 blobTooLarge`). A blob another user uploaded first counts in that user's limit.
+    public var maxUserBlobBytes: Int64
 
     /// Makes a configuration; every parameter has a default fit for development.
     public init(
@@ -31,8 +36,12 @@ public struct SyncServiceConfiguration: Sendable {
         retention: TimeInterval = 30 * 24 * 3600,
         policies: [SyncName: ConflictPolicy] = [:],
         resolvers: [SyncName: ConflictResolver] = [:],
-        maximumClockDrift: UInt64 = 60_000
+        maximumClockDrift: UInt64 = 60_000,
+        maxBlobBytes: Int64 = 1 << 30,
+        maxUserBlobBytes: Int64 = 10 << 30
     ) {
+        self.maxBlobBytes = maxBlobBytes
+        self.maxUserBlobBytes = maxUserBlobBytes
         self.maxMutationsPerPush = maxMutationsPerPush
         self.maxChangesPerPush = maxChangesPerPush
         self.defaultPullLimit = defaultPullLimit

@@ -15,8 +15,9 @@ struct SyncRoutes: Sendable {
     /// The time the activity is stamped with (the server's).
     let now: @Sendable () -> Date
 
-    /// Adds `/v1/push`, `/v1/pull` and the `/v1/scopes` routes.
+    /// Adds `/v1/push`, `/v1/pull`, the `/v1/scopes` routes and the `/v1/blobs` routes.
     func add<Context: RequestContext>(to router: RouteCollection<Context>) {
+        BlobRoutes(service: service, verifier: verifier).add(to: router)
         router.post("/v1/push") { request, context in try await push(request, context) }
         router.get("/v1/pull") { request, context in try await pull(request, context) }
         router.get("/v1/scopes") { request, _ in

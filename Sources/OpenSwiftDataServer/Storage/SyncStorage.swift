@@ -5,7 +5,7 @@ import OpenSwiftDataSyncProtocol
 ///
 /// The storages are `SQLiteSyncStorage` (product `OpenSwiftDataServerSQLite`) and
 /// `PostgresSyncStorage` (product `OpenSwiftDataServerPostgres`); pass one to
-/// ``SyncServer/init(configuration:storage:now:)`` or ``SyncService/init(storage:configuration:now:observer:)``.
+/// ``SyncServer/init(configuration:storage:blobs:now:)`` or ``SyncService/init(storage:configuration:now:observer:blobs:)``.
 /// The operations the core calls on a storage are internal to this package, so other types
 /// cannot serve as a storage (a service refuses them with an error when it opens).
 public protocol SyncStorage: Sendable {
@@ -75,6 +75,33 @@ package protocol SyncStorageBackend: SyncStorage {
     /// new one. A server reads the epoch when it starts: ``SyncService/rotateEpoch(expecting:)``
     /// also updates the server it runs in.
     func rotateEpoch(expecting expected: String?) async throws -> EpochChange
+
+    /// Where this storage keeps blobs' bytes when the server is given no other place (nil:
+    /// nowhere).
+    var defaultBlobStorage: (any BlobStorage)? { get }
+
+    /// The scopes of the live records whose fields name the blob `digest`, counting only
+    /// the references written by a client whose user holds the blob (a user who may read one
+    /// of those records may read the blob).
+    func blobScopes(of digest: String) async throws -> [ScopeID]
+
+    /// Records that `user` holds the blob (uploaded it, or sent its bytes again), which is
+    /// stored: its bytes count in the user's limit, and its age starts again.
+    func noteBlob(_ reference: BlobReference, holder user: String, at milliseconds: Int64) async throws
+
+    /// Whether `user` holds the blob `digest`.
+    func holds(blob digest: String, user: String) async throws -> Bool
+
+    /// The bytes of the blobs `user` holds.
+    func blobBytes(of user: String) async throws -> Int64
+
+    /// At most `limit` blobs stored (or last named by a record) before `milliseconds` that no
+    /// live record names now.
+    func unreferencedBlobs(before milliseconds: Int64, limit: Int) async throws -> [String]
+
+    /// Forgets the blob `digest` when it is still one of ``unreferencedBlobs(before:limit:)``;
+    /// returns whether it did (its bytes are then the caller's to delete).
+    func forgetBlob(_ digest: String, before milliseconds: Int64) async throws -> Bool
 }
 
 /// What a storage keeps about itself.
@@ -324,11 +351,14 @@ public struct CompactionResult: Sendable, Hashable {
     public var changesRemoved: Int
     /// Tombstones removed.
     public var tombstonesRemoved: Int
+    /// Blobs deleted: stored before the window and named by no live record.
+    public var blobsRemoved: Int
 
     /// Makes a result.
-    public init(horizon: ServerVersion, changesRemoved: Int, tombstonesRemoved: Int) {
+    public init(horizon: ServerVersion, changesRemoved: Int, tombstonesRemoved: Int, blobsRemoved: Int = 0) {
         self.horizon = horizon
         self.changesRemoved = changesRemoved
         self.tombstonesRemoved = tombstonesRemoved
+        self.blobsRemoved = blobsRemoved
     }
 }

@@ -71,6 +71,9 @@ extension SyncJSONReader {
         case .url: return .url(try string())
         case .json: return .json(try string())
         case .reference: return .reference(try string())
+        case .blob:
+            guard let reference = BlobReference(try string()) else { throw Mismatch() }
+            return .blob(reference)
         case .data:
             guard let data = Data(base64Encoded: try string()) else { throw Mismatch() }
             return .data(data)

@@ -187,6 +187,7 @@ package struct SyncJSONWriter {
         case .string(let text), .decimal(let text), .url(let text), .json(let text), .reference(let text): string(text)
         case .data(let data): string(data.base64EncodedString())
         case .uuid(let uuid): string(uuid.uuidString)
+        case .blob(let reference): string(reference.description)
         }
         byte("}")
     }
