@@ -275,7 +275,7 @@ extension SyncEngine {
                     rolledBack.changes.removeAll { change in unknown.contains { $0.entity == change.entity && $0.recordID == change.recordID } }
                 }
             }
-            let texts = rebase.rejectedTexts(rolledBack, serverRecords: serverRecords)
+            let texts = rebase.rejectedTexts(rolledBack, serverRecords: serverRecords, reason: result.reason)
             if !texts.isEmpty {
                 unknownRecords.formUnion(texts)
                 rolledBack.changes.removeAll { texts.contains(SyncRebase.RecordRef(entity: $0.entity, recordID: $0.recordID)) }

@@ -425,27 +425,29 @@ struct SyncRebase {
     /// record the server holds): taking one edit out of a text is not taking back a value, and
     /// the pulled edits since the server's answer may not all be in this batch, so they are
     /// downloaded again, whole, with this client's pending edits on top.
-    func rejectedTexts(_ mutation: Mutation, serverRecords: [RecordState]) -> Set<RecordRef> {
+    func rejectedTexts(_ mutation: Mutation, serverRecords: [RecordState], reason: RejectionReason?) -> Set<RecordRef> {
         var refs: Set<RecordRef> = []
         for change in mutation.changes {
             guard let shape = shapes[change.entity], shape.hasTexts else { continue }
-            // An edit of a text is downloaded again whether or not the server held the record
-            // when it refused it: the local document may hold the edit still (a reset that
-            // replaced it before the answer settled put the pending edits back on top), and
-            // the record may come back (another device's insert resent after a restore) to
-            // be merged into that document (seed 1192: a deletion refused as recordNotFound
-            // stayed applied on the device that typed it). The download removes a record the
-            // server does not hold.
-            if change.merge.contains(where: { shape.isText($0.key) }) {
-                refs.insert(RecordRef(entity: change.entity, recordID: change.recordID))
+            let ref = RecordRef(entity: change.entity, recordID: change.recordID)
+            let state = serverRecords.first { $0.entity == change.entity && $0.recordID == change.recordID }
+            let edited = change.merge.contains { shape.isText($0.key) }
+            guard let state, !state.deleted else {
+                // A record the server no longer holds is rolled back as gone, texts and all (a
+                // tombstone's delete is pulled too). But an edit refused as `recordNotFound`
+                // with no state at all is downloaded again: the server lost the record (a
+                // restore), the local document may hold the edit still (a reset that replaced
+                // it before the answer settled put the pending edits back on top), and the
+                // record may come back (another device's insert resent) to be merged into that
+                // document (seed 1192: a deletion refused so stayed applied on the device that
+                // typed it). The download removes the record if the server still lacks it.
+                if edited, state == nil, reason == RejectionReason.recordNotFound { refs.insert(ref) }
                 continue
             }
-            // Otherwise a record the server no longer holds is rolled back as gone, texts and all.
-            guard serverRecords.contains(where: { $0.entity == change.entity && $0.recordID == change.recordID && !$0.deleted }) else { continue }
-            // An insert over the server's record, or a delete (the row and its documents are
-            // gone here; the server keeps them).
+            // An edit of a text, an insert over the server's record, or a delete (the row and
+            // its documents are gone here; the server keeps them).
             let over = change.op == .insert && change.fields.keys.contains(where: shape.isText)
-            if over || change.op == .delete { refs.insert(RecordRef(entity: change.entity, recordID: change.recordID)) }
+            if edited || over || change.op == .delete { refs.insert(ref) }
         }
         return refs
     }

@@ -114,6 +114,12 @@ import Testing
         let elsewhere = TextOperation(insertions: [], deletions: [TextOperation.Deletion(start: TextID(replica: 7, seq: 0), count: 1)])
         #expect(!bob.holds(elsewhere))
         #expect(bob.holds(TextOperation()))
+        // Held identities with other content are not held: applying them is refused.
+        var other = typed.insertions[0]
+        other.content = Array("W".unicodeScalars) + other.content.dropFirst()
+        let conflicting = TextOperation(insertions: [other], deletions: [])
+        #expect(!bob.holds(conflicting))
+        #expect(throws: TextDocument.Failure.self) { try bob.apply(conflicting) }
     }
 
     @Test func identitiesReusedForOtherContentAreRefusedAndTheStateStaysReadable() throws {

@@ -123,10 +123,13 @@ final class SyncTexts: Sendable {
         if let cached, cached.checkpoint == checkpoint, cached.lastNumber == lastNumber, cached.lastToken == lastToken {
             return Loaded(document: cached.document, checkpoint: checkpoint, lastNumber: lastNumber, lastToken: lastToken, isNew: false)
         }
-        let state =
-            try Data.fetchOne(
+        guard
+            let state = try Data.fetchOne(
                 db, sql: "SELECT state FROM \(quoted(Self.table)) WHERE entity_code = ? AND pk = ? AND field = ?",
-                arguments: [key.entityCode, key.row, key.field]) ?? Data()
+                arguments: [key.entityCode, key.row, key.field])
+        else {
+            throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "the document of text \(key.field) lost its state within a transaction")
+        }
         var document = try TextDocument(encoded: state)
         let operations = try Data.fetchAll(
             db, sql: "SELECT operation FROM \(quoted(Self.operationsTable)) WHERE entity_code = ? AND pk = ? AND field = ? ORDER BY n",

@@ -20,12 +20,14 @@ extension TextDocument {
         for deletion in operation.deletions { delete(deletion) }
     }
 
-    /// Whether applying `operation` would change nothing: every scalar it inserts is held, and
-    /// every scalar it deletes is held and deleted (an echo of an edit made here).
+    /// Whether applying `operation` would change nothing: every scalar it inserts is held, with
+    /// the same content, and every scalar it deletes is held and deleted (an echo of an edit
+    /// made here). An insertion of held identities with other content is not held: applying it
+    /// refuses it (``Failure/conflictingIdentity(_:)``).
     public func holds(_ operation: TextOperation) -> Bool {
         /// Walks the held runs over `count` scalars from `start`; false when one is not held,
-        /// or (with `deleted`) not deleted.
-        func covered(_ start: TextID, count: UInt64, deleted: Bool) -> Bool {
+        /// (with `deleted`) not deleted, or (with `content`) holds another scalar.
+        func covered(_ start: TextID, count: UInt64, deleted: Bool, content: [Unicode.Scalar]? = nil) -> Bool {
             guard let replica = replicaIndex[start.replica] else { return count == 0 }
             var cursor = UInt64(start.seq)
             let end = cursor + count
@@ -35,11 +37,20 @@ extension TextDocument {
                 }
                 let held = runs[Int(run)]
                 if deleted, !held.deleted { return false }
-                cursor += UInt64(held.count - offset)
+                let stop = min(end, cursor + UInt64(held.count - offset))
+                if let content {
+                    let scalars = self.content[Int(replica)]
+                    guard stop <= UInt64(scalars.count) else { return false }
+                    for seq in cursor..<stop where scalars[Int(seq)] != content[Int(seq - UInt64(start.seq))] { return false }
+                }
+                cursor = stop
             }
             return true
         }
-        for insertion in operation.insertions where !covered(insertion.id, count: UInt64(insertion.count), deleted: false) { return false }
+        for insertion in operation.insertions
+        where !covered(insertion.id, count: UInt64(insertion.count), deleted: false, content: insertion.content) {
+            return false
+        }
         for deletion in operation.deletions where !covered(deletion.start, count: UInt64(deletion.count), deleted: true) { return false }
         return true
     }
