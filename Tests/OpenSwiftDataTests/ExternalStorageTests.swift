@@ -167,8 +167,12 @@ struct ExternalStorageTests {
         let photo = try #require(try ModelContext(try container(url)).fetch(FetchDescriptor<ExternalPhoto>()).first)
         let image = try #require(photo.image)
         let address = image.withUnsafeBytes { UInt(bitPattern: $0.baseAddress) }
-        // The value's bytes are a mapping of the file, as /proc/self/maps lists it.
-        let maps = try String(contentsOfFile: "/proc/self/maps", encoding: .utf8)
+        // The value's bytes are a mapping of the file, as /proc/self/maps lists it. Read to its
+        // end: `String(contentsOfFile:)` stops after the first page of a /proc file, and a test
+        // process's mappings run far past it.
+        let handle = try #require(FileHandle(forReadingAtPath: "/proc/self/maps"))
+        let maps = String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
+        try handle.close()
         let mapped = maps.split(separator: "\n").contains { line in
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
             guard fields.count >= 6, String(fields[5...].joined(separator: " ")) == path else { return false }
