@@ -231,7 +231,10 @@ struct ExternalStorageSafetyTests {
         let image = try #require(try ModelContext(container).fetch(FetchDescriptor<ExternalPhoto>()).first?.image)
         #expect(image == value)
         let hex = AttachmentReference(of: value).hex
-        let maps = try String(contentsOfFile: "/proc/self/maps", encoding: .utf8)
+        // Read to its end: `String(contentsOfFile:)` stops after the first page of a /proc file.
+        let handle = try #require(FileHandle(forReadingAtPath: "/proc/self/maps"))
+        let maps = String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
+        try handle.close()
         #expect(!maps.contains(hex), "read, not mapped")
     }
     #endif
