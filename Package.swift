@@ -284,6 +284,7 @@ let package = Package(
                 "OpenSwiftData",
                 "OpenSwiftDataTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

@@ -14,9 +14,9 @@ import OpenSwiftDataSyncProtocol
 public final class HTTPSyncTransport: SyncTransport {
     /// The server's base URL (`http://host:port`).
     public let server: URL
-    private let tokenProvider: @Sendable () async throws -> String
-    private let client: HTTPClient
-    private let timeout: TimeAmount
+    let tokenProvider: @Sendable () async throws -> String
+    let client: HTTPClient
+    let timeout: TimeAmount
     private let logger: Logger
 
     /// Makes a transport to the server at `server`; `tokenProvider` returns a current bearer
@@ -46,7 +46,7 @@ public final class HTTPSyncTransport: SyncTransport {
         self.tokenProvider = tokenProvider
     }
 
-    private var base: String {
+    var base: String {
         var text = server.absoluteString
         while text.hasSuffix("/") { text.removeLast() }
         return text
@@ -118,7 +118,7 @@ public final class HTTPSyncTransport: SyncTransport {
 
     private static let segmentCharacters = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:")
 
-    private func token() async throws -> String {
+    func token() async throws -> String {
         do { return try await tokenProvider() } catch {
             throw SyncTransportError.refused(status: 401, error: SyncError(.unauthorized, "the token provider failed: \(error)"))
         }

@@ -94,6 +94,9 @@ public actor SyncEngine {
     private var lockWaiters: [CheckedContinuation<Void, Never>] = []
     var liveConnected = false
     private(set) var signedOut = false
+    /// The attachment transfers' loop and what it remembers (see `SyncEngine+Attachments.swift`).
+    var attachmentTask: Task<Void, Never>?
+    var attachments = SyncAttachmentQueue()
 
     /// Sets up an engine over any transport.
     ///
@@ -183,11 +186,14 @@ public actor SyncEngine {
         self.shapes = shapes
         let schema = SchemaDescriptor(entities: entities)
         self.schema = schema
-        // Version 2 only when a field merges: an app without merged fields keeps working with
-        // servers that speak only version 1.
+        // The lowest version the schema needs: an app without merged fields or blobs keeps
+        // working with servers that speak only version 1. Blobs (version 4) when a synced field
+        // keeps its values in files (`.externalStorage`).
         protocolVersion =
-            schema.entities.contains { $0.fields.contains { $0.merge == .text } }
-            ? .textMerges : schema.entities.contains { $0.fields.contains { $0.merge != nil } } ? .fieldMerges : .plainFields
+            container.syncsAttachments
+            ? .blobs
+            : schema.entities.contains { $0.fields.contains { $0.merge == .text } }
+                ? .textMerges : schema.entities.contains { $0.fields.contains { $0.merge != nil } } ? .fieldMerges : .plainFields
         self.pushLimit = max(1, configuration.maxMutationsPerPush)
         var random = SyncRandom(seed: seed ?? UInt64.random(in: 0...UInt64.max))
         self.status = SyncStatus()
@@ -371,16 +377,20 @@ public actor SyncEngine {
         }
         liveTask = Task { [weak self] in await self?.runLiveChannel() }
         runTask = Task { [weak self] in await self?.runLoop() }
+        startAttachmentTransfers()
     }
 
     /// Stops background syncing (the state stays in the store; ``start()`` resumes it).
     public func stop() async {
-        let tasks = [runTask, liveTask, saveTask]
+        let tasks = [runTask, liveTask, saveTask, attachmentTask]
         runTask = nil
         liveTask = nil
         saveTask = nil
+        attachmentTask = nil
         for task in tasks { task?.cancel() }
         wake()
+        attachments.signal?.finish()
+        attachments.signal = nil
         for task in tasks { await task?.value }
     }
 
@@ -571,6 +581,8 @@ public actor SyncEngine {
             if try await pushAll() > 0 { try await pullAll() }
             await setSyncing(false)
             await succeeded()
+            // The records are in; their attachments follow, on their own loop.
+            attachments.signal?.yield()
         } catch {
             let engineError = Self.engineError(error)
             emit(.error(engineError))

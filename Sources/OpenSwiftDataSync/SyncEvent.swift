@@ -36,6 +36,13 @@ public enum SyncEvent: Sendable, Hashable {
     case progress(PullProgress)
     /// Something failed; transient failures are retried.
     case error(SyncEngineError)
+    /// An attachment's bytes reached the server (its file is no longer kept for the upload), or
+    /// arrived on this device (its property reads them from now on).
+    case attachmentTransferred(AttachmentTransfer)
+    /// An attachment's transfer failed. Transient failures are retried with backoff; an upload
+    /// the server refuses (over one of its limits, ``SyncErrorCode/blobTooLarge``) is tried again
+    /// on the next launch or ``SyncEngine/transferAttachments()``, and its file is kept.
+    case attachmentFailed(AttachmentTransfer, SyncEngineError)
 }
 
 /// A local save the server refused, after it was rolled back locally.

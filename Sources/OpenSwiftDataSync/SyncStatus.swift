@@ -20,6 +20,14 @@ public final class SyncStatus {
     /// (see ``SyncEvent/held(_:)``): included in ``pendingChangeCount``, sent again on the next
     /// launch or ``SyncEngine/retryHeldSaves()``.
     public internal(set) var heldSaveCount = 0
+    /// Attachments saved on this device whose bytes the server does not hold yet (their files
+    /// are kept until it does).
+    public internal(set) var pendingAttachmentUploadCount = 0
+    /// Attachments of synced records whose bytes have not arrived on this device: their
+    /// properties read as absent (`nil`, or an empty `Data` when not optional) until they do.
+    public internal(set) var missingAttachmentCount = 0
+    /// The attachment transfer under way, and how far it has come (nil: none).
+    public internal(set) var attachmentProgress: AttachmentProgress?
     /// The last error, cleared by the next successful sync.
     public internal(set) var lastError: SyncEngineError?
 

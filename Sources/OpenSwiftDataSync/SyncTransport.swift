@@ -25,6 +25,38 @@ public protocol SyncTransport: Sendable {
     /// Revokes a user's grant of a scope (`DELETE /v1/scopes/{scope}/members/{user}`), and
     /// returns the scope's members after it. Only the owner may.
     func revoke(_ user: String, in scope: ScopeID) async throws -> ScopeMembersResponse
+    /// Starts or resumes the upload of a blob (`POST /v1/blobs/{digest}`): how many of its bytes
+    /// the server holds for this user.
+    func blobUploadState(_ blob: BlobReference) async throws -> BlobUploadState
+    /// Sends the bytes of the file at `path` from `offset` (the server's `received`) to its end
+    /// (`PATCH /v1/blobs/{digest}`), streamed: never the whole file in memory. `progress` is
+    /// told how many bytes of the blob have been sent so far. Returns the server's state after.
+    func uploadBlob(
+        _ blob: BlobReference, from path: String, offset: Int64, progress: @escaping @Sendable (Int64) -> Void
+    ) async throws -> BlobUploadState
+    /// Downloads a blob (`GET /v1/blobs/{digest}`) into the file at `path`, streamed. A file
+    /// that holds a start of the blob already is continued with a byte range; any other is
+    /// written anew. `progress` is told how many bytes of the blob the file holds so far.
+    func downloadBlob(_ blob: BlobReference, to path: String, progress: @escaping @Sendable (Int64) -> Void) async throws
+}
+
+extension SyncTransport {
+    /// A transport without blobs refuses every blob request (404, ``SyncErrorCode/notFound``).
+    public func blobUploadState(_ blob: BlobReference) async throws -> BlobUploadState {
+        throw SyncTransportError.refused(status: 404, error: SyncError(.notFound, "this transport carries no blobs"))
+    }
+
+    /// A transport without blobs refuses every blob request (404, ``SyncErrorCode/notFound``).
+    public func uploadBlob(
+        _ blob: BlobReference, from path: String, offset: Int64, progress: @escaping @Sendable (Int64) -> Void
+    ) async throws -> BlobUploadState {
+        throw SyncTransportError.refused(status: 404, error: SyncError(.notFound, "this transport carries no blobs"))
+    }
+
+    /// A transport without blobs refuses every blob request (404, ``SyncErrorCode/notFound``).
+    public func downloadBlob(_ blob: BlobReference, to path: String, progress: @escaping @Sendable (Int64) -> Void) async throws {
+        throw SyncTransportError.refused(status: 404, error: SyncError(.notFound, "this transport carries no blobs"))
+    }
 }
 
 /// Why a transport request failed.

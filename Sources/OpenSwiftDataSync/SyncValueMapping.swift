@@ -20,7 +20,14 @@ enum SyncValueMapping {
         case let (.url, .text(text)): return .url(text)
         case let (.json, .text(text)): return .json(text)
         case let (.reference, .text(text)): return .reference(text)
-        case let (.data, .blob(data)): return .data(data)
+        case let (.data, .blob(data)):
+            // A reference to a file of an `.externalStorage` value travels as a blob.
+            if let attachment = ModelContainer.syncAttachment(inStored: data),
+                let blob = BlobReference(digest: attachment.digest, size: attachment.size)
+            {
+                return .blob(blob)
+            }
+            return .data(data)
         case let (.uuid, .blob(data)) where data.count == 16:
             var bytes: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
             withUnsafeMutableBytes(of: &bytes) { $0.copyBytes(from: data) }
@@ -50,6 +57,12 @@ enum SyncValueMapping {
         case let (.json(text), .json): stored = .text(text)
         case let (.reference(id), .reference): stored = .text(id)
         case let (.data(data), .data): stored = .blob(data)
+        case let (.blob(blob), .data):
+            // Written as a remote reference: the bytes follow on their own.
+            guard let attachment = SyncAttachment(digest: blob.digest, size: blob.size),
+                let reference = ModelContainer.syncStoredValue(of: attachment)
+            else { return nil }
+            stored = .blob(reference)
         case let (.uuid(uuid), .uuid): stored = .blob(withUnsafeBytes(of: uuid.uuid) { Data($0) })
         default: return nil
         }

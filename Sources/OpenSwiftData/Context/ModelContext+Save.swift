@@ -428,7 +428,9 @@ extension ModelContext {
         let value = try encode(storage, property, layout)
         guard property.isExternallyStored, let attachments else { return value }
         do {
-            return try attachments.externalize(value, column: property.name, of: layout.name)
+            // The sync engine's saves (which carry their work in `saveInput`) write pulled
+            // remote references as they are.
+            return try attachments.externalize(value, column: property.name, of: layout.name, keepingRemote: saveInput != nil)
         } catch let error as SwiftDataError {
             throw SwiftDataError(error.code, "\(layout.name).\(property.name): \(error.detail)", entity: layout.name, property: property.name)
         }

@@ -355,10 +355,10 @@ class AnyModelStorage: ManagedBuffer<StorageHeader, UInt64>, RowIdentified, Slot
                 for buffer in buffers {
                     for (offset, property) in missing.enumerated() where !buffer.isInitialized(property.index) {
                         try buffer.withSlot(property.index) { slot in
-                            if property.isExternallyStored, let attachments = container.store.attachments,
+                            if property.isExternallyStored,
                                 try ExternalValueRead.read(
                                     statement.sqliteStatement, CInt(offset), into: slot, property: property, entity: layout.name, row: primaryKey,
-                                    attachments: attachments)
+                                    attachments: container.store.attachments)
                             {
                                 return
                             }

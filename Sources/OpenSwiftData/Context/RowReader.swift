@@ -23,8 +23,8 @@ struct RowReader {
         case string, optionalString, date, optionalDate, uuid, optionalUUID, cases, codec
         /// A to-one relationship's foreign key, read into a ``ToOneSlot/fault(_:)``.
         case reference
-        /// An `.externalStorage` value of a store that keeps large ones in files: a reference is
-        /// mapped from its file (``ExternalValueRead``), anything else read by the codec.
+        /// An `.externalStorage` value: a reference is mapped from its file, a remote reference
+        /// reads as absent (``ExternalValueRead``), anything else is read by the codec.
         case external
 
         init(codec: ValueCodec) {
@@ -80,7 +80,7 @@ struct RowReader {
         reads = columns.map { property in
             ColumnRead(
                 slotOffset: slots.offsets[property.index], flagOffset: slots.flagsOffset + property.index,
-                kind: property.isExternallyStored && attachments != nil ? .external : Kind(codec: property.codec)
+                kind: property.isExternallyStored ? .external : Kind(codec: property.codec)
             )
         }
         codecReads = columns.map(\.codec.readIntoSlot)
@@ -189,10 +189,9 @@ struct RowReader {
                         break
                     case (.external, SQLITE_BLOB):
                         do {
-                            if let attachments,
-                                try ExternalValueRead.read(
-                                    sqliteStatement, position, into: slot, property: columns[index], entity: layout.name, row: primaryKey,
-                                    attachments: attachments)
+                            if try ExternalValueRead.read(
+                                sqliteStatement, position, into: slot, property: columns[index], entity: layout.name, row: primaryKey,
+                                attachments: attachments)
                             {
                                 break
                             }

@@ -75,7 +75,7 @@ enum StoreTableRegistry {
 
     /// The store's own tables, kept by every migration.
     static var storeTables: Set<String> {
-        Set([SQLiteStore.metadataTable, table]).union(HistoryLog.tables)
+        Set([SQLiteStore.metadataTable, table, StoreAttachments.pinsTable]).union(HistoryLog.tables)
     }
 
     /// Records `layout`'s tables as the store's entity and relationship tables (forgetting the

@@ -11,8 +11,8 @@ final class SyncCaptureState: Sendable {
     let members: [String: [String]]
     /// For each synced subclass: its synced ancestors, nearest first.
     let ancestors: [String: [String]]
-    /// The store's files of `.externalStorage` values: capture logs a synced field's bytes,
-    /// never a reference to a file of this device.
+    /// The store's files of `.externalStorage` values: capture pins the file of each reference
+    /// it logs, until the engine has uploaded it.
     let attachments: StoreAttachments?
     /// The documents of merged texts, and the replica this container's saves edit them as.
     let texts: SyncTexts

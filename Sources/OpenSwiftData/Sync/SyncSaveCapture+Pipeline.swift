@@ -31,7 +31,7 @@ extension SyncSaveCapture: SaveCapture {
 
     func inserted(_ registration: Registration, layout: EntityLayout, row: Int64, values: [DatabaseValue], in db: Database) throws {
         guard let plan = plan(of: layout) else { return }
-        try inserted(registration, plan: plan, row: row, values: resolvingFiles(values, columns: nil, of: layout), in: db)
+        try inserted(registration, plan: plan, row: row, values: pinningFiles(values, columns: nil, plan: plan, in: db), in: db)
     }
 
     func foreignKeysFixed(_ registration: Registration, layout: EntityLayout, columns: [Int], values: [DatabaseValue]) {
@@ -40,14 +40,14 @@ extension SyncSaveCapture: SaveCapture {
 
     func upserted(_ registration: Registration, layout: EntityLayout, row: Int64, values: [DatabaseValue], in db: Database) throws {
         guard let plan = plan(of: layout) else { return }
-        try upserted(registration, plan: plan, row: row, values: resolvingFiles(values, columns: nil, of: layout), in: db)
+        try upserted(registration, plan: plan, row: row, values: pinningFiles(values, columns: nil, plan: plan, in: db), in: db)
     }
 
     func updated(
         _ registration: Registration, layout: EntityLayout, row: Int64, properties: [Int], columns: [Int], values: [DatabaseValue], in db: Database
     ) throws {
         guard let plan = plan(of: layout) else { return }
-        try updated(registration, plan: plan, row: row, columns: columns, values: resolvingFiles(values, columns: columns, of: layout), in: db)
+        try updated(registration, plan: plan, row: row, columns: columns, values: pinningFiles(values, columns: columns, plan: plan, in: db), in: db)
     }
 
     func capturesLinks(_ relationship: PropertyLayout, of layout: EntityLayout) -> Bool {
@@ -83,22 +83,22 @@ extension SyncSaveCapture: SaveCapture {
         try appendEntry(author: author, in: db)
     }
 
-    /// `values` with each reference to a file of an `.externalStorage` column replaced by the
-    /// file's bytes (mapped), so that the log carries values, as before values moved to files.
-    /// `columns` are the values' column indexes (nil: every column, in order).
-    private func resolvingFiles(_ values: [DatabaseValue], columns: [Int]?, of layout: EntityLayout) throws -> [DatabaseValue] {
-        guard let attachments = state.attachments, attachments.tables[layout.name]?.externalColumns.isEmpty == false else { return values }
-        var resolved = values
+    /// `values` as they are, with the file of each reference in an `.externalStorage` column
+    /// pinned while the save is logged: the log carries the reference (sent as a blob, whose
+    /// bytes the engine uploads on their own), and the file stays until the engine unpins it
+    /// once the server holds it. `columns` are the values' column indexes (nil: every column,
+    /// in order).
+    private func pinningFiles(_ values: [DatabaseValue], columns: [Int]?, plan: SyncEntityPlan, in db: Database) throws -> [DatabaseValue] {
+        let layout = plan.layout
+        guard logs, state.attachments?.tables[layout.name]?.externalColumns.isEmpty == false else { return values }
         for position in values.indices {
             let column = columns.map { $0[position] } ?? position
-            guard column < layout.columns.count, layout.columns[column].isExternallyStored else { continue }
-            do {
-                resolved[position] = try attachments.resolve(values[position], of: layout.name)
-            } catch let error as AttachmentError {
-                let name = layout.columns[column].name
-                throw SwiftDataError(error.code, "\(layout.name).\(name): \(error)", entity: layout.name, property: name)
-            }
+            guard column < layout.columns.count, layout.columns[column].isExternallyStored, plan.fieldColumns.contains(column),
+                case let .blob(data) = values[position].storage,
+                let reference = AttachmentReference(stored: data)
+            else { continue }
+            try StoreAttachments.pin(reference, owner: SyncAttachments.pinOwner, in: db)
         }
-        return resolved
+        return values
     }
 }

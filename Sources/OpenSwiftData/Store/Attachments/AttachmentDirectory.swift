@@ -42,6 +42,12 @@ struct AttachmentDirectory: Sendable, Hashable {
     /// Where the file of the digest `hex` lives.
     func filePath(hex: String) -> String { path + "/" + String(hex.prefix(2)) + "/" + hex }
 
+    /// Whether the file of `reference` is here, with the reference's size.
+    func holds(_ reference: AttachmentReference) -> Bool {
+        var info = stat()
+        return stat(filePath(of: reference), &info) == 0 && UInt64(info.st_size) == reference.size
+    }
+
     /// Writes `data`, whose reference is `reference`, durably under its final name; does nothing
     /// when a file of that name and size is there already (the same content). Returns whether it
     /// wrote a file.
@@ -92,6 +98,34 @@ struct AttachmentDirectory: Sendable, Hashable {
             unlink(temporary)
             throw error
         }
+        try flushDirectory(shard)
+        return true
+    }
+
+    /// A path for a file to be written and then adopted (``adopt(_:as:)``): a temporary name in
+    /// the directory, which the sweep at open removes if it is left behind.
+    func temporaryPath() throws -> String {
+        if try makeDirectory(path) { try flushDirectory(parent(of: path)) }
+        return path + "/" + Self.temporaryPrefix + UUID().uuidString
+    }
+
+    /// Moves `temporary` (a complete file holding the bytes of `reference`, checked by the
+    /// caller) durably under its final name; removes it instead when that file is here
+    /// already. Returns whether it moved the file.
+    func adopt(_ temporary: String, as reference: AttachmentReference) throws -> Bool {
+        let hex = reference.hex
+        let shard = path + "/" + String(hex.prefix(2))
+        let final = shard + "/" + hex
+        if holds(reference) {
+            unlink(temporary)
+            try flushFile(final)
+            try flushDirectory(shard)
+            return false
+        }
+        if try makeDirectory(path) { try flushDirectory(parent(of: path)) }
+        if try makeDirectory(shard) { try flushDirectory(path) }
+        try flushFile(temporary)
+        guard rename(temporary, final) == 0 else { throw failure("renaming", temporary) }
         try flushDirectory(shard)
         return true
     }

@@ -44,9 +44,82 @@ struct AttachmentReference: Hashable, Sendable {
         bytes.count >= magic.count && zip(bytes.prefix(magic.count), magic).allSatisfy { $0 == $1 }
     }
 
-    /// Whether `data` starts with ``magic``: such a value is always kept in a file.
+    /// Whether `data` starts with ``magic`` or ``remoteMagic``: such a value is always kept in
+    /// a file when the app saves it, so that no value of the app's is ever taken for a
+    /// reference.
     static func startsWithMagic(_ data: Data) -> Bool {
-        data.count >= magic.count && data.withUnsafeBytes { startsWithMagic($0) }
+        data.count >= magic.count && data.withUnsafeBytes { startsWithMagic($0) || startsWithRemoteMagic($0) }
+    }
+
+    // MARK: Remote references
+
+    /// The first 16 bytes of a remote reference: ``magic`` with its version byte 2.
+    ///
+    /// A remote reference names bytes this device does not hold yet: a synced blob whose record
+    /// arrived before its bytes. Only the sync engine's own saves write one; a column that holds
+    /// one reads as absent (`nil`, or an empty `Data` for a non-optional property) until the
+    /// bytes arrive and the column takes an ordinary reference.
+    static let remoteMagic: [UInt8] = {
+        var bytes = magic
+        bytes[10] = 0x02
+        return bytes
+    }()
+
+    /// Whether `bytes` starts with ``remoteMagic``.
+    static func startsWithRemoteMagic(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        bytes.count >= remoteMagic.count && zip(bytes.prefix(remoteMagic.count), remoteMagic).allSatisfy { $0 == $1 }
+    }
+
+    /// A reference from a digest and a size; nil unless the digest has 32 bytes.
+    init?(digest: [UInt8], size: UInt64) {
+        guard digest.count == SHA256.digestCount else { return nil }
+        self.digest = digest
+        self.size = size
+    }
+
+    /// The reference a remote reference names, or nil when `bytes` is anything else.
+    init?(remote bytes: UnsafeRawBufferPointer) {
+        guard bytes.count == Self.encodedCount, Self.startsWithRemoteMagic(bytes) else { return nil }
+        digest = Array(bytes[16..<48])
+        var size: UInt64 = 0
+        for index in (48..<56).reversed() { size = size << 8 | UInt64(bytes[index]) }
+        self.size = size
+    }
+
+    /// The reference a stored remote reference names, or nil when `data` is anything else.
+    init?(remote data: Data) {
+        guard data.count == Self.encodedCount, let reference = data.withUnsafeBytes({ AttachmentReference(remote: $0) }) else { return nil }
+        self = reference
+    }
+
+    /// The 56 bytes of the remote reference to these bytes.
+    var remoteEncoded: Data {
+        var bytes = Self.remoteMagic + digest
+        for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: size >> UInt64(shift))) }
+        return Data(bytes)
+    }
+
+    /// A reference from its digest in lowercase hexadecimal and its size; nil for another text.
+    init?(hex: String, size: Int64) {
+        let utf8 = Array(hex.utf8)
+        guard utf8.count == SHA256.digestCount * 2, size >= 0 else { return nil }
+        var digest: [UInt8] = []
+        digest.reserveCapacity(SHA256.digestCount)
+        for index in stride(from: 0, to: utf8.count, by: 2) {
+            guard let high = Self.nibble(utf8[index]), let low = Self.nibble(utf8[index + 1]) else { return nil }
+            digest.append(high << 4 | low)
+        }
+        self.digest = digest
+        self.size = UInt64(size)
+    }
+
+    /// The value of a lowercase hexadecimal digit.
+    private static func nibble(_ digit: UInt8) -> UInt8? {
+        switch digit {
+        case 0x30...0x39: return digit - 0x30
+        case 0x61...0x66: return digit - 0x61 + 10
+        default: return nil
+        }
     }
 
     /// The 56 bytes the column holds.

@@ -11,9 +11,11 @@ import Darwin
 
 /// Removing the files no row names any more.
 ///
-/// A file is named by the rows of its directory's tables (any BLOB column) and by the history
-/// log, whose updates and tombstones keep stored values, references included: a file stays as
-/// long as a history entry names it, so a history value can still be read.
+/// A file is named by the rows of its directory's tables (any BLOB column), by the history
+/// log, whose updates and tombstones keep stored values, references included (a file stays as
+/// long as a history entry names it, so a history value can still be read), and by the pins of
+/// the package's components (`StoreAttachments+Pins.swift`: sync keeps a file until it is
+/// uploaded).
 ///
 /// What may leave a file unnamed, and when it is removed:
 /// - a save (or `erase`, a deletion by predicate, any write) that replaces or deletes a
@@ -261,6 +263,9 @@ extension StoreAttachments {
                 checks.append("EXISTS (SELECT 1 FROM \(quoted(table.name)) WHERE \(quoted(column)) = ?1)")
             }
         }
+        if try db.tableExists(Self.pinsTable) {
+            checks.append("EXISTS (SELECT 1 FROM \(quoted(Self.pinsTable)) WHERE reference = ?1)")
+        }
         if try db.tableExists(HistoryLog.table) {
             // A history entry keeps a stored value byte for byte, after its length.
             checks.append("EXISTS (SELECT 1 FROM \(quoted(HistoryLog.table)) WHERE instr(\"changes\", ?1) > 0)")
@@ -294,6 +299,11 @@ extension StoreAttachments {
                         for data in try Data.fetchAll(db, sql: sql, arguments: [magic]) {
                             if let reference = AttachmentReference(stored: data) { named.insert(reference.hex) }
                         }
+                    }
+                }
+                if try db.tableExists(Self.pinsTable) {
+                    for data in try Data.fetchAll(db, sql: "SELECT reference FROM \(quoted(Self.pinsTable))") {
+                        if let reference = AttachmentReference(stored: data) { named.insert(reference.hex) }
                     }
                 }
                 if try db.tableExists(HistoryLog.table) {

@@ -107,10 +107,17 @@ final class StoreAttachments: Sendable {
     /// file it was written to when it is larger than ``threshold`` or starts with the magic, else
     /// `value` itself. Called inside the save's write transaction, which holds SQLite's write
     /// lock: the file is on disk before the transaction that names it commits.
-    func externalize(_ value: DatabaseValue, column: String, of table: String) throws -> DatabaseValue {
+    ///
+    /// With `keepingRemote` (a save of the sync engine's, which writes pulled values), a remote
+    /// reference (``AttachmentReference/remoteMagic``) is written as it is, or as an ordinary
+    /// reference when the file of its bytes is here already; an app's save never writes one.
+    func externalize(_ value: DatabaseValue, column: String, of table: String, keepingRemote: Bool = false) throws -> DatabaseValue {
         guard isWritable, case let .blob(data) = value.storage, let entry = tables[table], entry.externalColumns.contains(column),
             data.count > Self.threshold || AttachmentReference.startsWithMagic(data)
         else { return value }
+        if keepingRemote, let remote = AttachmentReference(remote: data) {
+            return entry.directory.holds(remote) ? remote.encoded.databaseValue : value
+        }
         let reference = AttachmentReference(of: data)
         let candidate = Candidate(directory: entry.directory, reference: reference)
         do {

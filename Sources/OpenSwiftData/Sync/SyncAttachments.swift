@@ -1,0 +1,215 @@
+import Foundation
+import GRDB
+
+/// The bytes of a synced `.externalStorage` value that travel apart from its record: a blob,
+/// named by the SHA-256 of its content and its size.
+package struct SyncAttachment: Hashable, Sendable, CustomStringConvertible {
+    /// The SHA-256 of the bytes, in lowercase hexadecimal.
+    package let digest: String
+    /// The number of bytes.
+    package let size: Int64
+
+    /// An attachment from its digest and size; nil unless the digest is 64 lowercase
+    /// hexadecimal digits and the size is not negative.
+    package init?(digest: String, size: Int64) {
+        guard AttachmentReference(hex: digest, size: size) != nil else { return nil }
+        self.digest = digest
+        self.size = size
+    }
+
+    init(_ reference: AttachmentReference) {
+        digest = reference.hex
+        size = Int64(clamping: reference.size)
+    }
+
+    var reference: AttachmentReference? { AttachmentReference(hex: digest, size: size) }
+
+    /// `<digest>:<size>`.
+    package var description: String { "\(digest):\(size)" }
+}
+
+/// Why bytes that arrived for an attachment were not taken.
+package struct SyncAttachmentMismatch: Error, CustomStringConvertible {
+    /// The attachment expected.
+    package let expected: SyncAttachment
+    /// What the file held: its digest and size.
+    package let found: (digest: String, size: Int64)
+
+    package var description: String {
+        "the bytes downloaded for \(expected) are \(found.size) bytes with SHA-256 \(found.digest); nothing was stored"
+    }
+}
+
+/// Sync's side of `.externalStorage` values (see `StoreAttachments+Pins.swift` for how the
+/// store keeps their files).
+///
+/// - Capture logs the reference to a value's file, not its bytes, and pins the file.
+/// - The engine sends such a field as a blob, uploads the pinned files, and unpins each once
+///   the server holds it (``ModelContainer/syncAttachmentUploaded(_:)``).
+/// - A pulled blob is written as a remote reference, which reads as absent, unless the bytes are
+///   here already. The engine downloads the missing ones
+///   (``ModelContainer/missingSyncAttachments()``) and hands each file to
+///   ``ModelContainer/syncAttachmentArrived(_:file:)``, which checks it and puts ordinary
+///   references in place of the remote ones.
+enum SyncAttachments {
+    /// The owner of sync's pins.
+    static let pinOwner = "sync"
+}
+
+extension ModelContainer {
+    /// The attachment a stored value of a field of bytes names: an ordinary or a remote
+    /// reference. Nil for any other value (bytes kept in the row).
+    package static func syncAttachment(inStored data: Data) -> SyncAttachment? {
+        guard data.count == AttachmentReference.encodedCount else { return nil }
+        if let reference = AttachmentReference(stored: data) ?? AttachmentReference(remote: data) { return SyncAttachment(reference) }
+        return nil
+    }
+
+    /// The stored value a pulled blob is written as: a remote reference (the sync engine's saves
+    /// write it as an ordinary one when the bytes are here).
+    package static func syncStoredValue(of attachment: SyncAttachment) -> Data? {
+        attachment.reference?.remoteEncoded
+    }
+
+    /// Whether a synced entity has a field kept in files (`.externalStorage`): only then does
+    /// the engine need blobs.
+    package var syncsAttachments: Bool {
+        syncCapture?.plans.values.contains { plan in plan.fieldColumns.contains { plan.layout.columns[$0].isExternallyStored } } ?? false
+    }
+
+    /// The attachments sync keeps files for until they are uploaded, oldest first.
+    package func pendingSyncAttachmentUploads() throws -> [SyncAttachment] {
+        try store.read { db in try StoreAttachments.pinned(owner: SyncAttachments.pinOwner, in: db) }.map(SyncAttachment.init)
+    }
+
+    /// The path of the file holding an attachment's bytes, when this device has it.
+    package func syncAttachmentFile(_ attachment: SyncAttachment) -> String? {
+        guard let reference = attachment.reference, let attachments = store.attachments else { return nil }
+        return attachments.directories.first { $0.holds(reference) }?.filePath(of: reference)
+    }
+
+    /// Forgets that an attachment waits for its upload (the server holds it): its file is
+    /// removed when nothing else names it.
+    package func syncAttachmentUploaded(_ attachment: SyncAttachment) throws {
+        guard let reference = attachment.reference, let attachments = store.attachments else { return }
+        let removed = try store.write { db in try StoreAttachments.unpin(reference, owner: SyncAttachments.pinOwner, in: db) }
+        if removed { attachments.collectUnnamed(reference, writer: store.writer) }
+    }
+
+    /// The synced columns that may hold attachments: per entity table, its `.externalStorage`
+    /// synced columns.
+    private var syncAttachmentColumns: [(table: String, columns: [String])] {
+        guard let plans = syncCapture?.plans else { return [] }
+        return plans.keys.sorted().compactMap { name in
+            guard let plan = plans[name] else { return nil }
+            let columns = plan.fieldColumns.map { plan.layout.columns[$0] }.filter(\.isExternallyStored).map(\.name)
+            return columns.isEmpty ? nil : (name, columns)
+        }
+    }
+
+    /// The attachments synced rows name whose bytes are not here yet (remote references), each
+    /// once.
+    package func missingSyncAttachments() throws -> [SyncAttachment] {
+        let columns = syncAttachmentColumns
+        guard !columns.isEmpty else { return [] }
+        let magic = Data(AttachmentReference.remoteMagic)
+        return try store.read { db in
+            var found: [SyncAttachment] = []
+            var seen: Set<SyncAttachment> = []
+            for (table, names) in columns {
+                for column in names {
+                    let sql = """
+                        SELECT DISTINCT \(quoted(column)) FROM \(quoted(table)) \
+                        WHERE length(\(quoted(column))) = \(AttachmentReference.encodedCount) AND substr(\(quoted(column)), 1, 16) = ?
+                        """
+                    for data in try Data.fetchAll(db, sql: sql, arguments: [magic]) {
+                        guard let reference = AttachmentReference(remote: data) else { continue }
+                        let attachment = SyncAttachment(reference)
+                        if seen.insert(attachment).inserted { found.append(attachment) }
+                    }
+                }
+            }
+            return found
+        }
+    }
+
+    /// A new path where the engine may write the bytes of a download before handing them to
+    /// ``syncAttachmentArrived(_:file:)``: in the store's directory of files when it has one
+    /// (the file is then moved, not copied), else in the temporary directory.
+    package func syncAttachmentDownloadPath() throws -> String {
+        if let directory = store.attachments?.directories.first { return try directory.temporaryPath() }
+        return FileManager.default.temporaryDirectory.appendingPathComponent("osd-download-\(UUID().uuidString)").path
+    }
+
+    /// Takes the downloaded bytes of `attachment` from `file`: checks their size and SHA-256,
+    /// keeps them (moved into the store's files, or in the rows of a store in memory), and
+    /// writes an ordinary reference in place of every remote reference to them, in one
+    /// transaction. Contexts see the change as a save of the sync engine's (``SaveEvent``).
+    /// Returns the number of rows that took the bytes. Bytes that are not the attachment's throw
+    /// ``SyncAttachmentMismatch``, and nothing changes. `file` is gone afterwards either way.
+    @discardableResult
+    package func syncAttachmentArrived(_ attachment: SyncAttachment, file: String) throws -> Int {
+        defer { unlink(file) }
+        guard let reference = attachment.reference else { return 0 }
+        let (digest, size) = try Self.hashFile(file)
+        guard digest == reference.digest, size == reference.size else {
+            throw SyncAttachmentMismatch(expected: attachment, found: (AttachmentReference.hex(digest), Int64(clamping: size)))
+        }
+        let columns = syncAttachmentColumns
+        let attachments = store.attachments
+        // A store in memory keeps the bytes in its rows.
+        let inline = attachments == nil ? try Data(contentsOf: URL(fileURLWithPath: file)) : nil
+        var updated: [PersistentIdentifier] = []
+        try store.write { db in
+            if let attachments {
+                // Into each directory whose tables may name it, in the transaction: no
+                // collection or sweep runs meanwhile, and a rollback's collection removes it.
+                var first: AttachmentDirectory?
+                for directory in Set(columns.compactMap { attachments.tables[$0.table]?.directory }).sorted(by: { $0.path < $1.path }) {
+                    let wrote: Bool
+                    if let first {
+                        wrote = try directory.store(first.map(reference), as: reference)
+                    } else {
+                        first = directory
+                        wrote = try directory.adopt(file, as: reference)
+                    }
+                    if wrote { attachments.noteWritten(StoreAttachments.Candidate(directory: directory, reference: reference)) }
+                }
+            }
+            let value = inline ?? reference.encoded
+            for (table, names) in columns {
+                for column in names {
+                    let rows = try Int64.fetchAll(
+                        db,
+                        sql:
+                            "UPDATE \(quoted(table)) SET \(quoted(column)) = ?1 WHERE \(quoted(column)) = ?2 RETURNING \(quoted(TableDescription.primaryKey))",
+                        arguments: [value, reference.remoteEncoded])
+                    updated += rows.map { PersistentIdentifier(storeIdentifier: store.identifier, entityName: table, key: .row($0)) }
+                }
+            }
+        }
+        guard !updated.isEmpty else { return 0 }
+        didCommitSave()
+        broadcaster.publish(
+            SaveEvent(
+                entities: Set(updated.map(\.entityName)), inserted: [], updated: updated, deleted: [], author: syncCapture?.engineAuthor))
+        return updated.count
+    }
+
+    /// The SHA-256 and size of a file, read in parts.
+    private static func hashFile(_ path: String) throws -> (digest: [UInt8], size: UInt64) {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw SwiftDataError(.storeFailure, "reading the downloaded file \(path): it cannot be opened")
+        }
+        defer { try? handle.close() }
+        var hasher = SHA256()
+        var size: UInt64 = 0
+        while true {
+            let part = try handle.read(upToCount: 1 << 20) ?? Data()
+            if part.isEmpty { break }
+            hasher.update(part)
+            size += UInt64(part.count)
+        }
+        return (hasher.finalize(), size)
+    }
+}

@@ -1,0 +1,205 @@
+import Crypto
+import Foundation
+import OpenSwiftData
+import OpenSwiftDataSync
+import OpenSwiftDataSyncProtocol
+import OpenSwiftDataTestSupport
+import Testing
+
+/// A synced model with attachments: an optional and a non-optional `.externalStorage` value.
+@Model
+final class Photo {
+    var title: String
+    @Attribute(.externalStorage) var image: Data?
+    @Attribute(.externalStorage) var preview: Data
+    /// The scope the photo syncs in (nil: the user's private scope).
+    var album: String?
+
+    init(title: String, image: Data?, preview: Data = Data(), album: String? = nil) {
+        self.title = title
+        self.image = image
+        self.preview = preview
+        self.album = album
+    }
+}
+
+extension LoopbackServer {
+    /// A device that syncs photos over HTTP, its store in `<name>.sqlite`.
+    func photoDevice(_ name: String, user: String = "alice") throws -> Device {
+        let url = directory.file("\(name).sqlite")
+        let container = try ModelContainer(for: Schema([Photo.self]), configurations: ModelConfiguration(url: url))
+        let verifier = server.verifier
+        let transport = HTTPSyncTransport(server: self.url) { try await verifier.mint(user: user) }
+        var configuration = SyncConfiguration()
+        configuration.sync(Photo.self, scope: \Photo.album)
+        configuration.pollInterval = .seconds(3600)
+        let engine = try SyncEngine(
+            container: container, transport: transport, user: user, configuration: configuration, clock: SystemSyncClock(),
+            seed: seed(of: name + user))
+        return Device(url: url, container: container, engine: engine, inMemory: nil, context: ModelContext(container))
+    }
+}
+
+/// `count` bytes that differ from run to run of `seed`.
+func attachmentBytes(_ count: Int, seed: UInt8) -> Data {
+    var bytes = [UInt8](repeating: 0, count: count)
+    var state = UInt32(seed) &+ 0x9E37_79B9
+    for index in bytes.indices {
+        state ^= state << 13
+        state ^= state >> 17
+        state ^= state << 5
+        bytes[index] = UInt8(truncatingIfNeeded: state)
+    }
+    return Data(bytes)
+}
+
+extension Device {
+    /// The photos by title, each with its image's and preview's sizes (nil: absent).
+    func photos() throws -> [String: (image: Data?, preview: Data)] {
+        let context = ModelContext(container)
+        var result: [String: (image: Data?, preview: Data)] = [:]
+        for photo in try context.fetch(FetchDescriptor<Photo>()) { result[photo.title] = (photo.image, photo.preview) }
+        return result
+    }
+
+    /// The files of `.externalStorage` values beside the store, by digest.
+    var attachmentFiles: Set<String> {
+        let root = url.path + ".attachments"
+        var names: Set<String> = []
+        for shard in (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? [] where shard.count == 2 {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: root + "/" + shard)) ?? [] { names.insert(name) }
+        }
+        return names
+    }
+
+    var status: (uploads: Int, missing: Int) {
+        get async {
+            let status = engine.status
+            return await MainActor.run { (status.pendingAttachmentUploadCount, status.missingAttachmentCount) }
+        }
+    }
+}
+
+/// The SHA-256 of `data` in lowercase hexadecimal, as the server and the store name files.
+func hexDigest(_ data: Data) -> String {
+    SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
+}
+
+@Suite("Attachments: .externalStorage values sync as blobs through a real osd-server on loopback")
+struct AttachmentSyncTests {
+    @Test("the record syncs at once and its bytes follow: three devices read them byte for byte")
+    func threeDevices() async throws {
+        try await LoopbackServer.run { server in
+            let a = try server.photoDevice("a")
+            let b = try server.photoDevice("b")
+            let c = try server.photoDevice("c")
+            let image = attachmentBytes(300_000, seed: 1)
+            let preview = attachmentBytes(200_000, seed: 2)
+            let small = attachmentBytes(1_000, seed: 3)
+            a.context.insert(Photo(title: "harbour", image: image, preview: preview))
+            a.context.insert(Photo(title: "icon", image: small))
+            try a.context.save()
+
+            // The records first: pushed and pulled before any byte of the blobs moved.
+            try await a.engine.syncNow()
+            try await b.engine.syncNow()
+            let early = try b.photos()
+            #expect(early["harbour"]?.image == nil)
+            #expect(early["harbour"]?.preview == Data())
+            // A value of at most 128 KiB stays in its record.
+            #expect(early["icon"]?.image == small)
+            #expect(try a.photos().count == 2)
+
+            // The server has nothing to give yet: B keeps waiting, without an error.
+            try await b.engine.transferAttachments()
+            #expect(try b.photos()["harbour"]?.image == nil)
+
+            try await a.engine.transferAttachments()
+            #expect(await a.status.uploads == 0)
+            try await b.engine.transferAttachments()
+            try await c.engine.syncNow()
+            try await c.engine.transferAttachments()
+            for device in [b, c] {
+                let photos = try device.photos()
+                #expect(photos["harbour"]?.image == image)
+                #expect(photos["harbour"]?.preview == preview)
+                #expect(photos["icon"]?.image == small)
+                #expect(await device.status.missing == 0)
+                #expect(device.attachmentFiles == [hexDigest(image), hexDigest(preview)])
+            }
+
+            // An edit on C travels back the same way.
+            let replaced = attachmentBytes(250_000, seed: 4)
+            let photo = try #require(try c.context.fetch(FetchDescriptor<Photo>(predicate: #Predicate { $0.title == "harbour" })).first)
+            photo.image = replaced
+            try c.context.save()
+            try await c.engine.syncNow()
+            try await c.engine.transferAttachments()
+            try await a.engine.syncNow()
+            try await a.engine.transferAttachments()
+            #expect(try a.photos()["harbour"]?.image == replaced)
+            // The old image's file is gone from A once nothing names it.
+            #expect(a.attachmentFiles == [hexDigest(replaced), hexDigest(preview)])
+        }
+    }
+
+    @Test("a replaced or deleted value's file stays until it is uploaded, then goes")
+    func filesKeptUntilUploaded() async throws {
+        try await LoopbackServer.run { server in
+            let a = try server.photoDevice("a")
+            let b = try server.photoDevice("b")
+            let first = attachmentBytes(400_000, seed: 5)
+            let second = attachmentBytes(400_000, seed: 6)
+            let photo = Photo(title: "draft", image: first)
+            a.context.insert(photo)
+            try a.context.save()
+            photo.image = second
+            try a.context.save()
+            // Both saves are queued with their references: both files stay.
+            #expect(a.attachmentFiles == [hexDigest(first), hexDigest(second)])
+            try await a.engine.syncNow()
+            #expect(a.attachmentFiles == [hexDigest(first), hexDigest(second)])
+            try await a.engine.transferAttachments()
+            // Uploaded, the first is named by nothing and goes; the row keeps the second.
+            #expect(a.attachmentFiles == [hexDigest(second)])
+            try await b.engine.syncNow()
+            try await b.engine.transferAttachments()
+            #expect(try b.photos()["draft"]?.image == second)
+
+            a.context.delete(photo)
+            try a.context.save()
+            try await a.engine.syncNow()
+            // History still names the second value (the update that wrote it) until it is
+            // deleted.
+            #expect(a.attachmentFiles == [hexDigest(second)])
+            try a.context.deleteHistory(HistoryDescriptor<DefaultHistoryTransaction>())
+            #expect(a.attachmentFiles.isEmpty)
+            try await b.engine.syncNow()
+            #expect(try b.photos().isEmpty)
+            try b.context.deleteHistory(HistoryDescriptor<DefaultHistoryTransaction>())
+            #expect(b.attachmentFiles.isEmpty)
+        }
+    }
+
+    @Test("started engines move the bytes by themselves, and report each transfer")
+    func startedEnginesTransfer() async throws {
+        try await LoopbackServer.run { server in
+            let a = try server.photoDevice("a")
+            let b = try server.photoDevice("b")
+            let events = EventLog(b.engine)
+            await a.engine.start()
+            await b.engine.start()
+            let image = attachmentBytes(1_000_000, seed: 7)
+            a.context.insert(Photo(title: "pier", image: image))
+            try a.context.save()
+            let arrived = await events.waitFor { event in
+                if case let .attachmentTransferred(transfer) = event { return transfer.direction == .download }
+                return false
+            }
+            #expect(arrived == .attachmentTransferred(AttachmentTransfer(direction: .download, digest: hexDigest(image), size: 1_000_000)))
+            #expect(try b.photos()["pier"]?.image == image)
+            await a.engine.stop()
+            await b.engine.stop()
+        }
+    }
+}
