@@ -153,6 +153,7 @@ let package = Package(
         .executableTarget(name: "History", dependencies: ["OpenSwiftData"], path: "Examples/History"),
         // Two processes syncing notes through osd-server; also the client the kill test runs.
         .executableTarget(name: "SyncedNotes", dependencies: ["OpenSwiftData", "OpenSwiftDataSync"], path: "Examples/SyncedNotes"),
+        .executableTarget(name: "SyncedAttachments", dependencies: ["OpenSwiftData", "OpenSwiftDataSync"], path: "Examples/SyncedAttachments"),
         // A counter that merges (the sync guide quotes it).
         .executableTarget(name: "SyncedFAQ", dependencies: ["OpenSwiftData", "OpenSwiftDataSync"], path: "Examples/SyncedFAQ"),
         // A list shared with a writer and a reader (the sync guide quotes it).

@@ -122,6 +122,38 @@ public struct SyncConfiguration: Sendable {
         merges.append(Merge(entity: entity, property: property, kind: kind, keyPathDescription: "\(keyPath)"))
     }
 
+    /// When the bytes of a synced `.externalStorage` property arrive on a device that did not
+    /// save them (see ``attachments(_:download:)``).
+    public enum AttachmentDownload: Sendable, Hashable {
+        /// As soon as the record has arrived: the engine downloads them after each sync.
+        case eager
+        /// Only when asked for, with ``SyncEngine/downloadAttachment(_:of:)``; they may be
+        /// evicted again with ``SyncEngine/evictAttachment(_:of:)``.
+        case onDemand
+    }
+
+    /// The synced `.externalStorage` properties downloaded on demand, as `Entity.property`.
+    private(set) var onDemandAttachments: Set<String> = []
+
+    /// Says when the bytes of a synced `.externalStorage` property arrive on other devices:
+    /// ``AttachmentDownload/eager`` (the default) or ``AttachmentDownload/onDemand``.
+    ///
+    /// ```swift
+    /// configuration.sync(Photo.self)
+    /// configuration.attachments(\Photo.original, download: .onDemand)
+    /// ```
+    ///
+    /// The record arrives either way. Until its bytes do, the property reads as absent: `nil`,
+    /// or an empty `Data` when it is not optional.
+    public mutating func attachments<T: PersistentModel, V>(_ keyPath: KeyPath<T, V>, download: AttachmentDownload) {
+        let entity = Schema.entityName(for: T.self)
+        guard let property = T.schemaMetadata.first(where: { $0.keypath == keyPath })?.name else { return }
+        switch download {
+        case .eager: onDemandAttachments.remove(entity + "." + property)
+        case .onDemand: onDemandAttachments.insert(entity + "." + property)
+        }
+    }
+
     /// The entity of a name, if it syncs.
     public func entity(named name: String) -> Entity? { entities.first { $0.name == name } }
 }

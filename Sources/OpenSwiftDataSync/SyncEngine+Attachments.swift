@@ -32,6 +32,70 @@ extension SyncEngine {
         if let error = await transferPass().error { throw error }
     }
 
+    /// Downloads the bytes of a model's synced `.externalStorage` property now, if they are not
+    /// here: for a property downloaded on demand, or to fetch an eager one at once.
+    ///
+    /// ```swift
+    /// if photo.original == nil {
+    ///     try await engine.downloadAttachment(\Photo.original, of: photo.persistentModelID)
+    /// }
+    /// ```
+    ///
+    /// Throws ``SyncEngineError/attachmentUnavailable(_:)`` when they cannot be had now: the
+    /// server cannot be reached (offline), or does not have them yet (their writer has not
+    /// finished uploading). Contexts see the bytes arrive as a save of the engine's.
+    public func downloadAttachment<T: PersistentModel, V>(_ keyPath: KeyPath<T, V> & Sendable, of model: PersistentIdentifier) async throws {
+        guard !signedOut else { throw SyncEngineError.signedOut }
+        let property = try Self.attachmentProperty(keyPath)
+        let found: (attachment: SyncAttachment, isLocal: Bool)?
+        do {
+            found = try container.syncAttachment(of: model, property: property)
+        } catch {
+            throw Self.engineError(error)
+        }
+        guard let (attachment, isLocal) = found, !isLocal else { return }
+        do {
+            try await download(attachment)
+        } catch {
+            let failure = Self.engineError(error)
+            let reason: String
+            switch failure {
+            case let .transport(.refused(status, _)) where status == 404:
+                reason = "the server does not have them yet (their upload has not finished)"
+            case let .transport(.unreachable(detail)):
+                reason = "the server cannot be reached (\(detail))"
+            default:
+                reason = failure.description
+            }
+            throw SyncEngineError.attachmentUnavailable(
+                "the bytes of \(model.entityName).\(property) (\(attachment)) cannot be downloaded: \(reason)")
+        }
+        await updateAttachmentStatus(progress: nil)
+    }
+
+    /// Drops this device's copy of the bytes of a model's synced `.externalStorage` property, to
+    /// free space: the property reads as absent until ``downloadAttachment(_:of:)`` brings them
+    /// back (an eager property's are downloaded again by the next sync). Returns false, keeping
+    /// them, when the server may not hold them yet (they were saved here and their upload has
+    /// not finished) or the property holds its bytes in the record.
+    @discardableResult
+    public func evictAttachment<T: PersistentModel, V>(_ keyPath: KeyPath<T, V> & Sendable, of model: PersistentIdentifier) throws -> Bool {
+        let property = try Self.attachmentProperty(keyPath)
+        do {
+            return try container.evictSyncAttachment(of: model, property: property)
+        } catch {
+            throw Self.engineError(error)
+        }
+    }
+
+    /// The name of the property `keyPath` names.
+    private static func attachmentProperty<T: PersistentModel, V>(_ keyPath: KeyPath<T, V>) throws -> String {
+        guard let name = T.schemaMetadata.first(where: { $0.keypath == keyPath })?.name else {
+            throw SyncEngineError.attachmentUnavailable("\(keyPath) names no persisted property of \(T.self)")
+        }
+        return name
+    }
+
     /// Starts the loop that transfers attachments after each cycle.
     func startAttachmentTransfers() {
         guard container.syncsAttachments, attachmentTask == nil else { return }
@@ -85,7 +149,7 @@ extension SyncEngine {
                     if Self.isTransient(failure) { break }
                 }
             }
-            for attachment in try container.missingSyncAttachments() {
+            for attachment in try container.missingSyncAttachments(excluding: configuration.onDemandAttachments) {
                 do {
                     try await download(attachment)
                 } catch let SyncTransportError.refused(status, _) where status == 404 {
@@ -119,7 +183,9 @@ extension SyncEngine {
         var state = try await transport.blobUploadState(blob)
         if !state.isComplete {
             let transfer = AttachmentTransfer(direction: .upload, attachment)
-            await updateAttachmentStatus(progress: AttachmentProgress(transfer: transfer, completed: state.received))
+            let started = AttachmentProgress(transfer: transfer, completed: state.received)
+            emit(.attachmentStarted(started))
+            await updateAttachmentStatus(progress: started)
             let reporter = progressReporter(for: transfer)
             state = try await transport.uploadBlob(blob, from: file, offset: state.received, progress: reporter)
         }
@@ -134,16 +200,23 @@ extension SyncEngine {
     private func download(_ attachment: SyncAttachment) async throws {
         guard let blob = BlobReference(digest: attachment.digest, size: attachment.size) else { return }
         let transfer = AttachmentTransfer(direction: .download, attachment)
-        let path = try container.syncAttachmentDownloadPath()
-        await updateAttachmentStatus(progress: AttachmentProgress(transfer: transfer, completed: 0))
+        // The same path for every attempt: an interrupted download continues where it stopped.
+        let path = try container.syncAttachmentDownloadPath(for: attachment)
+        let held = ((try? FileManager.default.attributesOfItem(atPath: path)[.size]) as? NSNumber)?.int64Value ?? 0
+        let started = AttachmentProgress(transfer: transfer, completed: held < blob.size ? held : 0)
+        emit(.attachmentStarted(started))
+        await updateAttachmentStatus(progress: started)
         do {
             try await transport.downloadBlob(blob, to: path, progress: progressReporter(for: transfer))
+        } catch let SyncTransportError.refused(status, error) {
+            // Nothing of the blob to keep.
+            try? FileManager.default.removeItem(atPath: path)
+            throw SyncTransportError.refused(status: status, error: error)
+        }
+        do {
             try container.syncAttachmentArrived(attachment, file: path)
         } catch let mismatch as SyncAttachmentMismatch {
             throw SyncEngineError.badServerAnswer("\(mismatch)")
-        } catch {
-            try? FileManager.default.removeItem(atPath: path)
-            throw error
         }
         emit(.attachmentTransferred(transfer))
     }
@@ -165,7 +238,7 @@ extension SyncEngine {
     /// Shows the queues' lengths, and the transfer under way (nil: none).
     private func updateAttachmentStatus(progress: AttachmentProgress?) async {
         let uploads = (try? container.pendingSyncAttachmentUploads().count) ?? 0
-        let missing = (try? container.missingSyncAttachments().count) ?? 0
+        let missing = (try? container.missingSyncAttachments(excluding: configuration.onDemandAttachments).count) ?? 0
         let status = self.status
         await MainActor.run {
             status.pendingAttachmentUploadCount = uploads

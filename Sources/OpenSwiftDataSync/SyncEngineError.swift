@@ -33,6 +33,9 @@ public enum SyncEngineError: Error, Sendable, Hashable, CustomStringConvertible 
     case store(String)
     /// The engine was signed out.
     case signedOut
+    /// An attachment's bytes cannot be had now (``SyncEngine/downloadAttachment(_:of:)``): the
+    /// server cannot be reached, or does not have them yet. Says which, and which property.
+    case attachmentUnavailable(String)
     /// A field declared to merge cannot merge that way (the kind does not fit its type, or the
     /// property is optional, the record id, not persisted, or its model does not sync).
     case mergeKindMismatch(entity: String, property: String, kind: MergeKind, reason: String)
@@ -67,6 +70,7 @@ public enum SyncEngineError: Error, Sendable, Hashable, CustomStringConvertible 
         case let .accessDenied(reason): return "access denied: \(reason)"
         case let .store(reason): return "local store error: \(reason)"
         case .signedOut: return "the sync engine is signed out"
+        case let .attachmentUnavailable(reason): return reason
         case let .mergeKindMismatch(entity, property, kind, reason): return "\(entity).\(property) cannot merge as a \(kind.rawValue): \(reason)"
         case let .mergeNotSupported(entity, property, kind):
             return

@@ -36,6 +36,9 @@ public enum SyncEvent: Sendable, Hashable {
     case progress(PullProgress)
     /// Something failed; transient failures are retried.
     case error(SyncEngineError)
+    /// An attachment's transfer starts, or resumes: `completed` is what the server held of an
+    /// upload, or what an interrupted download had already written.
+    case attachmentStarted(AttachmentProgress)
     /// An attachment's bytes reached the server (its file is no longer kept for the upload), or
     /// arrived on this device (its property reads them from now on).
     case attachmentTransferred(AttachmentTransfer)

@@ -25,13 +25,15 @@ final class Photo {
 
 extension LoopbackServer {
     /// A device that syncs photos over HTTP, its store in `<name>.sqlite`.
-    func photoDevice(_ name: String, user: String = "alice") throws -> Device {
+    func photoDevice(_ name: String, user: String = "alice", onDemand: Bool = false, port: Int? = nil) throws -> Device {
         let url = directory.file("\(name).sqlite")
         let container = try ModelContainer(for: Schema([Photo.self]), configurations: ModelConfiguration(url: url))
         let verifier = server.verifier
-        let transport = HTTPSyncTransport(server: self.url) { try await verifier.mint(user: user) }
+        let server = port.flatMap { URL(string: "http://127.0.0.1:\($0)") } ?? self.url
+        let transport = HTTPSyncTransport(server: server) { try await verifier.mint(user: user) }
         var configuration = SyncConfiguration()
         configuration.sync(Photo.self, scope: \Photo.album)
+        if onDemand { configuration.attachments(\Photo.image, download: .onDemand) }
         configuration.pollInterval = .seconds(3600)
         let engine = try SyncEngine(
             container: container, transport: transport, user: user, configuration: configuration, clock: SystemSyncClock(),
@@ -200,6 +202,57 @@ struct AttachmentSyncTests {
             #expect(try b.photos()["pier"]?.image == image)
             await a.engine.stop()
             await b.engine.stop()
+        }
+    }
+
+    @Test("an on-demand property downloads when asked; offline the request says so; evicted bytes come back")
+    func onDemand() async throws {
+        try await LoopbackServer.run { server in
+            let a = try server.photoDevice("a")
+            let b = try server.photoDevice("b", onDemand: true)
+            let image = attachmentBytes(600_000, seed: 8)
+            let preview = attachmentBytes(150_000, seed: 9)
+            a.context.insert(Photo(title: "market", image: image, preview: preview))
+            try a.context.save()
+            try await a.engine.syncNow()
+            try await a.engine.transferAttachments()
+
+            try await b.engine.syncNow()
+            try await b.engine.transferAttachments()
+            // The eager preview arrived; the on-demand image did not.
+            #expect(try b.photos()["market"]?.preview == preview)
+            #expect(try b.photos()["market"]?.image == nil)
+            #expect(await b.status.missing == 0, "on-demand bytes are not counted as waiting")
+            let photo = try #require(try b.context.fetch(FetchDescriptor<Photo>()).first)
+            let id = photo.persistentModelID
+
+            // Offline: the same store through a port nothing listens on.
+            let offline = try server.photoDevice("b", onDemand: true, port: 1)
+            await #expect {
+                try await offline.engine.downloadAttachment(\Photo.image, of: id)
+            } throws: { error in
+                guard case let .attachmentUnavailable(reason) = error as? SyncEngineError else { return false }
+                return reason.contains("Photo.image") && reason.contains("cannot be reached")
+            }
+            #expect(try b.photos()["market"]?.image == nil)
+
+            try await b.engine.downloadAttachment(\Photo.image, of: id)
+            #expect(try b.photos()["market"]?.image == image)
+            #expect(b.attachmentFiles == [hexDigest(image), hexDigest(preview)])
+
+            // Evicted: absent again, its file gone, and back on request.
+            #expect(try await b.engine.evictAttachment(\Photo.image, of: id))
+            #expect(try b.photos()["market"]?.image == nil)
+            #expect(b.attachmentFiles == [hexDigest(preview)])
+            try await b.engine.downloadAttachment(\Photo.image, of: id)
+            #expect(try b.photos()["market"]?.image == image)
+
+            // A value saved here is not evicted before the server holds it.
+            let fresh = attachmentBytes(300_000, seed: 10)
+            photo.image = fresh
+            try b.context.save()
+            #expect(try await b.engine.evictAttachment(\Photo.image, of: id) == false)
+            #expect(try b.photos()["market"]?.image == fresh)
         }
     }
 }

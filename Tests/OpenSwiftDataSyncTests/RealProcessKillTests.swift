@@ -12,61 +12,6 @@ import Glibc
 /// properties as the simulator's, checked against the real files.
 @Suite("Real processes: osd-server and two clients killed with SIGKILL", .serialized)
 struct RealProcessKillTests {
-    static let secret = "real-process-kill-test-secret-of-32-bytes"
-
-    private func built(_ name: String) throws -> URL {
-        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for _ in 0..<4 {
-            let candidate = directory.appendingPathComponent(name)
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-            directory.deleteLastPathComponent()
-        }
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let candidate = root.appendingPathComponent(".build/debug/\(name)")
-        guard FileManager.default.isExecutableFile(atPath: candidate.path) else {
-            throw SyncServiceError(500, .internalError, "\(name) is not built (swift build --build-tests builds it)")
-        }
-        return candidate
-    }
-
-    /// A running `osd-server` and the port it listens on.
-    private struct ServerProcess {
-        let process: Process
-        let port: Int
-    }
-
-    private func startServer(database: String, log: String) async throws -> ServerProcess {
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        let process = Process()
-        process.executableURL = try built("osd-server")
-        process.arguments = ["--port", "0", "--database", database, "--jwt-secret", Self.secret, "--log-level", "error"]
-        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        for _ in 0..<3000 {
-            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-            if let range = text.range(of: "listening on http://127.0.0.1:") {
-                let digits = text[range.upperBound...].prefix { $0.isNumber }
-                if let port = Int(digits) { return ServerProcess(process: process, port: port) }
-            }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        process.terminate()
-        throw SyncServiceError(500, .internalError, "osd-server did not start")
-    }
-
-    private func token(user: String) throws -> String {
-        let process = Process()
-        process.executableURL = try built("osd-server")
-        process.arguments = ["token", "--user", user, "--jwt-secret", Self.secret]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = try pipe.fileHandleForReading.readToEnd() ?? Data()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
-    }
-
     private func count(_ database: String, _ sql: String) -> Int {
         var configuration = Configuration()
         configuration.readonly = true
@@ -77,12 +22,12 @@ struct RealProcessKillTests {
 
     @Test("clients killed mid-push and the server killed mid-commit, several times: every save reaches the server once, both clients converge")
     func killedClientsAndServer() async throws {
-        let client = try built("SyncedNotes")
+        let client = try RealProcesses.built("SyncedNotes")
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("osd-real-kill-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = directory.appendingPathComponent("server.sqlite").path
-        let token = try token(user: "alice")
+        let token = try RealProcesses.token(user: "alice")
         let savesPerRound = 150
         var saves = 0
         var outputs = 0
@@ -117,7 +62,7 @@ struct RealProcessKillTests {
             }
             saves += savesPerRound
             let killServer = serverKills < 2 && (clientKills >= 2 || round % 2 == 0)
-            let server = try await startServer(database: database, log: directory.appendingPathComponent("server\(round).txt").path)
+            let server = try await RealProcesses.startServer(database: database, log: directory.appendingPathComponent("server\(round).txt").path)
             let a = try launch("a.sqlite", ["sync"], port: server.port).0
             let b = try launch("b.sqlite", ["sync"], port: server.port).0
             let before = count(database, notes)
@@ -157,7 +102,7 @@ struct RealProcessKillTests {
         #expect(serverKills >= 1, "the server was never killed while clients pushed")
 
         // Heal: the server up, each client syncs until nothing is pending, twice round.
-        let server = try await startServer(database: database, log: directory.appendingPathComponent("server-final.txt").path)
+        let server = try await RealProcesses.startServer(database: database, log: directory.appendingPathComponent("server-final.txt").path)
         var lists: [String: [String]] = [:]
         for pass in 0..<2 {
             for store in ["a.sqlite", "b.sqlite"] {
@@ -188,14 +133,14 @@ struct RealProcessKillTests {
         "version 1 of an app killed with SIGKILL mid-push, then version 2 (one more property) on the same store: every save on the server once, the client id unchanged"
     )
     func appUpdatedAfterKillMidPush() async throws {
-        let v1 = try built("SyncedNotes")
-        let v2 = try built("SyncedNotesV2")
+        let v1 = try RealProcesses.built("SyncedNotes")
+        let v2 = try RealProcesses.built("SyncedNotesV2")
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("osd-real-update-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = directory.appendingPathComponent("server.sqlite").path
         let store = directory.appendingPathComponent("phone.sqlite").path
-        let token = try token(user: "alice")
+        let token = try RealProcesses.token(user: "alice")
         var outputs = 0
         func launch(_ executable: URL, _ command: [String], port: Int) throws -> (Process, String) {
             outputs += 1
@@ -216,7 +161,7 @@ struct RealProcessKillTests {
         }
         let notes = "SELECT COUNT(*) FROM osd_records WHERE entity = 'Note' AND deleted = 0"
         let saves = 200
-        let server = try await startServer(database: database, log: directory.appendingPathComponent("server.txt").path)
+        let server = try await RealProcesses.startServer(database: database, log: directory.appendingPathComponent("server.txt").path)
         // Version 1 syncs once (its client id is known to the server), then saves offline.
         let (first, firstOutput) = try launch(v1, ["sync"], port: server.port)
         first.waitUntilExit()

@@ -25,7 +25,8 @@ struct SyncExternalStorageTests {
 
     /// Writes `data` to a new file and returns its path.
     private func download(_ data: Data, for container: ModelContainer) throws -> String {
-        let path = try container.syncAttachmentDownloadPath()
+        let path = try container.syncAttachmentDownloadPath(
+            for: try #require(SyncAttachment(digest: AttachmentReference(of: data).hex, size: Int64(data.count))))
         try data.write(to: URL(fileURLWithPath: path))
         return path
     }

@@ -1,5 +1,5 @@
 // Sync engine figures against an in-process osd-server on loopback (HTTP and WebSocket):
-//   swift run -c release osd-sync-benchmarks [records] [saves] [rounds] [mergeSaves] [textEvery] [textEdits]
+//   swift run -c release osd-sync-benchmarks [records] [saves] [rounds] [mergeSaves] [textEvery] [textEdits] [attachmentMB]
 // 1. initial sync of `records` (default 100,000) server records into an empty store;
 // 2. steady push of `saves` (default 10,000) local saves: throughput, and p50/p99 from a
 //    save's commit to the server's acknowledgement;
@@ -11,7 +11,10 @@
 //    `.counter` and as a `.set` (see MergedFields.swift);
 // 7. a real editing trace through sync: its first `textEdits` edits (default all 259,778) as
 //    saves of a `.text`, one every `textEvery` edits (default 20), pushed, and merged on a
-//    second device that edited concurrently (see TextTrace.swift).
+//    second device that edited concurrently (see TextTrace.swift);
+// 8. attachments: a `attachmentMB` MB (default 100) `.externalStorage` value uploaded and
+//    downloaded against `cp`, with peak memory, and a save with a 20 MB attachment until its
+//    record shows on another device (see Attachments.swift).
 import Foundation
 import Logging
 import OpenSwiftData
@@ -71,6 +74,7 @@ func benchmark() async throws {
     let mergeSaves = arguments.dropFirst(3).first ?? 2_000
     let textEvery = arguments.dropFirst(4).first ?? 20
     let textEdits = arguments.dropFirst(5).first
+    let attachmentMB = arguments.dropFirst(6).first ?? 100
     let clock = ContinuousClock()
 
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("osd-sync-bench-\(UUID().uuidString)")
@@ -232,6 +236,9 @@ func benchmark() async throws {
 
     // 7. A real editing trace through sync.
     try await textTraceBenchmark(server: url, verifier: verifier, directory: directory, every: textEvery, edits: textEdits)
+
+    // 8. Attachments.
+    try await attachmentBenchmark(server: url, verifier: verifier, directory: directory, megabytes: attachmentMB)
 
     await group.triggerGracefulShutdown()
     _ = await serverTask.result

@@ -108,10 +108,11 @@ extension ModelContainer {
     }
 
     /// The attachments synced rows name whose bytes are not here yet (remote references), each
-    /// once.
-    package func missingSyncAttachments() throws -> [SyncAttachment] {
-        let columns = syncAttachmentColumns
-        guard !columns.isEmpty else { return [] }
+    /// once; the columns named in `excluding` (`Entity.property`: downloaded on demand) are not
+    /// looked at.
+    package func missingSyncAttachments(excluding: Set<String> = []) throws -> [SyncAttachment] {
+        let columns = syncAttachmentColumns.map { entry in (entry.table, entry.columns.filter { !excluding.contains(entry.table + "." + $0) }) }
+        guard columns.contains(where: { !$0.1.isEmpty }) else { return [] }
         let magic = Data(AttachmentReference.remoteMagic)
         return try store.read { db in
             var found: [SyncAttachment] = []
@@ -133,12 +134,14 @@ extension ModelContainer {
         }
     }
 
-    /// A new path where the engine may write the bytes of a download before handing them to
-    /// ``syncAttachmentArrived(_:file:)``: in the store's directory of files when it has one
-    /// (the file is then moved, not copied), else in the temporary directory.
-    package func syncAttachmentDownloadPath() throws -> String {
-        if let directory = store.attachments?.directories.first { return try directory.temporaryPath() }
-        return FileManager.default.temporaryDirectory.appendingPathComponent("osd-download-\(UUID().uuidString)").path
+    /// The path where the engine writes the bytes of a download of `attachment` before handing
+    /// them to ``syncAttachmentArrived(_:file:)``, the same for every attempt (an interrupted
+    /// download continues): in the store's directory of files when it has one (the file is then
+    /// moved, not copied, and a file left there is removed by the sweep at open), else in the
+    /// temporary directory.
+    package func syncAttachmentDownloadPath(for attachment: SyncAttachment) throws -> String {
+        if let directory = store.attachments?.directories.first { return try directory.temporaryPath(named: "download-" + attachment.digest) }
+        return FileManager.default.temporaryDirectory.appendingPathComponent("osd-download-\(store.identifier)-\(attachment.digest)").path
     }
 
     /// Takes the downloaded bytes of `attachment` from `file`: checks their size and SHA-256,
@@ -194,6 +197,52 @@ extension ModelContainer {
             SaveEvent(
                 entities: Set(updated.map(\.entityName)), inserted: [], updated: updated, deleted: [], author: syncCapture?.engineAuthor))
         return updated.count
+    }
+
+    /// The attachment a model's synced `.externalStorage` property names, and whether its bytes
+    /// are here; nil when the property holds its bytes in the row, holds nothing, or does not
+    /// sync.
+    package func syncAttachment(of model: PersistentIdentifier, property: String) throws -> (attachment: SyncAttachment, isLocal: Bool)? {
+        guard let row = model.rowID,
+            syncAttachmentColumns.contains(where: { $0.table == model.entityName && $0.columns.contains(property) })
+        else { return nil }
+        let stored = try store.read { db in
+            try Data.fetchOne(
+                db, sql: "SELECT \(quoted(property)) FROM \(quoted(model.entityName)) WHERE \(quoted(TableDescription.primaryKey)) = ?",
+                arguments: [row])
+        }
+        guard let stored else { return nil }
+        if let local = AttachmentReference(stored: stored) { return (SyncAttachment(local), true) }
+        if let remote = AttachmentReference(remote: stored) { return (SyncAttachment(remote), false) }
+        return nil
+    }
+
+    /// Drops this device's copy of the bytes of a model's synced `.externalStorage` property:
+    /// the row takes a remote reference (the property reads as absent), and the file is removed
+    /// when nothing else names it. Returns false, and keeps the bytes, when they are not in a
+    /// file or the server may not hold them yet (their upload is pending). Contexts see the
+    /// change as a save of the sync engine's.
+    package func evictSyncAttachment(of model: PersistentIdentifier, property: String) throws -> Bool {
+        guard let row = model.rowID, store.attachments != nil,
+            syncAttachmentColumns.contains(where: { $0.table == model.entityName && $0.columns.contains(property) })
+        else { return false }
+        let evicted = try store.write { db -> Bool in
+            let column = quoted(property)
+            let table = quoted(model.entityName)
+            let key = quoted(TableDescription.primaryKey)
+            guard let stored = try Data.fetchOne(db, sql: "SELECT \(column) FROM \(table) WHERE \(key) = ?", arguments: [row]),
+                let reference = AttachmentReference(stored: stored),
+                try !StoreAttachments.isPinned(reference, in: db)
+            else { return false }
+            try db.execute(sql: "UPDATE \(table) SET \(column) = ? WHERE \(key) = ?", arguments: [reference.remoteEncoded, row])
+            return true
+        }
+        // The file goes once the transaction committed (the column's trigger noted it).
+        guard evicted else { return false }
+        didCommitSave()
+        broadcaster.publish(
+            SaveEvent(entities: [model.entityName], inserted: [], updated: [model], deleted: [], author: syncCapture?.engineAuthor))
+        return true
     }
 
     /// The SHA-256 and size of a file, read in parts.

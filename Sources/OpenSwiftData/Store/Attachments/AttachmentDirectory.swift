@@ -102,11 +102,11 @@ struct AttachmentDirectory: Sendable, Hashable {
         return true
     }
 
-    /// A path for a file to be written and then adopted (``adopt(_:as:)``): a temporary name in
-    /// the directory, which the sweep at open removes if it is left behind.
-    func temporaryPath() throws -> String {
+    /// A path for a file to be written and then adopted (``adopt(_:as:)``): the temporary name
+    /// `name` in the directory, which the sweep at open removes if it is left behind.
+    func temporaryPath(named name: String) throws -> String {
         if try makeDirectory(path) { try flushDirectory(parent(of: path)) }
-        return path + "/" + Self.temporaryPrefix + UUID().uuidString
+        return path + "/" + Self.temporaryPrefix + name
     }
 
     /// Moves `temporary` (a complete file holding the bytes of `reference`, checked by the

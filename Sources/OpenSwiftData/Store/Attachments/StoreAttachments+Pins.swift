@@ -32,6 +32,13 @@ extension StoreAttachments {
             .compactMap { AttachmentReference(stored: $0) }
     }
 
+    /// Whether anyone pinned `reference`.
+    static func isPinned(_ reference: AttachmentReference, in db: Database) throws -> Bool {
+        guard try db.tableExists(pinsTable) else { return false }
+        return try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(quoted(pinsTable)) WHERE reference = ?)", arguments: [reference.encoded])
+            == true
+    }
+
     /// Removes `owner`'s pin of `reference`, in the caller's transaction; returns whether there
     /// was one.
     static func unpin(_ reference: AttachmentReference, owner: String, in db: Database) throws -> Bool {
