@@ -41,10 +41,14 @@ func say(_ items: Any...) {
 }
 
 /// Everything the app adds to sync messages and their attachments.
-func startSync(_ container: ModelContainer, server: URL, user: String, token: String) async throws -> SyncEngine {
+func startSync(_ container: ModelContainer, server: URL, user: String, token: String, onDemand: Bool) async throws -> SyncEngine {
     var configuration = SyncConfiguration()
     configuration.sync(Message.self)
     configuration.sync(Attachment.self)
+    if onDemand {
+        // The bytes only when the user opens an attachment; the record arrives either way.
+        configuration.attachments(\Attachment.data, download: .onDemand)
+    }
     let engine = try SyncEngine(container: container, server: server, user: user, configuration: configuration, tokenProvider: { token })
     Task {
         for await event in engine.events {
@@ -71,7 +75,9 @@ func startSync(_ container: ModelContainer, server: URL, user: String, token: St
 //   swift run SyncedAttachments ... --store b.sqlite export trip.mov --to copy.mov
 //
 // Commands: `send TEXT --file PATH` (a message with the file attached), `list`, `sync` (records,
-// then attachments, with progress), `export NAME --to PATH` (writes an attachment's bytes).
+// then attachments, with progress), `open NAME` (downloads an attachment's bytes if they are not
+// here), `export NAME --to PATH` (writes an attachment's bytes). With `--download on-demand`,
+// attachments download only when opened.
 
 var options: [String: String] = [:]
 var words: [String] = []
@@ -86,11 +92,13 @@ while let argument = arguments.popFirst() {
 guard let serverText = options["server"], let server = URL(string: serverText), let user = options["user"],
     let token = options["token"], let store = options["store"], let command = words.first
 else {
-    say("usage: SyncedAttachments --server URL --user NAME --token JWT --store FILE (send TEXT --file PATH|list|sync|export NAME --to PATH)")
+    say(
+        "usage: SyncedAttachments --server URL --user NAME --token JWT --store FILE [--download on-demand] (send TEXT --file PATH|list|sync|open NAME|export NAME --to PATH)"
+    )
     exit(2)
 }
 let container = try ModelContainer(for: Message.self, Attachment.self, configurations: ModelConfiguration(url: URL(fileURLWithPath: store)))
-let engine = try await startSync(container, server: server, user: user, token: token)
+let engine = try await startSync(container, server: server, user: user, token: token, onDemand: options["download"] == "on-demand")
 let context = ModelContext(container)
 
 /// Shows the transfer under way while `body` runs.
@@ -129,6 +137,17 @@ case "list":
         let files = message.attachments.map { "\($0.fileName) (\($0.data.map { "\($0.count) bytes" } ?? "not here yet"))" }
         say("\(message.text): \(files.joined(separator: ", "))")
     }
+case "open":
+    let name = words.dropFirst().joined(separator: " ")
+    guard let attachment = try context.fetch(FetchDescriptor<Attachment>(predicate: #Predicate { $0.fileName == name })).first else {
+        say("no attachment named \(name)")
+        exit(2)
+    }
+    if attachment.data == nil {
+        try await engine.downloadAttachment(\Attachment.data, of: attachment.persistentModelID)
+    }
+    let opened = ModelContext(container).model(for: attachment.persistentModelID) as? Attachment
+    say("opened: \(name), \(opened?.data?.count ?? 0) bytes")
 case "export":
     let name = words.dropFirst().joined(separator: " ")
     guard let target = options["to"], let attachment = try context.fetch(FetchDescriptor<Attachment>(predicate: #Predicate { $0.fileName == name })).first else {
