@@ -127,6 +127,8 @@ let package = Package(
                 "OpenSwiftDataSyncProtocol",
                 "OpenSwiftDataMerge",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             path: "Tests/OpenSwiftDataSimulator"
         ),

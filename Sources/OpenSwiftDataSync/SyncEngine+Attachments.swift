@@ -12,6 +12,10 @@ struct SyncAttachmentQueue {
     var refused: Set<SyncAttachment> = []
     /// Passes in a row that left transfers to retry.
     var failures = 0
+    /// Whether a transfer runs: passes and on-demand downloads take turns, so that no two
+    /// requests write the same download's file or send the same upload at once.
+    var busy = false
+    var waiters: [CheckedContinuation<Void, Never>] = []
 }
 
 /// Attachments: the bytes of synced `.externalStorage` values, which travel apart from their
@@ -55,8 +59,14 @@ extension SyncEngine {
         }
         guard let (attachment, isLocal) = found, !isLocal else { return }
         do {
-            try await download(attachment)
+            try await oneTransferAtATime {
+                // Another transfer may have brought the bytes meanwhile.
+                guard try container.syncAttachment(of: model, property: property)?.isLocal == false else { return }
+                try await download(attachment)
+            }
+            await updateAttachmentStatus(progress: nil)
         } catch {
+            await updateAttachmentStatus(progress: nil)
             let failure = Self.engineError(error)
             let reason: String
             switch failure {
@@ -70,22 +80,39 @@ extension SyncEngine {
             throw SyncEngineError.attachmentUnavailable(
                 "the bytes of \(model.entityName).\(property) (\(attachment)) cannot be downloaded: \(reason)")
         }
-        await updateAttachmentStatus(progress: nil)
     }
 
     /// Drops this device's copy of the bytes of a model's synced `.externalStorage` property, to
     /// free space: the property reads as absent until ``downloadAttachment(_:of:)`` brings them
-    /// back (an eager property's are downloaded again by the next sync). Returns false, keeping
-    /// them, when the server may not hold them yet (they were saved here and their upload has
-    /// not finished) or the property holds its bytes in the record.
+    /// back (an eager property's are downloaded again by the next sync).
+    ///
+    /// The server is asked first: the bytes are dropped only when it answers that it holds them
+    /// for this user. Returns false, keeping them, when it does not (their upload has not
+    /// finished, or it lost them) or the property holds its bytes in the record; throws when the
+    /// server cannot be asked.
     @discardableResult
-    public func evictAttachment<T: PersistentModel, V>(_ keyPath: KeyPath<T, V> & Sendable, of model: PersistentIdentifier) throws -> Bool {
+    public func evictAttachment<T: PersistentModel, V>(_ keyPath: KeyPath<T, V> & Sendable, of model: PersistentIdentifier) async throws -> Bool {
         let property = try Self.attachmentProperty(keyPath)
         do {
+            guard let (attachment, isLocal) = try container.syncAttachment(of: model, property: property), isLocal,
+                let blob = BlobReference(digest: attachment.digest, size: attachment.size)
+            else { return false }
+            let state = try Self.checked(try await transport.blobUploadState(blob), for: blob)
+            guard state.isComplete else { return false }
             return try container.evictSyncAttachment(of: model, property: property)
         } catch {
             throw Self.engineError(error)
         }
+    }
+
+    /// `state` when it is an answer about `blob` (its digest and size, `received` within them);
+    /// else the server's answer is not one the engine can use.
+    static func checked(_ state: BlobUploadState, for blob: BlobReference) throws -> BlobUploadState {
+        guard state.digest == blob.digest, state.size == blob.size, (0...blob.size).contains(state.received) else {
+            throw SyncEngineError.badServerAnswer(
+                "the server answered about the upload of \(blob) with \(state.digest):\(state.size), \(state.received) bytes received")
+        }
+        return state
     }
 
     /// The name of the property `keyPath` names.
@@ -94,6 +121,31 @@ extension SyncEngine {
             throw SyncEngineError.attachmentUnavailable("\(keyPath) names no persisted property of \(T.self)")
         }
         return name
+    }
+
+    /// After the server lost history (restored from a backup, or its log compacted past the
+    /// cursor), offers it every attachment this device holds again: a restore may have lost blobs
+    /// uploaded since the backup, which only their uploaders have. One request settles each blob
+    /// the server still holds.
+    func offerAttachmentsAgain() throws {
+        guard container.syncsAttachments else { return }
+        do {
+            try container.repinSyncAttachments()
+        } catch {
+            throw Self.engineError(error)
+        }
+        attachments.refused = []
+    }
+
+    /// Runs `body` when no other transfer runs (see ``SyncAttachmentQueue/busy``).
+    private func oneTransferAtATime<T>(_ body: () async throws -> T) async rethrows -> T {
+        while attachments.busy { await withCheckedContinuation { attachments.waiters.append($0) } }
+        attachments.busy = true
+        defer {
+            attachments.busy = false
+            if !attachments.waiters.isEmpty { attachments.waiters.removeFirst().resume() }
+        }
+        return try await body()
     }
 
     /// Starts the loop that transfers attachments after each cycle.
@@ -131,6 +183,11 @@ extension SyncEngine {
     /// Uploads, then downloads. Returns the first failure and whether anything is left to retry.
     private func transferPass() async -> (error: SyncEngineError?, left: Bool) {
         guard container.syncsAttachments else { return (nil, false) }
+        return await oneTransferAtATime { await transferPassAlone() }
+    }
+
+    /// A pass, while no other transfer runs.
+    private func transferPassAlone() async -> (error: SyncEngineError?, left: Bool) {
         var firstError: SyncEngineError?
         var left = false
         do {
@@ -149,7 +206,10 @@ extension SyncEngine {
                     if Self.isTransient(failure) { break }
                 }
             }
-            for attachment in try container.missingSyncAttachments(excluding: configuration.onDemandAttachments) {
+            let missing = try container.missingSyncAttachments(excluding: configuration.onDemandAttachments)
+            // Downloads left by an earlier launch whose bytes no row waits for any more go.
+            container.discardSyncAttachmentDownloads(keeping: Set(try container.missingSyncAttachments()))
+            for attachment in missing {
                 do {
                     try await download(attachment)
                 } catch let SyncTransportError.refused(status, _) where status == 404 {
@@ -180,14 +240,20 @@ extension SyncEngine {
             try container.syncAttachmentUploaded(attachment)
             return
         }
-        var state = try await transport.blobUploadState(blob)
-        if !state.isComplete {
+        var state = try Self.checked(try await transport.blobUploadState(blob), for: blob)
+        // A part that started elsewhere than the server's offset (another upload of the same
+        // bytes moved it): asked again, and sent from there, once.
+        for attempt in 0..<2 where !state.isComplete {
             let transfer = AttachmentTransfer(direction: .upload, attachment)
             let started = AttachmentProgress(transfer: transfer, completed: state.received)
             emit(.attachmentStarted(started))
             await updateAttachmentStatus(progress: started)
             let reporter = progressReporter(for: transfer)
-            state = try await transport.uploadBlob(blob, from: file, offset: state.received, progress: reporter)
+            do {
+                state = try Self.checked(try await transport.uploadBlob(blob, from: file, offset: state.received, progress: reporter), for: blob)
+            } catch let SyncTransportError.refused(_, error) where error.code == .uploadOffsetMismatch && attempt == 0 {
+                state = try Self.checked(try await transport.blobUploadState(blob), for: blob)
+            }
         }
         guard state.isComplete else {
             throw SyncEngineError.transport(.unreachable("the server holds \(state.received) of the \(blob.size) bytes of \(blob) after the upload"))
@@ -229,7 +295,9 @@ extension SyncEngine {
         return { completed in
             guard last.advance(to: completed / step) || completed == transfer.size else { return }
             Task { @MainActor in
-                if status.attachmentProgress?.transfer == transfer, status.attachmentProgress?.completed ?? 0 > completed { return }
+                // Only while the transfer is the one shown: a late update after it ended (the
+                // status cleared, or another transfer shown) is dropped.
+                guard let shown = status.attachmentProgress, shown.transfer == transfer, shown.completed < completed else { return }
                 status.attachmentProgress = AttachmentProgress(transfer: transfer, completed: completed)
             }
         }

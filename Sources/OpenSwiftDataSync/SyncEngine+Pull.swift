@@ -68,11 +68,13 @@ extension SyncEngine {
                     resetting = true
                     emit(.reset(reason))
                     try resendLost(after: page.lastMutationID)
+                    try offerAttachmentsAgain()
                 } else if try storeRead({ db in try SyncEngineStore.answered(above: page.lastMutationID, in: db) }) {
                     // The server answered mutations it no longer has (restored from a copy whose
                     // log reaches the cursor, so no reset): resent, else they stay pending forever
                     // (seed 953).
                     try resendLost(after: page.lastMutationID)
+                    try offerAttachmentsAgain()
                 }
                 revoked += page.revokedScopes
                 snapshotScopes.formUnion(page.snapshotScopes ?? [])

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import GRDB
 import OpenSwiftData
@@ -16,6 +17,7 @@ enum SimState {
         "SimTally": ["hits", "space"],
         "SimRoster": ["members", "space"],
         "SimNote": ["body", "space"],
+        "SimPhoto": ["image", "space"],
         "SimMark": ["client"],
     ]
 
@@ -36,6 +38,18 @@ enum SimState {
         let names = Self.fields[entity] ?? []
         let values = names.map { "\($0)=\(fields[$0] ?? "nil")" }.joined(separator: " ")
         return "\(entity)|\(id)|\(values)|tags=\(links.sorted().joined(separator: ","))"
+    }
+
+    /// An attachment's bytes as the server shows its blob (its SHA-256 and size); "nil" when the
+    /// bytes are absent, as they are until they have arrived.
+    static func image(_ data: Data?) -> String {
+        guard let data, let blob = BlobReference(digest: digest(data), size: Int64(data.count)) else { return "nil" }
+        return render(.blob(blob))
+    }
+
+    /// The SHA-256 of `data` in lowercase hexadecimal.
+    static func digest(_ data: Data) -> String {
+        SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
     }
 
     /// A roster's members as the server's JSON array of them.
@@ -79,6 +93,9 @@ enum SimState {
         for note in try client.fetch(SimNote.self) {
             lines.append(line(entity: "SimNote", id: note.key, fields: ["body": text(note.body), "space": text(note.space)], links: []))
         }
+        for photo in try client.fetch(SimPhoto.self) {
+            lines.append(line(entity: "SimPhoto", id: photo.key, fields: ["image": image(photo.image), "space": text(photo.space)], links: []))
+        }
         for mark in try client.fetch(SimMark.self) {
             lines.append(line(entity: "SimMark", id: mark.key, fields: ["client": text(mark.client)], links: []))
         }
@@ -90,10 +107,35 @@ enum SimState {
     static func server(
         _ service: SyncService, user: String, probe: String
     ) async throws -> (lines: [String], records: [String: (scope: String, fields: [String: SyncValue], links: [String: Set<String>])]) {
+        var records = try await replay(service, user: user, probe: probe, version: .plainFields)
+        // Blobs as a reader of version 4 sees them (version 1 reads them as nil); the rest as
+        // version 1 does (version 3 sends a text's edits, not its value).
+        for (id, record) in try await replay(service, user: user, probe: probe + "-blobs", version: .blobs) where record.entity == "SimPhoto" {
+            records[id]?.fields["image"] = record.fields["image"]
+        }
+        let visible = Set(records.keys)
+        var lines: [String] = []
+        for (id, record) in records {
+            var fields: [String: String] = [:]
+            for (name, value) in record.fields {
+                if case let .reference(target) = value, !visible.contains(target) { continue }
+                fields[name] = render(value)
+            }
+            let links = record.links.values.flatMap { $0 }.filter { visible.contains($0) }
+            lines.append(line(entity: record.entity, id: id, fields: fields, links: record.entity == "SimItem" ? links : []))
+        }
+        return (lines.sorted(), records.mapValues { ($0.scope, $0.fields, $0.links) })
+    }
+
+    /// The server's records a user may read, replayed from a fresh pull in protocol `version`.
+    private static func replay(
+        _ service: SyncService, user: String, probe: String, version: ProtocolVersion
+    ) async throws -> [String: (entity: String, scope: String, fields: [String: SyncValue], links: [String: Set<String>])] {
         var records: [String: (entity: String, scope: String, fields: [String: SyncValue], links: [String: Set<String>])] = [:]
         var cursor: String?
         for _ in 0..<10_000 {
-            let page = try await service.pull(user: user, request: PullRequest(clientID: probe, cursor: cursor, limit: 1000))
+            let page = try await service.pull(
+                user: user, request: PullRequest(protocolVersion: version, clientID: probe, cursor: cursor, limit: 1000))
             for change in page.changes {
                 let key = change.recordID
                 switch change.op {
@@ -115,18 +157,7 @@ enum SimState {
             cursor = page.cursor
             if !page.hasMore { break }
         }
-        let visible = Set(records.keys)
-        var lines: [String] = []
-        for (id, record) in records {
-            var fields: [String: String] = [:]
-            for (name, value) in record.fields {
-                if case let .reference(target) = value, !visible.contains(target) { continue }
-                fields[name] = render(value)
-            }
-            let links = record.links.values.flatMap { $0 }.filter { visible.contains($0) }
-            lines.append(line(entity: record.entity, id: id, fields: fields, links: record.entity == "SimItem" ? links : []))
-        }
-        return (lines.sorted(), records.mapValues { ($0.scope, $0.fields, $0.links) })
+        return records
     }
 
     /// Mutations applied more than once, and clients whose mutations were applied out of order,

@@ -90,6 +90,7 @@ final class SimClient {
         configuration.merge(\SimRoster.members, .set)
         configuration.sync(SimNote.self, scope: \SimNote.space)
         configuration.merge(\SimNote.body, .text)
+        configuration.sync(SimPhoto.self, scope: \SimPhoto.space)
         configuration.sync(SimMark.self)
         // Small batches and pages: several pushes per sync, snapshots in several pages.
         configuration.maxMutationsPerPush = 5

@@ -115,6 +115,21 @@ final class SimNote {
     }
 }
 
+/// An attachment: `image` is `.externalStorage` and always over 128 KiB, so it syncs as a blob
+/// whose bytes travel on their own, uploaded and downloaded after the record.
+@Model
+final class SimPhoto {
+    @Attribute(.unique) var key: String
+    @Attribute(.externalStorage) var image: Data?
+    var space: String?
+
+    init(key: String, image: Data?, space: String?) {
+        self.key = key
+        self.image = image
+        self.space = space
+    }
+}
+
 /// The ledger: every save the workload makes also inserts one mark, so each committed save
 /// is one record whose fate (on the server, or reported rejected) the checks can look up.
 @Model
@@ -129,5 +144,5 @@ final class SimMark {
 }
 
 let simModelTypes: [any PersistentModel.Type] = [
-    SimList.self, SimItem.self, SimTag.self, SimCounter.self, SimTally.self, SimRoster.self, SimNote.self, SimMark.self,
+    SimList.self, SimItem.self, SimTag.self, SimCounter.self, SimTally.self, SimRoster.self, SimNote.self, SimPhoto.self, SimMark.self,
 ]

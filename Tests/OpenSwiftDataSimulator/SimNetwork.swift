@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import NIOCore
 import OpenSwiftDataMerge
 import OpenSwiftDataServer
 import OpenSwiftDataSync
@@ -226,6 +227,92 @@ final class SimTransport: SyncTransport, @unchecked Sendable {
     func revoke(_ member: String, in scope: ScopeID) async throws -> ScopeMembersResponse {
         try checkReachable()
         do { return try await network.server.service.revoke(user: user, scope: scope, member: member) } catch { throw SimNetwork.map(error) }
+    }
+
+    // MARK: Blobs
+
+    /// Asks about an upload through the server's core, with a drawn fate (a lost request or
+    /// answer).
+    func blobUploadState(_ blob: BlobReference) async throws -> BlobUploadState {
+        try checkReachable()
+        let fate = network.fate()
+        if fate != .deliver { network.counts.add("fault.blob.\(fate.rawValue)") }
+        if fate == .dropRequest || fate == .delay { throw SyncTransportError.unreachable("request lost") }
+        let state: BlobUploadState
+        do { state = try await network.server.service.blobUpload(user: user, reference: blob) } catch { throw SimNetwork.map(error) }
+        if fate == .dropResponse { throw SyncTransportError.unreachable("answer lost") }
+        return state
+    }
+
+    /// Sends the file's bytes from `offset` through the server's core. A drawn fault cuts the
+    /// connection after a part of them (the server keeps what arrived); now and then the process
+    /// dies there.
+    func uploadBlob(
+        _ blob: BlobReference, from path: String, offset: Int64, progress: @escaping @Sendable (Int64) -> Void
+    ) async throws -> BlobUploadState {
+        try checkReachable()
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw SyncTransportError.malformedResponse("cannot read \(path)") }
+        defer { try? handle.close() }
+        try handle.seek(toOffset: UInt64(offset))
+        let bytes = try handle.readToEnd() ?? Data()
+        let fate = network.fate()
+        let dies = network.faultPerMille > 0 && network.rng.next() % 8 == 0
+        var sent = bytes
+        if fate != .deliver || dies {
+            network.counts.add(dies ? "fault.crashMidUpload" : "fault.upload.\(fate.rawValue)")
+            sent = bytes.prefix(Int(network.rng.next() % UInt64(max(1, bytes.count))))
+        }
+        let parts = stride(from: 0, to: sent.count, by: 65_536).map {
+            ByteBuffer(bytes: sent[sent.startIndex + $0..<sent.startIndex + min(sent.count, $0 + 65_536)])
+        }
+        let body = AsyncThrowingStream<ByteBuffer, any Error> { continuation in
+            for part in parts { continuation.yield(part) }
+            continuation.finish()
+        }
+        let state: BlobUploadState
+        do { state = try await network.server.service.appendBlob(user: user, reference: blob, offset: offset, body: body) } catch {
+            throw SimNetwork.map(error)
+        }
+        if dies {
+            dead = true
+            network.trace.append("  \(name) killed mid-upload of \(blob.digest.prefix(8)) at \(offset + Int64(sent.count))")
+            throw SimCrash()
+        }
+        guard sent.count == bytes.count else { throw SyncTransportError.unreachable("connection dropped mid-upload") }
+        progress(state.received)
+        return state
+    }
+
+    /// Reads a blob through the server's core into the file, continuing what it holds. A drawn
+    /// fault cuts the connection after a part of the bytes.
+    func downloadBlob(_ blob: BlobReference, to path: String, progress: @escaping @Sendable (Int64) -> Void) async throws {
+        try checkReachable()
+        let size: Int64
+        do { size = try await network.server.service.readableBlob(user: user, digest: blob.digest) } catch { throw SimNetwork.map(error) }
+        guard let storage = network.server.service.blobs else { throw SyncTransportError.unreachable("the server keeps no blobs") }
+        if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
+        guard let handle = FileHandle(forWritingAtPath: path) else { throw SyncTransportError.malformedResponse("cannot write \(path)") }
+        defer { try? handle.close() }
+        var held = Int64(try handle.seekToEnd())
+        if held >= size {
+            try handle.truncate(atOffset: 0)
+            held = 0
+        }
+        let fate = network.fate()
+        var end = size
+        if fate != .deliver {
+            network.counts.add("fault.download.\(fate.rawValue)")
+            end = held + Int64(network.rng.next() % UInt64(max(1, size - held)))
+        }
+        var bytes = Data()
+        do {
+            try await storage.read(blob.digest, range: held..<end) { chunk in bytes.append(contentsOf: chunk.readableBytesView) }
+        } catch {
+            throw SyncTransportError.unreachable("read failed: \(error)")
+        }
+        try handle.write(contentsOf: bytes)
+        guard end == size else { throw SyncTransportError.unreachable("connection dropped mid-download") }
+        progress(size)
     }
 
     /// Throws for a dead process or a partitioned device.

@@ -124,6 +124,8 @@ struct SimRun {
     /// typed and those it deleted (each character is typed once in a run, see `glyphs`).
     var noteLedger: [(note: String, mark: String, typed: [Character], deleted: [Character])] = []
     var nextGlyph = 0
+    /// The attachments the workload wrote (each one's bytes are new).
+    var photoSerial = 0
     var probes = 0
 
     static let team = "team:t1"
@@ -210,6 +212,8 @@ struct SimRun {
         do {
             try await engine.syncNow()
             trace.append("\(client.name) \(why): ok")
+            // The records first, then the attachments' bytes, as a started engine does.
+            try await engine.transferAttachments()
         } catch is SimCrash {
             trace.append("\(client.name) \(why): crashed")
         } catch {
@@ -309,7 +313,7 @@ struct SimRun {
     mutating func workload(_ client: SimClient) {
         let ops = [
             "insertItem", "insertItem", "updateItem", "updateItem", "deleteItem", "reinsert", "toOne", "manyToMany", "insertList", "insertTag",
-            "cascade", "counter", "counter", "largeSave", "tally", "tally", "roster", "roster", "note", "note",
+            "cascade", "counter", "counter", "largeSave", "tally", "tally", "roster", "roster", "note", "note", "photo",
         ]
         let op = ops[random(ops.count)]
         let space = spaces(of: client)[random(2)]
@@ -518,6 +522,29 @@ struct SimRun {
                 detail = "\(noteKey) \(edit) → \(shown.debugDescription)"
                 if committed { noteLedger.append((noteKey, mark, typed, deleted)) }
             }
+        case "photo":
+            // Bytes no other save wrote, over 128 KiB: a blob of their own.
+            photoSerial += 1
+            var bytes = [UInt8](repeating: 0, count: 131_073 + random(4096))
+            var generator = SyncRandom(seed: seed &* 31 &+ UInt64(photoSerial))
+            for index in stride(from: 0, to: bytes.count, by: 8) {
+                let word = generator.next()
+                for offset in 0..<min(8, bytes.count - index) { bytes[index + offset] = UInt8(truncatingIfNeeded: word >> (8 * UInt64(offset))) }
+            }
+            let image = Data(bytes)
+            let photos = ((try? client.fetch(SimPhoto.self)) ?? []).sorted { $0.key < $1.key }
+            if photos.isEmpty || chance(400) {
+                let photoKey = key("p")
+                detail = "new \(photoKey) \(SimState.digest(image).prefix(8)) in \(space ?? "private")"
+                committed = client.save(mark: mark) { context in context.insert(SimPhoto(key: photoKey, image: image, space: space)) }
+            } else {
+                let photoKey = photos[random(photos.count)].key
+                detail = "\(photoKey) = \(SimState.digest(image).prefix(8))"
+                committed = client.save(mark: mark) { context in
+                    guard let photo = try context.fetch(FetchDescriptor<SimPhoto>()).first(where: { $0.key == photoKey }) else { return }
+                    photo.image = image
+                }
+            }
         default:  // largeSave
             let first = nextKey + 1
             var keys: [String] = []
@@ -549,11 +576,16 @@ struct SimRun {
         for _ in 0..<12 {
             for client in clients { try await sync(client, why: "drain") }
             var pending = 0
-            for client in clients { pending += (try? await client.engine?.pendingChangeCount()) ?? 0 }
+            for client in clients {
+                pending += (try? await client.engine?.pendingChangeCount()) ?? 0
+                // Attachments still to upload or to download.
+                pending += (try? client.container?.pendingSyncAttachmentUploads().count) ?? 0
+                pending += (try? client.container?.missingSyncAttachments().count) ?? 0
+            }
             quiet = pending == 0 ? quiet + 1 : 0
             if quiet >= 2 { return }
         }
-        failures.append("liveness: clients still had pending changes after 12 drain rounds")
+        failures.append("liveness: clients still had pending changes or attachments after 12 drain rounds")
     }
 
     mutating func check() async throws {
@@ -716,6 +748,22 @@ struct SimRun {
         }
         for client in clients {
             for note in (try? client.fetch(SimNote.self)) ?? [] { checkText(note.body, of: note.key, on: client.name) }
+        }
+        // 16. Attachments follow their records: every photo a client holds shows the bytes of
+        // the blob the server's record names, not an absent value.
+        for client in clients {
+            guard let view = serverViews[client.user] else { continue }
+            for photo in (try? client.fetch(SimPhoto.self)) ?? [] {
+                guard case let .blob(blob)? = view.records[photo.key]?.fields["image"] else { continue }
+                counts.add("check.blob")
+                guard let image = photo.image else {
+                    failures.append("attachment: \(photo.key)'s blob \(blob.digest.prefix(12)) never arrived on \(client.name)")
+                    continue
+                }
+                if SimState.digest(image) != blob.digest || Int64(image.count) != blob.size {
+                    failures.append("attachment: \(photo.key) on \(client.name) holds other bytes than the blob \(blob.digest.prefix(12))")
+                }
+            }
         }
         // 3 and 4. Exactly once, in order.
         failures += try SimState.applications(server)

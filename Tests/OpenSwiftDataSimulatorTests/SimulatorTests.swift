@@ -118,7 +118,7 @@ struct SimulatorTests {
             "fault.partitionedRequest", "fault.liveDrop",
             "op.insertItem", "op.updateItem", "op.deleteItem", "op.reinsert", "op.toOne", "op.manyToMany",
             "op.insertList", "op.insertTag", "op.cascade", "op.counter", "op.largeSave", "op.tally", "check.tally", "op.roster",
-            "check.roster",
+            "check.roster", "op.photo", "check.blob", "fault.crashMidUpload", "fault.upload.dropRequest", "fault.download.dropResponse",
             "event.rejected.stale", "event.conflict", "event.reset.historyCompacted", "event.revoked",
         ]
         for key in expected {

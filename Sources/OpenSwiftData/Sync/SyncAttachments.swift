@@ -88,6 +88,34 @@ extension ModelContainer {
         return attachments.directories.first { $0.holds(reference) }?.filePath(of: reference)
     }
 
+    /// Pins the file of every attachment synced rows name that is here, so that the engine
+    /// offers each to the server again: after the server was restored from a backup, which may
+    /// have lost blobs uploaded since. An upload the server still holds is settled by one request
+    /// and no bytes. Returns how many were pinned anew.
+    @discardableResult
+    package func repinSyncAttachments() throws -> Int {
+        let columns = syncAttachmentColumns
+        guard !columns.isEmpty, store.attachments != nil else { return 0 }
+        let magic = Data(AttachmentReference.magic)
+        return try store.write { db in
+            var pinned = 0
+            for (table, names) in columns {
+                for column in names {
+                    let sql = """
+                        SELECT DISTINCT \(quoted(column)) FROM \(quoted(table)) \
+                        WHERE length(\(quoted(column))) = \(AttachmentReference.encodedCount) AND substr(\(quoted(column)), 1, 16) = ?
+                        """
+                    for data in try Data.fetchAll(db, sql: sql, arguments: [magic]) {
+                        guard let reference = AttachmentReference(stored: data), try !StoreAttachments.isPinned(reference, in: db) else { continue }
+                        try StoreAttachments.pin(reference, owner: SyncAttachments.pinOwner, in: db)
+                        pinned += 1
+                    }
+                }
+            }
+            return pinned
+        }
+    }
+
     /// Forgets that an attachment waits for its upload (the server holds it): its file is
     /// removed when nothing else names it.
     package func syncAttachmentUploaded(_ attachment: SyncAttachment) throws {
@@ -135,13 +163,23 @@ extension ModelContainer {
     }
 
     /// The path where the engine writes the bytes of a download of `attachment` before handing
-    /// them to ``syncAttachmentArrived(_:file:)``, the same for every attempt (an interrupted
-    /// download continues): in the store's directory of files when it has one (the file is then
-    /// moved, not copied, and a file left there is removed by the sweep at open), else in the
+    /// them to ``syncAttachmentArrived(_:file:)``, the same for every attempt and launch (an
+    /// interrupted download continues): in the store's directory of files when it has one (the
+    /// file is then moved, not copied; the sweep at open leaves it, and
+    /// ``discardSyncAttachmentDownloads(keeping:)`` removes those no longer wanted), else in the
     /// temporary directory.
     package func syncAttachmentDownloadPath(for attachment: SyncAttachment) throws -> String {
-        if let directory = store.attachments?.directories.first { return try directory.temporaryPath(named: "download-" + attachment.digest) }
+        if let directory = store.attachments?.directories.first { return try directory.downloadPath(attachment.digest) }
         return FileManager.default.temporaryDirectory.appendingPathComponent("osd-download-\(store.identifier)-\(attachment.digest)").path
+    }
+
+    /// Removes the unfinished downloads of attachments not in `keeping` (their bytes arrived
+    /// another way, or no row needs them any more).
+    package func discardSyncAttachmentDownloads(keeping: Set<SyncAttachment>) {
+        let wanted = Set(keeping.map(\.digest))
+        for directory in store.attachments?.directories ?? [] {
+            for (digest, path) in directory.downloads() where !wanted.contains(digest) { unlink(path) }
+        }
     }
 
     /// Takes the downloaded bytes of `attachment` from `file`: checks their size and SHA-256,
@@ -191,7 +229,12 @@ extension ModelContainer {
                 }
             }
         }
-        guard !updated.isEmpty else { return 0 }
+        guard !updated.isEmpty else {
+            // No row wanted them any more (changed or deleted meanwhile): the file goes again
+            // unless something names it.
+            if let attachments { attachments.collectUnnamed(reference, writer: store.writer) }
+            return 0
+        }
         didCommitSave()
         broadcaster.publish(
             SaveEvent(

@@ -31,7 +31,7 @@ public struct FileBlobStorage: BlobStorage {
     /// The file-name form of a user: the first 16 hexadecimal digits of the SHA-256 of the name
     /// (any name is a safe file name then).
     private static func userKey(_ user: String) -> String {
-        SHA256.hash(data: Data(user.utf8)).prefix(8).map { String(format: "%02x", $0) }.joined()
+        SyncService.hex(SHA256.hash(data: Data(user.utf8)).prefix(8))
     }
 
     private func fileSize(_ path: FilePath) async throws -> Int64? {
@@ -89,7 +89,7 @@ public struct FileBlobStorage: BlobStorage {
         if try await fileSize(destination) != nil {
             // Stored already (perhaps uploaded by another user first): the bytes must still be
             // the digest's, so that an upload proves the uploader has them.
-            let actual = try await Self.digest(of: path, fileSystem: fileSystem)
+            let actual = try await hash(path, copyingTo: nil)
             try await discard(digest, user: user)
             guard actual == digest else { throw BlobStorageError.digestMismatch(expected: digest, actual: actual) }
             return
@@ -98,20 +98,8 @@ public struct FileBlobStorage: BlobStorage {
         // the upload (a second request of the same upload) can change the upload, never the
         // blob, whose file no request writes to.
         let copy = uploads.appending("\(Self.userKey(user))-\(digest).\(UUID().uuidString).commit")
-        var hasher = SHA256()
         do {
-            try await fileSystem.withFileHandle(forReadingAt: path) { upload in
-                try await fileSystem.withFileHandle(forWritingAt: copy, options: .newFile(replaceExisting: false)) { blob in
-                    var offset: Int64 = 0
-                    for try await chunk in upload.readChunks(chunkLength: .mebibytes(1)) {
-                        chunk.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) }
-                        try await blob.write(contentsOf: chunk, toAbsoluteOffset: offset)
-                        offset += Int64(chunk.readableBytes)
-                    }
-                    try await blob.synchronize()
-                }
-            }
-            let actual = Self.hex(hasher.finalize())
+            let actual = try await hash(path, copyingTo: copy)
             guard actual == digest else { throw BlobStorageError.digestMismatch(expected: digest, actual: actual) }
             try await fileSystem.createDirectory(at: destination.removingLastComponent(), withIntermediateDirectories: true, permissions: nil)
             if try await fileSize(destination) == nil {
@@ -133,19 +121,27 @@ public struct FileBlobStorage: BlobStorage {
         try await discard(digest, user: user)
     }
 
-    /// The SHA-256 of a file, in lowercase hexadecimal.
-    private static func digest(of path: FilePath, fileSystem: FileSystem) async throws -> String {
+    /// The SHA-256 of a file, in lowercase hexadecimal, read once in parts; each part is also
+    /// written to a new file at `copy` when given (synced to disk before this returns).
+    private func hash(_ path: FilePath, copyingTo copy: FilePath?) async throws -> String {
         var hasher = SHA256()
-        try await fileSystem.withFileHandle(forReadingAt: path) { handle in
-            for try await chunk in handle.readChunks(chunkLength: .mebibytes(1)) {
-                chunk.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) }
+        try await fileSystem.withFileHandle(forReadingAt: path) { source in
+            let chunks = source.readChunks(chunkLength: .mebibytes(1))
+            guard let copy else {
+                for try await chunk in chunks { chunk.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) } }
+                return
+            }
+            try await fileSystem.withFileHandle(forWritingAt: copy, options: .newFile(replaceExisting: false)) { target in
+                var offset: Int64 = 0
+                for try await chunk in chunks {
+                    chunk.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) }
+                    try await target.write(contentsOf: chunk, toAbsoluteOffset: offset)
+                    offset += Int64(chunk.readableBytes)
+                }
+                try await target.synchronize()
             }
         }
-        return hex(hasher.finalize())
-    }
-
-    private static func hex(_ digest: SHA256.Digest) -> String {
-        digest.map { String(format: "%02x", $0) }.joined()
+        return SyncService.hex(hasher.finalize())
     }
 
     public func discard(_ digest: String, user: String) async throws {

@@ -102,11 +102,23 @@ struct AttachmentDirectory: Sendable, Hashable {
         return true
     }
 
-    /// A path for a file to be written and then adopted (``adopt(_:as:)``): the temporary name
-    /// `name` in the directory, which the sweep at open removes if it is left behind.
-    func temporaryPath(named name: String) throws -> String {
+    /// The prefix of a download's file in the directory, followed by the digest: written by the
+    /// sync engine across launches and adopted (``adopt(_:as:)``) once complete. Not a temporary
+    /// file: the sweep leaves it, so that an interrupted download continues.
+    static let downloadPrefix = ".download-"
+
+    /// The path of the download of the bytes of `digest` (creating the directory).
+    func downloadPath(_ digest: String) throws -> String {
         if try makeDirectory(path) { try flushDirectory(parent(of: path)) }
-        return path + "/" + Self.temporaryPrefix + name
+        return path + "/" + Self.downloadPrefix + digest
+    }
+
+    /// The unfinished downloads in the directory: digest and path.
+    func downloads() -> [(digest: String, path: String)] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).compactMap { name in
+            guard name.hasPrefix(Self.downloadPrefix) else { return nil }
+            return (String(name.dropFirst(Self.downloadPrefix.count)), path + "/" + name)
+        }
     }
 
     /// Moves `temporary` (a complete file holding the bytes of `reference`, checked by the
