@@ -123,6 +123,21 @@ enum PostgresSchema {
                 """,
                 "CREATE INDEX osd_blob_holders_by_user ON osd_blob_holders (user_id)",
             ]),
+        // Blobs' bytes in the database (`PostgresBlobStorage`): stored blobs and unfinished
+        // uploads, in chunks of at most 1 MiB by offset.
+        Migration(
+            version: 6, name: "osd-server v6 blob chunks",
+            statements: [
+                """
+                CREATE TABLE osd_blob_chunks (
+                    digest text COLLATE "C" NOT NULL, start_byte bigint NOT NULL, data bytea NOT NULL, PRIMARY KEY (digest, start_byte))
+                """,
+                """
+                CREATE TABLE osd_blob_upload_chunks (
+                    user_id text NOT NULL, digest text COLLATE "C" NOT NULL, start_byte bigint NOT NULL, data bytea NOT NULL,
+                    written_at bigint NOT NULL, PRIMARY KEY (user_id, digest, start_byte))
+                """,
+            ]),
     ]
 
     /// The newest migration this server knows.

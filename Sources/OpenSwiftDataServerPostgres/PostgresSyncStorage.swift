@@ -240,6 +240,15 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         }
     }
 
+    /// A transaction that does not lock the head row: blobs' bytes, whose long uploads must not
+    /// hold up pushes. `begin` starts it (a stricter isolation level, say).
+    func blobTransaction<T: Sendable>(
+        begin: PostgresQuery = "BEGIN", _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        try checkOpen()
+        return try await mappingOutage { try await Self.transaction(client, begin: begin, leaseTimeout: leaseTimeout, logger: logger, body) }
+    }
+
     /// How long a request waits for a pooled connection: the connect timeout.
     private var leaseTimeout: Duration { .milliseconds(configuration.connectTimeoutMilliseconds) }
 
@@ -781,7 +790,9 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
     // MARK: Blobs
 
     /// None yet: a server on PostgreSQL is given its blob storage.
-    package var defaultBlobStorage: (any BlobStorage)? { nil }
+    /// Blobs' bytes in the database itself, in chunks (``PostgresBlobStorage``): every server
+    /// of the database shares them, with nothing to mount.
+    package var defaultBlobStorage: (any BlobStorage)? { PostgresBlobStorage(storage: self) }
 
     package func blobScopes(of digest: String) async throws -> [ScopeID] {
         try await readTransaction { [self] connection in

@@ -28,7 +28,7 @@ struct OSDServer: AsyncParsableCommand {
               --shutdown-grace-period (OSD_SHUTDOWN_GRACE_PERIOD)
               --admin-token (OSD_ADMIN_TOKEN: the admin console at /admin; off without it)
               --log-level (OSD_LOG_LEVEL)
-              --blobs (OSD_BLOBS_DIR, default <database>.blobs)   --max-blob-bytes (OSD_MAX_BLOB_BYTES)
+              --blobs (OSD_BLOBS_DIR, default <database>.blobs, or in PostgreSQL)   --max-blob-bytes (OSD_MAX_BLOB_BYTES)
               --max-user-blob-bytes (OSD_MAX_USER_BLOB_BYTES)
               --postgres (OSD_POSTGRES_URL: PostgreSQL instead of SQLite; several servers may share it)
               --postgres-schema (OSD_POSTGRES_SCHEMA)   --postgres-pool-size (OSD_POSTGRES_POOL_SIZE)
@@ -152,7 +152,7 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         help:
-            "Folder of the blobs' bytes (env OSD_BLOBS_DIR; default: beside the SQLite database, <database>.blobs; with --postgres, blobs need it, on storage every server mounts)."
+            "Folder of the blobs' bytes (env OSD_BLOBS_DIR; default: beside the SQLite database, <database>.blobs; with --postgres, in the database, shared by every server)."
     )
     var blobs: String?
 
@@ -226,7 +226,7 @@ struct Serve: AsyncParsableCommand {
         let app = server.makeApplication(logger: logger) { port in
             print("osd-server listening on http://\(hostname):\(port)")
             print("database: \(database)")
-            print("blobs: \(blobsShown ?? "none (give --blobs a folder every server mounts)")")
+            print("blobs: \(blobsShown ?? "in the database, in chunks")")
             if adminToken != nil {
                 print("admin console: http://\(hostname):\(port)/admin (serve it behind TLS beyond this machine)")
             }

@@ -10,7 +10,7 @@ import OpenSwiftDataTestSupport
 import Testing
 
 /// Bytes that are the same for a seed, and their reference.
-private func blob(_ count: Int, seed: UInt8 = 7) -> (bytes: [UInt8], reference: BlobReference) {
+func blob(_ count: Int, seed: UInt8 = 7) -> (bytes: [UInt8], reference: BlobReference) {
     var bytes = [UInt8](repeating: 0, count: count)
     var state = UInt32(seed) &+ 0x9E37_79B9
     for index in bytes.indices {
@@ -112,6 +112,9 @@ struct BlobRoutesTests {
             let middle = try await server.read(reference.digest, user: "alice", range: "bytes=1000-1999")
             #expect(middle.status == 206 && Array(middle.body) == Array(bytes[1000..<2000]))
             #expect(middle.headers["content-range"] == "bytes 1000-1999/\(bytes.count)")
+            // Across the boundary of two chunks of a storage that keeps 1 MiB chunks.
+            let across = try await server.read(reference.digest, user: "alice", range: "bytes=1048000-1049999")
+            #expect(across.status == 206 && Array(across.body) == Array(bytes[1_048_000..<1_050_000]))
             let tail = try await server.read(reference.digest, user: "alice", range: "bytes=-16")
             #expect(tail.status == 206 && Array(tail.body) == Array(bytes.suffix(16)))
             #expect(try await server.read(reference.digest, user: "alice", range: "bytes=\(bytes.count)-").status == 416)

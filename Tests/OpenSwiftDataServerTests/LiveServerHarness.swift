@@ -48,9 +48,8 @@ struct LiveServer {
     ) async throws -> T {
         let configuration = SyncServerConfiguration(
             hostname: "127.0.0.1", port: 0, auth: auth, maxBodySize: maxBodySize, sync: sync, adminToken: adminToken)
-        // Blobs beside the SQLite file by default; in the temporary directory for PostgreSQL.
-        let blobs: (any BlobStorage)? = if case .sqlite = storage { nil } else { FileBlobStorage(root: directory.path("server.blobs")) }
-        let server = try await SyncServer(configuration: configuration, storage: storage.storage, blobs: blobs)
+        // Blobs where the storage keeps them: beside the SQLite file, or in PostgreSQL's chunks.
+        let server = try await SyncServer(configuration: configuration, storage: storage.storage)
         let logger =
             logger
             ?? {

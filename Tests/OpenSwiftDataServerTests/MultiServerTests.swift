@@ -49,8 +49,8 @@ struct MultiServerTests {
             ).collect().first?.decode(Int64.self)
         }
         // One row per migration (v1, v2's reference index, v3's client activity, v4's grant
-        // roles, v5's blobs), each applied once.
-        #expect(migrations == 5)
+        // roles, v5's blobs, v6's blob chunks), each applied once.
+        #expect(migrations == 6)
     }
 
     @Test("a push through one server is pulled through the other", arguments: Backend.postgresOnly)
@@ -76,6 +76,25 @@ struct MultiServerTests {
                 PushRequest(clientID: "phone", mutations: [mutation(1, .insert, "n1", fields: ["title": .string("via A")])]), token: alice)
             #expect(try replay.decode(PushResponse.self).results.first?.status == .applied)
             #expect(try await a.footprint()["osd_changes"] == 2)
+        }
+    }
+
+    @Test(
+        "a blob uploaded through one server, part of it through the other, reads through both: the bytes are in the database",
+        arguments: Backend.postgresOnly)
+    func blobsShared(_ backend: Backend) async throws {
+        try await withTwoServers { a, b in
+            let (bytes, reference) = blob((2 << 20) + 12_345, seed: 9)
+            #expect(try await a.pushPhoto("p1", reference, scope: .user("alice"), user: "alice", client: "phone").status == 200)
+            #expect(try await a.uploadPart(reference, bytes[0..<1_500_000], at: 0, user: "alice").status == 200)
+            // The other server knows how much arrived, and takes the rest.
+            #expect(try await b.uploadState(reference, user: "alice").decode(BlobUploadState.self).received == 1_500_000)
+            let rest = try await b.uploadPart(reference, bytes[1_500_000...], at: 1_500_000, user: "alice")
+            #expect(try rest.decode(BlobUploadState.self).isComplete)
+            for server in [a, b] {
+                let whole = try await server.read(reference.digest, user: "alice")
+                #expect(whole.status == 200 && Array(whole.body) == bytes)
+            }
         }
     }
 

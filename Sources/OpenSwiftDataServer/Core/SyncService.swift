@@ -161,7 +161,7 @@ public final class SyncService: Sendable {
 
     /// Lowercase hexadecimal digits of a digest (as `String(format: "%02x")` per byte wrote
     /// them, without formatting each byte through Foundation).
-    static func hex(_ digest: some Sequence<UInt8>) -> String {
+    package static func hex(_ digest: some Sequence<UInt8>) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var bytes: [UInt8] = []
         bytes.reserveCapacity(64)
