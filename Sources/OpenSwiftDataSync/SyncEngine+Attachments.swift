@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import OpenSwiftData
 import OpenSwiftDataSyncProtocol
@@ -280,11 +281,26 @@ extension SyncEngine {
             throw SyncTransportError.refused(status: status, error: error)
         }
         do {
-            try container.syncAttachmentArrived(attachment, file: path)
+            try container.syncAttachmentArrived(attachment, file: path, found: try Self.sha256(ofFile: path))
         } catch let mismatch as SyncAttachmentMismatch {
             throw SyncEngineError.badServerAnswer("\(mismatch)")
         }
         emit(.attachmentTransferred(transfer))
+    }
+
+    /// The SHA-256 (lowercase hexadecimal) and size of a file, read in parts.
+    static func sha256(ofFile path: String) throws -> (digest: String, size: Int64) {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw SyncEngineError.store("the downloaded file \(path) cannot be read")
+        }
+        defer { try? handle.close() }
+        var hasher = SHA256()
+        var size: Int64 = 0
+        while let part = try handle.read(upToCount: 1 << 20), !part.isEmpty {
+            hasher.update(data: part)
+            size += Int64(part.count)
+        }
+        return (hasher.finalize().map { String(format: "%02x", $0) }.joined(), size)
     }
 
     /// A closure that shows a transfer's progress in the status, at most once per percent.

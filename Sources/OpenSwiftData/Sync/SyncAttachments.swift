@@ -188,13 +188,19 @@ extension ModelContainer {
     /// transaction. Contexts see the change as a save of the sync engine's (``SaveEvent``).
     /// Returns the number of rows that took the bytes. Bytes that are not the attachment's throw
     /// ``SyncAttachmentMismatch``, and nothing changes. `file` is gone afterwards either way.
+    ///
+    /// `found` is the file's SHA-256 (lowercase hexadecimal) and size when the caller has hashed
+    /// it already (the engine, with a faster hasher than the store's); nil to hash it here.
     @discardableResult
-    package func syncAttachmentArrived(_ attachment: SyncAttachment, file: String) throws -> Int {
+    package func syncAttachmentArrived(_ attachment: SyncAttachment, file: String, found: (digest: String, size: Int64)? = nil) throws -> Int {
         defer { unlink(file) }
         guard let reference = attachment.reference else { return 0 }
-        let (digest, size) = try Self.hashFile(file)
-        guard digest == reference.digest, size == reference.size else {
-            throw SyncAttachmentMismatch(expected: attachment, found: (AttachmentReference.hex(digest), Int64(clamping: size)))
+        let (digest, size) = try found ?? {
+            let (digest, size) = try Self.hashFile(file)
+            return (AttachmentReference.hex(digest), Int64(clamping: size))
+        }()
+        guard digest == attachment.digest, size == attachment.size else {
+            throw SyncAttachmentMismatch(expected: attachment, found: (digest, size))
         }
         let columns = syncAttachmentColumns
         let attachments = store.attachments
