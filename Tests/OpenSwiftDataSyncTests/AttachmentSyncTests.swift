@@ -42,6 +42,57 @@ extension LoopbackServer {
     }
 }
 
+/// Version 1 of a gallery app: its images stay in their rows and sync inside their records.
+enum GalleryV1: VersionedSchema {
+    static let versionIdentifier = Schema.Version(1, 0, 0)
+    static var models: [any PersistentModel.Type] { [Shot.self] }
+
+    @Model final class Shot {
+        var title: String
+        var image: Data?
+        init(title: String, image: Data?) {
+            self.title = title
+            self.image = image
+        }
+    }
+}
+
+/// Version 2: the same images as `.externalStorage`, synced as blobs.
+enum GalleryV2: VersionedSchema {
+    static let versionIdentifier = Schema.Version(2, 0, 0)
+    static var models: [any PersistentModel.Type] { [Shot.self] }
+
+    @Model final class Shot {
+        var title: String
+        @Attribute(.externalStorage) var image: Data?
+        init(title: String, image: Data?) {
+            self.title = title
+            self.image = image
+        }
+    }
+}
+
+extension LoopbackServer {
+    /// A device of the gallery app in version 1 or 2, its store in `<name>.sqlite`.
+    func galleryDevice(_ name: String, version2: Bool) throws -> (ModelContainer, SyncEngine) {
+        let url = directory.file("\(name).sqlite")
+        let verifier = server.verifier
+        let transport = HTTPSyncTransport(server: self.url) { try await verifier.mint(user: "alice") }
+        var configuration = SyncConfiguration()
+        let container: ModelContainer
+        if version2 {
+            container = try ModelContainer(for: Schema(versionedSchema: GalleryV2.self), configurations: ModelConfiguration(url: url))
+            configuration.sync(GalleryV2.Shot.self)
+        } else {
+            container = try ModelContainer(for: Schema(versionedSchema: GalleryV1.self), configurations: ModelConfiguration(url: url))
+            configuration.sync(GalleryV1.Shot.self)
+        }
+        let engine = try SyncEngine(
+            container: container, transport: transport, user: "alice", configuration: configuration, clock: SystemSyncClock(), seed: seed(of: name))
+        return (container, engine)
+    }
+}
+
 /// `count` bytes that differ from run to run of `seed`.
 func attachmentBytes(_ count: Int, seed: UInt8) -> Data {
     var bytes = [UInt8](repeating: 0, count: count)
@@ -253,6 +304,36 @@ struct AttachmentSyncTests {
             try b.context.save()
             #expect(try await b.engine.evictAttachment(\Photo.image, of: id) == false)
             #expect(try b.photos()["market"]?.image == fresh)
+        }
+    }
+
+    @Test("an app update that makes a property .externalStorage, with a save queued: the old save syncs inline, the new ones as blobs")
+    func updateToExternalStorage() async throws {
+        try await LoopbackServer.run { server in
+            let first = attachmentBytes(300_000, seed: 11)
+            let second = attachmentBytes(400_000, seed: 12)
+            do {
+                // Version 1 saves while offline: never pushed before the update.
+                let (container, _) = try server.galleryDevice("a", version2: false)
+                let context = ModelContext(container)
+                context.insert(GalleryV1.Shot(title: "old", image: first))
+                try context.save()
+            }
+            let (a, aEngine) = try server.galleryDevice("a", version2: true)
+            let context = ModelContext(a)
+            context.insert(GalleryV2.Shot(title: "new", image: second))
+            try context.save()
+            try await aEngine.syncNow()
+            try await aEngine.transferAttachments()
+            #expect(try await aEngine.pendingChangeCount() == 0)
+
+            let (b, bEngine) = try server.galleryDevice("b", version2: true)
+            try await bEngine.syncNow()
+            try await bEngine.transferAttachments()
+            var shots: [String: Data?] = [:]
+            for shot in try ModelContext(b).fetch(FetchDescriptor<GalleryV2.Shot>()) { shots[shot.title] = shot.image }
+            #expect(shots["old"] == first)
+            #expect(shots["new"] == second)
         }
     }
 }

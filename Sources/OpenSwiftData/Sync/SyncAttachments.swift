@@ -195,10 +195,12 @@ extension ModelContainer {
     package func syncAttachmentArrived(_ attachment: SyncAttachment, file: String, found: (digest: String, size: Int64)? = nil) throws -> Int {
         defer { unlink(file) }
         guard let reference = attachment.reference else { return 0 }
-        let (digest, size) = try found ?? {
-            let (digest, size) = try Self.hashFile(file)
-            return (AttachmentReference.hex(digest), Int64(clamping: size))
-        }()
+        let (digest, size) =
+            try found
+            ?? {
+                let (digest, size) = try Self.hashFile(file)
+                return (AttachmentReference.hex(digest), Int64(clamping: size))
+            }()
         guard digest == attachment.digest, size == attachment.size else {
             throw SyncAttachmentMismatch(expected: attachment, found: (digest, size))
         }
