@@ -192,6 +192,11 @@ extension SyncEngine {
         var firstError: SyncEngineError?
         var left = false
         do {
+            // Files kept for mutations the engine no longer keeps go.
+            for attachment in try container.retainedSyncAttachments()
+            where try !storeRead({ db in try SyncEngineStore.sentMutationsName(blob: attachment.digest, in: db) }) {
+                try container.releaseRetainedSyncAttachment(attachment)
+            }
             for attachment in try container.pendingSyncAttachmentUploads() where !attachments.refused.contains(attachment) {
                 do {
                     try await upload(attachment)
@@ -259,7 +264,9 @@ extension SyncEngine {
         guard state.isComplete else {
             throw SyncEngineError.transport(.unreachable("the server holds \(state.received) of the \(blob.size) bytes of \(blob) after the upload"))
         }
-        try container.syncAttachmentUploaded(attachment)
+        // Kept while a mutation the engine may send again after a server restore names it.
+        let retained = try storeRead { db in try SyncEngineStore.sentMutationsName(blob: attachment.digest, in: db) }
+        try container.syncAttachmentUploaded(attachment, retained: retained)
         emit(.attachmentTransferred(AttachmentTransfer(direction: .upload, attachment)))
     }
 

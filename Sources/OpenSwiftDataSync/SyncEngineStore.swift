@@ -200,6 +200,12 @@ enum SyncEngineStore {
             arguments: [result.status == .applied ? Status.applied.rawValue : Status.rejected.rawValue, body, result.id])
     }
 
+    /// Whether a mutation the engine keeps (unsettled, or settled and kept for a server
+    /// restore) names the blob `digest`: its bytes must stay on the device while one does.
+    static func sentMutationsName(blob digest: String, in db: Database) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(sentTable) WHERE instr(body, ?) > 0)", arguments: [Data(digest.utf8)]) == true
+    }
+
     /// Marks the mutations through `id` settled, keeping the last `retention` settled ones (by
     /// id) for a server restore, and forgetting older ones.
     static func settle(through id: MutationID, retention: Int, in db: Database) throws {

@@ -146,11 +146,12 @@ struct BlobRoutesTests {
             let missing = try await server.read(String(repeating: "0", count: 64), user: "bob")
             let hidden = try await server.read(reference.digest, user: "bob")
             #expect(hidden.status == missing.status && hidden.errorCode == missing.errorCode && hidden.status == 404)
-            // Asking about it tells bob nothing: he has to send the bytes.
-            #expect(try await server.uploadState(reference, user: "bob").decode(BlobUploadState.self).received == 0)
-            // Sending them stores nothing new and still gives him no read.
-            #expect(try await server.uploadPart(reference, bytes[...], at: 0, user: "bob").status == 200)
-            #expect(try await server.read(reference.digest, user: "bob").status == 404)
+            // Asking about it tells carol nothing: she has to send the bytes. Sending them stores
+            // nothing new and lets her read back only what she sent: they are hers too.
+            #expect(try await server.uploadState(reference, user: "carol").decode(BlobUploadState.self).received == 0)
+            #expect(try await server.read(reference.digest, user: "carol").status == 404)
+            #expect(try await server.uploadPart(reference, bytes[...], at: 0, user: "carol").status == 200)
+            #expect(try await server.read(reference.digest, user: "carol").status == 200)
 
             let grant = try JSONEncoder.syncProtocol().encode(GrantRequest(user: "bob", role: .reader))
             #expect(try await server.send(.POST, "/v1/scopes/room:1/members", token: try await server.token("alice"), body: grant).status == 200)

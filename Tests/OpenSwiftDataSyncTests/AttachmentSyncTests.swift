@@ -25,7 +25,7 @@ final class Photo {
 
 extension LoopbackServer {
     /// A device that syncs photos over HTTP, its store in `<name>.sqlite`.
-    func photoDevice(_ name: String, user: String = "alice", onDemand: Bool = false, port: Int? = nil) throws -> Device {
+    func photoDevice(_ name: String, user: String = "alice", onDemand: Bool = false, port: Int? = nil, retention: Int? = nil) throws -> Device {
         let url = directory.file("\(name).sqlite")
         let container = try ModelContainer(for: Schema([Photo.self]), configurations: ModelConfiguration(url: url))
         let verifier = server.verifier
@@ -34,6 +34,7 @@ extension LoopbackServer {
         var configuration = SyncConfiguration()
         configuration.sync(Photo.self, scope: \Photo.album)
         if onDemand { configuration.attachments(\Photo.image, download: .onDemand) }
+        if let retention { configuration.acknowledgedMutationRetention = retention }
         configuration.pollInterval = .seconds(3600)
         let engine = try SyncEngine(
             container: container, transport: transport, user: user, configuration: configuration, clock: SystemSyncClock(),
@@ -143,7 +144,8 @@ struct AttachmentSyncTests {
     @Test("the record syncs at once and its bytes follow: three devices read them byte for byte")
     func threeDevices() async throws {
         try await LoopbackServer.run { server in
-            let a = try server.photoDevice("a")
+            // A keeps no settled save for a server restore: a file goes once nothing names it.
+            let a = try server.photoDevice("a", retention: 0)
             let b = try server.photoDevice("b")
             let c = try server.photoDevice("c")
             let image = attachmentBytes(300_000, seed: 1)
@@ -199,7 +201,7 @@ struct AttachmentSyncTests {
     @Test("a replaced or deleted value's file stays until it is uploaded, then goes")
     func filesKeptUntilUploaded() async throws {
         try await LoopbackServer.run { server in
-            let a = try server.photoDevice("a")
+            let a = try server.photoDevice("a", retention: 0)
             let b = try server.photoDevice("b")
             let first = attachmentBytes(400_000, seed: 5)
             let second = attachmentBytes(400_000, seed: 6)
@@ -334,6 +336,33 @@ struct AttachmentSyncTests {
             for shot in try ModelContext(b).fetch(FetchDescriptor<GalleryV2.Shot>()) { shots[shot.title] = shot.image }
             #expect(shots["old"] == first)
             #expect(shots["new"] == second)
+        }
+    }
+
+    @Test("a file a save kept for a server restore names stays after its upload, and goes once that save is forgotten")
+    func filesKeptForRestores() async throws {
+        try await LoopbackServer.run { server in
+            let a = try server.photoDevice("a", retention: 3)
+            let first = attachmentBytes(300_000, seed: 13)
+            let second = attachmentBytes(300_000, seed: 14)
+            let photo = Photo(title: "kept", image: first)
+            a.context.insert(photo)
+            try a.context.save()
+            photo.image = second
+            try a.context.save()
+            try await a.engine.syncNow()
+            try await a.engine.transferAttachments()
+            // The first save is among the last 3 the engine keeps: a restore of the server to
+            // before it would have it sent again, with its bytes.
+            #expect(a.attachmentFiles == [hexDigest(first), hexDigest(second)])
+            for index in 0..<4 {
+                a.context.insert(Photo(title: "small \(index)", image: Data([UInt8(index)])))
+                try a.context.save()
+            }
+            try await a.engine.syncNow()
+            try await a.engine.transferAttachments()
+            // Forgotten now: nothing names the first any more.
+            #expect(a.attachmentFiles == [hexDigest(second)])
         }
     }
 }

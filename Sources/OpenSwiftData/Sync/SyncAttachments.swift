@@ -52,8 +52,12 @@ package struct SyncAttachmentMismatch: Error, CustomStringConvertible {
 ///   ``ModelContainer/syncAttachmentArrived(_:file:)``, which checks it and puts ordinary
 ///   references in place of the remote ones.
 enum SyncAttachments {
-    /// The owner of sync's pins.
+    /// The owner of the pins of files whose upload is pending.
     static let pinOwner = "sync"
+    /// The owner of the pins of uploaded files that mutations the engine keeps for a server
+    /// restore still name: after a restore that lost the blob, the engine sends those mutations
+    /// again, and must be able to send the bytes again too.
+    static let retainedOwner = "sync.retained"
 }
 
 extension ModelContainer {
@@ -88,10 +92,11 @@ extension ModelContainer {
         return attachments.directories.first { $0.holds(reference) }?.filePath(of: reference)
     }
 
-    /// Pins the file of every attachment synced rows name that is here, so that the engine
-    /// offers each to the server again: after the server was restored from a backup, which may
-    /// have lost blobs uploaded since. An upload the server still holds is settled by one request
-    /// and no bytes. Returns how many were pinned anew.
+    /// Pins the file of every attachment synced rows name that is here, and of every one kept
+    /// for a server restore, so that the engine offers each to the server again: after the
+    /// server was restored from a backup, which may have lost blobs uploaded since. An upload the
+    /// server still holds is settled by one request and no bytes. Returns how many were pinned
+    /// anew.
     @discardableResult
     package func repinSyncAttachments() throws -> Int {
         let columns = syncAttachmentColumns
@@ -112,15 +117,38 @@ extension ModelContainer {
                     }
                 }
             }
+            for reference in try StoreAttachments.pinned(owner: SyncAttachments.retainedOwner, in: db)
+            where try StoreAttachments.pinned(reference, owner: SyncAttachments.pinOwner, in: db) == false {
+                try StoreAttachments.pin(reference, owner: SyncAttachments.pinOwner, in: db)
+                pinned += 1
+            }
             return pinned
         }
     }
 
     /// Forgets that an attachment waits for its upload (the server holds it): its file is
-    /// removed when nothing else names it.
-    package func syncAttachmentUploaded(_ attachment: SyncAttachment) throws {
+    /// removed when nothing else names it. With `retained`, the file is kept while mutations the
+    /// engine keeps for a server restore name it (released by
+    /// ``releaseRetainedSyncAttachment(_:)``).
+    package func syncAttachmentUploaded(_ attachment: SyncAttachment, retained: Bool = false) throws {
         guard let reference = attachment.reference, let attachments = store.attachments else { return }
-        let removed = try store.write { db in try StoreAttachments.unpin(reference, owner: SyncAttachments.pinOwner, in: db) }
+        let removed = try store.write { db in
+            if retained { try StoreAttachments.pin(reference, owner: SyncAttachments.retainedOwner, in: db) }
+            return try StoreAttachments.unpin(reference, owner: SyncAttachments.pinOwner, in: db)
+        }
+        if removed && !retained { attachments.collectUnnamed(reference, writer: store.writer) }
+    }
+
+    /// The uploaded attachments kept for a server restore (see ``syncAttachmentUploaded(_:retained:)``).
+    package func retainedSyncAttachments() throws -> [SyncAttachment] {
+        try store.read { db in try StoreAttachments.pinned(owner: SyncAttachments.retainedOwner, in: db) }.map(SyncAttachment.init)
+    }
+
+    /// Stops keeping an uploaded attachment for a server restore (no kept mutation names it any
+    /// more): its file is removed when nothing else names it.
+    package func releaseRetainedSyncAttachment(_ attachment: SyncAttachment) throws {
+        guard let reference = attachment.reference, let attachments = store.attachments else { return }
+        let removed = try store.write { db in try StoreAttachments.unpin(reference, owner: SyncAttachments.retainedOwner, in: db) }
         if removed { attachments.collectUnnamed(reference, writer: store.writer) }
     }
 

@@ -16,7 +16,7 @@ extension StoreAttachments {
 
     /// Creates the table of pins when missing.
     static let pinsCreateStatement =
-        "CREATE TABLE IF NOT EXISTS \(quoted(pinsTable)) (\"reference\" BLOB PRIMARY KEY NOT NULL, \"owner\" TEXT NOT NULL) STRICT"
+        "CREATE TABLE IF NOT EXISTS \(quoted(pinsTable)) (\"reference\" BLOB NOT NULL, \"owner\" TEXT NOT NULL, PRIMARY KEY (\"reference\", \"owner\")) STRICT"
 
     /// Pins the file of `reference` for `owner`, in the caller's transaction.
     static func pin(_ reference: AttachmentReference, owner: String, in db: Database) throws {
@@ -36,6 +36,14 @@ extension StoreAttachments {
     static func isPinned(_ reference: AttachmentReference, in db: Database) throws -> Bool {
         guard try db.tableExists(pinsTable) else { return false }
         return try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(quoted(pinsTable)) WHERE reference = ?)", arguments: [reference.encoded])
+            == true
+    }
+
+    /// Whether `owner` pinned `reference`.
+    static func pinned(_ reference: AttachmentReference, owner: String, in db: Database) throws -> Bool {
+        guard try db.tableExists(pinsTable) else { return false }
+        return try Bool.fetchOne(
+            db, sql: "SELECT EXISTS (SELECT 1 FROM \(quoted(pinsTable)) WHERE reference = ? AND owner = ?)", arguments: [reference.encoded, owner])
             == true
     }
 
