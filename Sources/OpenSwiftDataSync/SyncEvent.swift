@@ -43,7 +43,7 @@ public enum SyncEvent: Sendable, Hashable {
     /// arrived on this device (its property reads them from now on).
     case attachmentTransferred(AttachmentTransfer)
     /// An attachment's transfer failed. Transient failures are retried with backoff; an upload
-    /// the server refuses (over one of its limits, ``SyncErrorCode/blobTooLarge``) is tried again
+    /// the server refuses (over one of its limits, `blobTooLarge`) is tried again
     /// on the next launch or ``SyncEngine/transferAttachments()``, and its file is kept.
     case attachmentFailed(AttachmentTransfer, SyncEngineError)
 }

@@ -41,19 +41,19 @@ public protocol SyncTransport: Sendable {
 }
 
 extension SyncTransport {
-    /// A transport without blobs refuses every blob request (404, ``SyncErrorCode/notFound``).
+    /// A transport without blobs refuses every blob request (404, `notFound`).
     public func blobUploadState(_ blob: BlobReference) async throws -> BlobUploadState {
         throw SyncTransportError.refused(status: 404, error: SyncError(.notFound, "this transport carries no blobs"))
     }
 
-    /// A transport without blobs refuses every blob request (404, ``SyncErrorCode/notFound``).
+    /// A transport without blobs refuses every blob request (404, `notFound`).
     public func uploadBlob(
         _ blob: BlobReference, from path: String, offset: Int64, progress: @escaping @Sendable (Int64) -> Void
     ) async throws -> BlobUploadState {
         throw SyncTransportError.refused(status: 404, error: SyncError(.notFound, "this transport carries no blobs"))
     }
 
-    /// A transport without blobs refuses every blob request (404, ``SyncErrorCode/notFound``).
+    /// A transport without blobs refuses every blob request (404, `notFound`).
     public func downloadBlob(_ blob: BlobReference, to path: String, progress: @escaping @Sendable (Int64) -> Void) async throws {
         throw SyncTransportError.refused(status: 404, error: SyncError(.notFound, "this transport carries no blobs"))
     }
