@@ -108,7 +108,12 @@ struct AttachmentCrashTests {
         // had written a file (a temporary one, or one no committed row names).
         var inSave = 0
         var midSaveWithFiles = 0
-        for round in 0..<kills {
+        // At least `kills` rounds, and more (up to three times as many) until one kill in ten
+        // has landed in a save after it wrote a file: on a loaded machine the kills' timing
+        // shifts, and the rounds go on until the interesting ones happened.
+        var round = 0
+        while round < kills || (midSaveWithFiles < max(1, kills / 10) && round < kills * 3) {
+            defer { round += 1 }
             #expect(FileManager.default.createFile(atPath: progress, contents: nil))
             let process = Process()
             process.executableURL = binary
@@ -153,9 +158,9 @@ struct AttachmentCrashTests {
         }
         #expect(externalSeen > 0, "the writer saved values in files")
         // Most kills land in a save; at least one in ten after it wrote a file.
-        #expect(midSaveWithFiles >= max(1, kills / 10), "only \(midSaveWithFiles) of \(kills) kills landed in a save after it wrote a file")
+        #expect(midSaveWithFiles >= max(1, kills / 10), "only \(midSaveWithFiles) of \(round) kills landed in a save after it wrote a file")
         print(
-            "AttachmentCrashTests: \(kills) kills in \(String(format: "%.1f", Date().timeIntervalSince(started))) s; \(inSave) in a save that had not committed, \(midSaveWithFiles) of them after writing a file; \(leftovers) left files the sweep removed"
+            "AttachmentCrashTests: \(round) kills in \(String(format: "%.1f", Date().timeIntervalSince(started))) s; \(inSave) in a save that had not committed, \(midSaveWithFiles) of them after writing a file; \(leftovers) left files the sweep removed"
         )
     }
 }

@@ -27,6 +27,11 @@ struct AttachmentReference: Hashable, Sendable {
     /// The reference a stored BLOB holds, or nil when the BLOB is an inline value.
     init?(stored bytes: UnsafeRawBufferPointer) {
         guard bytes.count == Self.encodedCount, Self.startsWithMagic(bytes) else { return nil }
+        self.init(parsing: bytes)
+    }
+
+    /// The digest and size of 56 bytes whose magic the caller checked.
+    private init(parsing bytes: UnsafeRawBufferPointer) {
         digest = Array(bytes[16..<48])
         var size: UInt64 = 0
         for index in (48..<56).reversed() { size = size << 8 | UInt64(bytes[index]) }
@@ -80,10 +85,7 @@ struct AttachmentReference: Hashable, Sendable {
     /// The reference a remote reference names, or nil when `bytes` is anything else.
     init?(remote bytes: UnsafeRawBufferPointer) {
         guard bytes.count == Self.encodedCount, Self.startsWithRemoteMagic(bytes) else { return nil }
-        digest = Array(bytes[16..<48])
-        var size: UInt64 = 0
-        for index in (48..<56).reversed() { size = size << 8 | UInt64(bytes[index]) }
-        self.size = size
+        self.init(parsing: bytes)
     }
 
     /// The reference a stored remote reference names, or nil when `data` is anything else.
@@ -93,11 +95,7 @@ struct AttachmentReference: Hashable, Sendable {
     }
 
     /// The 56 bytes of the remote reference to these bytes.
-    var remoteEncoded: Data {
-        var bytes = Self.remoteMagic + digest
-        for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: size >> UInt64(shift))) }
-        return Data(bytes)
-    }
+    var remoteEncoded: Data { encoded(magic: Self.remoteMagic) }
 
     /// A reference from its digest in lowercase hexadecimal and its size; nil for another text.
     init?(hex: String, size: Int64) {
@@ -123,8 +121,11 @@ struct AttachmentReference: Hashable, Sendable {
     }
 
     /// The 56 bytes the column holds.
-    var encoded: Data {
-        var bytes = Self.magic + digest
+    var encoded: Data { encoded(magic: Self.magic) }
+
+    /// The 56 bytes of a reference under `magic`.
+    private func encoded(magic: [UInt8]) -> Data {
+        var bytes = magic + digest
         for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: size >> UInt64(shift))) }
         return Data(bytes)
     }
