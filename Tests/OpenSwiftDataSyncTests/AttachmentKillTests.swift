@@ -58,7 +58,7 @@ struct AttachmentKillTests {
                 + command
             process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
             process.standardError = FileHandle.nullDevice
-            try process.run()
+            try RealProcesses.start(process)
             return (process, output)
         }
         func text(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }

@@ -54,7 +54,7 @@ struct ProcessKillTests {
                     + command
                 process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
                 process.standardError = FileHandle.nullDevice
-                try process.run()
+                try RealProcesses.start(process)
                 return process
             }
             // The saves are made offline (nothing listens on port 1), all committed locally.

@@ -44,7 +44,7 @@ struct RealProcessKillTests {
                 ] + command
             process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
             process.standardError = FileHandle.nullDevice
-            try process.run()
+            try RealProcesses.start(process)
             return (process, output)
         }
         let notes = "SELECT COUNT(*) FROM osd_records WHERE entity = 'Note' AND deleted = 0"
@@ -152,7 +152,7 @@ struct RealProcessKillTests {
                 ["--server", "http://127.0.0.1:\(port)", "--user", "alice", "--token", token, "--store", store, "--batch", "1"] + command
             process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
             process.standardError = FileHandle.nullDevice
-            try process.run()
+            try RealProcesses.start(process)
             return (process, output)
         }
         func clientID(in output: String) -> String? {

@@ -4,6 +4,14 @@ import OpenSwiftDataServer
 /// Real processes for the tests that kill them: the package's executables, found beside the
 /// test bundle, and an `osd-server` on a port the system picks.
 enum RealProcesses {
+    /// Starts `process`, one start at a time across the tests that start processes:
+    /// Foundation's `Process.run()` crashed once in CI while another test started one.
+    static func start(_ process: Process) throws {
+        try launchLock.withLock { try process.run() }
+    }
+
+    private static let launchLock = NSLock()
+
     static let secret = "real-process-kill-test-secret-of-32-bytes"
 
     static func built(_ name: String) throws -> URL {
@@ -34,7 +42,7 @@ enum RealProcesses {
         process.arguments = ["--port", "0", "--database", database, "--jwt-secret", secret, "--log-level", "error"]
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try RealProcesses.start(process)
         for _ in 0..<3000 {
             let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
             if let range = text.range(of: "listening on http://127.0.0.1:") {
@@ -53,7 +61,7 @@ enum RealProcesses {
         process.arguments = ["token", "--user", user, "--jwt-secret", secret]
         let pipe = Pipe()
         process.standardOutput = pipe
-        try process.run()
+        try RealProcesses.start(process)
         let data = try pipe.fileHandleForReading.readToEnd() ?? Data()
         process.waitUntilExit()
         return String(decoding: data, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
