@@ -7,7 +7,9 @@ import PostgresNIO
 ///
 /// Every server migrates at start, inside one transaction that first takes
 /// `pg_advisory_xact_lock` on a key of the schema: when several servers start at once, one
-/// migrates and the others wait, then find nothing left to do. Text columns that order
+/// migrates and the others wait, then find nothing left to do. The transaction has no
+/// statement timeout: a migration of a large table, or the wait for another server's, may take
+/// longer than a request may. Text columns that order
 /// keyset pages use the "C" collation, so that PostgreSQL orders them by bytes as Swift's
 /// `String` and SQLite do.
 enum PostgresSchema {
@@ -149,15 +151,20 @@ enum PostgresSchema {
     @discardableResult
     static func migrate(_ client: PostgresClient, schema: String, cursorKey: Data?, logger: Logger) async throws -> [Int] {
         try await PostgresSyncStorage.transaction(client, logger: logger) { connection in
-            try await connection.query("SELECT pg_advisory_xact_lock(hashtext(\("osd-server migrations " + schema)))", logger: logger)
+            // Each statement read to its end: a statement's error comes with its rows.
+            func execute(_ query: PostgresQuery) async throws {
+                _ = try await connection.query(query, logger: logger).collect()
+            }
+            try await execute("SET LOCAL statement_timeout = 0")
+            try await execute("SELECT pg_advisory_xact_lock(hashtext(\("osd-server migrations " + schema)))")
             // `schema` is a validated identifier (lower-case letters, digits, underscores).
-            try await connection.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA IF NOT EXISTS \"\(schema)\""), logger: logger)
-            try await connection.query(
+            try await execute(PostgresQuery(unsafeSQL: "CREATE SCHEMA IF NOT EXISTS \"\(schema)\""))
+            try await execute(
                 PostgresQuery(
                     unsafeSQL: """
                         CREATE TABLE IF NOT EXISTS "\(schema)".osd_migrations (
                             version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
-                        """), logger: logger)
+                        """))
             var done: Set<Int> = []
             for try await version in try await connection.query(
                 PostgresQuery(unsafeSQL: "SELECT version FROM \"\(schema)\".osd_migrations"), logger: logger
@@ -168,21 +175,19 @@ enum PostgresSchema {
             var applied: [Int] = []
             for migration in migrations where !done.contains(migration.version) {
                 for statement in migration.statements {
-                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    try await execute(PostgresQuery(unsafeSQL: statement))
                 }
-                try await connection.query(
-                    "INSERT INTO osd_migrations (version, name) VALUES (\(migration.version), \(migration.name))", logger: logger)
+                try await execute("INSERT INTO osd_migrations (version, name) VALUES (\(migration.version), \(migration.name))")
                 applied.append(migration.version)
             }
             let existing = try await connection.query("SELECT value FROM osd_metadata WHERE key = 'epoch'", logger: logger).collect()
             if existing.isEmpty {
                 let key = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }
-                try await connection.query("INSERT INTO osd_metadata (key, value) VALUES ('epoch', \(UUID().uuidString))", logger: logger)
-                try await connection.query("INSERT INTO osd_metadata (key, value) VALUES ('cursorKey', \(key.base64EncodedString()))", logger: logger)
+                try await execute("INSERT INTO osd_metadata (key, value) VALUES ('epoch', \(UUID().uuidString))")
+                try await execute("INSERT INTO osd_metadata (key, value) VALUES ('cursorKey', \(key.base64EncodedString()))")
             }
             if let cursorKey {
-                try await connection.query(
-                    "UPDATE osd_metadata SET value = \(cursorKey.base64EncodedString()) WHERE key = 'cursorKey'", logger: logger)
+                try await execute("UPDATE osd_metadata SET value = \(cursorKey.base64EncodedString()) WHERE key = 'cursorKey'")
             }
             return applied
         }

@@ -21,8 +21,10 @@ extension HTTPSyncTransport {
         _ blob: BlobReference, from path: String, offset: Int64, progress: @escaping @Sendable (Int64) -> Void
     ) async throws -> BlobUploadState {
         let route = Self.blobPath(blob.digest)
+        guard offset >= 0, offset <= blob.size else {
+            throw SyncTransportError.malformedResponse("\(route): an upload cannot start at \(offset), outside the blob's \(blob.size) bytes")
+        }
         let length = blob.size - offset
-        guard length >= 0 else { throw SyncTransportError.malformedResponse("\(route): an upload cannot start past the blob's end") }
         let chunks = FileChunks(path: path, offset: offset, length: length, progress: progress)
         let answer = try await blobRequest(
             .PATCH, route, headers: [(BlobHeader.length, String(blob.size)), (BlobHeader.offset, String(offset))],

@@ -53,6 +53,27 @@ struct MultiServerTests {
         #expect(migrations == 6)
     }
 
+    @Test("a server starting while another migrates waits for it past its statement timeout, then starts", arguments: Backend.postgresOnly)
+    func migrationWaitsPastStatementTimeout(_ backend: Backend) async throws {
+        var timed = try PostgresTestDatabase.freshConfiguration(poolSize: 2)
+        timed.statementTimeoutMilliseconds = 200
+        let configuration = timed
+        let lock = "SELECT pg_advisory_lock(hashtext('osd-server migrations \(configuration.schema)'))"
+        let unlock = "SELECT pg_advisory_unlock(hashtext('osd-server migrations \(configuration.schema)'))"
+        let epoch = try await PostgresTestDatabase.withProbe(configuration) { connection in
+            // Another server's migration, as long as five of this server's statement timeouts.
+            _ = try await connection.query(PostgresQuery(unsafeSQL: lock), logger: PostgresTestDatabase.quietLogger).collect()
+            let starting = Task { try await PostgresSyncStorage(configuration: configuration, logger: PostgresTestDatabase.quietLogger) }
+            try await Task.sleep(for: .milliseconds(1000))
+            _ = try await connection.query(PostgresQuery(unsafeSQL: unlock), logger: PostgresTestDatabase.quietLogger).collect()
+            let storage = try await starting.value
+            let epoch = try await storage.metadata().epoch
+            try await storage.close()
+            return epoch
+        }
+        #expect(!epoch.isEmpty)
+    }
+
     @Test("a push through one server is pulled through the other", arguments: Backend.postgresOnly)
     func pushHerePullThere(_ backend: Backend) async throws {
         try await withTwoServers { a, b in

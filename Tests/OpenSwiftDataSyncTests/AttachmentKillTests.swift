@@ -37,31 +37,15 @@ struct AttachmentKillTests {
     @Test("killed mid-upload, the client resumes from the server's offset; a second device gets the bytes identical")
     func killedMidUpload() async throws {
         let client = try RealProcesses.built("SyncedAttachments")
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("osd-attachment-kill-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let folder = try ProcessFolder("osd-attachment-kill")
+        defer { folder.remove() }
+        let directory = folder.url
         let size = 100 * 1024 * 1024
-        let database = directory.appendingPathComponent("server.sqlite").path
-        let token = try RealProcesses.token(user: "alice")
-        var outputs = 0
+        let database = folder.path("server.sqlite")
         func launch(_ store: String, _ command: [String], port: Int) throws -> (Process, String) {
-            outputs += 1
-            let output = directory.appendingPathComponent("out\(outputs).txt").path
-            _ = FileManager.default.createFile(atPath: output, contents: nil)
-            let process = Process()
-            process.executableURL = client
-            process.arguments =
-                [
-                    "--server", "http://127.0.0.1:\(port)", "--user", "alice", "--token", token, "--store",
-                    directory.appendingPathComponent(store).path,
-                ]
-                + command
-            process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
-            process.standardError = FileHandle.nullDevice
-            try RealProcesses.start(process)
-            return (process, output)
+            try folder.launch(client, port: port, ["--store", folder.path(store)] + command)
         }
-        func text(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
+        func text(_ path: String) -> String { folder.text(path) }
 
         let server = try await RealProcesses.startServer(database: database, log: directory.appendingPathComponent("server.txt").path)
         defer { if server.process.isRunning { kill(server.process.processIdentifier, SIGKILL) } }

@@ -365,4 +365,27 @@ struct AttachmentSyncTests {
             #expect(a.attachmentFiles == [hexDigest(second)])
         }
     }
+
+    @Test("an upload asked to start outside the blob's bytes is refused before a byte is sent; one from its start completes")
+    func uploadOutsideTheBlob() async throws {
+        try await LoopbackServer.run { server in
+            let verifier = server.server.verifier
+            let transport = HTTPSyncTransport(server: server.url) { try await verifier.mint(user: "alice") }
+            let bytes = attachmentBytes(200_000, seed: 15)
+            let file = server.directory.path("upload.bin")
+            try bytes.write(to: URL(fileURLWithPath: file))
+            let blob = try #require(BlobReference(digest: hexDigest(bytes), size: Int64(bytes.count)))
+            #expect(try await transport.blobUploadState(blob).received == 0)
+            for offset in [Int64(-1), Int64(bytes.count + 1)] {
+                await #expect {
+                    _ = try await transport.uploadBlob(blob, from: file, offset: offset) { _ in }
+                } throws: { error in
+                    guard case SyncTransportError.malformedResponse(let message) = error else { return false }
+                    return message.contains("\(offset)")
+                }
+            }
+            #expect(try await transport.blobUploadState(blob).received == 0)
+            #expect(try await transport.uploadBlob(blob, from: file, offset: 0) { _ in }.isComplete)
+        }
+    }
 }

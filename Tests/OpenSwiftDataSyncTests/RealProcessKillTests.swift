@@ -23,29 +23,14 @@ struct RealProcessKillTests {
     @Test("clients killed mid-push and the server killed mid-commit, several times: every save reaches the server once, both clients converge")
     func killedClientsAndServer() async throws {
         let client = try RealProcesses.built("SyncedNotes")
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("osd-real-kill-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let database = directory.appendingPathComponent("server.sqlite").path
-        let token = try RealProcesses.token(user: "alice")
+        let folder = try ProcessFolder("osd-real-kill")
+        defer { folder.remove() }
+        let directory = folder.url
+        let database = folder.path("server.sqlite")
         let savesPerRound = 150
         var saves = 0
-        var outputs = 0
         func launch(_ store: String, _ command: [String], port: Int) throws -> (Process, String) {
-            outputs += 1
-            let output = directory.appendingPathComponent("out\(outputs).txt").path
-            _ = FileManager.default.createFile(atPath: output, contents: nil)
-            let process = Process()
-            process.executableURL = client
-            process.arguments =
-                [
-                    "--server", "http://127.0.0.1:\(port)", "--user", "alice", "--token", token, "--store",
-                    directory.appendingPathComponent(store).path, "--batch", "2",
-                ] + command
-            process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
-            process.standardError = FileHandle.nullDevice
-            try RealProcesses.start(process)
-            return (process, output)
+            try folder.launch(client, port: port, ["--store", folder.path(store), "--batch", "2"] + command)
         }
         let notes = "SELECT COUNT(*) FROM osd_records WHERE entity = 'Note' AND deleted = 0"
         var clientKills = 0
@@ -135,25 +120,13 @@ struct RealProcessKillTests {
     func appUpdatedAfterKillMidPush() async throws {
         let v1 = try RealProcesses.built("SyncedNotes")
         let v2 = try RealProcesses.built("SyncedNotesV2")
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("osd-real-update-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let database = directory.appendingPathComponent("server.sqlite").path
-        let store = directory.appendingPathComponent("phone.sqlite").path
-        let token = try RealProcesses.token(user: "alice")
-        var outputs = 0
+        let folder = try ProcessFolder("osd-real-update")
+        defer { folder.remove() }
+        let directory = folder.url
+        let database = folder.path("server.sqlite")
+        let store = folder.path("phone.sqlite")
         func launch(_ executable: URL, _ command: [String], port: Int) throws -> (Process, String) {
-            outputs += 1
-            let output = directory.appendingPathComponent("out\(outputs).txt").path
-            _ = FileManager.default.createFile(atPath: output, contents: nil)
-            let process = Process()
-            process.executableURL = executable
-            process.arguments =
-                ["--server", "http://127.0.0.1:\(port)", "--user", "alice", "--token", token, "--store", store, "--batch", "1"] + command
-            process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
-            process.standardError = FileHandle.nullDevice
-            try RealProcesses.start(process)
-            return (process, output)
+            try folder.launch(executable, port: port, ["--store", store, "--batch", "1"] + command)
         }
         func clientID(in output: String) -> String? {
             let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""

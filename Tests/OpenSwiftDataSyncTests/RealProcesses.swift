@@ -67,3 +67,41 @@ enum RealProcesses {
         return String(decoding: data, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
     }
 }
+
+/// One test's folder for real processes: the server's database, the clients' stores, and the
+/// files each process writes its output to. A test removes it with `defer { folder.remove() }`.
+final class ProcessFolder {
+    let url: URL
+    /// A token of alice's for the clients.
+    let token: String
+    private var outputs = 0
+
+    init(_ prefix: String) throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        token = try RealProcesses.token(user: "alice")
+    }
+
+    func remove() { try? FileManager.default.removeItem(at: url) }
+
+    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+
+    /// Starts a client (`SyncedNotes`, `SyncedAttachments`…) as alice against the server on
+    /// `port`, `arguments` after its server, user and token. Returns the process and the file
+    /// its standard output goes to.
+    func launch(_ executable: URL, port: Int, _ arguments: [String]) throws -> (Process, String) {
+        outputs += 1
+        let output = path("out\(outputs).txt")
+        _ = FileManager.default.createFile(atPath: output, contents: nil)
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = ["--server", "http://127.0.0.1:\(port)", "--user", "alice", "--token", token] + arguments
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+        process.standardError = FileHandle.nullDevice
+        try RealProcesses.start(process)
+        return (process, output)
+    }
+
+    /// What a process wrote to `output` so far.
+    func text(_ output: String) -> String { (try? String(contentsOfFile: output, encoding: .utf8)) ?? "" }
+}

@@ -101,16 +101,11 @@ extension ModelContainer {
     package func repinSyncAttachments() throws -> Int {
         let columns = syncAttachmentColumns
         guard !columns.isEmpty, store.attachments != nil else { return 0 }
-        let magic = Data(AttachmentReference.magic)
         return try store.write { db in
             var pinned = 0
             for (table, names) in columns {
                 for column in names {
-                    let sql = """
-                        SELECT DISTINCT \(quoted(column)) FROM \(quoted(table)) \
-                        WHERE length(\(quoted(column))) = \(AttachmentReference.encodedCount) AND substr(\(quoted(column)), 1, 16) = ?
-                        """
-                    for data in try Data.fetchAll(db, sql: sql, arguments: [magic]) {
+                    for data in try StoreAttachments.storedReferences(AttachmentReference.magic, table: table, column: column, in: db) {
                         guard let reference = AttachmentReference(stored: data), try !StoreAttachments.isPinned(reference, in: db) else { continue }
                         try StoreAttachments.pin(reference, owner: SyncAttachments.pinOwner, in: db)
                         pinned += 1
@@ -169,17 +164,12 @@ extension ModelContainer {
     package func missingSyncAttachments(excluding: Set<String> = []) throws -> [SyncAttachment] {
         let columns = syncAttachmentColumns.map { entry in (entry.table, entry.columns.filter { !excluding.contains(entry.table + "." + $0) }) }
         guard columns.contains(where: { !$0.1.isEmpty }) else { return [] }
-        let magic = Data(AttachmentReference.remoteMagic)
         return try store.read { db in
             var found: [SyncAttachment] = []
             var seen: Set<SyncAttachment> = []
             for (table, names) in columns {
                 for column in names {
-                    let sql = """
-                        SELECT DISTINCT \(quoted(column)) FROM \(quoted(table)) \
-                        WHERE length(\(quoted(column))) = \(AttachmentReference.encodedCount) AND substr(\(quoted(column)), 1, 16) = ?
-                        """
-                    for data in try Data.fetchAll(db, sql: sql, arguments: [magic]) {
+                    for data in try StoreAttachments.storedReferences(AttachmentReference.remoteMagic, table: table, column: column, in: db) {
                         guard let reference = AttachmentReference(remote: data) else { continue }
                         let attachment = SyncAttachment(reference)
                         if seen.insert(attachment).inserted { found.append(attachment) }

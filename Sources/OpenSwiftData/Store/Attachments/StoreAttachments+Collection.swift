@@ -289,14 +289,10 @@ extension StoreAttachments {
             let (files, temporaries) = directory.contents()
             var named: Set<String> = []
             if !files.isEmpty {
-                let magic = Data(AttachmentReference.magic)
+                let magic = AttachmentReference.magic
                 for table in tables.values where table.directory == directory {
                     for column in table.blobColumns {
-                        let sql = """
-                            SELECT \(quoted(column)) FROM \(quoted(table.name)) \
-                            WHERE length(\(quoted(column))) = \(AttachmentReference.encodedCount) AND substr(\(quoted(column)), 1, 16) = ?
-                            """
-                        for data in try Data.fetchAll(db, sql: sql, arguments: [magic]) {
+                        for data in try Self.storedReferences(magic, table: table.name, column: column, in: db) {
                             if let reference = AttachmentReference(stored: data) { named.insert(reference.hex) }
                         }
                     }
@@ -308,7 +304,7 @@ extension StoreAttachments {
                 }
                 if try db.tableExists(HistoryLog.table) {
                     let entries = try Data.fetchCursor(
-                        db, sql: "SELECT \"changes\" FROM \(quoted(HistoryLog.table)) WHERE instr(\"changes\", ?) > 0", arguments: [magic])
+                        db, sql: "SELECT \"changes\" FROM \(quoted(HistoryLog.table)) WHERE instr(\"changes\", ?) > 0", arguments: [Data(magic)])
                     while let entry = try entries.next() {
                         // The buffer is used only inside the closure, which `occurrences` reads
                         // within its bounds (`rebasing` slices of it) and does not keep.
@@ -333,5 +329,15 @@ extension StoreAttachments {
                 } ?? 0
         }
         return removed
+    }
+
+    /// The distinct values of `table.column` that are attachment references under `magic`
+    /// (``AttachmentReference/magic`` or ``AttachmentReference/remoteMagic``), still encoded.
+    static func storedReferences(_ magic: [UInt8], table: String, column: String, in db: Database) throws -> [Data] {
+        let sql = """
+            SELECT DISTINCT \(quoted(column)) FROM \(quoted(table)) \
+            WHERE length(\(quoted(column))) = \(AttachmentReference.encodedCount) AND substr(\(quoted(column)), 1, 16) = ?
+            """
+        return try Data.fetchAll(db, sql: sql, arguments: [Data(magic)])
     }
 }
