@@ -193,13 +193,24 @@ extension SyncEngine {
         var left = false
         do {
             // Files kept for mutations the engine no longer keeps go.
-            for attachment in try container.retainedSyncAttachments()
-            where try !storeRead({ db in try SyncEngineStore.sentMutationsName(blob: attachment.digest, in: db) }) {
-                try container.releaseRetainedSyncAttachment(attachment)
+            let retained = try container.retainedSyncAttachments()
+            if !retained.isEmpty {
+                let named = try storeRead { db in try SyncEngineStore.blobsSentMutationsName(in: db) }
+                for attachment in retained where !named.contains(attachment.digest) {
+                    try container.releaseRetainedSyncAttachment(attachment)
+                }
             }
-            for attachment in try container.pendingSyncAttachmentUploads() where !attachments.refused.contains(attachment) {
+            let pending = try container.pendingSyncAttachmentUploads()
+            let (missing, anyMissing) = try container.missingSyncAttachments(splitting: configuration.onDemandAttachments)
+            // Downloads left by an earlier launch whose bytes no row waits for any more go.
+            container.discardSyncAttachmentDownloads(keeping: anyMissing)
+            // Counted here and at the end; each transfer between takes one off its count, so that
+            // a pass of many transfers does not read every row again for each.
+            await showAttachmentCounts(uploads: pending.count, missing: missing.count, progress: nil)
+            for attachment in pending where !attachments.refused.contains(attachment) {
                 do {
                     try await upload(attachment)
+                    await countTransferred(.upload)
                 } catch {
                     let failure = Self.engineError(error)
                     firstError = firstError ?? failure
@@ -212,12 +223,10 @@ extension SyncEngine {
                     if Self.isTransient(failure) { break }
                 }
             }
-            let missing = try container.missingSyncAttachments(excluding: configuration.onDemandAttachments)
-            // Downloads left by an earlier launch whose bytes no row waits for any more go.
-            container.discardSyncAttachmentDownloads(keeping: Set(try container.missingSyncAttachments()))
             for attachment in missing {
                 do {
                     try await download(attachment)
+                    await countTransferred(.download)
                 } catch let SyncTransportError.refused(status, _) where status == 404 {
                     // Not uploaded yet by its writer (or not readable here): asked again later.
                     left = true
@@ -253,7 +262,7 @@ extension SyncEngine {
             let transfer = AttachmentTransfer(direction: .upload, attachment)
             let started = AttachmentProgress(transfer: transfer, completed: state.received)
             emit(.attachmentStarted(started))
-            await updateAttachmentStatus(progress: started)
+            await showAttachmentProgress(started)
             let reporter = progressReporter(for: transfer)
             do {
                 state = try Self.checked(try await transport.uploadBlob(blob, from: file, offset: state.received, progress: reporter), for: blob)
@@ -279,7 +288,7 @@ extension SyncEngine {
         let held = ((try? FileManager.default.attributesOfItem(atPath: path)[.size]) as? NSNumber)?.int64Value ?? 0
         let started = AttachmentProgress(transfer: transfer, completed: held < blob.size ? held : 0)
         emit(.attachmentStarted(started))
-        await updateAttachmentStatus(progress: started)
+        await showAttachmentProgress(started)
         do {
             try await transport.downloadBlob(blob, to: path, progress: progressReporter(for: transfer))
         } catch let SyncTransportError.refused(status, error) {
@@ -326,10 +335,32 @@ extension SyncEngine {
         }
     }
 
-    /// Shows the queues' lengths, and the transfer under way (nil: none).
+    /// Shows the transfer under way, the queues' lengths as they were.
+    private func showAttachmentProgress(_ progress: AttachmentProgress) async {
+        let status = self.status
+        await MainActor.run { status.attachmentProgress = progress }
+    }
+
+    /// Takes a transferred attachment off its queue's length in the status.
+    private func countTransferred(_ direction: AttachmentTransfer.Direction) async {
+        let status = self.status
+        await MainActor.run {
+            switch direction {
+            case .upload: status.pendingAttachmentUploadCount = max(0, status.pendingAttachmentUploadCount - 1)
+            case .download: status.missingAttachmentCount = max(0, status.missingAttachmentCount - 1)
+            }
+        }
+    }
+
+    /// Counts the queues' lengths and shows them, and the transfer under way (nil: none).
     private func updateAttachmentStatus(progress: AttachmentProgress?) async {
         let uploads = (try? container.pendingSyncAttachmentUploads().count) ?? 0
         let missing = (try? container.missingSyncAttachments(excluding: configuration.onDemandAttachments).count) ?? 0
+        await showAttachmentCounts(uploads: uploads, missing: missing, progress: progress)
+    }
+
+    /// Shows the queues' lengths, and the transfer under way (nil: none).
+    private func showAttachmentCounts(uploads: Int, missing: Int, progress: AttachmentProgress?) async {
         let status = self.status
         await MainActor.run {
             status.pendingAttachmentUploadCount = uploads

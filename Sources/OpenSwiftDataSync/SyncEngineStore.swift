@@ -206,6 +206,30 @@ enum SyncEngineStore {
         try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(sentTable) WHERE instr(body, ?) > 0)", arguments: [Data(digest.utf8)]) == true
     }
 
+    /// The blobs the mutations the engine keeps name, read in one pass over their bodies: a
+    /// blob value is encoded as `"<64 hexadecimal digits>:<size>"`. A string value of that shape
+    /// counts too, which only keeps a file a little longer.
+    static func blobsSentMutationsName(in db: Database) throws -> Set<String> {
+        var digests: Set<String> = []
+        let bodies = try Data.fetchCursor(db, sql: "SELECT body FROM \(sentTable) WHERE instr(body, ?) > 0", arguments: [Data("\"blob\"".utf8)])
+        while let body = try bodies.next() {
+            let bytes = [UInt8](body)
+            // The length of the run of lowercase hexadecimal digits that ends before `index`.
+            var run = 0
+            for (index, byte) in bytes.enumerated() {
+                if (0x30...0x39).contains(byte) || (0x61...0x66).contains(byte) {
+                    run += 1
+                    continue
+                }
+                if byte == UInt8(ascii: ":"), run == 64, index >= 65, bytes[index - 65] == UInt8(ascii: "\"") {
+                    digests.insert(String(decoding: bytes[(index - 64)..<index], as: UTF8.self))
+                }
+                run = 0
+            }
+        }
+        return digests
+    }
+
     /// Marks the mutations through `id` settled, keeping the last `retention` settled ones (by
     /// id) for a server restore, and forgetting older ones.
     static func settle(through id: MutationID, retention: Int, in db: Database) throws {

@@ -162,21 +162,31 @@ extension ModelContainer {
     /// once; the columns named in `excluding` (`Entity.property`: downloaded on demand) are not
     /// looked at.
     package func missingSyncAttachments(excluding: Set<String> = []) throws -> [SyncAttachment] {
-        let columns = syncAttachmentColumns.map { entry in (entry.table, entry.columns.filter { !excluding.contains(entry.table + "." + $0) }) }
-        guard columns.contains(where: { !$0.1.isEmpty }) else { return [] }
+        try missingSyncAttachments(splitting: excluding).eager
+    }
+
+    /// The attachments synced rows name whose bytes are not here yet, read in one pass over the
+    /// columns: `eager`, those some column outside `onDemand` (`Entity.property`) names, each
+    /// once; `all`, every one, whichever column names it.
+    package func missingSyncAttachments(splitting onDemand: Set<String>) throws -> (eager: [SyncAttachment], all: Set<SyncAttachment>) {
+        let columns = syncAttachmentColumns
+        guard !columns.isEmpty else { return ([], []) }
         return try store.read { db in
-            var found: [SyncAttachment] = []
-            var seen: Set<SyncAttachment> = []
+            var eager: [SyncAttachment] = []
+            var eagerSeen: Set<SyncAttachment> = []
+            var all: Set<SyncAttachment> = []
             for (table, names) in columns {
                 for column in names {
+                    let isEager = !onDemand.contains(table + "." + column)
                     for data in try StoreAttachments.storedReferences(AttachmentReference.remoteMagic, table: table, column: column, in: db) {
                         guard let reference = AttachmentReference(remote: data) else { continue }
                         let attachment = SyncAttachment(reference)
-                        if seen.insert(attachment).inserted { found.append(attachment) }
+                        all.insert(attachment)
+                        if isEager, eagerSeen.insert(attachment).inserted { eager.append(attachment) }
                     }
                 }
             }
-            return found
+            return (eager, all)
         }
     }
 
