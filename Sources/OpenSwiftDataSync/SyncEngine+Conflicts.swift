@@ -16,7 +16,7 @@ extension SyncEngine {
         guard let shape = shapes[conflict.record.entity] else { throw SyncEngineError.unknownEntity(conflict.record.entity) }
         var fields: [SyncField] = []
         for (name, value) in values.sorted(by: { $0.key < $1.key }) {
-            guard let kind = shape.kind(of: name), let stored = SyncValueMapping.stored(value, kind: kind) else {
+            guard let field = shape.field(name), let stored = SyncValueMapping.stored(value, for: field) else {
                 throw SyncEngineError.badServerAnswer("\(conflict.record.entity).\(name) cannot take \(value)")
             }
             fields.append(SyncField(name: name, value: stored))

@@ -144,9 +144,10 @@ struct SyncRebase {
         guard let shape = shapes[entity] else { throw SyncEngineError.unknownEntity(entity) }
         var fields: [SyncField] = []
         for (name, value) in values.sorted(by: { $0.key < $1.key }) {
-            guard let kind = shape.kind(of: name) else { continue }
-            guard let stored = SyncValueMapping.stored(value, kind: kind) else {
-                throw SyncEngineError.badServerAnswer("\(entity).\(name) holds \(kind) values, the server sent \(value.kind?.rawValue ?? "null")")
+            guard let field = shape.field(name) else { continue }
+            guard let stored = SyncValueMapping.stored(value, for: field) else {
+                throw SyncEngineError.badServerAnswer(
+                    "\(entity).\(name) holds \(field.kind) values, the server sent \(value.kind?.rawValue ?? "null")")
             }
             fields.append(SyncField(name: name, value: stored))
         }

@@ -41,9 +41,10 @@ enum SyncValueMapping {
         }
     }
 
-    /// The stored form of a wire value for a field of `kind`, or nil when the value's kind does
-    /// not fit the field.
-    static func stored(_ value: SyncValue, kind: SyncValueKind) -> SyncFieldValue? {
+    /// The stored form of a wire value for `field`, or nil when the value's kind does not fit
+    /// the field.
+    static func stored(_ value: SyncValue, for field: SyncEntityField) -> SyncFieldValue? {
+        let kind = field.kind
         let stored: SyncStoredValue
         switch (value, kind) {
         case (.null, _): stored = .null
@@ -57,6 +58,11 @@ enum SyncValueMapping {
         case let (.json(text), .json): stored = .text(text)
         case let (.reference(id), .reference): stored = .text(id)
         case let (.data(data), .data): stored = .blob(data)
+        case (.blob, .data) where !field.externalStorage:
+            // A column that is not `.externalStorage` in this version of the app cannot wait for
+            // bytes: the value reads as absent, as it does for a reader of protocol version 3.
+            // The server keeps the blob for the versions that hold it.
+            stored = field.optional ? .null : .blob(Data())
         case let (.blob(blob), .data):
             // Written as a remote reference: the bytes follow on their own.
             guard let attachment = SyncAttachment(digest: blob.digest, size: blob.size),

@@ -73,6 +73,40 @@ enum GalleryV2: VersionedSchema {
     }
 }
 
+/// Version 1 of an album app: its thumbnails in files, its images still in their rows.
+enum AlbumV1: VersionedSchema {
+    static let versionIdentifier = Schema.Version(1, 0, 0)
+    static var models: [any PersistentModel.Type] { [Shot.self] }
+
+    @Model final class Shot {
+        var title: String
+        var image: Data?
+        @Attribute(.externalStorage) var thumbnail: Data?
+        init(title: String, image: Data?, thumbnail: Data?) {
+            self.title = title
+            self.image = image
+            self.thumbnail = thumbnail
+        }
+    }
+}
+
+/// Version 2: the images in files too.
+enum AlbumV2: VersionedSchema {
+    static let versionIdentifier = Schema.Version(2, 0, 0)
+    static var models: [any PersistentModel.Type] { [Shot.self] }
+
+    @Model final class Shot {
+        var title: String
+        @Attribute(.externalStorage) var image: Data?
+        @Attribute(.externalStorage) var thumbnail: Data?
+        init(title: String, image: Data?, thumbnail: Data?) {
+            self.title = title
+            self.image = image
+            self.thumbnail = thumbnail
+        }
+    }
+}
+
 extension LoopbackServer {
     /// A device of the gallery app in version 1 or 2, its store in `<name>.sqlite`.
     func galleryDevice(_ name: String, version2: Bool) throws -> (ModelContainer, SyncEngine) {
@@ -336,6 +370,54 @@ struct AttachmentSyncTests {
             for shot in try ModelContext(b).fetch(FetchDescriptor<GalleryV2.Shot>()) { shots[shot.title] = shot.image }
             #expect(shots["old"] == first)
             #expect(shots["new"] == second)
+        }
+    }
+
+    @Test(
+        "a device of an older version whose column keeps its bytes in the row reads a newer version's blob as absent, and its edits leave the blob alone"
+    )
+    func blobIntoInlineColumn() async throws {
+        try await LoopbackServer.run { server in
+            let verifier = server.server.verifier
+            func device<Shot: PersistentModel>(
+                _ name: String, _ schema: any VersionedSchema.Type, _ type: Shot.Type
+            ) throws -> (ModelContainer, SyncEngine) {
+                let container = try ModelContainer(
+                    for: Schema(versionedSchema: schema), configurations: ModelConfiguration(url: server.directory.file("\(name).sqlite")))
+                var configuration = SyncConfiguration()
+                configuration.sync(type)
+                let transport = HTTPSyncTransport(server: server.url) { try await verifier.mint(user: "alice") }
+                let engine = try SyncEngine(
+                    container: container, transport: transport, user: "alice", configuration: configuration, clock: SystemSyncClock(),
+                    seed: seed(of: name))
+                return (container, engine)
+            }
+            let image = attachmentBytes(300_000, seed: 16)
+            let thumbnail = attachmentBytes(200_000, seed: 17)
+            let (new, newEngine) = try device("new", AlbumV2.self, AlbumV2.Shot.self)
+            let writer = ModelContext(new)
+            writer.insert(AlbumV2.Shot(title: "pier", image: image, thumbnail: thumbnail))
+            try writer.save()
+            try await newEngine.syncNow()
+            try await newEngine.transferAttachments()
+
+            // Version 1 speaks the blob protocol (its thumbnails are files), but its images stay
+            // in their rows: the image reads as absent, the thumbnail arrives.
+            let (old, oldEngine) = try device("old", AlbumV1.self, AlbumV1.Shot.self)
+            try await oldEngine.syncNow()
+            try await oldEngine.transferAttachments()
+            let context = ModelContext(old)
+            let shot = try #require(try context.fetch(FetchDescriptor<AlbumV1.Shot>()).first)
+            #expect(shot.image == nil)
+            #expect(shot.thumbnail == thumbnail)
+            shot.title = "pier at dusk"
+            try context.save()
+            try await oldEngine.syncNow()
+
+            try await newEngine.syncNow()
+            let newShot = try #require(try ModelContext(new).fetch(FetchDescriptor<AlbumV2.Shot>()).first)
+            #expect(newShot.title == "pier at dusk")
+            #expect(newShot.image == image)
         }
     }
 

@@ -22,6 +22,9 @@ package struct SyncEntityField: Sendable, Hashable {
     public var destinationDeleteRule: Schema.Relationship.DeleteRule? = nil
     /// How it merges (nil: written whole).
     public var merge: MergeKind? = nil
+    /// Whether its value is kept in a file beside the store (`.externalStorage`) on this device,
+    /// so that it can hold a blob whose bytes follow.
+    public var externalStorage = false
 }
 
 /// The synced shape of one entity: its fields and its many-to-many link sets.
@@ -37,6 +40,9 @@ package struct SyncEntityShape: Sendable, Hashable {
 
     /// The kind of a field (nil when the entity has no such synced field).
     public func kind(of field: String) -> SyncValueKind? { fields.first { $0.name == field }?.kind }
+
+    /// A synced field by name (nil when the entity has no such synced field).
+    public func field(_ name: String) -> SyncEntityField? { fields.first { $0.name == name } }
 
     /// Whether a field is a `.counter`.
     public func isCounter(_ field: String) -> Bool { fields.contains { $0.name == field && $0.merge == .counter } }
@@ -69,7 +75,8 @@ extension ModelContainer {
                     name: plan.fieldNames[position], kind: plan.fieldKinds[position], destination: plan.fieldTargets[position],
                     optional: plan.layout.columns[column].codec.isOptional, destinationDeleteRule: rule,
                     merge: plan.counterColumns.contains(column)
-                        ? .counter : plan.setColumns.contains(column) ? .set : plan.textColumns.contains(column) ? .text : nil
+                        ? .counter : plan.setColumns.contains(column) ? .set : plan.textColumns.contains(column) ? .text : nil,
+                    externalStorage: plan.layout.columns[column].isExternallyStored
                 ))
         }
         return SyncEntityShape(
