@@ -7,9 +7,11 @@ import PostgresNIO
 ///
 /// Every server migrates at start, inside one transaction that first takes
 /// `pg_advisory_xact_lock` on a key of the schema: when several servers start at once, one
-/// migrates and the others wait, then find nothing left to do. The transaction has no
-/// statement timeout: a migration of a large table, or the wait for another server's, may take
-/// longer than a request may. Text columns that order
+/// migrates and the others wait, then find nothing left to do. The wait for the advisory lock
+/// and the statements have no timeout: a migration of a large table, or the wait for another
+/// server's, may take longer than a request may. A statement's wait for a table's lock (held by
+/// a running server's transaction) keeps the statement timeout, as `lock_timeout`, so that a
+/// migration never queues every request behind it for good. Text columns that order
 /// keyset pages use the "C" collation, so that PostgreSQL orders them by bytes as Swift's
 /// `String` and SQLite do.
 enum PostgresSchema {
@@ -149,7 +151,9 @@ enum PostgresSchema {
     /// (epoch, cursor key), under an advisory lock held to the end of the transaction.
     /// Returns the versions applied now.
     @discardableResult
-    static func migrate(_ client: PostgresClient, schema: String, cursorKey: Data?, logger: Logger) async throws -> [Int] {
+    static func migrate(
+        _ client: PostgresClient, schema: String, cursorKey: Data?, lockTimeoutMilliseconds: Int, logger: Logger
+    ) async throws -> [Int] {
         try await PostgresSyncStorage.transaction(client, logger: logger) { connection in
             // Each statement read to its end: a statement's error comes with its rows.
             func execute(_ query: PostgresQuery) async throws {
@@ -157,6 +161,7 @@ enum PostgresSchema {
             }
             try await execute("SET LOCAL statement_timeout = 0")
             try await execute("SELECT pg_advisory_xact_lock(hashtext(\("osd-server migrations " + schema)))")
+            try await execute(PostgresQuery(unsafeSQL: "SET LOCAL lock_timeout = \(max(0, lockTimeoutMilliseconds))"))
             // `schema` is a validated identifier (lower-case letters, digits, underscores).
             try await execute(PostgresQuery(unsafeSQL: "CREATE SCHEMA IF NOT EXISTS \"\(schema)\""))
             try await execute(

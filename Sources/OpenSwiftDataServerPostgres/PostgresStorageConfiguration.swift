@@ -72,6 +72,7 @@ public struct PostgresStorageConfiguration: Sendable {
     /// The most connections each server opens (one more is held for LISTEN).
     public var poolSize: Int
     /// The longest a statement may run (lock waits included), in milliseconds; 0: no limit.
+    /// Migrations at start are not limited, except in their waits for a table's lock.
     public var statementTimeoutMilliseconds: Int
     /// The longest a request waits for a connection to the database, and a connection attempt
     /// takes, in milliseconds. While the database cannot be reached, requests are answered

@@ -61,7 +61,9 @@ public final class PostgresSyncStorage: SharedSyncStorage, SyncStorageBackend {
         let runner = Task { await client.run() }
         shared.state.withLock { $0.runner = runner }
         do {
-            try await PostgresSchema.migrate(client, schema: configuration.schema, cursorKey: cursorKey, logger: logger)
+            try await PostgresSchema.migrate(
+                client, schema: configuration.schema, cursorKey: cursorKey, lockTimeoutMilliseconds: configuration.statementTimeoutMilliseconds,
+                logger: logger)
         } catch {
             runner.cancel()
             throw error

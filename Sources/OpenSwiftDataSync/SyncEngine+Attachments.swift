@@ -200,13 +200,11 @@ extension SyncEngine {
                     try container.releaseRetainedSyncAttachment(attachment)
                 }
             }
+            // The queues are counted before their transfers and at the end of the pass; each
+            // transfer between takes one off its count, so that a pass of many transfers does
+            // not read every row again for each.
             let pending = try container.pendingSyncAttachmentUploads()
-            let (missing, anyMissing) = try container.missingSyncAttachments(splitting: configuration.onDemandAttachments)
-            // Downloads left by an earlier launch whose bytes no row waits for any more go.
-            container.discardSyncAttachmentDownloads(keeping: anyMissing)
-            // Counted here and at the end; each transfer between takes one off its count, so that
-            // a pass of many transfers does not read every row again for each.
-            await showAttachmentCounts(uploads: pending.count, missing: missing.count, progress: nil)
+            await showAttachmentCount(uploads: pending.count)
             for attachment in pending where !attachments.refused.contains(attachment) {
                 do {
                     try await upload(attachment)
@@ -223,6 +221,11 @@ extension SyncEngine {
                     if Self.isTransient(failure) { break }
                 }
             }
+            // Read after the uploads, which may take long: what syncs meanwhile counts.
+            let (missing, anyMissing) = try container.missingSyncAttachments(splitting: configuration.onDemandAttachments)
+            // Downloads left by an earlier launch whose bytes no row waits for any more go.
+            container.discardSyncAttachmentDownloads(keeping: anyMissing)
+            await showAttachmentCount(missing: missing.count)
             for attachment in missing {
                 do {
                     try await download(attachment)
@@ -341,6 +344,15 @@ extension SyncEngine {
         await MainActor.run { status.attachmentProgress = progress }
     }
 
+    /// Shows one queue's length, read just before its transfers.
+    private func showAttachmentCount(uploads: Int? = nil, missing: Int? = nil) async {
+        let status = self.status
+        await MainActor.run {
+            if let uploads { status.pendingAttachmentUploadCount = uploads }
+            if let missing { status.missingAttachmentCount = missing }
+        }
+    }
+
     /// Takes a transferred attachment off its queue's length in the status.
     private func countTransferred(_ direction: AttachmentTransfer.Direction) async {
         let status = self.status
@@ -356,11 +368,6 @@ extension SyncEngine {
     private func updateAttachmentStatus(progress: AttachmentProgress?) async {
         let uploads = (try? container.pendingSyncAttachmentUploads().count) ?? 0
         let missing = (try? container.missingSyncAttachments(excluding: configuration.onDemandAttachments).count) ?? 0
-        await showAttachmentCounts(uploads: uploads, missing: missing, progress: progress)
-    }
-
-    /// Shows the queues' lengths, and the transfer under way (nil: none).
-    private func showAttachmentCounts(uploads: Int, missing: Int, progress: AttachmentProgress?) async {
         let status = self.status
         await MainActor.run {
             status.pendingAttachmentUploadCount = uploads

@@ -58,14 +58,32 @@ struct MultiServerTests {
         var timed = try PostgresTestDatabase.freshConfiguration(poolSize: 2)
         timed.statementTimeoutMilliseconds = 200
         let configuration = timed
-        let lock = "SELECT pg_advisory_lock(hashtext('osd-server migrations \(configuration.schema)'))"
-        let unlock = "SELECT pg_advisory_unlock(hashtext('osd-server migrations \(configuration.schema)'))"
+        let key = "hashtext('osd-server migrations \(configuration.schema)')"
+        let quiet = PostgresTestDatabase.quietLogger
         let epoch = try await PostgresTestDatabase.withProbe(configuration) { connection in
-            // Another server's migration, as long as five of this server's statement timeouts.
-            _ = try await connection.query(PostgresQuery(unsafeSQL: lock), logger: PostgresTestDatabase.quietLogger).collect()
-            let starting = Task { try await PostgresSyncStorage(configuration: configuration, logger: PostgresTestDatabase.quietLogger) }
-            try await Task.sleep(for: .milliseconds(1000))
-            _ = try await connection.query(PostgresQuery(unsafeSQL: unlock), logger: PostgresTestDatabase.quietLogger).collect()
+            // Another server's migration holds the lock.
+            _ = try await connection.query(PostgresQuery(unsafeSQL: "SELECT pg_advisory_lock(\(key))"), logger: quiet).collect()
+            let starting = Task { try await PostgresSyncStorage(configuration: configuration, logger: quiet) }
+            do {
+                // Held until the starting server has waited for it five of its statement
+                // timeouts (its wait seen in pg_locks: a lock of that key not granted).
+                let waiting = """
+                    SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objsubid = 1
+                    AND ((classid::bigint << 32) | objid::bigint) = \(key)::bigint
+                    """
+                var seen = false
+                for _ in 0..<500 where !seen {
+                    let rows = try await connection.query(PostgresQuery(unsafeSQL: waiting), logger: quiet).collect()
+                    seen = try rows.first?.decode(Int64.self) == 1
+                    if !seen { try await Task.sleep(for: .milliseconds(20)) }
+                }
+                #expect(seen, "the starting server waits for the migration lock")
+                try await Task.sleep(for: .milliseconds(1000))
+                _ = try await connection.query(PostgresQuery(unsafeSQL: "SELECT pg_advisory_unlock(\(key))"), logger: quiet).collect()
+            } catch {
+                starting.cancel()
+                throw error
+            }
             let storage = try await starting.value
             let epoch = try await storage.metadata().epoch
             try await storage.close()
