@@ -18,8 +18,9 @@ extension SyncEngine {
         for (name, value) in values.sorted(by: { $0.key < $1.key }) {
             // A blob for a column that keeps its bytes in the row (an older version of the
             // app): not written, so that this save does not replace the blob with absent.
-            if case .blob = value, shape.field(name)?.externalStorage == false { continue }
-            guard let field = shape.field(name), let stored = SyncValueMapping.stored(value, for: field) else {
+            let field = shape.field(name)
+            if case .blob = value, field?.externalStorage == false { continue }
+            guard let field, let stored = SyncValueMapping.stored(value, for: field) else {
                 throw SyncEngineError.badServerAnswer("\(conflict.record.entity).\(name) cannot take \(value)")
             }
             fields.append(SyncField(name: name, value: stored))

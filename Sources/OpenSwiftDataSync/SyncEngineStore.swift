@@ -203,7 +203,7 @@ enum SyncEngineStore {
     /// Whether a mutation the engine keeps (unsettled, or settled and kept for a server
     /// restore) names the blob `digest`: its bytes must stay on the device while one does.
     static func sentMutationsName(blob digest: String, in db: Database) throws -> Bool {
-        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(sentTable) WHERE instr(body, ?) > 0)", arguments: [Data(digest.utf8)]) == true
+        try blobsSentMutationsName(in: db).contains(digest)
     }
 
     /// The blobs the mutations the engine keeps name, read in one pass over their bodies: a
