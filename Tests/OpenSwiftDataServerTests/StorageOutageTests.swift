@@ -67,6 +67,11 @@ final class PrivatePostgresCluster: Sendable {
     /// running would hold a pipe open). Spawned and reaped here rather than by Foundation's
     /// `Process`, whose `waitUntilExit()` never returned for `pg_ctl start` (the command had
     /// exited; its daemon's start left Foundation's monitor without the news).
+    ///
+    /// The command gets standard input, output and error and no other descriptor of the test
+    /// process: the server it leaves running would otherwise hold, until the end of the run,
+    /// every pipe other tests had open at that moment (Foundation's `Pipe` is not close-on-exec),
+    /// and a test reading one of them to its end would wait for good.
     static func run(_ arguments: [String]) throws {
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("osd-pg-outage-\(UUID().uuidString).log")
         defer { try? FileManager.default.removeItem(at: log) }
@@ -76,6 +81,7 @@ final class PrivatePostgresCluster: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, log.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        try closeOtherDescriptors(&actions)
         // Safety: the C strings are made by strdup, live until the deferred free, and the array
         // ends with the nil posix_spawn needs; posix_spawn copies them into the child.
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
@@ -93,6 +99,26 @@ final class PrivatePostgresCluster: Sendable {
             let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
             throw Failure(description: "\(arguments.joined(separator: " ")) failed (status \(status)): \(text)")
         }
+    }
+
+    /// Adds to `actions` the closing of every descriptor above standard error, at once with
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later, looked up at run time
+    /// because Swift's Glibc module does not declare it), else one by one from the descriptors
+    /// open now.
+    private static func closeOtherDescriptors(_ actions: inout posix_spawn_file_actions_t) throws {
+        typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        if let symbol = dlsym(dlopen(nil, RTLD_NOW), "posix_spawn_file_actions_addclosefrom_np") {
+            // Safety: the symbol is glibc's `int posix_spawn_file_actions_addclosefrom_np(
+            // posix_spawn_file_actions_t *, int)`, the C signature `AddCloseFrom` declares.
+            let addCloseFrom = unsafeBitCast(symbol, to: AddCloseFrom.self)
+            let added = addCloseFrom(&actions, 3)
+            guard added == 0 else { throw Failure(description: "posix_spawn_file_actions_addclosefrom_np failed: errno \(added)") }
+            return
+        }
+        let open = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").compactMap { Int32($0) }
+        // A descriptor closed meanwhile (the listing's own) fails its close in the child, which
+        // posix_spawn ignores.
+        for descriptor in open where descriptor > 2 { posix_spawn_file_actions_addclose(&actions, descriptor) }
     }
 }
 
@@ -142,6 +168,21 @@ final class LockedBox<T>: @unchecked Sendable {
     var value: T {
         get { lock.withLock { stored } }
         set { lock.withLock { stored = newValue } }
+    }
+}
+
+@Suite("A private PostgreSQL cluster's commands")
+struct PrivatePostgresClusterTests {
+    /// `pg_ctl start` leaves a server running for the rest of the run: a pipe it held would
+    /// never reach its end for the test reading it (the simulator's sweep waited for good so).
+    @Test("a command the cluster runs holds no descriptor of the test process but its standard ones")
+    func commandsHoldNoPipe() throws {
+        let pipe = Pipe()
+        let descriptor = pipe.fileHandleForWriting.fileDescriptor
+        #expect(FileManager.default.fileExists(atPath: "/proc/self/fd/\(descriptor)"))
+        // `test` is the shell's own command: /proc/self is the spawned shell.
+        try PrivatePostgresCluster.run(["/bin/sh", "-c", "test ! -e /proc/self/fd/\(descriptor)"])
+        try pipe.fileHandleForWriting.close()
     }
 }
 
