@@ -124,7 +124,7 @@ struct EmbeddingTests {
             }
         }
         defer { socket.cancel() }
-        let first = try await withTimeout(10) {
+        let first = try await withTimeout(messageDeadline) {
             var iterator = messages.makeAsyncIterator()
             return await iterator.next()
         }

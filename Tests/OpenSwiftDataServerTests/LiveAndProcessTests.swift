@@ -10,6 +10,11 @@ import OpenSwiftDataSyncProtocol
 import OpenSwiftDataTestSupport
 import Testing
 
+/// How long a test waits for a message that comes at once when all is well: far above that, so
+/// that a machine busy with the rest of the suite does not fail the test; only a test that
+/// fails waits it out.
+let messageDeadline: Double = 30
+
 /// Runs `body`, failing if it takes longer than `seconds`.
 func withTimeout<T: Sendable>(_ seconds: Double, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
     try await withThrowingTaskGroup(of: T.self) { group in
@@ -61,12 +66,12 @@ struct LiveAndProcessTests {
                 aliceSocket.cancel()
                 bobSocket.cancel()
             }
-            let hello = try await withTimeout(10) {
+            let hello = try await withTimeout(messageDeadline) {
                 var iterator = aliceMessages.makeAsyncIterator()
                 return await iterator.next()
             }
             #expect(hello?.type == .hello)
-            let bobHello = try await withTimeout(10) {
+            let bobHello = try await withTimeout(messageDeadline) {
                 var iterator = bobMessages.makeAsyncIterator()
                 return await iterator.next()
             }
@@ -74,7 +79,7 @@ struct LiveAndProcessTests {
             #expect(await server.server.hub.count == 2)
             let push = try await server.push(PushRequest(clientID: "alice-phone", mutations: [mutation(1, .insert, "n1")]), token: alice)
             #expect(push.status == 200)
-            let changed = try await withTimeout(10) {
+            let changed = try await withTimeout(messageDeadline) {
                 var iterator = aliceMessages.makeAsyncIterator()
                 return await iterator.next()
             }
@@ -82,7 +87,7 @@ struct LiveAndProcessTests {
             #expect(changed?.scopes == [.user("alice")])
             // Bob's next message is the grant, not alice's private change.
             _ = try await server.send(.POST, "/v1/scopes/team:t1/members", token: alice, body: Data(#"{"protocolVersion":1,"user":"bob"}"#.utf8))
-            let bobNext = try await withTimeout(10) {
+            let bobNext = try await withTimeout(messageDeadline) {
                 var iterator = bobMessages.makeAsyncIterator()
                 return await iterator.next()
             }

@@ -160,7 +160,7 @@ struct MultiServerTests {
                 }
             }
             defer { socket.cancel() }
-            let hello = try await withTimeout(10) {
+            let hello = try await withTimeout(messageDeadline) {
                 var iterator = messages.makeAsyncIterator()
                 return await iterator.next()
             }
@@ -169,7 +169,7 @@ struct MultiServerTests {
             _ = try await b.push(PushRequest(clientID: "bob-phone", mutations: [mutation(1, .insert, "b1", scope: .user("bob"))]), token: bob)
             let push = try await b.push(PushRequest(clientID: "alice-laptop", mutations: [mutation(1, .insert, "n1")]), token: alice)
             #expect(push.status == 200)
-            let changed = try await withTimeout(10) {
+            let changed = try await withTimeout(messageDeadline) {
                 var iterator = messages.makeAsyncIterator()
                 return await iterator.next()
             }
@@ -179,7 +179,7 @@ struct MultiServerTests {
             // Bob grants alice his team's scope through B: alice's socket on A hears of it.
             let grant = try await b.send(.POST, "/v1/scopes/team:t9/members", token: bob, body: Data(#"{"protocolVersion":1,"user":"alice"}"#.utf8))
             #expect(grant.status == 200, "\(grant.text)")
-            let granted = try await withTimeout(10) {
+            let granted = try await withTimeout(messageDeadline) {
                 var iterator = messages.makeAsyncIterator()
                 return await iterator.next()
             }

@@ -192,7 +192,7 @@ struct OperationsTests {
             var iterator = ports.makeAsyncIterator()
             let port = try #require(await iterator.next())
             let url = try #require(URL(string: "http://127.0.0.1:\(port)/.well-known/jwks.json"))
-            try await LiveServer.run(auth: AuthConfiguration(jwksURL: url)) { server in
+            try await LiveServer.run(auth: AuthConfiguration(jwksURL: url, jwksFetchTimeout: messageDeadline)) { server in
                 let push = try await server.push(note(1, "n1", user: "bob"), token: try await provider.token("bob"))
                 #expect(push.status == 200, "\(push.text)")
                 let scopes = try await server.send(.GET, "/v1/scopes", token: try await provider.token("bob"))

@@ -186,7 +186,7 @@ final class LiveChannel: Sendable {
     func expect(_ expected: [String], line: Int) async throws {
         for text in expected {
             let messages = messages
-            let received = try await withTimeout(10) { () -> String? in
+            let received = try await withTimeout(messageDeadline) { () -> String? in
                 var iterator = messages.makeAsyncIterator()
                 return await iterator.next()
             }

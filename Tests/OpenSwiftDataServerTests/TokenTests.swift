@@ -249,7 +249,12 @@ struct TokenTests {
 
     private func rotate(port: Int, endpoint: JWKSEndpoint, old: ProviderKey, new: ProviderKey) async throws {
         let url = try #require(URL(string: "http://127.0.0.1:\(port)/jwks.json"))
-        let verifier = try await verifier(AuthConfiguration(jwksURL: url, jwksRefreshInterval: 3600, jwksMinimumRefetchInterval: 5))
+        let verifier = try await verifier(
+            AuthConfiguration(
+                jwksURL: url, jwksRefreshInterval: 3600, jwksMinimumRefetchInterval: 5,
+                // The provider is served by this test process: beside the rest of the suite, a
+                // fetch may wait longer than a provider across the network would.
+                jwksFetchTimeout: messageDeadline))
         #expect(await endpoint.fetches == 1)
         #expect(try await verifier.user(token: try await old.sign(claims())) == "alice")
         // The provider publishes the new key next to the old one and signs with it.

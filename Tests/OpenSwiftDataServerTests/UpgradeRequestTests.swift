@@ -35,7 +35,7 @@ struct RawExchange {
 
     /// Sends `request` to 127.0.0.1:`port` and reads the answer's head (and its body, unless
     /// `withBody` is false, as for HEAD), giving up after `timeout` seconds without data.
-    static func send(_ request: [UInt8], port: Int, withBody: Bool = true, timeout: Int = 10) async throws -> RawExchange {
+    static func send(_ request: [UInt8], port: Int, withBody: Bool = true, timeout: Int = Int(messageDeadline)) async throws -> RawExchange {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
                 continuation.resume(with: Result { try exchange(request, port: port, withBody: withBody, timeout: timeout) })

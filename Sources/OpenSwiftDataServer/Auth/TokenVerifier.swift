@@ -31,12 +31,15 @@ public struct AuthConfiguration: Sendable {
     /// Fewest seconds between two fetches of ``jwksURL`` prompted by unknown key ids, so that
     /// tokens with made-up key ids cannot make the server hammer the identity provider.
     public var jwksMinimumRefetchInterval: TimeInterval
+    /// Seconds a fetch of ``jwksURL`` may wait for the identity provider's next bytes before it
+    /// fails (at start, the server does not start; later, the keys fetched before stay in use).
+    public var jwksFetchTimeout: TimeInterval
 
     /// Makes a configuration; at least one key source is needed to accept any token.
     public init(
         hmacSecret: String? = nil, jwksJSON: String? = nil, jwksURL: URL? = nil, clockSkew: TimeInterval = 60, issuer: String? = nil,
         audience: String? = nil,
-        jwksRefreshInterval: TimeInterval = 3600, jwksMinimumRefetchInterval: TimeInterval = 10
+        jwksRefreshInterval: TimeInterval = 3600, jwksMinimumRefetchInterval: TimeInterval = 10, jwksFetchTimeout: TimeInterval = 5
     ) {
         self.hmacSecret = hmacSecret
         self.jwksJSON = jwksJSON
@@ -46,6 +49,7 @@ public struct AuthConfiguration: Sendable {
         self.audience = audience
         self.jwksRefreshInterval = jwksRefreshInterval
         self.jwksMinimumRefetchInterval = jwksMinimumRefetchInterval
+        self.jwksFetchTimeout = jwksFetchTimeout
     }
 }
 
@@ -125,11 +129,12 @@ actor JWKSSource {
     private let clock: @Sendable () -> Date
     private let refreshInterval: TimeInterval
     private let minimumRefetchInterval: TimeInterval
+    private let fetchTimeout: TimeInterval
     private let logger = Logger(label: "osd-server.jwks")
 
     init(
         keys: JWKSKeys, fixed: String?, url: URL?, clock: @escaping @Sendable () -> Date, refreshInterval: TimeInterval,
-        minimumRefetchInterval: TimeInterval
+        minimumRefetchInterval: TimeInterval, fetchTimeout: TimeInterval
     ) {
         self.keys = keys
         self.fixed = fixed
@@ -138,11 +143,12 @@ actor JWKSSource {
         self.fetched = clock()
         self.refreshInterval = refreshInterval
         self.minimumRefetchInterval = minimumRefetchInterval
+        self.fetchTimeout = fetchTimeout
     }
 
-    static func fetch(_ url: URL) async throws -> String {
+    static func fetch(_ url: URL, timeout: TimeInterval) async throws -> String {
         var request = URLRequest(url: url)
-        request.timeoutInterval = 5
+        request.timeoutInterval = timeout
         let (data, response) = try await URLSession.shared.data(for: request)
         if let http = response as? HTTPURLResponse, !(200..<300).contains(http.statusCode) {
             throw SyncServiceError(500, .internalError, "the JWKS URL answered \(http.statusCode)")
@@ -158,7 +164,7 @@ actor JWKSSource {
         if let url, age >= refreshInterval || (unknown && age >= minimumRefetchInterval) {
             fetched = clock()
             do {
-                keys = try await JWKSKeys.load((fixed.map { [$0] } ?? []) + [try await Self.fetch(url)])
+                keys = try await JWKSKeys.load((fixed.map { [$0] } ?? []) + [try await Self.fetch(url, timeout: fetchTimeout)])
             } catch {
                 logger.error("fetching the JWKS failed; the keys fetched before stay in use", metadata: ["url": "\(url)", "error": "\(error)"])
             }
@@ -197,11 +203,12 @@ public final class TokenVerifier: Sendable {
         }
         if configuration.jwksJSON != nil || configuration.jwksURL != nil {
             var documents: [String] = configuration.jwksJSON.map { [$0] } ?? []
-            if let url = configuration.jwksURL { documents.append(try await JWKSSource.fetch(url)) }
+            if let url = configuration.jwksURL { documents.append(try await JWKSSource.fetch(url, timeout: configuration.jwksFetchTimeout)) }
             // A fixed document (no URL) is never refetched; with a URL, its keys join the fetched ones.
             jwks = JWKSSource(
                 keys: try await JWKSKeys.load(documents), fixed: configuration.jwksJSON, url: configuration.jwksURL, clock: clock,
-                refreshInterval: configuration.jwksRefreshInterval, minimumRefetchInterval: configuration.jwksMinimumRefetchInterval)
+                refreshInterval: configuration.jwksRefreshInterval, minimumRefetchInterval: configuration.jwksMinimumRefetchInterval,
+                fetchTimeout: configuration.jwksFetchTimeout)
         } else {
             jwks = nil
         }
