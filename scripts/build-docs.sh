@@ -4,6 +4,9 @@
 # Archives land in .build/plugins/Swift-DocC/outputs/<target>.doccarchive.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# One run of the plugin for every target: it loads the package and builds the symbol graphs once.
+targets=()
 for target in OpenSwiftData OpenSwiftDataSync OpenSwiftDataSyncProtocol OpenSwiftDataServer OpenSwiftDataServerSQLite OpenSwiftDataServerPostgres; do
-    swift package generate-documentation --target "$target" --warnings-as-errors
+    targets+=(--target "$target")
 done
+swift package generate-documentation "${targets[@]}" --warnings-as-errors

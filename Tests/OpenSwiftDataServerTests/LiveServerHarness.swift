@@ -61,7 +61,11 @@ struct LiveServer {
         let app = server.makeApplication(logger: logger) { port in portContinuation.yield(port) }
         let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: logger)
         return try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { try await group.run() }
+            tasks.addTask {
+                // A server that fails before it listens ends the wait for its port.
+                defer { portContinuation.finish() }
+                try await group.run()
+            }
             var iterator = ports.makeAsyncIterator()
             guard let port = await iterator.next() else { throw SyncServiceError(500, .internalError, "the server did not start") }
             let live = LiveServer(port: port, server: server, directory: directory, storage: storage)

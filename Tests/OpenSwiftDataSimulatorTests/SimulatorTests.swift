@@ -43,16 +43,39 @@ enum SimulateCommand {
         return candidate
     }
 
+    /// How long one run may take: CI's sweep takes about two minutes in a debug build; a run
+    /// past this is stuck (a schedule that never ends), and is killed so that the test fails.
+    static let deadline: Duration = .seconds(20 * 60)
+
+    /// Runs the command with `arguments` to its end, or kills it at ``deadline``. Its output goes
+    /// to a file, not a pipe, and its exit is awaited by polling: no thread of the tests' pool
+    /// blocks for the minutes a sweep takes, and no other process that came to hold a copy of a
+    /// pipe can keep the read from ending.
     static func run(_ arguments: [String]) async throws -> Output {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("osd-simulate-\(UUID().uuidString).out")
+        guard FileManager.default.createFile(atPath: output.path, contents: nil) else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "cannot create \(output.path)"])
+        }
+        defer { try? FileManager.default.removeItem(at: output) }
+        let handle = try FileHandle(forWritingTo: output)
         let process = Process()
         process.executableURL = try executable()
         process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
+        process.standardOutput = handle
         process.standardError = FileHandle.nullDevice
         try process.run()
-        let data = try await Task.detached { try pipe.fileHandleForReading.readToEnd() ?? Data() }.value
+        try handle.close()
+        let start = ContinuousClock.now
+        while process.isRunning {
+            guard ContinuousClock.now - start < deadline else {
+                process.terminate()
+                Issue.record("osd-simulate \(arguments.joined(separator: " ")) ran past \(deadline) and was killed")
+                break
+            }
+            try await Task.sleep(for: .milliseconds(200))
+        }
         process.waitUntilExit()
+        let data = try Data(contentsOf: output)
         return Output(lines: String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init), status: process.terminationStatus)
     }
 
