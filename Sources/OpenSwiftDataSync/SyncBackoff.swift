@@ -14,10 +14,14 @@ public struct SyncBackoff: Sendable, Hashable {
 
     /// The delay before retry number `attempt` (1 for the first retry), in seconds.
     package func delay(attempt: Int, using random: inout SyncRandom) -> Double {
-        let exponent = Double(min(max(attempt - 1, 0), 30))
-        let ceiling = min(cap.secondsValue, base.secondsValue * pow2(exponent))
         let unit = Double(random.next() >> 11) / Double(1 << 53)
-        return ceiling * unit
+        return ceiling(attempt: attempt) * unit
+    }
+
+    /// The longest delay before retry number `attempt`, in seconds: `min(cap, base · 2ⁿ⁻¹)`.
+    package func ceiling(attempt: Int) -> Double {
+        let exponent = Double(min(max(attempt - 1, 0), 30))
+        return min(cap.secondsValue, base.secondsValue * pow2(exponent))
     }
 
     private func pow2(_ exponent: Double) -> Double {

@@ -17,6 +17,10 @@ struct SyncAttachmentQueue {
     /// requests write the same download's file or send the same upload at once.
     var busy = false
     var waiters: [CheckedContinuation<Void, Never>] = []
+    /// Blobs the server does not have yet (their writer has not uploaded them), by digest: how
+    /// many times in a row it said so, and when to ask again. The loop's passes skip a blob until
+    /// then, so that one whose writer never uploads costs a request per backoff, not one per sync.
+    var notUploadedYet: [String: (answers: Int, due: Date)] = [:]
 }
 
 /// Attachments: the bytes of synced `.externalStorage` values, which travel apart from their
@@ -31,10 +35,13 @@ struct SyncAttachmentQueue {
 extension SyncEngine {
     /// Uploads every attachment waiting for it and downloads every missing one, now; throws the
     /// first failure. A blob the server does not hold yet is left for later, not an error.
+    ///
+    /// A started engine transfers after each cycle on its own; this asks again at once for the
+    /// blobs its passes wait to ask for (the server did not have them yet).
     public func transferAttachments() async throws {
         guard !signedOut else { throw SyncEngineError.signedOut }
         attachments.refused = []
-        if let error = await transferPass().error { throw error }
+        if let error = await transferPass(askingEveryBlob: true).error { throw error }
     }
 
     /// Downloads the bytes of a model's synced `.externalStorage` property now, if they are not
@@ -166,7 +173,7 @@ extension SyncEngine {
 
     /// One pass of the loop; schedules a retry with backoff while transfers are left.
     private func runAttachmentPass() async {
-        let outcome = await transferPass()
+        let outcome = await transferPass(askingEveryBlob: false)
         guard outcome.left else {
             attachments.failures = 0
             return
@@ -182,13 +189,15 @@ extension SyncEngine {
     }
 
     /// Uploads, then downloads. Returns the first failure and whether anything is left to retry.
-    private func transferPass() async -> (error: SyncEngineError?, left: Bool) {
+    /// Blobs the server did not have yet are asked for again once their backoff has passed, or
+    /// at once when `askingEveryBlob`.
+    private func transferPass(askingEveryBlob: Bool) async -> (error: SyncEngineError?, left: Bool) {
         guard container.syncsAttachments else { return (nil, false) }
-        return await oneTransferAtATime { await transferPassAlone() }
+        return await oneTransferAtATime { await transferPassAlone(askingEveryBlob: askingEveryBlob) }
     }
 
     /// A pass, while no other transfer runs.
-    private func transferPassAlone() async -> (error: SyncEngineError?, left: Bool) {
+    private func transferPassAlone(askingEveryBlob: Bool) async -> (error: SyncEngineError?, left: Bool) {
         var firstError: SyncEngineError?
         var left = false
         do {
@@ -226,12 +235,26 @@ extension SyncEngine {
             // Downloads left by an earlier launch whose bytes no row waits for any more go.
             container.discardSyncAttachmentDownloads(keeping: anyMissing)
             await showAttachmentCount(missing: missing.count)
+            // Answers about blobs no row waits for any more are forgotten.
+            let waiting = Set(anyMissing.map(\.digest))
+            attachments.notUploadedYet = attachments.notUploadedYet.filter { waiting.contains($0.key) }
+            let now = clock.now()
             for attachment in missing {
+                if !askingEveryBlob, let wait = attachments.notUploadedYet[attachment.digest], wait.due > now {
+                    left = true
+                    continue
+                }
                 do {
                     try await download(attachment)
+                    attachments.notUploadedYet[attachment.digest] = nil
                     await countTransferred(.download)
                 } catch let SyncTransportError.refused(status, _) where status == 404 {
-                    // Not uploaded yet by its writer (or not readable here): asked again later.
+                    // Not uploaded yet by its writer (or not readable here): asked again after a
+                    // backoff of its own (the policy's ceiling for that many answers: 0.5 s, 1 s,
+                    // 2 s… up to a minute by default).
+                    let answers = (attachments.notUploadedYet[attachment.digest]?.answers ?? 0) + 1
+                    let delay = configuration.backoff.ceiling(attempt: answers)
+                    attachments.notUploadedYet[attachment.digest] = (answers, clock.now().addingTimeInterval(delay))
                     left = true
                 } catch {
                     let failure = Self.engineError(error)

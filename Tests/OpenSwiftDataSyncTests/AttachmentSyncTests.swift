@@ -4,6 +4,7 @@ import OpenSwiftData
 import OpenSwiftDataSync
 import OpenSwiftDataSyncProtocol
 import OpenSwiftDataTestSupport
+import Synchronization
 import Testing
 
 /// A synced model with attachments: an optional and a non-optional `.externalStorage` value.
@@ -292,6 +293,54 @@ struct AttachmentSyncTests {
         }
     }
 
+    @Test(
+        "a started engine asks for a blob its writer has not uploaded once per backoff, not after every sync; transferAttachments asks at once"
+    )
+    func notUploadedYetBacksOff() async throws {
+        try await LoopbackServer.run { server in
+            let a = try server.photoDevice("a")
+            // B counts its downloads; its backoff starts at 30 s.
+            let url = server.directory.file("b.sqlite")
+            let container = try ModelContainer(for: Schema([Photo.self]), configurations: ModelConfiguration(url: url))
+            let verifier = server.server.verifier
+            let transport = CountingTransport(HTTPSyncTransport(server: server.url) { try await verifier.mint(user: "alice") })
+            var configuration = SyncConfiguration()
+            configuration.sync(Photo.self, scope: \Photo.album)
+            configuration.pollInterval = .seconds(3600)
+            configuration.backoff = SyncBackoff(base: .seconds(30), cap: .seconds(60))
+            let engine = try SyncEngine(
+                container: container, transport: transport, user: "alice", configuration: configuration, clock: SystemSyncClock(),
+                seed: seed(of: "b"))
+            let b = Device(url: url, container: container, engine: engine, inMemory: nil, context: ModelContext(container))
+
+            // A's record reaches the server; its bytes do not (A's engine transfers nothing).
+            let image = attachmentBytes(400_000, seed: 12)
+            a.context.insert(Photo(title: "dune", image: image))
+            try a.context.save()
+            try await a.engine.syncNow()
+
+            await b.engine.start()
+            try await b.engine.syncNow()
+            for _ in 0..<3000 where transport.downloads == 0 { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(transport.downloads == 1, "the pass after B's first cycle asked for the blob")
+            // More cycles, each followed by a pass: none asks again before the backoff.
+            for _ in 0..<5 { try await b.engine.syncNow() }
+            try await Task.sleep(for: .seconds(2))
+            #expect(transport.downloads == 1, "passes within the backoff do not ask again")
+            #expect(try b.photos()["dune"]?.image == nil)
+
+            // Asked for explicitly: at once.
+            try await b.engine.transferAttachments()
+            #expect(transport.downloads == 2)
+            // Once A has uploaded, the explicit call brings the bytes.
+            try await a.engine.transferAttachments()
+            try await b.engine.transferAttachments()
+            #expect(transport.downloads == 3)
+            #expect(try b.photos()["dune"]?.image == image)
+            await b.engine.stop()
+        }
+    }
+
     @Test("an on-demand property downloads when asked; offline the request says so; evicted bytes come back")
     func onDemand() async throws {
         try await LoopbackServer.run { server in
@@ -471,5 +520,33 @@ struct AttachmentSyncTests {
             #expect(try await transport.blobUploadState(blob).received == 0)
             #expect(try await transport.uploadBlob(blob, from: file, offset: 0) { _ in }.isComplete)
         }
+    }
+}
+
+/// A transport that counts the blob downloads it is asked for and passes every request on.
+final class CountingTransport: SyncTransport {
+    private let base: any SyncTransport
+    private let count = Mutex(0)
+
+    init(_ base: any SyncTransport) { self.base = base }
+
+    /// How many downloads were asked for so far.
+    var downloads: Int { count.withLock { $0 } }
+
+    func push(_ request: PushRequest) async throws -> PushResponse { try await base.push(request) }
+    func pull(_ request: PullRequest) async throws -> PullResponse { try await base.pull(request) }
+    func live(clientID: ClientID) -> AsyncThrowingStream<LiveMessage, any Error> { base.live(clientID: clientID) }
+    func members(of scope: ScopeID) async throws -> ScopeMembersResponse { try await base.members(of: scope) }
+    func grant(_ request: GrantRequest, in scope: ScopeID) async throws -> ScopeMembersResponse { try await base.grant(request, in: scope) }
+    func revoke(_ user: String, in scope: ScopeID) async throws -> ScopeMembersResponse { try await base.revoke(user, in: scope) }
+    func blobUploadState(_ blob: BlobReference) async throws -> BlobUploadState { try await base.blobUploadState(blob) }
+    func uploadBlob(
+        _ blob: BlobReference, from path: String, offset: Int64, progress: @escaping @Sendable (Int64) -> Void
+    ) async throws -> BlobUploadState {
+        try await base.uploadBlob(blob, from: path, offset: offset, progress: progress)
+    }
+    func downloadBlob(_ blob: BlobReference, to path: String, progress: @escaping @Sendable (Int64) -> Void) async throws {
+        count.withLock { $0 += 1 }
+        try await base.downloadBlob(blob, to: path, progress: progress)
     }
 }
