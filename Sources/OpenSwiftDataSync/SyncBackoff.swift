@@ -1,5 +1,5 @@
 /// Capped exponential backoff with full jitter: the n-th consecutive failure waits a random
-/// time in `[0, min(cap, base · 2ⁿ)]`, drawn from the engine's seeded generator.
+/// time in `[0, min(cap, base · 2ⁿ⁻¹)]`, drawn from the engine's seeded generator.
 public struct SyncBackoff: Sendable, Hashable {
     /// The first delay's ceiling.
     public var base: Duration

@@ -11,8 +11,11 @@ struct SyncAttachmentQueue {
     /// Uploads the server refused for good in this run (over a limit): tried again on the next
     /// launch or ``SyncEngine/transferAttachments()``.
     var refused: Set<SyncAttachment> = []
-    /// Passes in a row that left transfers to retry.
+    /// Passes in a row whose transfers failed.
     var failures = 0
+    /// When the retry the loop waits for is due: one waits at a time, and a pass that needs an
+    /// earlier one schedules it.
+    var retryAt: Date?
     /// Whether a transfer runs: passes and on-demand downloads take turns, so that no two
     /// requests write the same download's file or send the same upload at once.
     var busy = false
@@ -171,35 +174,48 @@ extension SyncEngine {
         }
     }
 
-    /// One pass of the loop; schedules a retry with backoff while transfers are left.
+    /// One pass of the loop; schedules a retry: with backoff after failed transfers, else when
+    /// the first blob the server did not have yet is due to be asked for again.
     private func runAttachmentPass() async {
         let outcome = await transferPass(askingEveryBlob: false)
-        guard outcome.left else {
+        let delay: Double
+        if outcome.left {
+            attachments.failures += 1
+            delay = max(configuration.backoff.delay(attempt: attachments.failures, using: &random), 0.05)
+        } else {
             attachments.failures = 0
-            return
+            guard let due = outcome.due else { return }
+            delay = max(due.timeIntervalSince(clock.now()), 0.05)
         }
-        attachments.failures += 1
-        let delay = configuration.backoff.delay(attempt: attachments.failures, using: &random)
+        let target = clock.now().addingTimeInterval(delay)
+        if let pending = attachments.retryAt, pending <= target { return }
+        attachments.retryAt = target
         let clock = self.clock
-        let signal = attachments.signal
-        Task {
-            do { try await clock.sleep(seconds: max(delay, 0.05)) } catch { return }
-            signal?.yield()
+        Task { [weak self] in
+            try? await clock.sleep(seconds: delay)
+            await self?.retryDue(target)
         }
     }
 
-    /// Uploads, then downloads. Returns the first failure and whether anything is left to retry.
-    /// Blobs the server did not have yet are asked for again once their backoff has passed, or
-    /// at once when `askingEveryBlob`.
-    private func transferPass(askingEveryBlob: Bool) async -> (error: SyncEngineError?, left: Bool) {
-        guard container.syncsAttachments else { return (nil, false) }
+    /// A retry's time has come: the loop runs a pass.
+    private func retryDue(_ target: Date) {
+        if attachments.retryAt == target { attachments.retryAt = nil }
+        attachments.signal?.yield()
+    }
+
+    /// Uploads, then downloads. Returns the first failure, whether failed transfers are left to
+    /// retry, and when the first blob the server did not have yet is due to be asked for again.
+    /// Such blobs are asked for once their backoff has passed, or at once when `askingEveryBlob`.
+    private func transferPass(askingEveryBlob: Bool) async -> (error: SyncEngineError?, left: Bool, due: Date?) {
+        guard container.syncsAttachments else { return (nil, false, nil) }
         return await oneTransferAtATime { await transferPassAlone(askingEveryBlob: askingEveryBlob) }
     }
 
     /// A pass, while no other transfer runs.
-    private func transferPassAlone(askingEveryBlob: Bool) async -> (error: SyncEngineError?, left: Bool) {
+    private func transferPassAlone(askingEveryBlob: Bool) async -> (error: SyncEngineError?, left: Bool, due: Date?) {
         var firstError: SyncEngineError?
         var left = false
+        var due: Date?
         do {
             // Files kept for mutations the engine no longer keeps go.
             let retained = try container.retainedSyncAttachments()
@@ -241,7 +257,7 @@ extension SyncEngine {
             let now = clock.now()
             for attachment in missing {
                 if !askingEveryBlob, let wait = attachments.notUploadedYet[attachment.digest], wait.due > now {
-                    left = true
+                    due = min(due ?? wait.due, wait.due)
                     continue
                 }
                 do {
@@ -253,9 +269,9 @@ extension SyncEngine {
                     // backoff of its own (the policy's ceiling for that many answers: 0.5 s, 1 s,
                     // 2 s… up to a minute by default).
                     let answers = (attachments.notUploadedYet[attachment.digest]?.answers ?? 0) + 1
-                    let delay = configuration.backoff.ceiling(attempt: answers)
-                    attachments.notUploadedYet[attachment.digest] = (answers, clock.now().addingTimeInterval(delay))
-                    left = true
+                    let next = clock.now().addingTimeInterval(configuration.backoff.ceiling(attempt: answers))
+                    attachments.notUploadedYet[attachment.digest] = (answers, next)
+                    due = min(due ?? next, next)
                 } catch {
                     let failure = Self.engineError(error)
                     firstError = firstError ?? failure
@@ -270,7 +286,7 @@ extension SyncEngine {
             left = true
         }
         await updateAttachmentStatus(progress: nil)
-        return (firstError, left)
+        return (firstError, left, due)
     }
 
     /// Uploads one pinned file, resumed from what the server holds, and unpins it.

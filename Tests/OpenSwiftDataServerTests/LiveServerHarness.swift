@@ -67,7 +67,11 @@ struct LiveServer {
                 try await group.run()
             }
             var iterator = ports.makeAsyncIterator()
-            guard let port = await iterator.next() else { throw SyncServiceError(500, .internalError, "the server did not start") }
+            guard let port = await iterator.next() else {
+                // The server's own error, if it threw one.
+                try await tasks.next()
+                throw SyncServiceError(500, .internalError, "the server did not start")
+            }
             let live = LiveServer(port: port, server: server, directory: directory, storage: storage)
             let result: Result<T, any Error>
             do {

@@ -104,7 +104,7 @@ final class PrivatePostgresCluster: Sendable {
     /// Adds to `actions` the closing of every descriptor above standard error, at once with
     /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later, looked up at run time
     /// because Swift's Glibc module does not declare it), else one by one from the descriptors
-    /// open now.
+    /// open now (which misses one another test opens between the listing and the spawn).
     private static func closeOtherDescriptors(_ actions: inout posix_spawn_file_actions_t) throws {
         typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
         if let symbol = dlsym(dlopen(nil, RTLD_NOW), "posix_spawn_file_actions_addclosefrom_np") {

@@ -68,7 +68,7 @@ enum SimulateCommand {
         let start = ContinuousClock.now
         while process.isRunning {
             guard ContinuousClock.now - start < deadline else {
-                process.terminate()
+                kill(process.processIdentifier, SIGKILL)
                 Issue.record("osd-simulate \(arguments.joined(separator: " ")) ran past \(deadline) and was killed")
                 break
             }

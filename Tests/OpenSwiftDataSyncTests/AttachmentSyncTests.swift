@@ -299,7 +299,7 @@ struct AttachmentSyncTests {
     func notUploadedYetBacksOff() async throws {
         try await LoopbackServer.run { server in
             let a = try server.photoDevice("a")
-            // B counts its downloads; its backoff starts at 30 s.
+            // B counts its downloads; its backoff starts at 5 minutes, far above the test's time.
             let url = server.directory.file("b.sqlite")
             let container = try ModelContainer(for: Schema([Photo.self]), configurations: ModelConfiguration(url: url))
             let verifier = server.server.verifier
@@ -307,7 +307,7 @@ struct AttachmentSyncTests {
             var configuration = SyncConfiguration()
             configuration.sync(Photo.self, scope: \Photo.album)
             configuration.pollInterval = .seconds(3600)
-            configuration.backoff = SyncBackoff(base: .seconds(30), cap: .seconds(60))
+            configuration.backoff = SyncBackoff(base: .seconds(300), cap: .seconds(600))
             let engine = try SyncEngine(
                 container: container, transport: transport, user: "alice", configuration: configuration, clock: SystemSyncClock(),
                 seed: seed(of: "b"))
