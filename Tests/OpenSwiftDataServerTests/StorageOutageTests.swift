@@ -231,8 +231,8 @@ struct StorageOutageTests {
     func postgresOutage(_ backend: Backend) async throws {
         // The connect timeout (2 s) is what an answer takes, and the test prints each figure;
         // the bound proves an answer comes instead of a wait of a minute or forever, with room
-        // for a machine that runs the whole suite at once.
-        let answerBound = 10.0
+        // for a machine that runs the whole suite at once on two cores (up to 12 s seen).
+        let answerBound = 20.0
         let cluster = try PrivatePostgresCluster()
         defer { cluster.remove() }
         var configuration = try PostgresStorageConfiguration(url: cluster.url)
@@ -289,7 +289,14 @@ struct StorageOutageTests {
             }
             print("PostgreSQL back: a push succeeded after \(seconds(since: start)) s")
             #expect(try recovered?.decode(PushResponse.self).results.first?.status == .applied)
-            #expect(try await server.send(.GET, "/ready").status == 200)
+            // Ready again: `/ready` answers 200 within a few tries (each bounded by the 2 s
+            // connect timeout, which a busy machine can overrun once).
+            var readyAgain = false
+            for _ in 0..<10 where !readyAgain {
+                readyAgain = try await server.send(.GET, "/ready").status == 200
+                if !readyAgain { try await Task.sleep(for: .milliseconds(500)) }
+            }
+            #expect(readyAgain, "/ready did not answer 200 after the recovery")
 
             // The writers go on a little after the recovery, then stop.
             try await Task.sleep(for: .milliseconds(500))
